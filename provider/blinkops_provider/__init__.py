@@ -1,0 +1,64 @@
+"""Apache Airflow provider for Blink (BlinkOps)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "get_provider_info"]
+
+
+def get_provider_info() -> dict[str, Any]:
+    """Describe the provider to Airflow (the ``apache_airflow_provider`` entry point)."""
+    return {
+        "package-name": "airflow-provider-blinkops",
+        "name": "Blink",
+        "description": "Blink (BlinkOps) workflow-automation platform: table fields and connection types.",
+        "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": "Blink",
+                "external-doc-url": "https://docs.blinkops.com/docs/api",
+                "tags": ["service"],
+            }
+        ],
+        "hooks": [{"integration-name": "Blink", "python-modules": ["blinkops_provider.hooks.blink"]}],
+        "operators": [
+            {
+                "integration-name": "Blink",
+                "python-modules": [
+                    "blinkops_provider.operators.tables",
+                    "blinkops_provider.operators.connection_types",
+                ],
+            }
+        ],
+        "connection-types": [
+            {
+                "connection-type": "blink",
+                "hook-class-name": "blinkops_provider.hooks.blink.BlinkHook",
+                "hook-name": "Blink",
+                "conn-fields": {
+                    "api_key_header": {
+                        "label": "API key header",
+                        "description": "Name of the header that carries the API key.",
+                        "schema": {"type": ["string", "null"], "default": "BLINK-API-KEY"},
+                    },
+                    "verify_ssl": {
+                        "label": "Verify TLS certificates",
+                        "schema": {"type": ["boolean", "null"], "default": True},
+                    },
+                    "timeout": {
+                        "label": "Timeout (seconds)",
+                        "description": "Connect and read timeout of every request.",
+                        "schema": {"type": ["number", "null"]},
+                    },
+                },
+                "ui-field-behaviour": {
+                    "hidden-fields": ["login", "schema", "port"],
+                    "relabeling": {"host": "Base URL", "password": "API key"},
+                    "placeholders": {"host": "https://app.blinkops.com"},
+                },
+            }
+        ],
+    }

@@ -1,0 +1,116 @@
+"""Exceptions raised by the Blink provider.
+
+The hierarchy says what Airflow does with a failure:
+
+* :class:`BlinkClientError` and its subclasses (400, 401/403, 404, other 4xx) are also
+  ``AirflowFailException``: the task fails at once and Airflow does not retry it, because
+  sending the same request again cannot succeed.
+* :class:`BlinkTransientError` (429, 5xx, connection errors, timeouts, after the hook's own
+  retries are spent) and :class:`BlinkResponseError` (a 2xx whose body is not the expected
+  JSON) are plain ``AirflowException``: the task's own ``retries`` apply.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
+
+__all__ = [
+    "BlinkApiError",
+    "BlinkAuthError",
+    "BlinkBadRequestError",
+    "BlinkClientError",
+    "BlinkConfigurationError",
+    "BlinkNotFoundError",
+    "BlinkResponseError",
+    "BlinkTransientError",
+]
+
+
+class BlinkConfigurationError(AirflowException):
+    """The Airflow connection cannot be used as it is (no API key, a malformed base URL, ...)."""
+
+
+class BlinkApiError(AirflowException):
+    """A call to the Blink API failed.
+
+    Carries what the error wrapper of the response said (every member may be absent) and which
+    request failed: its method and its path below the base URL, never the API key and never the
+    query string (an RQL filter may hold values the user did not mean to log).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        details: str | None = None,
+        identifier: str | None = None,
+        data: Any = None,
+        user_error: Any = None,
+        method: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.message = message
+        self.status = status
+        self.details = details
+        self.identifier = identifier
+        self.data = data
+        self.user_error = user_error
+        self.method = method
+        self.path = path
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.details and self.details != self.message:
+            text = f"{text} ({self.details})"
+        if self.status is not None:
+            text = f"{self.status}: {text}"
+        if self.method and self.path:
+            text = f"{self.method} {self.path} -> {text}"
+        return text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only arguments do not survive the default pickling of exceptions.
+        return (_rebuild, (type(self), self.message, self._members()))
+
+    def _members(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "details": self.details,
+            "identifier": self.identifier,
+            "data": self.data,
+            "user_error": self.user_error,
+            "method": self.method,
+            "path": self.path,
+        }
+
+
+def _rebuild(cls: type[BlinkApiError], message: str, members: dict[str, Any]) -> BlinkApiError:
+    return cls(message, **members)
+
+
+class BlinkTransientError(BlinkApiError):
+    """A fault that may pass (429, 5xx, connection error, timeout) outlived the hook's retries."""
+
+
+class BlinkResponseError(BlinkApiError):
+    """A 2xx response whose body is not the JSON the endpoint documents."""
+
+
+class BlinkClientError(BlinkApiError, AirflowFailException):
+    """A 4xx response: the request itself is wrong, so the task fails without a retry."""
+
+
+class BlinkBadRequestError(BlinkClientError):
+    """400: Blink refused the request (invalid body, a type change, a broken RQL query, ...)."""
+
+
+class BlinkAuthError(BlinkClientError):
+    """401 or 403: the API key is missing, wrong, or lacks the permission for this call."""
+
+
+class BlinkNotFoundError(BlinkClientError):
+    """404: the workspace, table, field or listing named in the request does not exist."""

@@ -1,0 +1,130 @@
+"""Turning Blink's HTTP responses into models or into the provider's exceptions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import requests
+from pydantic import BaseModel, ValidationError
+
+from blinkops_provider.exceptions import (
+    BlinkApiError,
+    BlinkAuthError,
+    BlinkBadRequestError,
+    BlinkClientError,
+    BlinkNotFoundError,
+    BlinkResponseError,
+)
+from blinkops_provider.models import ErrorWrapper
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+EXCERPT_CHARS = 200
+"""How much of an unexpected body an error message quotes."""
+
+Scrub = Callable[[str], str]
+
+
+def excerpt(response: requests.Response, scrub: Scrub) -> str:
+    """The first characters of a body, secrets removed, for an error message."""
+    text = response.text[:EXCERPT_CHARS] if response.content else ""
+    return scrub(text) if text else "<empty body>"
+
+
+def _content_type(response: requests.Response) -> str:
+    return response.headers.get("Content-Type") or "no content type"
+
+
+def parse_model(
+    response: requests.Response, model: type[ModelT], *, method: str, path: str, scrub: Scrub
+) -> ModelT:
+    """The body of a 2xx response as ``model``.
+
+    :raises BlinkResponseError: the body is not JSON, or not of the expected shape.
+    """
+    try:
+        data = response.json()
+    except ValueError:
+        problem = "is not JSON"
+    else:
+        try:
+            return model.model_validate(data)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "body"
+            problem = f"is not a {model.__name__} ({where}: {first['msg']})"
+    raise BlinkResponseError(
+        f"the response body {problem}; content type {_content_type(response)}, "
+        f"body starts: {excerpt(response, scrub)}",
+        status=response.status_code,
+        method=method,
+        path=path,
+    )
+
+
+def _error_wrapper(response: requests.Response) -> ErrorWrapper | None:
+    try:
+        data = response.json()
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    try:
+        return ErrorWrapper.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def _error_class(status: int) -> type[BlinkApiError]:
+    if status == 400:
+        return BlinkBadRequestError
+    if status in (401, 403):
+        return BlinkAuthError
+    if status == 404:
+        return BlinkNotFoundError
+    if 400 <= status < 500:
+        return BlinkClientError
+    return BlinkApiError
+
+
+def error_from_response(
+    response: requests.Response,
+    *,
+    method: str,
+    path: str,
+    scrub: Scrub,
+    subject: str | None = None,
+    error_class: type[BlinkApiError] | None = None,
+) -> BlinkApiError:
+    """The exception for an error response, keeping what Blink's error wrapper said.
+
+    :param subject: what the request was about ("field 'Severity' of table 'Incidents' ..."),
+        named in the message of a 404.
+    :param error_class: the class to use instead of the one the status calls for.
+    """
+    status = response.status_code
+    wrapper = _error_wrapper(response)
+
+    def clean(value: Any) -> Any:
+        return scrub(value) if isinstance(value, str) else value
+
+    if wrapper is not None and (wrapper.message or wrapper.details):
+        message = clean(wrapper.message or wrapper.details)
+        details = clean(wrapper.details)
+    else:
+        message = response.reason or "error"
+        details = f"content type {_content_type(response)}, body starts: {excerpt(response, scrub)}"
+    if status == 404 and subject:
+        message, details = f"not found: {subject}", message
+    cls = error_class or _error_class(status)
+    return cls(
+        message,
+        status=status,
+        details=details,
+        identifier=clean(wrapper.identifier) if wrapper else None,
+        data=wrapper.data if wrapper else None,
+        user_error=wrapper.user_error if wrapper else None,
+        method=method,
+        path=path,
+    )

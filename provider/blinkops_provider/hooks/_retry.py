@@ -1,0 +1,83 @@
+"""The retry policy of every Blink API call, in one place.
+
+What is retried: 429, 500, 502, 503 and 504 responses, connection errors (refused, reset,
+dropped before or during the response) and timeouts. Nothing else: a 4xx other than 429 will
+not change by asking again, and other 5xx say the server cannot do what was asked.
+
+How long the hook waits: a ``Retry-After`` header (seconds or an HTTP date) wins, up to
+``MAX_WAIT``; otherwise exponential backoff with jitter starting at the hook's ``retry_delay``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from email.utils import parsedate_to_datetime
+
+import requests
+from tenacity import RetryCallState
+from tenacity.wait import wait_base, wait_exponential_jitter
+
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+"""Statuses the hook retries before giving up with ``BlinkTransientError``."""
+
+TRANSIENT_EXCEPTIONS: tuple[type[BaseException], ...] = (
+    requests.ConnectionError,
+    requests.Timeout,
+    requests.exceptions.ChunkedEncodingError,
+)
+"""Transport failures the hook retries (``ConnectTimeout`` and ``ReadTimeout`` included)."""
+
+MAX_WAIT = 120.0
+"""The longest single wait, in seconds, whatever ``Retry-After`` or the backoff asks for."""
+
+
+class RetryableResponse(Exception):
+    """A response with a status of :data:`RETRYABLE_STATUSES`, raised so that tenacity retries it."""
+
+    def __init__(self, response: requests.Response) -> None:
+        super().__init__(f"HTTP {response.status_code}")
+        self.response = response
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether a failed attempt is worth another one."""
+    return isinstance(exc, (RetryableResponse, *TRANSIENT_EXCEPTIONS))
+
+
+def parse_retry_after(value: str | None, now: dt.datetime) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value (delay-seconds or HTTP date), or None if unusable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.timezone.utc)
+        seconds = (when - now).total_seconds()
+    if seconds != seconds:  # NaN
+        return None
+    return max(0.0, seconds)
+
+
+class RetryAfterOrBackoff(wait_base):
+    """Wait what ``Retry-After`` says (capped), else back off exponentially with jitter."""
+
+    def __init__(self, initial: float, now: Callable[[], dt.datetime], max_wait: float = MAX_WAIT) -> None:
+        self.max_wait = max_wait
+        self.now = now
+        self.backoff = wait_exponential_jitter(initial=initial, max=max_wait, jitter=initial)
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        outcome = retry_state.outcome
+        exc = outcome.exception() if outcome is not None else None
+        if isinstance(exc, RetryableResponse):
+            asked = parse_retry_after(exc.response.headers.get("Retry-After"), self.now())
+            if asked is not None:
+                return min(asked, self.max_wait)
+        return float(self.backoff(retry_state))

@@ -1,0 +1,396 @@
+"""The hook that talks to Blink's REST API."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import time
+from collections.abc import Iterator, Mapping
+from functools import cached_property
+from typing import Any, ClassVar, TypeVar
+from urllib.parse import quote, urlsplit
+
+import requests
+from airflow.providers.common.compat.sdk import BaseHook, mask_secret
+from pydantic import BaseModel
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
+from blinkops_provider import __version__
+from blinkops_provider.exceptions import (
+    BlinkApiError,
+    BlinkAuthError,
+    BlinkConfigurationError,
+    BlinkTransientError,
+)
+from blinkops_provider.hooks._connection import (
+    DEFAULT_HEADER,
+    ConnectionSettings,
+    Timeout,
+    as_timeout,
+    build_base_url,
+)
+from blinkops_provider.hooks._responses import error_from_response, parse_model
+from blinkops_provider.hooks._retry import (
+    RETRYABLE_STATUSES,
+    RetryableResponse,
+    RetryAfterOrBackoff,
+    is_retryable,
+)
+from blinkops_provider.models import ConnectionType, ConnectionTypePage, FieldUpdate, TableField
+from blinkops_provider.rql import MAX_LIMIT, RQLQuery
+
+__all__ = ["BlinkHook", "build_base_url"]
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def _segment(value: object, what: str) -> str:
+    """One percent-encoded path segment ('/' included), refusing empty names."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{what} must be a non-empty string, got {value!r}")
+    if value in (".", ".."):
+        raise ValueError(f"{what} cannot be {value!r}: URL paths resolve it as a directory step")
+    return quote(value, safe="")
+
+
+class BlinkHook(BaseHook):
+    """Calls Blink's REST API with an API key held in an Airflow connection.
+
+    The connection (type ``blink``): host is the base URL (``https://app.blinkops.com`` when
+    empty; ``/api/v1`` is added when missing), password is the API key, and the extras
+    ``api_key_header`` (default ``BLINK-API-KEY``), ``verify_ssl`` (default true) and ``timeout``
+    (seconds) tune the requests. Nothing is read before the first call.
+
+    :param blink_conn_id: the Airflow connection to use.
+    :param timeout: seconds, or a ``(connect, read)`` pair, for every request; defaults to the
+        connection's ``timeout`` extra, else 10 s to connect and 60 s to read.
+    :param retry_limit: attempts per call (1 means no retry) for 429, 5xx, connection errors and
+        timeouts.
+    :param retry_delay: first backoff wait in seconds, doubled per attempt, with jitter;
+        a ``Retry-After`` header overrides it.
+    """
+
+    conn_name_attr = "blink_conn_id"
+    default_conn_name = "blink_default"
+    conn_type = "blink"
+    hook_name = "Blink"
+
+    max_pages: ClassVar[int] = 100_000
+    """A listing walk stops with an error after this many pages, whatever the server says."""
+
+    def __init__(
+        self,
+        blink_conn_id: str = default_conn_name,
+        *,
+        timeout: Timeout | None = None,
+        retry_limit: int = 3,
+        retry_delay: float = 1.0,
+    ) -> None:
+        super().__init__()
+        if isinstance(retry_limit, bool) or not isinstance(retry_limit, int) or retry_limit < 1:
+            raise ValueError(f"retry_limit must be an integer of 1 or more (attempts), got {retry_limit!r}")
+        if isinstance(retry_delay, bool) or not isinstance(retry_delay, (int, float)) or retry_delay < 0:
+            raise ValueError(f"retry_delay must be a number of seconds, 0 or more, got {retry_delay!r}")
+        self.blink_conn_id = blink_conn_id
+        self.timeout = None if timeout is None else as_timeout(timeout, "timeout")
+        self.retry_limit = retry_limit
+        self.retry_delay = float(retry_delay)
+        # Seams for tests: how the hook waits between attempts and what time it is.
+        self._sleep = time.sleep
+        self._now = lambda: dt.datetime.now(dt.timezone.utc)
+
+    # -- connection --------------------------------------------------------------------------
+
+    @cached_property
+    def _settings(self) -> ConnectionSettings:
+        settings = ConnectionSettings.from_connection(self.get_connection(self.blink_conn_id), self.timeout)
+        mask_secret(settings.api_key)
+        return settings
+
+    @property
+    def base_url(self) -> str:
+        """The API's base URL, ending in ``/api/v1``."""
+        return self._settings.base_url
+
+    @cached_property
+    def session(self) -> requests.Session:
+        """The HTTP session every call of this hook goes through."""
+        settings = self._settings
+        session = requests.Session()
+        session.headers.update(
+            {
+                settings.header: settings.api_key,
+                "Accept": "application/json",
+                "User-Agent": f"airflow-provider-blinkops/{__version__}",
+            }
+        )
+        session.verify = settings.verify
+        return session
+
+    def get_conn(self) -> requests.Session:
+        """The configured ``requests.Session`` (Airflow's usual hook entry point)."""
+        return self.session
+
+    def close(self) -> None:
+        """Release the HTTP session's sockets; the hook opens a new one when used again."""
+        session = self.__dict__.pop("session", None)
+        if session is not None:
+            session.close()
+
+    def _scrub(self, text: str) -> str:
+        key = self.__dict__.get("_settings")
+        return text.replace(key.api_key, "***") if key else text
+
+    # -- the one request path -------------------------------------------------------------
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        model: type[ModelT],
+        *,
+        params: Mapping[str, str] | None = None,
+        json: Any = None,
+        subject: str | None = None,
+    ) -> ModelT:
+        """Send one API call with the retry policy and return its body as ``model``.
+
+        :param path: below the base URL, already percent-encoded.
+        :param subject: what the call is about, named when Blink answers 404.
+        :raises BlinkClientError: on a 4xx other than 429 (never retried).
+        :raises BlinkTransientError: when 429, 5xx, connection errors or timeouts outlast the retries.
+        :raises BlinkResponseError: when a 2xx body is not the expected JSON.
+        """
+        session = self.session
+        url = self.base_url + path
+        timeout = self._settings.timeout
+
+        def attempt() -> requests.Response:
+            response = session.request(method, url, params=params, json=json, timeout=timeout)
+            if response.status_code in RETRYABLE_STATUSES:
+                raise RetryableResponse(response)
+            return response
+
+        def log_retry(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            wait = state.next_action.sleep if state.next_action else 0.0
+            self.log.warning(
+                "Blink %s %s failed (%s), attempt %d of %d; retrying in %.1f s",
+                method, path, self._describe(exc), state.attempt_number, self.retry_limit, wait,
+            )  # fmt: skip
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self.retry_limit),
+            wait=RetryAfterOrBackoff(initial=self.retry_delay, now=self._now),
+            retry=retry_if_exception(is_retryable),
+            sleep=self._sleep,
+            before_sleep=log_retry,
+            reraise=True,
+        )
+        try:
+            response = retrying(attempt)
+        except RetryableResponse as exc:
+            raise error_from_response(
+                exc.response, method=method, path=path, scrub=self._scrub,
+                subject=subject, error_class=BlinkTransientError,
+            ) from None  # fmt: skip
+        except requests.RequestException as exc:
+            cls = BlinkTransientError if is_retryable(exc) else BlinkApiError
+            raise cls(
+                f"{self._describe(exc)} after {self.retry_limit} attempt(s)", method=method, path=path
+            ) from None
+        if not response.ok:
+            raise error_from_response(response, method=method, path=path, scrub=self._scrub, subject=subject)
+        return parse_model(response, model, method=method, path=path, scrub=self._scrub)
+
+    def _describe(self, exc: BaseException | None) -> str:
+        """A one-line account of a failed attempt that names no URL, query or key."""
+        if isinstance(exc, RetryableResponse):
+            return f"HTTP {exc.response.status_code}"
+        if isinstance(exc, requests.Timeout):
+            return f"timed out ({type(exc).__name__}) talking to {urlsplit(self.base_url).netloc}"
+        if isinstance(exc, requests.RequestException):
+            return f"could not reach {urlsplit(self.base_url).netloc} ({type(exc).__name__})"
+        return type(exc).__name__
+
+    # -- endpoints ------------------------------------------------------------------------
+
+    def update_table_field(
+        self, ws_id: str, table: str, field: str, update: FieldUpdate | Mapping[str, Any]
+    ) -> TableField:
+        """Replace the settings of a table field (``PUT /workspace/{ws_id}/table/{table}/fields/{field}``).
+
+        Blink resets what the update leaves out and refuses type changes: give the field's
+        ``type`` and ``display_name`` to keep them.
+
+        :param update: a :class:`FieldUpdate` or a mapping validated into one.
+        :returns: the field as Blink stored it.
+        :raises ValueError: an empty name or an invalid update, before any request.
+        :raises BlinkBadRequestError: Blink refused the update (400).
+        :raises BlinkNotFoundError: no such workspace, table or field (404).
+        """
+        path = "/workspace/{}/table/{}/fields/{}".format(
+            _segment(ws_id, "ws_id"), _segment(table, "table"), _segment(field, "field")
+        )
+        body = update if isinstance(update, FieldUpdate) else FieldUpdate.model_validate(update)
+        return self._request(
+            "PUT",
+            path,
+            TableField,
+            json=body.to_body(),
+            subject=f"field {field!r} of table {table!r} in workspace {ws_id!r}",
+        )
+
+    def list_connection_types(
+        self,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        sort: list[str] | None = None,
+        select: list[str] | None = None,
+        limit: int = MAX_LIMIT,
+        offset: int = 0,
+    ) -> ConnectionTypePage:
+        """One page of the connection-type catalogue (``GET /connection_types?q=<RQL>``).
+
+        :raises ValueError: an invalid RQL query, before any request.
+        """
+        query = RQLQuery(filter=filter, sort=sort, select=select, limit=limit, offset=offset)
+        return self._request(
+            "GET", "/connection_types", ConnectionTypePage, params={"q": query.to_param()},
+            subject="connection types",
+        )  # fmt: skip
+
+    def iter_connection_type_pages(
+        self,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        sort: list[str] | None = None,
+        select: list[str] | None = None,
+        page_size: int = MAX_LIMIT,
+        max_items: int | None = None,
+    ) -> Iterator[ConnectionTypePage]:
+        """Every page of the catalogue in order (the last one cut to ``max_items``).
+
+        Stops at the reported total, on an empty page, or at ``max_items``.
+
+        :raises ValueError: an invalid query, page size or ``max_items``, before any request.
+        :raises BlinkApiError: the server repeats a page, ignores ``offset``, or the walk passes
+            :attr:`max_pages`.
+        """
+        if max_items is not None and (
+            isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0
+        ):
+            raise ValueError(f"max_items must be None or an integer of 0 or more, got {max_items!r}")
+        # Validate the query once, before the first request.
+        RQLQuery(filter=filter, sort=sort, select=select, limit=page_size, offset=0)
+        offset = 0
+        previous_ids: list[str] | None = None
+        for number in range(1, self.max_pages + 1):
+            limit = page_size if max_items is None else min(page_size, max_items - offset)
+            if limit <= 0:
+                return
+            page = self.list_connection_types(
+                filter=filter, sort=sort, select=select, limit=limit, offset=offset
+            )
+            if page.offset is not None and page.offset != offset:
+                raise BlinkApiError(
+                    f"the server answered offset {page.offset} when asked for offset {offset}; "
+                    "it ignores paging, so the catalogue cannot be walked",
+                    method="GET", path="/connection_types",
+                )  # fmt: skip
+            ids = [item.id for item in page.results if item.id is not None]
+            if ids and len(ids) == len(page.results) and ids == previous_ids:
+                raise BlinkApiError(
+                    f"the server sent the same page again at offset {offset}; stopping rather than "
+                    "looping",
+                    method="GET", path="/connection_types",
+                )  # fmt: skip
+            previous_ids = ids
+            if not page.results:
+                return
+            yield page
+            offset += len(page.results)
+            total = page.total
+            self.log.info(
+                "page %d/%s: %d of %s connection types",
+                number,
+                math.ceil(total / page_size) if total is not None else "?",
+                offset,
+                total if total is not None else "?",
+            )
+            if total is not None and offset >= total:
+                return
+            if total is None and len(page.results) < limit:
+                return
+        raise BlinkApiError(
+            f"stopped after {self.max_pages} pages; the listing never reached its end",
+            method="GET", path="/connection_types",
+        )  # fmt: skip
+
+    def iter_connection_types(
+        self,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        sort: list[str] | None = None,
+        select: list[str] | None = None,
+        page_size: int = MAX_LIMIT,
+        max_items: int | None = None,
+    ) -> Iterator[ConnectionType]:
+        """Every connection type matching the query, in order (see :meth:`iter_connection_type_pages`)."""
+        for page in self.iter_connection_type_pages(
+            filter=filter, sort=sort, select=select, page_size=page_size, max_items=max_items
+        ):
+            yield from page.results
+
+    # -- Airflow UI ---------------------------------------------------------------------
+
+    def test_connection(self) -> tuple[bool, str]:
+        """Check the connection with a one-item listing (the UI's Test button)."""
+        try:
+            page = self.list_connection_types(limit=1)
+        except BlinkConfigurationError as err:
+            return False, str(err)
+        except BlinkAuthError as err:
+            return False, (
+                f"{err}. Check the API key (password) and the header name (extra api_key_header, "
+                f"now {self._settings.header!r})."
+            )
+        except BlinkTransientError as err:
+            if err.status is None:
+                return False, f"{err}. Check the Base URL (host), now {self.base_url!r}."
+            return False, str(err)
+        except BlinkApiError as err:
+            hint = f" Check the Base URL (host), now {self.base_url!r}." if err.status == 404 else ""
+            return False, f"{err}.{hint}"
+        total = page.total if page.total is not None else len(page.results)
+        return True, f"Connected to {self.base_url}: {total} connection types visible."
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """How the Airflow 2 UI shows the connection form (Airflow 3 reads the provider info)."""
+        from blinkops_provider import get_provider_info
+
+        behaviour = get_provider_info()["connection-types"][0]["ui-field-behaviour"]
+        return {
+            "hidden_fields": behaviour["hidden-fields"],
+            "relabeling": behaviour["relabeling"],
+            "placeholders": behaviour["placeholders"],
+        }
+
+    @classmethod
+    def get_connection_form_widgets(cls) -> dict[str, Any]:
+        """The extra fields of the Airflow 2 connection form."""
+        from flask_appbuilder.fieldwidgets import BS3TextFieldWidget
+        from flask_babel import lazy_gettext
+        from wtforms import BooleanField, StringField
+        from wtforms.validators import Optional
+
+        return {
+            "api_key_header": StringField(
+                lazy_gettext("API key header"), widget=BS3TextFieldWidget(), default=DEFAULT_HEADER
+            ),
+            "verify_ssl": BooleanField(lazy_gettext("Verify TLS certificates"), default=True),
+            "timeout": StringField(
+                lazy_gettext("Timeout (seconds)"), widget=BS3TextFieldWidget(), validators=[Optional()]
+            ),
+        }

@@ -1,0 +1,295 @@
+"""Pydantic models of the Blink API's request and response bodies.
+
+Two families, with opposite rules:
+
+* Request models (:class:`FieldUpdate`, :class:`FieldAttributes`, :class:`TableReference`)
+  reject unknown members, naming the allowed ones, and reject values of the wrong type, so a
+  typo such as ``opitons`` fails before any request is sent.
+* Response models accept missing and unknown members and keep the unknown ones: Blink adds
+  fields over time, and ``model_dump()`` hands them on untouched. Members whose JSON name is not
+  snake_case (``defaultAPIAddress``) have a snake_case attribute and are dumped under their JSON
+  name.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator, model_validator
+
+__all__ = [
+    "ActionToRunParamValues",
+    "Authentication",
+    "AuthenticationKey",
+    "ConnectionType",
+    "ConnectionTypeMetadata",
+    "ConnectionTypeMethod",
+    "ConnectionTypePage",
+    "ErrorWrapper",
+    "Extractor",
+    "ExtractorExpiry",
+    "FieldAttributes",
+    "FieldType",
+    "FieldUpdate",
+    "Pagination",
+    "TableField",
+    "TableReference",
+    "TestConnection",
+    "TwoLeggedValues",
+    "Validation",
+]
+
+
+class FieldType(str, Enum):
+    """The types a table field can have (the values accepted by the field update)."""
+
+    TEXT = "text"
+    LONG_TEXT = "long-text"
+    NUMBER = "number"
+    RISK_LEVEL = "risk-level"
+    CHECKBOX = "checkbox"
+    SINGLE_SELECT = "single-select"
+    MULTI_SELECT = "multi-select"
+    LIST = "list"
+    REFERENCE = "reference"
+    DATE = "date"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class _RequestModel(BaseModel):
+    """A body we send: unknown members and wrongly typed values are errors."""
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_unknown_members(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            allowed = sorted(name for name in cls.model_fields)
+            unknown = sorted(str(key) for key in data if key not in cls.model_fields)
+            if unknown:
+                raise ValueError(
+                    f"unknown member{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                    f"in {cls.__name__}; allowed: {', '.join(allowed)}"
+                )
+        return data
+
+
+class TableReference(_RequestModel):
+    """The target of a reference field: a table and the field of it that is displayed."""
+
+    table_name: StrictStr = Field(min_length=1)
+    display_name_field: StrictStr | None = None
+
+
+class FieldAttributes(_RequestModel):
+    """Type-specific settings of a field (defaults, select options, reference target)."""
+
+    default_value: StrictStr | None = None
+    include_time: StrictBool | None = None
+    options: list[StrictStr] | None = None
+    table_reference: TableReference | None = None
+
+
+class FieldUpdate(_RequestModel):
+    """The body of a field update (``PUT .../fields/{field}``).
+
+    The update is a full replacement: a member left out is reset by Blink. Give ``type`` (the
+    field's current type: Blink refuses to change it) and ``display_name`` to keep them.
+    """
+
+    type: FieldType | None = None
+    display_name: StrictStr | None = Field(default=None, min_length=1)
+    attributes: FieldAttributes | None = None
+
+    @field_validator("display_name")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("display_name must not be blank")
+        return value
+
+    def to_body(self) -> dict[str, Any]:
+        """The JSON body to send: only the members that were given."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class _ResponseModel(BaseModel):
+    """A body we receive: members may be missing, unknown ones are kept."""
+
+    model_config = ConfigDict(
+        extra="allow", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of what Blink sent (unknown members included, absent ones left out)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class TableField(_ResponseModel):
+    """A field of a Blink table, as the field update returns it."""
+
+    id: str | None = None
+    name: str | None = None
+    display_name: str | None = None
+    description: str | None = None
+    type: str | None = None
+    attributes: dict[str, Any] | None = None
+    indexes: dict[str, str] | None = None
+    table_id: str | None = None
+    workspace_id: str | None = None
+    tenant_id: str | None = None
+    created_at: int | None = None
+    created_by: str | None = None
+    updated_at: int | None = None
+    updated_by: str | None = None
+
+
+class AuthenticationKey(_ResponseModel):
+    """One credential a connection type asks for."""
+
+    name: str | None = None
+    format: str | None = None
+
+
+class ActionToRunParamValues(_ResponseModel):
+    """The token request of a two-legged authentication."""
+
+    url: str | None = None
+    method: str | None = None
+    content_type: str | None = Field(default=None, alias="contentType")
+    headers: dict[str, Any] | None = None
+    body: dict[str, Any] | None = None
+    ignore_ssl: bool | None = Field(default=None, alias="ignoreSSL")
+
+
+class ExtractorExpiry(_ResponseModel):
+    """Where the expiry of a two-legged token is read, and its default in seconds."""
+
+    default_expiry: int | None = Field(default=None, alias="defaultExpiry")
+    path: str | None = None
+    type: str | None = None
+
+
+class Extractor(_ResponseModel):
+    """How the access token is taken out of the token response."""
+
+    access_key_path: str | None = Field(default=None, alias="accessKeyPath")
+    is_in_header: bool | None = Field(default=None, alias="isInHeader")
+    is_jwt: bool | None = Field(default=None, alias="isJWT")
+    expiry: ExtractorExpiry | None = None
+
+
+class TwoLeggedValues(_ResponseModel):
+    """Parameters of a two-legged token process."""
+
+    connection_params: list[str] | None = Field(default=None, alias="connectionParams")
+    action_to_run_param_values: ActionToRunParamValues | None = Field(
+        default=None, alias="actionToRunParamValues"
+    )
+    extractor: Extractor | None = None
+
+
+class Authentication(_ResponseModel):
+    """How a connection type authenticates against its target system."""
+
+    type: str | None = None
+    keys: list[AuthenticationKey] | None = None
+    static_headers: dict[str, Any] | None = Field(default=None, alias="staticHeaders")
+    two_legged_values: TwoLeggedValues | None = Field(default=None, alias="twoLeggedValues")
+
+
+class Pagination(_ResponseModel):
+    """The pagination method of the target system."""
+
+    type: str | None = None
+    descriptor: dict[str, Any] | None = None
+
+
+class Validation(_ResponseModel):
+    """What makes a response of the target system valid."""
+
+    content_type: str | None = Field(default=None, alias="contentType")
+    error_path: str | None = Field(default=None, alias="errorPath")
+    format_url: str | None = Field(default=None, alias="formatURL")
+    payload: dict[str, Any] | None = None
+    status_codes: str | None = Field(default=None, alias="statusCodes")
+
+
+class TestConnection(_ResponseModel):
+    """How a connection of this type is tested."""
+
+    __test__ = False  # not a pytest test class
+
+    type: str | None = None
+    endpoint: str | None = None
+    body: dict[str, Any] | None = None
+    expected: Validation | None = None
+
+
+class ConnectionTypeMetadata(_ResponseModel):
+    """Authentication, addressing, pagination, testing and validation of a connection type."""
+
+    authentication: Authentication | None = None
+    default_api_address: str | None = Field(default=None, alias="defaultAPIAddress")
+    ignore_ssl: bool | None = Field(default=None, alias="ignoreSSL")
+    pagination: Pagination | None = None
+    test_connection: TestConnection | None = Field(default=None, alias="testConnection")
+    validation: Validation | None = None
+    variables: dict[str, Any] | None = None
+
+
+class ConnectionTypeMethod(_ResponseModel):
+    """An authentication method a connection type offers."""
+
+    name: str | None = None
+    display_name: str | None = None
+    description: str | None = None
+    documentation_link: str | None = None
+    attributes: list[str] | None = None
+    hidden: bool | None = None
+    is_recommended: bool | None = None
+    oauth_supported: bool | None = None
+
+
+class ConnectionType(_ResponseModel):
+    """An entry of Blink's connection-type catalogue."""
+
+    id: str | None = None
+    name: str | None = None
+    display_name: str | None = None
+    plugin_name: str | None = None
+    documentation_link: str | None = None
+    icon_uri: str | None = None
+    oauth_supported: bool | None = None
+    attributes: dict[str, Any] | None = None
+    metadata: ConnectionTypeMetadata | None = None
+    methods: list[ConnectionTypeMethod] | None = None
+    tenant_id: str | None = None
+    created_at: int | None = None
+    created_by: str | None = None
+    updated_at: int | None = None
+    updated_by: str | None = None
+
+
+class ConnectionTypePage(_ResponseModel):
+    """One page of the connection-type listing."""
+
+    limit: int | None = None
+    offset: int | None = None
+    total: int | None = None
+    results: list[ConnectionType] = Field(default_factory=list)
+
+
+class ErrorWrapper(_ResponseModel):
+    """The body of an error response; every member may be absent."""
+
+    status: int | None = None
+    message: str | None = None
+    details: str | None = None
+    identifier: str | None = None
+    data: Any = None
+    user_error: Any = None
