@@ -2,6 +2,8 @@
 
 The hierarchy says what Airflow does with a failure:
 
+* :class:`BlinkInputError` (bad input, found before any request) is a ``ValueError`` and an
+  ``AirflowFailException``.
 * :class:`BlinkClientError` and its subclasses (400, 401/403, 404, other 4xx) are also
   ``AirflowFailException``: the task fails at once and Airflow does not retry it, because
   sending the same request again cannot succeed.
@@ -22,6 +24,7 @@ __all__ = [
     "BlinkBadRequestError",
     "BlinkClientError",
     "BlinkConfigurationError",
+    "BlinkInputError",
     "BlinkNotFoundError",
     "BlinkResponseError",
     "BlinkTransientError",
@@ -30,6 +33,13 @@ __all__ = [
 
 class BlinkConfigurationError(AirflowException):
     """The Airflow connection cannot be used as it is (no API key, a malformed base URL, ...)."""
+
+
+class BlinkInputError(ValueError, AirflowFailException):
+    """Bad input (a field update, an RQL query, a name), caught before any request is sent.
+
+    A ``ValueError``, and an ``AirflowFailException``: retrying the task cannot fix it.
+    """
 
 
 class BlinkApiError(AirflowException):

@@ -14,9 +14,20 @@ Two families, with opposite rules:
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from blinkops_provider.exceptions import BlinkInputError
 
 __all__ = [
     "ActionToRunParamValues",
@@ -38,7 +49,28 @@ __all__ = [
     "TestConnection",
     "TwoLeggedValues",
     "Validation",
+    "validate_input",
 ]
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def validate_input(model: type[ModelT], data: Any, what: str) -> ModelT:
+    """Validate user input into ``model``.
+
+    :raises BlinkInputError: naming each wrong member, why, and what is allowed.
+    """
+    if isinstance(data, model):
+        return data
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        problems = []
+        for error in err.errors(include_url=False, include_input=False):
+            where = ".".join(str(part) for part in error["loc"])
+            message = error["msg"].removeprefix("Value error, ")
+            problems.append(f"{where}: {message}" if where else message)
+        raise BlinkInputError(f"invalid {what}: " + "; ".join(problems)) from None
 
 
 class FieldType(str, Enum):

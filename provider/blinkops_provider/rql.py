@@ -19,7 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["MAX_LIMIT", "OPERATORS", "RQLQuery"]
+from blinkops_provider.exceptions import BlinkInputError
+
+__all__ = ["MAX_LIMIT", "OPERATORS", "RQLQuery", "parse_json_object"]
 
 MAX_LIMIT = 1000
 """The largest page Blink serves (``limit`` is 1 to 1000)."""
@@ -95,7 +97,7 @@ def _as_list(value: Any, what: str) -> Any:
             try:
                 return json.loads(text)
             except ValueError as err:
-                raise ValueError(f"{what} is not a valid JSON array: {err}") from None
+                raise BlinkInputError(f"{what} is not a valid JSON array: {err}") from None
         return [part.strip() for part in text.split(",") if part.strip()]
     return value
 
@@ -109,7 +111,7 @@ def parse_json_object(value: Any, what: str) -> Any:
         try:
             return json.loads(text)
         except ValueError as err:
-            raise ValueError(f"{what} is not valid JSON: {err}") from None
+            raise BlinkInputError(f"{what} is not valid JSON: {err}") from None
     return value
 
 

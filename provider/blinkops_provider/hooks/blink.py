@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import quote, urlsplit
@@ -20,6 +20,7 @@ from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
     BlinkConfigurationError,
+    BlinkInputError,
     BlinkTransientError,
 )
 from blinkops_provider.hooks._connection import (
@@ -36,21 +37,35 @@ from blinkops_provider.hooks._retry import (
     RetryAfterOrBackoff,
     is_retryable,
 )
-from blinkops_provider.models import ConnectionType, ConnectionTypePage, FieldUpdate, TableField
+from blinkops_provider.models import (
+    ConnectionType,
+    ConnectionTypePage,
+    FieldUpdate,
+    TableField,
+    validate_input,
+)
 from blinkops_provider.rql import MAX_LIMIT, RQLQuery
 
 __all__ = ["BlinkHook", "build_base_url"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+Filter = Mapping[str, Any] | str
+"""An RQL filter, or its JSON text."""
+Names = Sequence[str] | str
+"""Field names, or one string of them (a JSON array or comma-separated)."""
 
 
 def _segment(value: object, what: str) -> str:
     """One percent-encoded path segment ('/' included), refusing empty names."""
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{what} must be a non-empty string, got {value!r}")
+        raise BlinkInputError(f"{what} must be a non-empty string, got {value!r}")
     if value in (".", ".."):
-        raise ValueError(f"{what} cannot be {value!r}: URL paths resolve it as a directory step")
+        raise BlinkInputError(f"{what} cannot be {value!r}: URL paths resolve it as a directory step")
     return quote(value, safe="")
+
+
+def _rql(**members: Any) -> RQLQuery:
+    return validate_input(RQLQuery, members, "RQL query")
 
 
 class BlinkHook(BaseHook):
@@ -88,9 +103,11 @@ class BlinkHook(BaseHook):
     ) -> None:
         super().__init__()
         if isinstance(retry_limit, bool) or not isinstance(retry_limit, int) or retry_limit < 1:
-            raise ValueError(f"retry_limit must be an integer of 1 or more (attempts), got {retry_limit!r}")
+            raise BlinkInputError(
+                f"retry_limit must be an integer of 1 or more (attempts), got {retry_limit!r}"
+            )
         if isinstance(retry_delay, bool) or not isinstance(retry_delay, (int, float)) or retry_delay < 0:
-            raise ValueError(f"retry_delay must be a number of seconds, 0 or more, got {retry_delay!r}")
+            raise BlinkInputError(f"retry_delay must be a number of seconds, 0 or more, got {retry_delay!r}")
         self.blink_conn_id = blink_conn_id
         self.timeout = None if timeout is None else as_timeout(timeout, "timeout")
         self.retry_limit = retry_limit
@@ -225,14 +242,14 @@ class BlinkHook(BaseHook):
 
         :param update: a :class:`FieldUpdate` or a mapping validated into one.
         :returns: the field as Blink stored it.
-        :raises ValueError: an empty name or an invalid update, before any request.
+        :raises BlinkInputError: an empty name or an invalid update, before any request.
         :raises BlinkBadRequestError: Blink refused the update (400).
         :raises BlinkNotFoundError: no such workspace, table or field (404).
         """
         path = "/workspace/{}/table/{}/fields/{}".format(
             _segment(ws_id, "ws_id"), _segment(table, "table"), _segment(field, "field")
         )
-        body = update if isinstance(update, FieldUpdate) else FieldUpdate.model_validate(update)
+        body = validate_input(FieldUpdate, update, "field update")
         return self._request(
             "PUT",
             path,
@@ -244,17 +261,17 @@ class BlinkHook(BaseHook):
     def list_connection_types(
         self,
         *,
-        filter: Mapping[str, Any] | None = None,
-        sort: list[str] | None = None,
-        select: list[str] | None = None,
+        filter: Filter | None = None,
+        sort: Names | None = None,
+        select: Names | None = None,
         limit: int = MAX_LIMIT,
         offset: int = 0,
     ) -> ConnectionTypePage:
         """One page of the connection-type catalogue (``GET /connection_types?q=<RQL>``).
 
-        :raises ValueError: an invalid RQL query, before any request.
+        :raises BlinkInputError: an invalid RQL query, before any request.
         """
-        query = RQLQuery(filter=filter, sort=sort, select=select, limit=limit, offset=offset)
+        query = _rql(filter=filter, sort=sort, select=select, limit=limit, offset=offset)
         return self._request(
             "GET", "/connection_types", ConnectionTypePage, params={"q": query.to_param()},
             subject="connection types",
@@ -263,9 +280,9 @@ class BlinkHook(BaseHook):
     def iter_connection_type_pages(
         self,
         *,
-        filter: Mapping[str, Any] | None = None,
-        sort: list[str] | None = None,
-        select: list[str] | None = None,
+        filter: Filter | None = None,
+        sort: Names | None = None,
+        select: Names | None = None,
         page_size: int = MAX_LIMIT,
         max_items: int | None = None,
     ) -> Iterator[ConnectionTypePage]:
@@ -273,16 +290,16 @@ class BlinkHook(BaseHook):
 
         Stops at the reported total, on an empty page, or at ``max_items``.
 
-        :raises ValueError: an invalid query, page size or ``max_items``, before any request.
+        :raises BlinkInputError: an invalid query, page size or ``max_items``, before any request.
         :raises BlinkApiError: the server repeats a page, ignores ``offset``, or the walk passes
             :attr:`max_pages`.
         """
         if max_items is not None and (
             isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0
         ):
-            raise ValueError(f"max_items must be None or an integer of 0 or more, got {max_items!r}")
-        # Validate the query once, before the first request.
-        RQLQuery(filter=filter, sort=sort, select=select, limit=page_size, offset=0)
+            raise BlinkInputError(f"max_items must be None or an integer of 0 or more, got {max_items!r}")
+        # Check the query and the page size once, before the first request.
+        _rql(filter=filter, sort=sort, select=select, limit=page_size, offset=0)
         offset = 0
         previous_ids: list[str] | None = None
         for number in range(1, self.max_pages + 1):
@@ -330,9 +347,9 @@ class BlinkHook(BaseHook):
     def iter_connection_types(
         self,
         *,
-        filter: Mapping[str, Any] | None = None,
-        sort: list[str] | None = None,
-        select: list[str] | None = None,
+        filter: Filter | None = None,
+        sort: Names | None = None,
+        select: Names | None = None,
         page_size: int = MAX_LIMIT,
         max_items: int | None = None,
     ) -> Iterator[ConnectionType]:

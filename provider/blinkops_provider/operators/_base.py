@@ -1,0 +1,38 @@
+"""What both Blink operators share: the connection, ``hook_params`` and the lazily built hook."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+from airflow.providers.common.compat.sdk import BaseOperator
+
+from blinkops_provider.hooks.blink import BlinkHook
+
+
+class BaseBlinkOperator(BaseOperator):
+    """Base of the Blink operators.
+
+    :param blink_conn_id: the ``blink`` connection to use.
+    :param hook_params: keyword arguments for :class:`~blinkops_provider.hooks.blink.BlinkHook`
+        (``timeout``, ``retry_limit``, ``retry_delay``).
+    """
+
+    template_fields: Sequence[str] = ()
+
+    def __init__(
+        self,
+        *,
+        blink_conn_id: str = BlinkHook.default_conn_name,
+        hook_params: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.blink_conn_id = blink_conn_id
+        self.hook_params = hook_params or {}
+
+    @cached_property
+    def hook(self) -> BlinkHook:
+        """The hook, made on first use (never at DAG-parse time)."""
+        return BlinkHook(blink_conn_id=self.blink_conn_id, **self.hook_params)

@@ -1,0 +1,106 @@
+"""Operators for Blink's connection-type catalogue."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.models import ConnectionTypePage
+from blinkops_provider.operators._base import BaseBlinkOperator
+from blinkops_provider.rql import MAX_LIMIT
+
+if TYPE_CHECKING:
+    from airflow.providers.common.compat.sdk import Context
+
+__all__ = ["ConnectionTypesToXComOperator"]
+
+
+class ConnectionTypesToXComOperator(BaseBlinkOperator):
+    """Fetch Blink's connection-type catalogue, every page of it, into XCom or a file.
+
+    :param filter: an RQL filter, e.g. ``{"name": {"$like": "aws%"}}`` (a dict, or a JSON string
+        as a template renders it).
+    :param sort: field names, ``-name`` for descending.
+    :param select: the fields to keep of each connection type.
+    :param page_size: items per request, 1 to 1000.
+    :param max_items: stop after this many items (all when None).
+    :param output_path: where to write the whole catalogue as a JSON array: a local path or an
+        object-storage URI (``s3://bucket/key.json``, anything Airflow's ``ObjectStoragePath``
+        reads). Then only ``{"path", "count", "total"}`` goes to XCom, so a large catalogue
+        stays out of the metadata database.
+    :param blink_conn_id: the ``blink`` connection to use.
+    :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
+    :returns: (XCom ``return_value``) the connection types as JSON-ready dicts, or with
+        ``output_path`` the summary ``{"path": ..., "count": ..., "total": ...}``.
+    :raises BlinkInputError: an invalid query, before any request.
+    """
+
+    template_fields: Sequence[str] = ("filter", "sort", "select", "output_path")
+    template_fields_renderers = {"filter": "json"}
+    ui_color = "#d8e9ff"
+
+    def __init__(
+        self,
+        *,
+        filter: dict[str, Any] | str | None = None,
+        sort: list[str] | str | None = None,
+        select: list[str] | str | None = None,
+        page_size: int = MAX_LIMIT,
+        max_items: int | None = None,
+        output_path: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_LIMIT:
+            raise BlinkInputError(f"page_size must be an integer from 1 to {MAX_LIMIT}, got {page_size!r}")
+        if max_items is not None and (
+            isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0
+        ):
+            raise BlinkInputError(f"max_items must be None or an integer of 0 or more, got {max_items!r}")
+        self.filter = filter
+        self.sort = sort
+        self.select = select
+        self.page_size = page_size
+        self.max_items = max_items
+        self.output_path = output_path
+
+    def execute(self, context: Context) -> list[dict[str, Any]] | dict[str, Any]:
+        pages = self.hook.iter_connection_type_pages(
+            filter=self.filter,
+            sort=self.sort,
+            select=self.select,
+            page_size=self.page_size,
+            max_items=self.max_items,
+        )
+        if self.output_path:
+            return self._write(pages, str(self.output_path))
+        items = [item.to_json_dict() for page in pages for item in page.results]
+        self.log.info("Fetched %d connection types", len(items))
+        return items
+
+    def _write(self, pages: Iterable[ConnectionTypePage], output_path: str) -> dict[str, Any]:
+        """Stream the catalogue to a partial file, then move it into place; nothing half-written stays."""
+        from airflow.providers.common.compat.sdk import ObjectStoragePath
+
+        target = ObjectStoragePath(output_path)
+        partial = target.with_name(f"{target.name}.partial")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        count, total = 0, 0
+        try:
+            with partial.open("w", encoding="utf-8") as out:  # type: ignore[no-untyped-call]
+                out.write("[")
+                for page in pages:
+                    for item in page.results:
+                        out.write(",\n" if count else "\n")
+                        out.write(json.dumps(item.to_json_dict(), ensure_ascii=False))
+                        count += 1
+                    total = page.total if page.total is not None else count
+                out.write("\n]\n")
+            partial.replace(target)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        self.log.info("Wrote %d of %d connection types to %s", count, total, target)
+        return {"path": str(target), "count": count, "total": total}
