@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 from blinkops_provider.exceptions import BlinkConfigurationError
@@ -70,11 +71,12 @@ def as_timeout(value: Any, what: str) -> Timeout:
     )
 
 
-class ConnectionSettings(NamedTuple):
-    """What a hook needs from its Airflow connection."""
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """What a hook needs from its Airflow connection (the key is left out of its repr)."""
 
     base_url: str
-    api_key: str
+    api_key: str = field(repr=False)
     header: str
     verify: bool
     timeout: Timeout

@@ -109,7 +109,10 @@ class BlinkHook(BaseHook):
         if isinstance(retry_delay, bool) or not isinstance(retry_delay, (int, float)) or retry_delay < 0:
             raise BlinkInputError(f"retry_delay must be a number of seconds, 0 or more, got {retry_delay!r}")
         self.blink_conn_id = blink_conn_id
-        self.timeout = None if timeout is None else as_timeout(timeout, "timeout")
+        try:
+            self.timeout = None if timeout is None else as_timeout(timeout, "timeout")
+        except BlinkConfigurationError as err:
+            raise BlinkInputError(str(err)) from None
         self.retry_limit = retry_limit
         self.retry_delay = float(retry_delay)
         # Seams for tests: how the hook waits between attempts and what time it is.
@@ -141,7 +144,6 @@ class BlinkHook(BaseHook):
                 "User-Agent": f"airflow-provider-blinkops/{__version__}",
             }
         )
-        session.verify = settings.verify
         return session
 
     def get_conn(self) -> requests.Session:
@@ -179,11 +181,14 @@ class BlinkHook(BaseHook):
         :raises BlinkResponseError: when a 2xx body is not the expected JSON.
         """
         session = self.session
-        url = self.base_url + path
-        timeout = self._settings.timeout
+        settings = self._settings
+        url = settings.base_url + path
 
         def attempt() -> requests.Response:
-            response = session.request(method, url, params=params, json=json, timeout=timeout)
+            # verify is passed per request: a session-level False loses to REQUESTS_CA_BUNDLE.
+            response = session.request(
+                method, url, params=params, json=json, timeout=settings.timeout, verify=settings.verify
+            )
             if response.status_code in RETRYABLE_STATUSES:
                 raise RetryableResponse(response)
             return response

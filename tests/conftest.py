@@ -1,0 +1,74 @@
+"""Shared test set-up: an isolated AIRFLOW_HOME, connections from AIRFLOW_CONN_* variables, no DB."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+# Before anything imports Airflow: its home, config and logs go to a throw-away folder.
+os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-airflow-home-"))
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
+
+API_KEY = "blink-test-key-0123456789abcdef"
+BASE = "https://blink.test/api/v1"
+
+
+def set_connection(monkeypatch: pytest.MonkeyPatch, conn_id: str = "blink_default", **members: Any) -> None:
+    """Define an Airflow connection as an AIRFLOW_CONN_<ID> JSON variable."""
+    conn = {"conn_type": "blink", "host": "https://blink.test", "password": API_KEY}
+    conn.update(members)
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(conn))
+
+
+@pytest.fixture
+def blink_conn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default ``blink_default`` connection pointing at https://blink.test."""
+    set_connection(monkeypatch)
+
+
+class Sleeps(list[float]):
+    """Records the waits a hook asked for instead of sleeping."""
+
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+@pytest.fixture
+def sleeps() -> Sleeps:
+    return Sleeps()
+
+
+@pytest.fixture
+def make_hook(blink_conn: None, sleeps: Sleeps) -> Callable[..., Any]:
+    """Build a BlinkHook whose waits are recorded, not slept."""
+    from blinkops_provider.hooks.blink import BlinkHook
+
+    def make(**kwargs: Any) -> BlinkHook:
+        hook = BlinkHook(**kwargs)
+        hook._sleep = sleeps
+        return hook
+
+    return make
+
+
+@pytest.fixture
+def hook(make_hook: Callable[..., Any]) -> Any:
+    return make_hook(retry_delay=0.5)
+
+
+@pytest.fixture
+def all_output(caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> Iterator[Callable[[], str]]:
+    """Everything logged or printed so far (Airflow 3 logs through structlog, 2.x through logging)."""
+    caplog.set_level("DEBUG")
+
+    def text() -> str:
+        captured = capsys.readouterr()
+        return caplog.text + captured.out + captured.err
+
+    yield text

@@ -1,0 +1,184 @@
+from __future__ import annotations
+
+import pytest
+import requests_mock as rm
+
+from blinkops_provider import get_provider_info
+from blinkops_provider.exceptions import BlinkConfigurationError
+from blinkops_provider.hooks.blink import BlinkHook, build_base_url
+from tests.conftest import API_KEY, set_connection
+
+PAGE = {"limit": 1, "offset": 0, "total": 0, "results": []}
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "expected"),
+    [
+        (None, None, "https://app.blinkops.com/api/v1"),
+        ("", None, "https://app.blinkops.com/api/v1"),
+        ("app.blinkops.com", None, "https://app.blinkops.com/api/v1"),
+        ("https://app.blinkops.com", None, "https://app.blinkops.com/api/v1"),
+        ("https://app.blinkops.com/", None, "https://app.blinkops.com/api/v1"),
+        ("https://app.blinkops.com/api/v1", None, "https://app.blinkops.com/api/v1"),
+        ("https://app.blinkops.com/api/v1///", None, "https://app.blinkops.com/api/v1"),
+        ("http://127.0.0.1:8080", None, "http://127.0.0.1:8080/api/v1"),
+        ("127.0.0.1", 8080, "https://127.0.0.1:8080/api/v1"),
+        ("http://127.0.0.1:9000", 8080, "http://127.0.0.1:9000/api/v1"),
+        ("https://blink.corp.example/prefix", None, "https://blink.corp.example/prefix/api/v1"),
+        (" https://app.dev.blinkops.com ", None, "https://app.dev.blinkops.com/api/v1"),
+    ],
+)
+def test_base_url(host: str | None, port: int | None, expected: str) -> None:
+    assert build_base_url(host, port) == expected
+
+
+@pytest.mark.parametrize("host", ["ftp://blink.example", "https://", "https://x/api?x=1", "https://x/#frag"])
+def test_unusable_hosts_are_refused(host: str) -> None:
+    with pytest.raises(BlinkConfigurationError, match="host"):
+        build_base_url(host)
+
+
+def test_init_reads_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AIRFLOW_CONN_BLINK_DEFAULT", raising=False)
+    hook = BlinkHook("does_not_exist")
+    assert hook.blink_conn_id == "does_not_exist"
+    assert "_settings" not in hook.__dict__
+    assert "session" not in hook.__dict__
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"retry_limit": 0}, "retry_limit"),
+    ({"retry_limit": 1.5}, "retry_limit"),
+    ({"retry_limit": True}, "retry_limit"),
+    ({"retry_delay": -1}, "retry_delay"),
+    ({"timeout": 0}, "timeout"),
+    ({"timeout": (1, -1)}, "timeout"),
+])  # fmt: skip
+def test_bad_hook_arguments(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        BlinkHook(**kwargs)
+
+
+def test_missing_api_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    set_connection(monkeypatch, password="")
+    with rm.Mocker() as m, pytest.raises(BlinkConfigurationError, match="no API key.*password"):
+        BlinkHook().list_connection_types()
+    assert not m.called
+
+
+def test_requests_carry_key_header_user_agent_and_timeout(blink_conn: None) -> None:
+    from blinkops_provider import __version__
+
+    with rm.Mocker() as m:
+        m.get("https://blink.test/api/v1/connection_types", json=PAGE)
+        BlinkHook().list_connection_types(limit=1)
+    request = m.request_history[0]
+    assert request.headers["BLINK-API-KEY"] == API_KEY
+    assert request.headers["User-Agent"] == f"airflow-provider-blinkops/{__version__}"
+    assert request.headers["Accept"] == "application/json"
+    assert request.timeout == (10.0, 60.0)
+    assert request.verify is not False  # True, or the CA bundle of REQUESTS_CA_BUNDLE
+
+
+def test_extras_set_header_name_tls_and_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    set_connection(
+        monkeypatch, extra={"api_key_header": "X-Other-Key", "verify_ssl": "false", "timeout": "7.5"}
+    )
+    with rm.Mocker() as m:
+        m.get("https://blink.test/api/v1/connection_types", json=PAGE)
+        BlinkHook().list_connection_types(limit=1)
+    request = m.request_history[0]
+    assert request.headers["X-Other-Key"] == API_KEY
+    assert "BLINK-API-KEY" not in request.headers
+    assert request.verify is False
+    assert request.timeout == 7.5
+
+
+def test_airflow2_prefixed_extras_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    set_connection(monkeypatch, extra={"extra__blink__timeout": [3, 30]})
+    assert BlinkHook()._settings.timeout == (3.0, 30.0)
+
+
+def test_hook_timeout_wins_over_the_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    set_connection(monkeypatch, extra={"timeout": 5})
+    with rm.Mocker() as m:
+        m.get("https://blink.test/api/v1/connection_types", json=PAGE)
+        BlinkHook(timeout=(2, 20)).list_connection_types(limit=1)
+    assert m.request_history[0].timeout == (2.0, 20.0)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"verify_ssl": "maybe"}, "verify_ssl' must be true or false"),
+    ({"timeout": "soon"}, "timeout' must be a positive number"),
+    ({"api_key_header": "Bad Header:"}, "api_key_header' must be an HTTP header name"),
+])  # fmt: skip
+def test_bad_extras_are_config_errors(monkeypatch: pytest.MonkeyPatch, extra: dict, message: str) -> None:
+    set_connection(monkeypatch, extra=extra)
+    with pytest.raises(BlinkConfigurationError, match=message):
+        BlinkHook().base_url  # noqa: B018
+
+
+def test_settings_repr_hides_the_key(blink_conn: None) -> None:
+    settings = BlinkHook()._settings
+    assert API_KEY not in repr(settings)
+    assert settings.api_key == API_KEY
+
+
+def test_key_is_handed_to_the_secret_masker(blink_conn: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    masked: list[str] = []
+    monkeypatch.setattr("blinkops_provider.hooks.blink.mask_secret", masked.append)
+    BlinkHook().base_url  # noqa: B018
+    assert masked == [API_KEY]
+
+
+def test_session_is_reused_and_close_releases_it(blink_conn: None) -> None:
+    hook = BlinkHook()
+    with rm.Mocker() as m:
+        m.get("https://blink.test/api/v1/connection_types", json=PAGE)
+        first = hook.get_conn()
+        hook.list_connection_types(limit=1)
+        hook.list_connection_types(limit=1)
+        assert hook.session is first
+        hook.close()
+        assert hook.get_conn() is not first
+
+
+def test_provider_info_declares_the_connection_type() -> None:
+    info = get_provider_info()
+    (conn,) = info["connection-types"]
+    assert conn["connection-type"] == BlinkHook.conn_type == "blink"
+    assert conn["hook-class-name"] == "blinkops_provider.hooks.blink.BlinkHook"
+    assert conn["hook-name"] == "Blink"
+    behaviour = conn["ui-field-behaviour"]
+    assert behaviour["relabeling"] == {"host": "Base URL", "password": "API key"}
+    assert set(behaviour["hidden-fields"]) == {"login", "schema", "port"}
+    assert behaviour["placeholders"]["host"] == "https://app.blinkops.com"
+    fields = conn["conn-fields"]
+    assert fields["api_key_header"]["schema"]["default"] == "BLINK-API-KEY"
+    assert fields["verify_ssl"]["schema"]["default"] is True
+    assert "timeout" in fields
+
+
+def test_provider_is_registered_with_airflow() -> None:
+    from importlib.metadata import entry_points
+
+    (entry,) = [e for e in entry_points(group="apache_airflow_provider") if e.value.startswith("blinkops")]
+    assert entry.load()()["package-name"] == "airflow-provider-blinkops"
+
+
+def test_airflow2_ui_hooks_match_the_provider_info() -> None:
+    behaviour = BlinkHook.get_ui_field_behaviour()
+    assert behaviour["relabeling"]["password"] == "API key"
+    assert behaviour["hidden_fields"] == ["login", "schema", "port"]
+
+
+def test_airflow2_form_widgets() -> None:
+    try:
+        import flask_appbuilder  # noqa: F401
+    except ImportError:
+        # Airflow 3 without FAB: the providers manager catches this and reads the provider info.
+        with pytest.raises(ImportError):
+            BlinkHook.get_connection_form_widgets()
+    else:
+        widgets = BlinkHook.get_connection_form_widgets()
+        assert set(widgets) == {"api_key_header", "verify_ssl", "timeout"}

@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import pytest
+
+from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.models import (
+    ConnectionType,
+    ConnectionTypePage,
+    ErrorWrapper,
+    FieldAttributes,
+    FieldType,
+    FieldUpdate,
+    TableField,
+    validate_input,
+)
+
+DOCS_BODY = {
+    "attributes": {
+        "default_value": "Default",
+        "include_time": False,
+        "options": ["Option 1", "Option 2", "Option 3"],
+        "table_reference": {"table_name": "Table 1", "display_name_field": "Name"},
+    },
+    "display_name": "Test",
+    "type": "single-select",
+}
+
+
+def test_field_types_are_the_ten_of_the_spec() -> None:
+    assert {t.value for t in FieldType} == {
+        "text", "long-text", "number", "risk-level", "checkbox",
+        "single-select", "multi-select", "list", "reference", "date",
+    }  # fmt: skip
+
+
+def test_docs_example_body_round_trips() -> None:
+    update = FieldUpdate.model_validate(DOCS_BODY)
+    assert update.type is FieldType.SINGLE_SELECT
+    assert update.attributes is not None
+    assert update.attributes.table_reference is not None
+    assert update.attributes.table_reference.table_name == "Table 1"
+    assert update.to_body() == DOCS_BODY
+
+
+def test_body_leaves_out_what_was_not_given() -> None:
+    assert FieldUpdate(type=FieldType.DATE, display_name="Due").to_body() == {"type": "date", "display_name": "Due"}
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"attributes": {"opitons": ["a"]}}, "unknown member 'opitons' in FieldAttributes; allowed: "
+         "default_value, include_time, options, table_reference"),
+        ({"tpye": "text"}, "unknown member 'tpye' in FieldUpdate; allowed: attributes, display_name, type"),
+        ({"type": "integer"}, "type: Input should be 'text', 'long-text'"),
+        ({"display_name": 5}, "display_name: Input should be a valid string"),
+        ({"display_name": "   "}, "display_name must not be blank"),
+        ({"attributes": {"include_time": "yes"}}, "attributes.include_time: Input should be a valid boolean"),
+        ({"attributes": {"options": "a,b"}}, "attributes.options: Input should be a valid list"),
+        ({"attributes": {"options": [1, 2]}}, "attributes.options.0: Input should be a valid string"),
+        ({"attributes": {"table_reference": {"display_name_field": "Name"}}},
+         "attributes.table_reference.table_name: Field required"),
+        ({"attributes": {"table_reference": {"table_name": "T", "fld": "x"}}}, "unknown member 'fld'"),
+    ],
+)  # fmt: skip
+def test_bad_updates_are_refused_with_what_is_allowed(body: dict, expected: str) -> None:
+    with pytest.raises(BlinkInputError, match="invalid field update") as err:
+        validate_input(FieldUpdate, body, "field update")
+    assert expected in str(err.value)
+    assert isinstance(err.value, ValueError)
+
+
+def test_validate_input_passes_model_instances_through() -> None:
+    update = FieldUpdate(display_name="X")
+    assert validate_input(FieldUpdate, update, "x") is update
+
+
+def test_request_models_reject_unknown_members_when_built_directly() -> None:
+    with pytest.raises(ValueError, match="allowed: default_value"):
+        FieldAttributes(opitons=["a"])  # type: ignore[call-arg]
+
+
+def test_table_field_keeps_unknown_members_and_tolerates_missing_ones() -> None:
+    field = TableField.model_validate({"id": "f1", "name": "Severity", "type": "risk-level", "colour": "red"})
+    assert field.display_name is None
+    assert field.to_json_dict() == {"id": "f1", "name": "Severity", "type": "risk-level", "colour": "red"}
+
+
+def test_connection_type_keeps_camel_case_names_and_unknown_members() -> None:
+    raw = {
+        "id": "ct-1",
+        "name": "aws",
+        "new_top_level": {"x": 1},
+        "methods": [{"name": "api_key", "attributes": ["key"], "is_recommended": True, "extra": 1}],
+        "metadata": {
+            "defaultAPIAddress": "https://api.example.com",
+            "ignoreSSL": False,
+            "testConnection": {"type": "http", "endpoint": "/me", "expected": {"statusCodes": "200-399"}},
+            "authentication": {
+                "type": "two-legged",
+                "keys": [{"name": "client_id", "format": "string"}],
+                "twoLeggedValues": {
+                    "connectionParams": ["client_id"],
+                    "actionToRunParamValues": {"url": "https://x/token", "method": "POST", "ignoreSSL": True},
+                    "extractor": {"accessKeyPath": "access_token", "isJWT": False,
+                                  "expiry": {"defaultExpiry": 3600, "path": "expires_in", "type": "int"}},
+                },
+            },
+            "pagination": {"type": "cursor", "descriptor": {"next": "$.next"}},
+            "validation": {"statusCodes": "200-299", "formatURL": "^https://"},
+            "futureFlag": True,
+        },
+    }  # fmt: skip
+    ct = ConnectionType.model_validate(raw)
+    assert ct.metadata is not None and ct.metadata.default_api_address == "https://api.example.com"
+    two_legged = ct.metadata.authentication.two_legged_values  # type: ignore[union-attr]
+    assert two_legged is not None and two_legged.extractor is not None
+    assert two_legged.extractor.expiry.default_expiry == 3600  # type: ignore[union-attr]
+    assert ct.metadata.test_connection.expected.status_codes == "200-399"  # type: ignore[union-attr]
+    assert ct.to_json_dict() == raw
+
+
+def test_page_defaults_to_no_results() -> None:
+    page = ConnectionTypePage.model_validate({"total": 0})
+    assert page.results == []
+    assert page.limit is None
+
+
+def test_error_wrapper_members_are_all_optional() -> None:
+    assert ErrorWrapper.model_validate({}).message is None
+    wrapper = ErrorWrapper.model_validate({"status": 400, "message": "m", "identifier": "E1", "user_error": {"a": 1}})
+    assert (wrapper.status, wrapper.identifier, wrapper.user_error) == (400, "E1", {"a": 1})

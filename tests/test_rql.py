@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.models import validate_input
+from blinkops_provider.rql import OPERATORS, RQLQuery, parse_json_object
+
+
+def test_cli_example_is_compact_json() -> None:
+    query = RQLQuery(limit=25, offset=0, filter={"name": {"$gt": "k8s"}})
+    assert query.to_param() == '{"filter":{"name":{"$gt":"k8s"}},"limit":25,"offset":0}'
+    assert json.loads(query.to_param()) == {"limit": 25, "offset": 0, "filter": {"name": {"$gt": "k8s"}}}
+
+
+def test_empty_query_is_an_empty_object() -> None:
+    assert RQLQuery().to_param() == "{}"
+
+
+@pytest.mark.parametrize(
+    "filter_",
+    [
+        {"name": "aws"},
+        {"oauth_supported": True, "created_at": {"$gte": 1, "$lt": 10}},
+        {"name": {"$like": "a%"}, "plugin_name": {"$neq": None}},
+        {"$or": [{"name": "aws"}, {"name": {"$like": "gcp%"}}]},
+        {"$or": [{"$or": [{"a": 1}]}, {"b": {"$eq": 2.5}}], "c": "x"},
+        {"metadata.authentication.type": "api-key"},
+        {"n": {"$eq": 1, "$neq": 2, "$gt": 0, "$lt": 9, "$gte": 0, "$lte": 9}},
+    ],
+)
+def test_valid_filters(filter_: dict) -> None:
+    assert RQLQuery(filter=filter_).to_dict()["filter"] == filter_
+
+
+@pytest.mark.parametrize(
+    ("members", "expected"),
+    [
+        ({"limit": 0}, "limit: Input should be greater than or equal to 1"),
+        ({"limit": 1001}, "limit: Input should be less than or equal to 1000"),
+        ({"limit": "10"}, "limit: Input should be a valid integer"),
+        ({"limit": True}, "limit: Input should be a valid integer"),
+        ({"offset": -1}, "offset: Input should be greater than or equal to 0"),
+        ({"filter": {"name": {"$in": ["a"]}}}, "unknown operator '$in'; allowed: " + ", ".join(OPERATORS)),
+        ({"filter": {"$and": [{"a": 1}]}}, "'$and' is not allowed here"),
+        ({"filter": {"name": {}}}, "empty predicate object"),
+        ({"filter": {"name": ["a", "b"]}}, "there is no $in: use $or"),
+        ({"filter": {"name": {"$like": 5}}}, "$like takes a string pattern"),
+        ({"filter": {"n": {"$gt": True}}}, "$gt takes a number or a string"),
+        ({"filter": {"n": {"$eq": [1]}}}, "$eq takes a string, number, boolean or null"),
+        ({"filter": {"$or": []}}, "$or takes a non-empty array"),
+        ({"filter": {"$or": {"a": 1}}}, "$or takes a non-empty array"),
+        ({"filter": {"$or": [{"a": {"$nope": 1}}]}}, "unknown operator '$nope'"),
+        ({"filter": {"$or": ["a"]}}, "filter.$or[0] must be an object of conditions"),
+        ({"filter": {}}, "filter is an empty object"),
+        ({"filter": {"1abc": 1}}, "'1abc' is not a field name"),
+        ({"filter": "{not json"}, "filter is not valid JSON"),
+        ({"filter": "[1]"}, "filter must be an object of conditions, not list"),
+        ({"sort": ["~name"]}, "sort item '~name' must be a field name"),
+        ({"sort": [5]}, "sort item 5 must be a field name"),
+        ({"select": ["ok", "not ok"]}, "'not ok' is not a field name"),
+        ({"limt": 5}, "limt: Extra inputs are not permitted"),
+    ],
+)
+def test_invalid_queries_say_what_is_wrong(members: dict, expected: str) -> None:
+    with pytest.raises(BlinkInputError) as err:
+        validate_input(RQLQuery, members, "RQL query")
+    assert expected in str(err.value)
+
+
+def test_direct_construction_raises_value_error() -> None:
+    with pytest.raises(ValueError, match=r"allowed: \$eq"):
+        RQLQuery(filter={"a": {"$regex": "x"}})
+
+
+def test_sort_and_select_accept_rendered_strings() -> None:
+    query = RQLQuery(sort="-updated_at, name", select='["id", "name"]', filter='{"name": "aws"}')
+    assert query.to_dict() == {"sort": ["-updated_at", "name"], "select": ["id", "name"], "filter": {"name": "aws"}}
+    assert RQLQuery(sort="+name").sort == ["+name"]
+
+
+def test_non_ascii_values_stay_readable() -> None:
+    assert RQLQuery(filter={"name": "Zürich"}).to_param() == '{"filter":{"name":"Zürich"}}'
+
+
+def test_parse_json_object_leaves_objects_alone_and_blank_means_none() -> None:
+    obj = {"a": 1}
+    assert parse_json_object(obj, "x") is obj
+    assert parse_json_object("  ", "x") is None
+    assert parse_json_object('{"a": 1}', "x") == {"a": 1}
