@@ -63,7 +63,9 @@ def hook(make_hook: Callable[..., Any]) -> Any:
 
 
 @pytest.fixture
-def all_output(caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> Iterator[Callable[[], str]]:
+def all_output(
+    caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> Iterator[Callable[[], str]]:
     """Everything logged or printed so far (Airflow 3 logs through structlog, 2.x through logging)."""
     caplog.set_level("DEBUG")
 
@@ -71,4 +73,20 @@ def all_output(caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[s
         captured = capsys.readouterr()
         return caplog.text + captured.out + captured.err
 
-    yield text
+    return text
+
+
+@pytest.fixture
+def provider_log(
+    caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> Callable[[], list[str]]:
+    """The provider's own log lines so far, once each (stdlib records on 2.x, structlog output on 3.x)."""
+    caplog.set_level("DEBUG")
+
+    def lines() -> list[str]:
+        records = [r.getMessage() for r in caplog.records if "blinkops_provider" in r.name]
+        if records:
+            return records
+        return [line for line in capsys.readouterr().out.splitlines() if "blinkops_provider" in line]
+
+    return lines

@@ -61,7 +61,7 @@ def test_bad_hook_arguments(kwargs: dict, message: str) -> None:
 
 def test_missing_api_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     set_connection(monkeypatch, password="")
-    with rm.Mocker() as m, pytest.raises(BlinkConfigurationError, match="no API key.*password"):
+    with rm.Mocker() as m, pytest.raises(BlinkConfigurationError, match=r"no API key.*password"):
         BlinkHook().list_connection_types()
     assert not m.called
 

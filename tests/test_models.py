@@ -43,7 +43,10 @@ def test_docs_example_body_round_trips() -> None:
 
 
 def test_body_leaves_out_what_was_not_given() -> None:
-    assert FieldUpdate(type=FieldType.DATE, display_name="Due").to_body() == {"type": "date", "display_name": "Due"}
+    assert FieldUpdate(type=FieldType.DATE, display_name="Due").to_body() == {
+        "type": "date",
+        "display_name": "Due",
+    }
 
 
 @pytest.mark.parametrize(
@@ -128,5 +131,7 @@ def test_page_defaults_to_no_results() -> None:
 
 def test_error_wrapper_members_are_all_optional() -> None:
     assert ErrorWrapper.model_validate({}).message is None
-    wrapper = ErrorWrapper.model_validate({"status": 400, "message": "m", "identifier": "E1", "user_error": {"a": 1}})
+    wrapper = ErrorWrapper.model_validate(
+        {"status": 400, "message": "m", "identifier": "E1", "user_error": {"a": 1}}
+    )
     assert (wrapper.status, wrapper.identifier, wrapper.user_error) == (400, "E1", {"a": 1})

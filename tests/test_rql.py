@@ -77,7 +77,11 @@ def test_direct_construction_raises_value_error() -> None:
 
 def test_sort_and_select_accept_rendered_strings() -> None:
     query = RQLQuery(sort="-updated_at, name", select='["id", "name"]', filter='{"name": "aws"}')
-    assert query.to_dict() == {"sort": ["-updated_at", "name"], "select": ["id", "name"], "filter": {"name": "aws"}}
+    assert query.to_dict() == {
+        "sort": ["-updated_at", "name"],
+        "select": ["id", "name"],
+        "filter": {"name": "aws"},
+    }
     assert RQLQuery(sort="+name").sort == ["+name"]
 
 

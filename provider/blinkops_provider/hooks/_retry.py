@@ -16,7 +16,7 @@ from email.utils import parsedate_to_datetime
 
 import requests
 from tenacity import RetryCallState
-from tenacity.wait import wait_base, wait_exponential_jitter
+from tenacity.wait import wait_base, wait_exponential, wait_random
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 """Statuses the hook retries before giving up with ``BlinkTransientError``."""
@@ -71,7 +71,7 @@ class RetryAfterOrBackoff(wait_base):
     def __init__(self, initial: float, now: Callable[[], dt.datetime], max_wait: float = MAX_WAIT) -> None:
         self.max_wait = max_wait
         self.now = now
-        self.backoff = wait_exponential_jitter(initial=initial, max=max_wait, jitter=initial)
+        self.backoff = wait_exponential(multiplier=initial, max=max_wait) + wait_random(0, initial)
 
     def __call__(self, retry_state: RetryCallState) -> float:
         outcome = retry_state.outcome
@@ -80,4 +80,4 @@ class RetryAfterOrBackoff(wait_base):
             asked = parse_retry_after(exc.response.headers.get("Retry-After"), self.now())
             if asked is not None:
                 return min(asked, self.max_wait)
-        return float(self.backoff(retry_state))
+        return min(float(self.backoff(retry_state)), self.max_wait)

@@ -1,0 +1,200 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests_mock as rm
+from airflow.providers.common.compat.sdk import AirflowException
+
+from blinkops_provider.exceptions import BlinkInputError, BlinkTransientError
+from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
+from blinkops_provider.operators.tables import UpdateTableFieldOperator
+
+BASE = "https://blink.test/api/v1"
+LIST_URL = f"{BASE}/connection_types"
+CONTEXT: dict[str, Any] = {
+    "ds": "2026-11-22",
+    "params": {"ws": "ws-9", "table": "Q1/Q2 plans", "type": "date"},
+}
+
+
+def field_operator(**overrides: Any) -> UpdateTableFieldOperator:
+    kwargs: dict[str, Any] = {
+        "task_id": "update",
+        "ws_id": "{{ params.ws }}",
+        "table": "{{ params.table }}",
+        "field": "Due",
+        "field_type": "{{ params.type }}",
+        "display_name": "Due on {{ ds }}",
+        "attributes": {"include_time": True, "default_value": "{{ ds }}"},
+    }
+    kwargs.update(overrides)
+    return UpdateTableFieldOperator(**kwargs)
+
+
+def test_update_operator_renders_validates_and_returns_json(blink_conn: None) -> None:
+    op = field_operator()
+    assert "hook" not in op.__dict__  # nothing built at parse time
+    op.render_template_fields(CONTEXT)
+    assert (op.ws_id, op.table, op.field_type, op.display_name) == (
+        "ws-9",
+        "Q1/Q2 plans",
+        "date",
+        "Due on 2026-11-22",
+    )
+    assert op.attributes == {"include_time": True, "default_value": "2026-11-22"}
+    returned = {"id": "f1", "name": "Due", "type": "date", "display_name": "Due on 2026-11-22",
+                "attributes": {"include_time": True}, "created_at": 1, "updated_at": 2, "future": [1]}  # fmt: skip
+    with rm.Mocker() as m:
+        m.put(f"{BASE}/workspace/ws-9/table/Q1%2FQ2%20plans/fields/Due", json=returned)
+        result = op.execute(CONTEXT)
+        assert m.last_request.json() == {
+            "type": "date", "display_name": "Due on 2026-11-22",
+            "attributes": {"include_time": True, "default_value": "2026-11-22"},
+        }  # fmt: skip
+    assert result == returned
+    assert json.loads(json.dumps(result)) == result
+
+
+def test_attributes_may_be_a_rendered_json_string(blink_conn: None) -> None:
+    op = field_operator(attributes='{"options": {{ params.options | tojson }}}', field_type="single-select")
+    op.render_template_fields({**CONTEXT, "params": {**CONTEXT["params"], "options": ["a", "b"]}})
+    assert op.build_update().to_body()["attributes"] == {"options": ["a", "b"]}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"attributes": {"opitons": ["a"]}}, "unknown member 'opitons' in FieldAttributes; allowed:"),
+        ({"field_type": "integer"}, "type: Input should be 'text'"),
+        ({"display_name": None}, "display_name required; Blink resets what a field update leaves out"),
+        ({"field_type": "", "display_name": ""}, "field_type and display_name required"),
+        ({"attributes": "{broken"}, "attributes is not valid JSON"),
+        ({"ws_id": "  "}, "ws_id must be a non-empty string"),
+    ],
+)
+def test_bad_input_fails_the_task_before_any_request(blink_conn: None, overrides: dict, message: str) -> None:
+    op = field_operator(**overrides)
+    op.render_template_fields(CONTEXT)
+    with rm.Mocker() as m, pytest.raises(BlinkInputError, match=message):
+        op.execute(CONTEXT)
+    assert not m.called
+
+
+def test_operators_take_keyword_arguments_only() -> None:
+    # Airflow 3 raises TypeError; Airflow 2's operator metaclass raises AirflowException first.
+    with pytest.raises((TypeError, AirflowException)):
+        UpdateTableFieldOperator("ws", "t", "f", "text", "F", task_id="x")  # type: ignore[misc]
+    with pytest.raises((TypeError, AirflowException)):
+        ConnectionTypesToXComOperator({"a": 1}, task_id="x")  # type: ignore[misc]
+
+
+def test_template_fields_and_renderers() -> None:
+    assert UpdateTableFieldOperator.template_fields == (
+        "ws_id", "table", "field", "field_type", "display_name", "attributes",
+    )  # fmt: skip
+    assert UpdateTableFieldOperator.template_fields_renderers == {"attributes": "json"}
+    assert ConnectionTypesToXComOperator.template_fields == ("filter", "sort", "select", "output_path")
+    assert ConnectionTypesToXComOperator.template_fields_renderers == {"filter": "json"}
+
+
+def test_hook_params_and_conn_id_reach_the_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.conftest import set_connection
+
+    set_connection(monkeypatch, conn_id="blink_prod", host="https://prod.blink.test")
+    op = ConnectionTypesToXComOperator(
+        task_id="sync", blink_conn_id="blink_prod", hook_params={"retry_limit": 2, "retry_delay": 0}
+    )
+    assert (op.hook.blink_conn_id, op.hook.retry_limit, op.hook.retry_delay) == ("blink_prod", 2, 0.0)
+    assert op.hook is op.hook
+    with rm.Mocker() as m:
+        m.get("https://prod.blink.test/api/v1/connection_types", status_code=503)
+        with pytest.raises(BlinkTransientError):
+            op.execute({})
+        assert m.call_count == 2
+
+
+def pages_of(items: list[dict[str, Any]]) -> Any:
+    def answer(request: Any, context: Any) -> dict[str, Any]:
+        q = json.loads(parse_qs(urlsplit(request.url).query)["q"][0])
+        return {"limit": q["limit"], "offset": q["offset"], "total": len(items),
+                "results": items[q["offset"] : q["offset"] + q["limit"]]}  # fmt: skip
+
+    return answer
+
+
+ITEMS = [
+    {"id": f"ct-{i}", "name": f"n{i}", "metadata": {"defaultAPIAddress": f"https://{i}"}} for i in range(7)
+]
+
+
+def test_catalogue_operator_returns_json_ready_dicts(blink_conn: None) -> None:
+    op = ConnectionTypesToXComOperator(
+        task_id="sync", filter='{"name": {"$like": "{{ params.prefix }}%"}}', sort="-name", page_size=3
+    )
+    op.render_template_fields({"params": {"prefix": "n"}})
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=pages_of(ITEMS))
+        result = op.execute({})
+        assert m.call_count == 3
+        first = json.loads(parse_qs(urlsplit(m.request_history[0].url).query)["q"][0])
+    assert first == {"filter": {"name": {"$like": "n%"}}, "sort": ["-name"], "limit": 3, "offset": 0}
+    assert result == ITEMS
+    assert json.loads(json.dumps(result)) == result
+
+
+def test_catalogue_operator_writes_large_catalogues_to_a_file(blink_conn: None, tmp_path: Path) -> None:
+    op = ConnectionTypesToXComOperator(
+        task_id="sync", output_path=str(tmp_path / "snapshots" / "{{ ds }}.json"), page_size=3, max_items=5
+    )
+    op.render_template_fields({"ds": "2026-11-22"})
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=pages_of(ITEMS))
+        summary = op.execute({})
+    target = tmp_path / "snapshots" / "2026-11-22.json"
+    assert summary == {"path": str(target), "count": 5, "total": 7}
+    assert json.loads(target.read_text()) == ITEMS[:5]
+    assert not list(target.parent.glob("*.partial"))
+
+
+def test_catalogue_file_of_an_empty_catalogue_is_an_empty_array(blink_conn: None, tmp_path: Path) -> None:
+    op = ConnectionTypesToXComOperator(task_id="sync", output_path=str(tmp_path / "c.json"))
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=pages_of([]))
+        assert op.execute({}) == {"path": str(tmp_path / "c.json"), "count": 0, "total": 0}
+    assert json.loads((tmp_path / "c.json").read_text()) == []
+
+
+def test_failed_walk_leaves_the_previous_file_alone(blink_conn: None, tmp_path: Path) -> None:
+    target = tmp_path / "c.json"
+    target.write_text("[1]")
+    op = ConnectionTypesToXComOperator(
+        task_id="sync", output_path=str(target), page_size=3, hook_params={"retry_limit": 1}
+    )
+    with rm.Mocker() as m:
+        m.get(LIST_URL, [{"json": pages_of(ITEMS)}, {"status_code": 500}])
+        with pytest.raises(BlinkTransientError):
+            op.execute({})
+    assert target.read_text() == "[1]"
+    assert list(tmp_path.iterdir()) == [target]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"page_size": 0}, "page_size must be an integer from 1 to 1000"),
+    ({"page_size": 5000}, "page_size must be an integer from 1 to 1000"),
+    ({"max_items": -5}, "max_items must be None or an integer"),
+])  # fmt: skip
+def test_catalogue_operator_checks_sizes_when_the_dag_is_parsed(kwargs: dict, message: str) -> None:
+    with pytest.raises(BlinkInputError, match=message):
+        ConnectionTypesToXComOperator(task_id="sync", **kwargs)
+
+
+def test_catalogue_operator_rejects_a_bad_rendered_filter_before_any_request(blink_conn: None) -> None:
+    op = ConnectionTypesToXComOperator(task_id="sync", filter='{"name": {"$regex": "{{ ds }}"}}')
+    op.render_template_fields({"ds": "x"})
+    with rm.Mocker() as m, pytest.raises(BlinkInputError, match=r"unknown operator '\$regex'"):
+        op.execute({})
+    assert not m.called
