@@ -224,7 +224,7 @@ def test_error_without_wrapper_quotes_the_body(make_hook: Any) -> None:
          "is not JSON; content type text/html"),
         ({"text": ""}, "is not JSON; content type no content type, body starts: <empty body>"),
         ({"text": '{"limit": 1, "results": [{"id": '}, "is not JSON"),
-        ({"json": {"results": {"id": "x"}}}, "is not a ConnectionTypePage (results: Input should be a valid list)"),
+        ({"json": {"results": {"id": "x"}}}, "is not a ConnectionTypePage (results: Input should be a valid array)"),
         ({"json": [1, 2]}, "is not a ConnectionTypePage"),
         ({"json": {"total": "many"}}, "is not a ConnectionTypePage (total: "),
     ],

@@ -160,6 +160,10 @@ class _ResponseModel(BaseModel):
         """A JSON-ready dict of what Blink sent (unknown members included, absent ones left out)."""
         return self.model_dump(mode="json", exclude_unset=True)
 
+    def to_json(self) -> str:
+        """:meth:`to_json_dict` as JSON text, serialised without building the dict."""
+        return self.model_dump_json(exclude_unset=True)
+
 
 class TableField(_ResponseModel):
     """A field of a Blink table, as the field update returns it."""

@@ -44,14 +44,13 @@ def parse_model(
     :raises BlinkResponseError: the body is not JSON, or not of the expected shape.
     """
     try:
-        data = response.json()
-    except ValueError:
-        problem = "is not JSON"
-    else:
-        try:
-            return model.model_validate(data)
-        except ValidationError as err:
-            first = err.errors()[0]
+        # One pass in pydantic-core: parsing and validating together, without Python dicts between.
+        return model.model_validate_json(response.content or b"")
+    except ValidationError as err:
+        first = err.errors(include_url=False, include_input=False)[0]
+        if first["type"] == "json_invalid":
+            problem = "is not JSON"
+        else:
             where = ".".join(str(part) for part in first["loc"]) or "body"
             problem = f"is not a {model.__name__} ({where}: {first['msg']})"
     raise BlinkResponseError(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -94,7 +93,7 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
                 for page in pages:
                     for item in page.results:
                         out.write(",\n" if count else "\n")
-                        out.write(json.dumps(item.to_json_dict(), ensure_ascii=False))
+                        out.write(item.to_json())
                         count += 1
                     total = page.total if page.total is not None else count
                 out.write("\n]\n")

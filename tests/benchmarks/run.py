@@ -1,0 +1,117 @@
+"""Benchmarks of the provider's hot paths; prints measured figures, asserts nothing.
+
+    python tests/benchmarks/run.py            # full run (100,000 connection types)
+    python tests/benchmarks/run.py --smoke    # a quick run for CI
+
+What it measures, against an in-process fake of the listing (requests-mock, no sockets):
+- walking the catalogue with the hook: connection types per second, pages per second;
+- ConnectionTypesToXComOperator with output_path: time and peak Python memory (tracemalloc),
+  which should stay flat as the catalogue grows, since pages are streamed to the file;
+- the same operator into XCom (a list in memory), for comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-bench-"))
+os.environ["AIRFLOW_CONN_BLINK_DEFAULT"] = json.dumps(
+    {"conn_type": "blink", "host": "https://blink.bench", "password": "bench-key-0123456789"}
+)
+
+import requests_mock  # noqa: E402
+
+from blinkops_provider.hooks.blink import BlinkHook  # noqa: E402
+from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator  # noqa: E402
+
+URL = "https://blink.bench/api/v1/connection_types"
+
+
+def connection_type(i: int) -> dict[str, Any]:
+    return {
+        "id": f"ct-{i:07d}",
+        "name": f"integration_{i}",
+        "display_name": f"Integration {i}",
+        "plugin_name": f"plugin-{i % 50}",
+        "documentation_link": f"https://docs.example.com/{i}",
+        "icon_uri": f"https://icons.example.com/{i}.svg",
+        "oauth_supported": i % 3 == 0,
+        "attributes": {"api_key": {"display_name": "API key", "input_type": "password", "required": True}},
+        "metadata": {
+            "authentication": {"type": "api-key", "keys": [{"name": "api_key", "format": "string"}]},
+            "defaultAPIAddress": f"https://api{i}.example.com",
+            "testConnection": {"type": "http", "endpoint": "/me", "expected": {"statusCodes": "200-399"}},
+            "validation": {"statusCodes": "200-299"},
+        },
+        "methods": [{"name": "api_key", "display_name": "API key", "attributes": ["api_key"]}],
+        "created_at": 1_700_000_000_000 + i,
+        "updated_at": 1_700_000_000_000 + i,
+    }
+
+
+class FakeListing:
+    """Serves pages of a catalogue of ``size`` items, pre-encoded so the server costs little."""
+
+    def __init__(self, size: int, page_size: int) -> None:
+        self.size = size
+        self.pages = {
+            offset: [connection_type(i) for i in range(offset, min(offset + page_size, size))]
+            for offset in range(0, size, page_size)
+        }
+
+    def __call__(self, request: Any, context: Any) -> dict[str, Any]:
+        q = json.loads(parse_qs(urlsplit(request.url).query)["q"][0])
+        return {"limit": q["limit"], "offset": q["offset"], "total": self.size,
+                "results": self.pages.get(q["offset"], [])}  # fmt: skip
+
+
+def measure(label: str, size: int, page_size: int, work: Any) -> None:
+    """Time ``work`` once as it is, then once under tracemalloc for its peak Python memory."""
+    listing = FakeListing(size, page_size)
+    with requests_mock.Mocker() as mock:
+        mock.get(URL, json=listing)
+        started = time.perf_counter()
+        count = work()
+        elapsed = time.perf_counter() - started
+        tracemalloc.start()
+        work()
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    if count != size:
+        raise SystemExit(f"{label}: walked {count} items, expected {size}")
+    print(
+        f"{label:<38} {size:>8} items  {elapsed:7.2f} s  {size / elapsed:>9,.0f} items/s  "
+        f"{size / page_size / elapsed:7.1f} pages/s  peak {peak / 2**20:7.1f} MiB"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--smoke", action="store_true", help="small sizes, for CI")
+    args = parser.parse_args()
+    sizes = [2_000, 10_000] if args.smoke else [10_000, 100_000]
+    page_size = 1000
+    print(f"Python {sys.version.split()[0]}; page size {page_size}; figures include requests-mock's own cost")
+    out_dir = Path(tempfile.mkdtemp(prefix="blink-bench-out-"))
+    for size in sizes:
+        hook = BlinkHook()
+        measure("hook.iter_connection_types", size, page_size,
+                lambda: sum(1 for _ in hook.iter_connection_types(page_size=page_size)))  # fmt: skip
+        op = ConnectionTypesToXComOperator(task_id="b", page_size=page_size, output_path=str(out_dir / "c.json"))
+        measure("operator -> output_path (streamed)", size, page_size, lambda: op.execute({})["count"])
+        op_x = ConnectionTypesToXComOperator(task_id="b", page_size=page_size)
+        measure("operator -> XCom list (in memory)", size, page_size, lambda: len(op_x.execute({})))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
