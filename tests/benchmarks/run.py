@@ -28,10 +28,10 @@ os.environ["AIRFLOW_CONN_BLINK_DEFAULT"] = json.dumps(
     {"conn_type": "blink", "host": "https://blink.bench", "password": "bench-key-0123456789"}
 )
 
-import requests_mock  # noqa: E402
+import requests_mock
 
-from blinkops_provider.hooks.blink import BlinkHook  # noqa: E402
-from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator  # noqa: E402
+from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 
 URL = "https://blink.bench/api/v1/connection_types"
 
@@ -95,21 +95,30 @@ def measure(label: str, size: int, page_size: int, work: Any) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--smoke", action="store_true", help="small sizes, for CI")
     args = parser.parse_args()
     sizes = [2_000, 10_000] if args.smoke else [10_000, 100_000]
     page_size = 1000
     print(f"Python {sys.version.split()[0]}; page size {page_size}; figures include requests-mock's own cost")
-    out_dir = Path(tempfile.mkdtemp(prefix="blink-bench-out-"))
+    out_file = str(Path(tempfile.mkdtemp(prefix="blink-bench-out-")) / "catalogue.json")
+
+    def walk() -> int:
+        return sum(1 for _ in BlinkHook().iter_connection_types(page_size=page_size))
+
+    def to_file() -> int:
+        op = ConnectionTypesToXComOperator(task_id="b", page_size=page_size, output_path=out_file)
+        return int(op.execute({})["count"])
+
+    def to_xcom() -> int:
+        return len(ConnectionTypesToXComOperator(task_id="b", page_size=page_size).execute({}))
+
     for size in sizes:
-        hook = BlinkHook()
-        measure("hook.iter_connection_types", size, page_size,
-                lambda: sum(1 for _ in hook.iter_connection_types(page_size=page_size)))  # fmt: skip
-        op = ConnectionTypesToXComOperator(task_id="b", page_size=page_size, output_path=str(out_dir / "c.json"))
-        measure("operator -> output_path (streamed)", size, page_size, lambda: op.execute({})["count"])
-        op_x = ConnectionTypesToXComOperator(task_id="b", page_size=page_size)
-        measure("operator -> XCom list (in memory)", size, page_size, lambda: len(op_x.execute({})))
+        measure("hook.iter_connection_types", size, page_size, walk)
+        measure("operator -> output_path (streamed)", size, page_size, to_file)
+        measure("operator -> XCom list (in memory)", size, page_size, to_xcom)
     return 0
 
 
