@@ -30,7 +30,7 @@ uv:
 
 env: uv
 ifeq ($(AIRFLOW_VERSION),)
-	@$(UV) sync --locked --quiet
+	@$(UV) sync --locked --all-extras --quiet
 else
 	@$(UV) venv --quiet --allow-existing $(VENV)
 	@if [ -f "$(PINS)" ]; then \
@@ -61,7 +61,7 @@ bench: env
 # Regenerate the pinned Airflow 2.11 environment (run when pyproject.toml's dependencies change).
 pins-airflow2: uv
 	@echo "apache-airflow==2.11.2" > .ci/airflow-2.11.2-override.txt
-	$(UV) pip compile pyproject.toml --group dev --overrides .ci/airflow-2.11.2-override.txt \
+	$(UV) pip compile pyproject.toml --extra sandbox --group dev --overrides .ci/airflow-2.11.2-override.txt \
 		--python-version 3.10 --universal --quiet -o .ci/requirements-airflow-2.11.2.txt
 	@rm .ci/airflow-2.11.2-override.txt
 

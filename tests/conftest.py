@@ -63,9 +63,7 @@ def hook(make_hook: Callable[..., Any]) -> Any:
 
 
 @pytest.fixture
-def all_output(
-    caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
-) -> Iterator[Callable[[], str]]:
+def all_output(caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> Iterator[Callable[[], str]]:
     """Everything logged or printed so far (Airflow 3 logs through structlog, 2.x through logging)."""
     caplog.set_level("DEBUG")
 
@@ -77,9 +75,7 @@ def all_output(
 
 
 @pytest.fixture
-def provider_log(
-    caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
-) -> Callable[[], list[str]]:
+def provider_log(caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> Callable[[], list[str]]:
     """The provider's own log lines so far, once each (stdlib records on 2.x, structlog output on 3.x)."""
     caplog.set_level("DEBUG")
 

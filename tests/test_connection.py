@@ -81,9 +81,7 @@ def test_requests_carry_key_header_user_agent_and_timeout(blink_conn: None) -> N
 
 
 def test_extras_set_header_name_tls_and_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    set_connection(
-        monkeypatch, extra={"api_key_header": "X-Other-Key", "verify_ssl": "false", "timeout": "7.5"}
-    )
+    set_connection(monkeypatch, extra={"api_key_header": "X-Other-Key", "verify_ssl": "false", "timeout": "7.5"})
     with rm.Mocker() as m:
         m.get("https://blink.test/api/v1/connection_types", json=PAGE)
         BlinkHook().list_connection_types(limit=1)

@@ -123,9 +123,7 @@ class Catalogue:
     def __call__(self, request: Any, context: Any) -> dict[str, Any]:
         q = sent_query(request)
         self.requests.append(q)
-        offset = (
-            0 if self.ignore_offset or (self.repeat_first_page and len(self.requests) > 1) else q["offset"]
-        )
+        offset = 0 if self.ignore_offset or (self.repeat_first_page and len(self.requests) > 1) else q["offset"]
         results = self.items[offset : offset + q["limit"]]
         if "select" in q:
             results = [{k: v for k, v in item.items() if k in q["select"]} for item in results]
@@ -167,9 +165,7 @@ def test_empty_catalogue_is_one_request(hook: Any) -> None:
 def test_query_travels_on_every_page(hook: Any) -> None:
     catalogue = Catalogue(5)
     walk(hook, catalogue, filter={"name": {"$like": "type%"}}, sort=["name"], page_size=2)
-    assert all(
-        q["filter"] == {"name": {"$like": "type%"}} and q["sort"] == ["name"] for q in catalogue.requests
-    )
+    assert all(q["filter"] == {"name": {"$like": "type%"}} and q["sort"] == ["name"] for q in catalogue.requests)
 
 
 def test_max_items_cuts_the_last_request(hook: Any) -> None:
@@ -290,10 +286,7 @@ def test_test_connection_401_points_at_key_and_header(hook: Any) -> None:
         ok, message = hook.test_connection()
     assert not ok
     assert "401: invalid api key" in message
-    assert (
-        "Check the API key (password) and the header name (extra api_key_header, now 'BLINK-API-KEY')"
-        in message
-    )
+    assert "Check the API key (password) and the header name (extra api_key_header, now 'BLINK-API-KEY')" in message
 
 
 def test_test_connection_refused_points_at_base_url(make_hook: Any) -> None:

@@ -131,7 +131,5 @@ def test_page_defaults_to_no_results() -> None:
 
 def test_error_wrapper_members_are_all_optional() -> None:
     assert ErrorWrapper.model_validate({}).message is None
-    wrapper = ErrorWrapper.model_validate(
-        {"status": 400, "message": "m", "identifier": "E1", "user_error": {"a": 1}}
-    )
+    wrapper = ErrorWrapper.model_validate({"status": 400, "message": "m", "identifier": "E1", "user_error": {"a": 1}})
     assert (wrapper.status, wrapper.identifier, wrapper.user_error) == (400, "E1", {"a": 1})

@@ -126,9 +126,7 @@ def pages_of(items: list[dict[str, Any]]) -> Any:
     return answer
 
 
-ITEMS = [
-    {"id": f"ct-{i}", "name": f"n{i}", "metadata": {"defaultAPIAddress": f"https://{i}"}} for i in range(7)
-]
+ITEMS = [{"id": f"ct-{i}", "name": f"n{i}", "metadata": {"defaultAPIAddress": f"https://{i}"}} for i in range(7)]
 
 
 def test_catalogue_operator_returns_json_ready_dicts(blink_conn: None) -> None:

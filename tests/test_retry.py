@@ -176,9 +176,7 @@ def test_bad_request_keeps_the_whole_error_wrapper(make_hook: Any) -> None:
     with rm.Mocker() as m:
         m.put(url, status_code=400, json=body)
         with pytest.raises(BlinkBadRequestError) as err:
-            make_hook().update_table_field(
-                "ws-1", "Incidents", "Severity", {"type": "text", "display_name": "S"}
-            )
+            make_hook().update_table_field("ws-1", "Incidents", "Severity", {"type": "text", "display_name": "S"})
     exc = err.value
     assert str(exc) == (
         "PUT /workspace/ws-1/table/Incidents/fields/Severity -> 400: changing the type is not allowed "
@@ -198,12 +196,8 @@ def test_not_found_names_what_was_not_found(make_hook: Any) -> None:
     with rm.Mocker() as m:
         m.put(url, status_code=404, json={"status": 404, "message": "record not found"})
         with pytest.raises(BlinkNotFoundError) as err:
-            make_hook().update_table_field(
-                "ws-1", "Incidents", "Sevrity", {"type": "text", "display_name": "S"}
-            )
-    assert "not found: field 'Sevrity' of table 'Incidents' in workspace 'ws-1' (record not found)" in str(
-        err.value
-    )
+            make_hook().update_table_field("ws-1", "Incidents", "Sevrity", {"type": "text", "display_name": "S"})
+    assert "not found: field 'Sevrity' of table 'Incidents' in workspace 'ws-1' (record not found)" in str(err.value)
 
 
 def test_error_without_wrapper_quotes_the_body(make_hook: Any) -> None:

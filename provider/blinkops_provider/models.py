@@ -13,6 +13,7 @@ Two families, with opposite rules:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -49,6 +50,7 @@ __all__ = [
     "TestConnection",
     "TwoLeggedValues",
     "Validation",
+    "describe_errors",
     "validate_input",
 ]
 
@@ -65,12 +67,17 @@ def validate_input(model: type[ModelT], data: Any, what: str) -> ModelT:
     try:
         return model.model_validate(data)
     except ValidationError as err:
-        problems = []
-        for error in err.errors(include_url=False, include_input=False):
-            where = ".".join(str(part) for part in error["loc"])
-            message = error["msg"].removeprefix("Value error, ")
-            problems.append(f"{where}: {message}" if where else message)
-        raise BlinkInputError(f"invalid {what}: " + "; ".join(problems)) from None
+        raise BlinkInputError(f"invalid {what}: {describe_errors(err.errors())}") from None
+
+
+def describe_errors(errors: Iterable[Mapping[str, Any]]) -> str:
+    """Pydantic's error list as one line: ``where: what is wrong; ...``, without echoing the input."""
+    problems = []
+    for error in errors:
+        where = ".".join(str(part) for part in error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems)
 
 
 class FieldType(str, Enum):
@@ -152,9 +159,7 @@ class FieldUpdate(_RequestModel):
 class _ResponseModel(BaseModel):
     """A body we receive: members may be missing, unknown ones are kept."""
 
-    model_config = ConfigDict(
-        extra="allow", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
-    )
+    model_config = ConfigDict(extra="allow", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
 
     def to_json_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of what Blink sent (unknown members included, absent ones left out)."""
@@ -223,9 +228,7 @@ class TwoLeggedValues(_ResponseModel):
     """Parameters of a two-legged token process."""
 
     connection_params: list[str] | None = Field(default=None, alias="connectionParams")
-    action_to_run_param_values: ActionToRunParamValues | None = Field(
-        default=None, alias="actionToRunParamValues"
-    )
+    action_to_run_param_values: ActionToRunParamValues | None = Field(default=None, alias="actionToRunParamValues")
     extractor: Extractor | None = None
 
 

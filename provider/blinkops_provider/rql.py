@@ -48,13 +48,10 @@ def _check_predicates(field: str, predicates: Mapping[str, Any]) -> None:
         raise ValueError(f"filter on {field!r}: empty predicate object; use one of {', '.join(OPERATORS)}")
     for operator, value in predicates.items():
         if operator not in OPERATORS:
-            raise ValueError(
-                f"filter on {field!r}: unknown operator {operator!r}; allowed: {', '.join(OPERATORS)}"
-            )
+            raise ValueError(f"filter on {field!r}: unknown operator {operator!r}; allowed: {', '.join(OPERATORS)}")
         if not isinstance(value, _Scalar):
             raise ValueError(
-                f"filter on {field!r}: {operator} takes a string, number, boolean or null, "
-                f"not {type(value).__name__}"
+                f"filter on {field!r}: {operator} takes a string, number, boolean or null, not {type(value).__name__}"
             )
         if operator == "$like" and not isinstance(value, str):
             raise ValueError(f"filter on {field!r}: $like takes a string pattern with '%' wildcards")

@@ -95,9 +95,7 @@ def measure(label: str, size: int, page_size: int, work: Any) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="small sizes, for CI")
     args = parser.parse_args()
     sizes = [2_000, 10_000] if args.smoke else [10_000, 100_000]

@@ -36,9 +36,7 @@ def _content_type(response: requests.Response) -> str:
     return response.headers.get("Content-Type") or "no content type"
 
 
-def parse_model(
-    response: requests.Response, model: type[ModelT], *, method: str, path: str, scrub: Scrub
-) -> ModelT:
+def parse_model(response: requests.Response, model: type[ModelT], *, method: str, path: str, scrub: Scrub) -> ModelT:
     """The body of a 2xx response as ``model``.
 
     :raises BlinkResponseError: the body is not JSON, or not of the expected shape.
@@ -54,8 +52,7 @@ def parse_model(
             where = ".".join(str(part) for part in first["loc"]) or "body"
             problem = f"is not a {model.__name__} ({where}: {first['msg']})"
     raise BlinkResponseError(
-        f"the response body {problem}; content type {_content_type(response)}, "
-        f"body starts: {excerpt(response, scrub)}",
+        f"the response body {problem}; content type {_content_type(response)}, body starts: {excerpt(response, scrub)}",
         status=response.status_code,
         method=method,
         path=path,

@@ -103,9 +103,7 @@ class BlinkHook(BaseHook):
     ) -> None:
         super().__init__()
         if isinstance(retry_limit, bool) or not isinstance(retry_limit, int) or retry_limit < 1:
-            raise BlinkInputError(
-                f"retry_limit must be an integer of 1 or more (attempts), got {retry_limit!r}"
-            )
+            raise BlinkInputError(f"retry_limit must be an integer of 1 or more (attempts), got {retry_limit!r}")
         if isinstance(retry_delay, bool) or not isinstance(retry_delay, (int, float)) or retry_delay < 0:
             raise BlinkInputError(f"retry_delay must be a number of seconds, 0 or more, got {retry_delay!r}")
         self.blink_conn_id = blink_conn_id
@@ -218,9 +216,7 @@ class BlinkHook(BaseHook):
             ) from None  # fmt: skip
         except requests.RequestException as exc:
             cls = BlinkTransientError if is_retryable(exc) else BlinkApiError
-            raise cls(
-                f"{self._describe(exc)} after {self.retry_limit} attempt(s)", method=method, path=path
-            ) from None
+            raise cls(f"{self._describe(exc)} after {self.retry_limit} attempt(s)", method=method, path=path) from None
         if not response.ok:
             raise error_from_response(response, method=method, path=path, scrub=self._scrub, subject=subject)
         return parse_model(response, model, method=method, path=path, scrub=self._scrub)
@@ -299,9 +295,7 @@ class BlinkHook(BaseHook):
         :raises BlinkApiError: the server repeats a page, ignores ``offset``, or the walk passes
             :attr:`max_pages`.
         """
-        if max_items is not None and (
-            isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0
-        ):
+        if max_items is not None and (isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0):
             raise BlinkInputError(f"max_items must be None or an integer of 0 or more, got {max_items!r}")
         # Check the query and the page size once, before the first request.
         _rql(filter=filter, sort=sort, select=select, limit=page_size, offset=0)
@@ -311,9 +305,7 @@ class BlinkHook(BaseHook):
             limit = page_size if max_items is None else min(page_size, max_items - offset)
             if limit <= 0:
                 return
-            page = self.list_connection_types(
-                filter=filter, sort=sort, select=select, limit=limit, offset=offset
-            )
+            page = self.list_connection_types(filter=filter, sort=sort, select=select, limit=limit, offset=offset)
             if page.offset is not None and page.offset != offset:
                 raise BlinkApiError(
                     f"the server answered offset {page.offset} when asked for offset {offset}; "

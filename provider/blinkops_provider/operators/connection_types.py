@@ -54,9 +54,7 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         super().__init__(**kwargs)
         if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_LIMIT:
             raise BlinkInputError(f"page_size must be an integer from 1 to {MAX_LIMIT}, got {page_size!r}")
-        if max_items is not None and (
-            isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0
-        ):
+        if max_items is not None and (isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0):
             raise BlinkInputError(f"max_items must be None or an integer of 0 or more, got {max_items!r}")
         self.filter = filter
         self.sort = sort

@@ -1,0 +1,200 @@
+"""The sandbox's HTTP API: Blink's two endpoints under ``/api/v1`` and an admin API under ``/_sandbox``."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import APIKeyHeader
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from blinkops_provider import __version__
+from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.models import (
+    ConnectionTypePage,
+    ErrorWrapper,
+    FieldUpdate,
+    TableField,
+    describe_errors,
+    validate_input,
+)
+from blinkops_provider.rql import RQLQuery
+from blinkops_provider.sandbox.faults import FaultConfig
+from blinkops_provider.sandbox.rql_sql import QueryError
+from blinkops_provider.sandbox.store import StoreError
+
+if TYPE_CHECKING:
+    from blinkops_provider.sandbox.server import BlinkSandbox
+
+API_PREFIX = "/api/v1"
+KEY_HEADER = "BLINK-API-KEY"
+ADMIN_HEADER = "X-Sandbox-Token"
+SANDBOX_USER = "api-key-user@sandbox.blink"
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorWrapper, "description": description}
+    for status, description in (
+        (400, "The request was refused; the error wrapper says why."),
+        (401, "The API key is missing or wrong."),
+        (404, "The workspace, table or field does not exist."),
+    )
+}
+
+
+class ApiError(Exception):
+    """An error answered with Blink's error wrapper."""
+
+    def __init__(self, status: int, message: str, details: str | None = None, identifier: str | None = None):
+        super().__init__(message)
+        self.status, self.message, self.details, self.identifier = status, message, details, identifier
+
+
+def wrapper_response(
+    status: int, message: str, details: str | None = None, identifier: str | None = None
+) -> JSONResponse:
+    """Blink's error wrapper, every member present."""
+    body = ErrorWrapper(status=status, message=message, details=details, identifier=identifier)
+    return JSONResponse({**dict.fromkeys(ErrorWrapper.model_fields), **body.model_dump(mode="json")}, status)
+
+
+def create_app(sandbox: BlinkSandbox) -> FastAPI:
+    """The FastAPI application of a sandbox (wrap it in the sandbox's fault middleware to serve it)."""
+    app = FastAPI(
+        title="Blink API (sandbox)",
+        version=__version__,
+        description="A local emulator of Blink's table-field update and connection-type listing.",
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=f"{API_PREFIX}/docs",
+        redoc_url=None,
+    )
+    api_key_scheme = APIKeyHeader(name=KEY_HEADER, auto_error=False, description="A Blink API key.")
+
+    def require_key(key: str | None = Security(api_key_scheme)) -> None:
+        if not key:
+            raise ApiError(401, f"missing {KEY_HEADER} header", "send the API key in the BLINK-API-KEY header",
+                           "UNAUTHORIZED")  # fmt: skip
+        if not hmac.compare_digest(key.encode(), sandbox.api_key.encode()):
+            raise ApiError(401, "invalid API key", None, "UNAUTHORIZED")
+
+    def require_admin(request: Request) -> None:
+        token = request.headers.get(ADMIN_HEADER, "")
+        if not hmac.compare_digest(token.encode(), sandbox.admin_token.encode()):
+            raise ApiError(401, f"missing or wrong {ADMIN_HEADER} header", None, "UNAUTHORIZED")
+
+    api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(require_key)], responses=_ERRORS)
+
+    @api.put(
+        "/workspace/{ws_id}/table/{table}/fields/{field}",
+        response_model=TableField,
+        response_model_exclude_unset=True,
+        operation_id="UpdateField",
+        tags=["Tables"],
+        summary="Update a field of a table",
+    )
+    def update_field(ws_id: str, table: str, field: str, update: Annotated[FieldUpdate, Body()]) -> Any:
+        """Replace a field's display name, type and attributes (members left out are reset)."""
+        try:
+            return sandbox.store.update_field(ws_id, table, field, update, SANDBOX_USER)
+        except StoreError as err:
+            raise ApiError(err.status, err.message, err.details, err.identifier) from None
+
+    @api.get(
+        "/connection_types",
+        response_model=ConnectionTypePage,
+        operation_id="ListConnectionTypes",
+        tags=["Connections"],
+        summary="List connection types",
+    )
+    def list_connection_types(
+        q: Annotated[str, Query(description='RQL query as JSON, e.g. {"limit": 25, "offset": 0, "filter": {...}}')],
+    ) -> Any:
+        """One page of the connection-type catalogue matching the RQL query in ``q``."""
+        try:
+            raw = json.loads(q)
+        except ValueError as err:
+            raise ApiError(400, "q is not valid JSON", str(err), "INVALID_QUERY") from None
+        if not isinstance(raw, dict):
+            raise ApiError(400, "q must be a JSON object", f"got {type(raw).__name__}", "INVALID_QUERY")
+        try:
+            query = validate_input(RQLQuery, raw, "RQL query")
+            return Response(sandbox.store.list_connection_types(query), media_type="application/json")
+        except (BlinkInputError, QueryError) as err:
+            raise ApiError(400, "invalid RQL query", str(err).removeprefix("invalid RQL query: "),
+                           "INVALID_QUERY") from None  # fmt: skip
+
+    admin = APIRouter(prefix="/_sandbox", dependencies=[Depends(require_admin)], include_in_schema=False)
+
+    @admin.get("/faults")
+    def get_faults() -> Any:
+        return sandbox.faults.config.model_dump()
+
+    @admin.post("/faults")
+    def set_faults(config: FaultConfig) -> Any:
+        sandbox.faults.configure(config)
+        return config.model_dump()
+
+    @admin.delete("/faults")
+    def clear_faults() -> Any:
+        sandbox.faults.configure(FaultConfig())
+        return sandbox.faults.config.model_dump()
+
+    @admin.get("/requests")
+    def get_requests() -> Any:
+        return sandbox.log.entries()
+
+    @admin.delete("/requests")
+    def clear_requests() -> Any:
+        sandbox.log.clear()
+        return []
+
+    @admin.post("/reset")
+    def reset() -> Any:
+        sandbox.reset()
+        return {"connection_types": len(sandbox.store.connection_type_ids())}
+
+    @admin.put("/connection_types")
+    def upsert_connection_types(docs: list[dict[str, Any]]) -> Any:
+        try:
+            return {"written": sandbox.store.upsert_connection_types(docs)}
+        except StoreError as err:
+            raise ApiError(err.status, err.message) from None
+
+    @admin.delete("/connection_types/{type_id}")
+    def delete_connection_type(type_id: str) -> Any:
+        if not sandbox.store.delete_connection_types([type_id]):
+            raise ApiError(404, f"connection type {type_id!r} not found")
+        return {"deleted": type_id}
+
+    @admin.get("/workspace/{ws_id}/table/{table}/fields")
+    def table_fields(ws_id: str, table: str) -> Any:
+        return sandbox.store.fields(ws_id, table)
+
+    @app.get("/_sandbox/health", include_in_schema=False)
+    def health() -> Any:
+        return {"status": "ok", "base_url": sandbox.base_url}
+
+    app.include_router(api)
+    app.include_router(admin)
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return wrapper_response(exc.status, exc.message, exc.details, exc.identifier)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{**error, "loc": tuple(error["loc"])[1:] or error["loc"]} for error in exc.errors()]
+        return wrapper_response(400, "invalid request", describe_errors(errors), "INVALID_REQUEST")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return wrapper_response(exc.status_code, str(exc.detail), None, "HTTP_ERROR")
+
+    @app.exception_handler(Exception)
+    async def server_error(request: Request, exc: Exception) -> JSONResponse:
+        return wrapper_response(500, "internal sandbox error", type(exc).__name__, "INTERNAL")
+
+    return app

@@ -1,0 +1,140 @@
+"""A running sandbox: its store, faults, request log, keys and the uvicorn server in front of them."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import threading
+from typing import Any
+
+from blinkops_provider.sandbox.faults import FaultConfig, FaultInjector, FaultMiddleware, RequestLog
+from blinkops_provider.sandbox.store import SandboxStore
+
+DEFAULT_CONNECTION_TYPES = 200
+
+
+class BlinkSandbox:
+    """A local Blink API for tests, demos and DAG development.
+
+    Use it as a context manager (the server runs in a background thread), or call
+    :meth:`serve_forever` (the CLI does, in the foreground). Binds to 127.0.0.1 unless told.
+
+    :param host: the address to listen on.
+    :param port: the port; 0 picks a free one.
+    :param db: a SQLite file that keeps the state across runs; in memory when None.
+    :param connection_types: how many connection types to seed (when the store is empty).
+    :param api_key: the key clients must send; a random one when None.
+    :param admin_token: the token of the ``/_sandbox`` admin API; a random one when None.
+    :param faults: the faults to inject from the start.
+    :param seed: seeds the generated catalogue.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        db: str | None = None,
+        connection_types: int = DEFAULT_CONNECTION_TYPES,
+        api_key: str | None = None,
+        admin_token: str | None = None,
+        faults: FaultConfig | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.host = host
+        self.connection_types = connection_types
+        self.seed = seed
+        self.api_key = api_key or f"sandbox-{secrets.token_urlsafe(24)}"
+        self.admin_token = admin_token or secrets.token_urlsafe(24)
+        self.store = SandboxStore(db or ":memory:")
+        if self.store.is_empty():
+            self.reset()
+        self.faults = FaultInjector(faults)
+        self.log = RequestLog()
+        self._socket = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+        self.port: int = self._socket.getsockname()[1]
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    # -- addresses ------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The server's root, e.g. ``http://127.0.0.1:8123``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The API's base URL, ending in ``/api/v1``."""
+        return f"{self.url}/api/v1"
+
+    def connection_json(self) -> str:
+        """An Airflow connection pointing at this sandbox, for ``AIRFLOW_CONN_BLINK_DEFAULT``."""
+        return json.dumps({"conn_type": "blink", "host": self.url, "password": self.api_key})
+
+    # -- state ----------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Back to the seed data (the demo workspace and the generated catalogue)."""
+        self.store.reset(self.connection_types, self.seed)
+
+    def set_faults(self, **settings: Any) -> None:
+        """Inject faults from now on (see :class:`~blinkops_provider.sandbox.faults.FaultConfig`)."""
+        self.faults.configure(FaultConfig(**settings))
+
+    def clear_faults(self) -> None:
+        self.faults.configure(FaultConfig())
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """The API requests received so far, oldest first (the API key shown as ``***``)."""
+        return self.log.entries()
+
+    # -- serving --------------------------------------------------------------------------
+
+    def _make_server(self) -> Any:
+        import uvicorn
+
+        from blinkops_provider.sandbox.app import KEY_HEADER, create_app
+
+        app = FaultMiddleware(
+            create_app(self), injector=self.faults, log=self.log, key_header=KEY_HEADER, api_key=self.api_key
+        )
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+        return uvicorn.Server(config)
+
+    def start(self) -> BlinkSandbox:
+        """Serve in a background thread. The socket already listens, so clients may call at once."""
+        if self._thread is None:
+            self._server = self._make_server()
+            self._thread = threading.Thread(
+                target=self._server.run, kwargs={"sockets": [self._socket]}, name="blink-sandbox", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving and release the socket and the database."""
+        if self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(timeout)
+            self._thread = None
+        self._socket.close()
+        self.store.close()
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until SIGINT or SIGTERM, then release everything."""
+        self._server = self._make_server()
+        try:
+            self._server.run(sockets=[self._socket])
+        finally:
+            self._socket.close()
+            self.store.close()
+
+    def __enter__(self) -> BlinkSandbox:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,269 @@
+"""The sandbox's state in SQLite: workspaces, tables, fields and the connection-type catalogue.
+
+Timestamps (``created_at``, ``updated_at``) are integer milliseconds since the Unix epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from blinkops_provider.models import FieldType, FieldUpdate
+from blinkops_provider.rql import RQLQuery
+from blinkops_provider.sandbox import seed as seed_data
+from blinkops_provider.sandbox.rql_sql import check_select, compile_filter, compile_sort
+
+DEFAULT_LIMIT = 100
+"""Page size when a query gives no ``limit`` (Blink's own default is not published)."""
+
+RESET_TYPE = FieldType.TEXT.value
+"""What a field's type becomes when an update leaves ``type`` out (Blink resets omitted members)."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tables (
+    id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL REFERENCES workspaces(id), name TEXT NOT NULL,
+    UNIQUE (workspace_id, name));
+CREATE TABLE IF NOT EXISTS fields (
+    id TEXT PRIMARY KEY, table_id TEXT NOT NULL REFERENCES tables(id), workspace_id TEXT NOT NULL,
+    tenant_id TEXT NOT NULL, name TEXT NOT NULL, display_name TEXT, description TEXT, type TEXT NOT NULL,
+    attributes TEXT NOT NULL, indexes TEXT NOT NULL, created_at INTEGER NOT NULL, created_by TEXT NOT NULL,
+    updated_at INTEGER NOT NULL, updated_by TEXT NOT NULL, UNIQUE (table_id, name));
+CREATE TABLE IF NOT EXISTS connection_types (
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT, display_name TEXT, plugin_name TEXT,
+    documentation_link TEXT, icon_uri TEXT, oauth_supported INTEGER, tenant_id TEXT,
+    created_at INTEGER, created_by TEXT, updated_at INTEGER, updated_by TEXT, doc TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS connection_types_name ON connection_types (name);
+"""
+_CT_COLUMNS = (
+    "id", "name", "display_name", "plugin_name", "documentation_link", "icon_uri", "oauth_supported",
+    "tenant_id", "created_at", "created_by", "updated_at", "updated_by",
+)  # fmt: skip
+_FIELD_COLUMNS = (
+    "id", "name", "display_name", "description", "type", "attributes", "indexes", "table_id",
+    "workspace_id", "tenant_id", "created_at", "created_by", "updated_at", "updated_by",
+)  # fmt: skip
+
+
+class StoreError(Exception):
+    """A request the store refuses; ``status`` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, message: str, details: str | None = None, identifier: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.details = details
+        self.identifier = identifier
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class SandboxStore:
+    """Thread-safe access to the sandbox's SQLite database.
+
+    :param path: a file to persist to, or ``":memory:"`` (the default).
+    :param clock: returns the current time in epoch milliseconds (tests inject one).
+    """
+
+    def __init__(self, path: str = ":memory:", clock: Callable[[], int] = _now_ms) -> None:
+        self.path = path
+        self.clock = clock
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA case_sensitive_like = ON")
+        self._db.execute("PRAGMA journal_mode = WAL" if path != ":memory:" else "PRAGMA journal_mode = MEMORY")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- seeding ------------------------------------------------------------------------
+
+    def is_empty(self) -> bool:
+        with self._lock:
+            return bool(self._db.execute("SELECT NOT EXISTS (SELECT 1 FROM workspaces)").fetchone()[0])
+
+    def reset(self, connection_types: int = 200, seed: int = 0) -> None:
+        """Wipe everything and load the seed data: the demo workspace and ``connection_types`` types."""
+        with self._lock, self._transaction():
+            for table in ("fields", "tables", "workspaces", "connection_types"):
+                self._db.execute(f"DELETE FROM {table}")
+            self._add_workspace(seed_data.DEMO_WORKSPACE, seed_data.DEMO_TABLES)
+            self._insert_connection_types(seed_data.connection_type_rows(connection_types, seed))
+
+    def _add_workspace(self, ws_id: str, tables: dict[str, list[dict[str, Any]]]) -> None:
+        self._db.execute("INSERT INTO workspaces VALUES (?, ?)", (ws_id, seed_data.TENANT_ID))
+        for table_name, fields in tables.items():
+            table_id = f"tbl-{uuid.uuid5(uuid.NAMESPACE_URL, f'{ws_id}/{table_name}').hex[:12]}"
+            self._db.execute("INSERT INTO tables VALUES (?, ?, ?)", (table_id, ws_id, table_name))
+            for field in fields:
+                key = f"{table_id}/{field['name']}"
+                field_id = f"fld-{uuid.uuid5(uuid.NAMESPACE_URL, key).hex[:12]}"
+                self._db.execute(
+                    f"INSERT INTO fields ({', '.join(_FIELD_COLUMNS)}) VALUES ({', '.join('?' * 14)})",
+                    (field_id, field["name"], field["display_name"], field.get("description", ""), field["type"],
+                     json.dumps(field["attributes"]), json.dumps({}), table_id, ws_id, seed_data.TENANT_ID,
+                     seed_data.SEED_TIME_MS, seed_data.SEED_USER, seed_data.SEED_TIME_MS, seed_data.SEED_USER),
+                )  # fmt: skip
+
+    def _insert_connection_types(self, docs: Iterable[tuple[dict[str, Any], str]]) -> None:
+        """Insert or replace (scalar members, JSON text) pairs."""
+        rows = ((*(scalars.get(column) for column in _CT_COLUMNS), text) for scalars, text in docs)
+        self._db.executemany(
+            f"INSERT INTO connection_types ({', '.join(_CT_COLUMNS)}, doc) VALUES ({', '.join('?' * 13)}) "
+            "ON CONFLICT (id) DO UPDATE SET "
+            + ", ".join(f"{column} = excluded.{column}" for column in (*_CT_COLUMNS[1:], "doc")),
+            rows,
+        )
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # -- connection types -------------------------------------------------------------------
+
+    def upsert_connection_types(self, docs: Iterable[dict[str, Any]]) -> int:
+        """Add or replace connection types by ``id``; returns how many were written."""
+        docs = list(docs)
+        if any(not isinstance(doc.get("id"), str) or not doc["id"] for doc in docs):
+            raise StoreError(400, "every connection type needs a non-empty string id")
+        with self._lock, self._transaction():
+            self._insert_connection_types((doc, json.dumps(doc, separators=(",", ":"))) for doc in docs)
+        return len(docs)
+
+    def delete_connection_types(self, ids: Iterable[str]) -> int:
+        """Remove connection types by id; returns how many existed."""
+        with self._lock, self._transaction():
+            return sum(self._db.execute("DELETE FROM connection_types WHERE id = ?", (i,)).rowcount for i in ids)
+
+    def list_connection_types(self, query: RQLQuery) -> bytes:
+        """The JSON page ``{limit, offset, total, results}`` for a validated query.
+
+        :raises QueryError: unknown fields, or values of the wrong kind for a field.
+        """
+        params: list[Any] = []
+        where = compile_filter(query.filter, params) if query.filter else "1"
+        order = compile_sort(query.sort)
+        check_select(query.select)
+        limit = query.limit if query.limit is not None else DEFAULT_LIMIT
+        offset = query.offset or 0
+        with self._lock:
+            total = self._db.execute(f"SELECT count(*) FROM connection_types WHERE {where}", params).fetchone()[0]
+            docs = [
+                row[0]
+                for row in self._db.execute(
+                    f"SELECT doc FROM connection_types WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
+                    (*params, limit, offset),
+                )
+            ]
+        if query.select:
+            keep = query.select
+            docs = [
+                json.dumps({k: v for k, v in json.loads(doc).items() if k in keep}, separators=(",", ":"))
+                for doc in docs
+            ]
+        head = json.dumps({"limit": limit, "offset": offset, "total": total})[:-1]
+        return f'{head}, "results": [{",".join(docs)}]}}'.encode()
+
+    def connection_type_ids(self) -> list[str]:
+        with self._lock:
+            return [row[0] for row in self._db.execute("SELECT id FROM connection_types ORDER BY seq")]
+
+    def all_connection_types(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [json.loads(row[0]) for row in self._db.execute("SELECT doc FROM connection_types ORDER BY seq")]
+
+    # -- tables and fields ------------------------------------------------------------------
+
+    def _field_row(self, ws_id: str, table: str, field: str) -> tuple[Any, ...]:
+        if self._db.execute("SELECT 1 FROM workspaces WHERE id = ?", (ws_id,)).fetchone() is None:
+            raise StoreError(404, f"workspace {ws_id!r} not found", identifier="WORKSPACE_NOT_FOUND")
+        table_row = self._db.execute(
+            "SELECT id FROM tables WHERE workspace_id = ? AND name = ?", (ws_id, table)
+        ).fetchone()
+        if table_row is None:
+            raise StoreError(404, f"table {table!r} not found in workspace {ws_id!r}", identifier="TABLE_NOT_FOUND")
+        row = self._db.execute(
+            f"SELECT {', '.join(_FIELD_COLUMNS)} FROM fields WHERE table_id = ? AND name = ?",
+            (table_row[0], field),
+        ).fetchone()
+        if row is None:
+            raise StoreError(404, f"field {field!r} not found in table {table!r}", identifier="FIELD_NOT_FOUND")
+        return tuple(row)
+
+    @staticmethod
+    def _field_dict(row: Any) -> dict[str, Any]:
+        field = dict(zip(_FIELD_COLUMNS, row, strict=True))
+        field["attributes"] = json.loads(field["attributes"])
+        field["indexes"] = json.loads(field["indexes"])
+        return field
+
+    def get_field(self, ws_id: str, table: str, field: str) -> dict[str, Any]:
+        """A field as the API returns it. :raises StoreError: 404 for an unknown workspace, table or field."""
+        with self._lock:
+            return self._field_dict(self._field_row(ws_id, table, field))
+
+    def fields(self, ws_id: str, table: str) -> list[dict[str, Any]]:
+        """Every field of a table, in creation order."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {', '.join('f.' + c for c in _FIELD_COLUMNS)} FROM fields f JOIN tables t "
+                "ON f.table_id = t.id WHERE t.workspace_id = ? AND t.name = ? ORDER BY f.rowid",
+                (ws_id, table),
+            ).fetchall()
+        return [self._field_dict(row) for row in rows]
+
+    def update_field(self, ws_id: str, table: str, field: str, update: FieldUpdate, user: str) -> dict[str, Any]:
+        """Apply a field update as Blink does: a full replacement that may not change the type.
+
+        Members the update leaves out are reset: ``type`` to ``text`` (and so refused unless the
+        field is a text field), ``display_name`` to the field's name, ``attributes`` to ``{}``.
+
+        :raises StoreError: 404 for an unknown workspace, table or field; 400 for a type change.
+        """
+        with self._lock, self._transaction():
+            current = self._field_dict(self._field_row(ws_id, table, field))
+            new_type = update.type.value if update.type is not None else RESET_TYPE
+            if new_type != current["type"]:
+                how = (
+                    f"to {new_type!r}"
+                    if update.type is not None
+                    else f"by leaving 'type' out (it resets to {RESET_TYPE!r})"
+                )
+                raise StoreError(
+                    400,
+                    "changing the type is not allowed",
+                    f"field {field!r} is of type {current['type']!r}; the update would change it {how}. "
+                    "Send the current type to keep it.",
+                    identifier="FIELD_TYPE_CHANGE",
+                )
+            attributes = update.attributes.model_dump(exclude_none=True) if update.attributes else {}
+            now = self.clock()
+            self._db.execute(
+                "UPDATE fields SET display_name = ?, type = ?, attributes = ?, updated_at = ?, updated_by = ? "
+                "WHERE id = ?",
+                (
+                    update.display_name or current["name"],
+                    new_type,
+                    json.dumps(attributes),
+                    now,
+                    user,
+                    current["id"],
+                ),
+            )
+            return self._field_dict(self._field_row(ws_id, table, field))
