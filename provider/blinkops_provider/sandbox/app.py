@@ -5,6 +5,7 @@ from __future__ import annotations
 import hmac
 import json
 from typing import TYPE_CHECKING, Annotated, Any
+from urllib.parse import unquote
 
 from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from blinkops_provider.sandbox.server import BlinkSandbox
 
 API_PREFIX = "/api/v1"
+_DOCS = (f"{API_PREFIX}/openapi.json", f"{API_PREFIX}/docs")
 KEY_HEADER = "BLINK-API-KEY"
 ADMIN_HEADER = "X-Sandbox-Token"
 SANDBOX_USER = "api-key-user@sandbox.blink"
@@ -61,6 +63,37 @@ def wrapper_response(
     return JSONResponse({**dict.fromkeys(ErrorWrapper.model_fields), **body.model_dump(mode="json")}, status)
 
 
+class ApiGate:
+    """In front of the API routes: the key check, then routing on the undecoded path.
+
+    The key is checked before the body is read, so a bad key is a 401 whatever the body. Routing
+    on the raw path keeps an encoded ``/`` inside its segment (names such as ``Q1/Q2 plans``);
+    the endpoints decode their parameters.
+    """
+
+    def __init__(self, app: Any, sandbox: BlinkSandbox) -> None:
+        self.app = app
+        self.sandbox = sandbox
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(API_PREFIX) and not scope["path"].startswith(_DOCS):
+            key = dict(scope["headers"]).get(KEY_HEADER.lower().encode())
+            if not key:
+                denied = wrapper_response(401, f"missing {KEY_HEADER} header", f"send the API key in {KEY_HEADER}",
+                                          "UNAUTHORIZED")  # fmt: skip
+            elif not hmac.compare_digest(key, self.sandbox.api_key.encode()):
+                denied = wrapper_response(401, "invalid API key", None, "UNAUTHORIZED")
+            else:
+                denied = None
+            if denied is not None:
+                await denied(scope, receive, send)
+                return
+            raw = scope.get("raw_path")
+            if raw:
+                scope = {**scope, "path": raw.decode("latin-1").split("?", 1)[0]}
+        await self.app(scope, receive, send)
+
+
 def create_app(sandbox: BlinkSandbox) -> FastAPI:
     """The FastAPI application of a sandbox (wrap it in the sandbox's fault middleware to serve it)."""
     app = FastAPI(
@@ -74,11 +107,7 @@ def create_app(sandbox: BlinkSandbox) -> FastAPI:
     api_key_scheme = APIKeyHeader(name=KEY_HEADER, auto_error=False, description="A Blink API key.")
 
     def require_key(key: str | None = Security(api_key_scheme)) -> None:
-        if not key:
-            raise ApiError(401, f"missing {KEY_HEADER} header", "send the API key in the BLINK-API-KEY header",
-                           "UNAUTHORIZED")  # fmt: skip
-        if not hmac.compare_digest(key.encode(), sandbox.api_key.encode()):
-            raise ApiError(401, "invalid API key", None, "UNAUTHORIZED")
+        """Declares the key for the OpenAPI document; ApiGate has checked it already."""
 
     def require_admin(request: Request) -> None:
         token = request.headers.get(ADMIN_HEADER, "")
@@ -98,7 +127,7 @@ def create_app(sandbox: BlinkSandbox) -> FastAPI:
     def update_field(ws_id: str, table: str, field: str, update: Annotated[FieldUpdate, Body()]) -> Any:
         """Replace a field's display name, type and attributes (members left out are reset)."""
         try:
-            return sandbox.store.update_field(ws_id, table, field, update, SANDBOX_USER)
+            return sandbox.store.update_field(unquote(ws_id), unquote(table), unquote(field), update, SANDBOX_USER)
         except StoreError as err:
             raise ApiError(err.status, err.message, err.details, err.identifier) from None
 
@@ -179,6 +208,7 @@ def create_app(sandbox: BlinkSandbox) -> FastAPI:
 
     app.include_router(api)
     app.include_router(admin)
+    app.add_middleware(ApiGate, sandbox=sandbox)
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:

@@ -100,8 +100,14 @@ class SandboxStore:
             self._add_workspace(seed_data.DEMO_WORKSPACE, seed_data.DEMO_TABLES)
             self._insert_connection_types(seed_data.connection_type_rows(connection_types, seed))
 
+    def add_table(self, ws_id: str, table: str, fields: list[dict[str, Any]]) -> None:
+        """Create a table (and its workspace when new) with fields given as
+        ``{"name", "type", "display_name", "attributes"}``, as the seed data does."""
+        with self._lock, self._transaction():
+            self._add_workspace(ws_id, {table: fields})
+
     def _add_workspace(self, ws_id: str, tables: dict[str, list[dict[str, Any]]]) -> None:
-        self._db.execute("INSERT INTO workspaces VALUES (?, ?)", (ws_id, seed_data.TENANT_ID))
+        self._db.execute("INSERT OR IGNORE INTO workspaces VALUES (?, ?)", (ws_id, seed_data.TENANT_ID))
         for table_name, fields in tables.items():
             table_id = f"tbl-{uuid.uuid5(uuid.NAMESPACE_URL, f'{ws_id}/{table_name}').hex[:12]}"
             self._db.execute("INSERT INTO tables VALUES (?, ?, ?)", (table_id, ws_id, table_name))

@@ -1,0 +1,186 @@
+"""The sandbox's endpoints over raw HTTP: PUT semantics, errors, auth, the admin API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import requests
+
+from blinkops_provider.sandbox import BlinkSandbox
+
+WRAPPER = {"status", "message", "details", "identifier", "data", "user_error"}
+
+
+def put(sandbox: BlinkSandbox, path: str, body: Any, key: str | None = "valid") -> requests.Response:
+    headers = {} if key is None else {"BLINK-API-KEY": sandbox.api_key if key == "valid" else key}
+    kwargs = (
+        {"data": body, "headers": {**headers, "Content-Type": "application/json"}}
+        if isinstance(body, str)
+        else {"json": body, "headers": headers}
+    )
+    return requests.put(f"{sandbox.base_url}{path}", timeout=30, **kwargs)
+
+
+def admin(sandbox: BlinkSandbox, method: str, path: str, token: str | None = None, **kwargs: Any) -> requests.Response:
+    headers = {"X-Sandbox-Token": sandbox.admin_token if token is None else token}
+    return requests.request(method, f"{sandbox.url}/_sandbox{path}", headers=headers, timeout=30, **kwargs)
+
+
+SEVERITY = "/workspace/ws-demo/table/Incidents/fields/Severity"
+
+
+def test_put_returns_every_member_of_a_table_field(blink_sandbox: BlinkSandbox) -> None:
+    response = put(
+        blink_sandbox, SEVERITY, {"type": "single-select", "display_name": "Sev", "attributes": {"options": ["a"]}}
+    )
+    assert response.status_code == 200
+    assert set(response.json()) == {
+        "attributes", "created_at", "created_by", "description", "display_name", "id", "indexes", "name",
+        "table_id", "tenant_id", "type", "updated_at", "updated_by", "workspace_id",
+    }  # fmt: skip
+
+
+def test_members_left_out_are_reset(blink_sandbox: BlinkSandbox) -> None:
+    response = put(blink_sandbox, SEVERITY, {"type": "single-select"})
+    assert response.status_code == 200
+    field = response.json()
+    assert field["display_name"] == "Severity"  # reset to the field's name
+    assert field["attributes"] == {}  # the options are gone
+
+
+def test_leaving_the_type_out_resets_it_and_is_refused_for_other_types(blink_sandbox: BlinkSandbox) -> None:
+    response = put(blink_sandbox, SEVERITY, {"display_name": "Sev"})
+    assert response.status_code == 400
+    assert response.json()["identifier"] == "FIELD_TYPE_CHANGE"
+    assert "by leaving 'type' out" in response.json()["details"]
+    title = put(blink_sandbox, "/workspace/ws-demo/table/Incidents/fields/Title", {"display_name": "Headline"})
+    assert title.status_code == 200  # a text field resets to text: no change
+    assert title.json()["type"] == "text"
+
+
+def test_created_stays_updated_moves(blink_sandbox: BlinkSandbox) -> None:
+    before = blink_sandbox.store.get_field("ws-demo", "Incidents", "Due")
+    blink_sandbox.store.clock = lambda: before["updated_at"] + 12_345
+    field = put(
+        blink_sandbox, "/workspace/ws-demo/table/Incidents/fields/Due", {"type": "date", "display_name": "Due"}
+    ).json()
+    assert (field["created_at"], field["created_by"]) == (before["created_at"], before["created_by"])
+    assert field["updated_at"] == before["updated_at"] + 12_345
+    assert field["updated_by"] != before["updated_by"]
+
+
+@pytest.mark.parametrize(
+    ("body", "details"),
+    [
+        ("{not json", "JSON decode error"),
+        ({"type": "integer", "display_name": "X"}, "type: Input should be 'text'"),
+        ({"type": "single-select", "attributes": {"opitons": []}}, "unknown member 'opitons' in FieldAttributes"),
+        ({"type": "single-select", "display_name": 5}, "display_name: Input should be a valid string"),
+    ],
+)
+def test_invalid_bodies_are_400_with_a_wrapper(blink_sandbox: BlinkSandbox, body: Any, details: str) -> None:
+    response = put(blink_sandbox, SEVERITY, body)
+    assert response.status_code == 400
+    assert set(response.json()) == WRAPPER
+    assert details in response.json()["details"]
+    assert blink_sandbox.store.get_field("ws-demo", "Incidents", "Severity")["display_name"] == "Severity"
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("/workspace/nope/table/Incidents/fields/Severity", "workspace 'nope' not found"),
+        ("/workspace/ws-demo/table/Nope/fields/Severity", "table 'Nope' not found in workspace 'ws-demo'"),
+        ("/workspace/ws-demo/table/Incidents/fields/Nope", "field 'Nope' not found in table 'Incidents'"),
+    ],
+)
+def test_unknown_names_are_404(blink_sandbox: BlinkSandbox, path: str, message: str) -> None:
+    response = put(blink_sandbox, path, {"type": "text", "display_name": "X"})
+    assert response.status_code == 404
+    assert response.json()["message"] == message
+
+
+@pytest.mark.parametrize(("key", "message"), [(None, "missing BLINK-API-KEY header"), ("wrong", "invalid API key")])
+def test_key_is_checked_before_anything_else(blink_sandbox: BlinkSandbox, key: str | None, message: str) -> None:
+    response = put(blink_sandbox, "/workspace/nope/table/x/fields/y", "{broken", key=key)
+    assert response.status_code == 401
+    assert response.json() == {"status": 401, "message": message, "details": response.json()["details"],
+                               "identifier": "UNAUTHORIZED", "data": None, "user_error": None}  # fmt: skip
+
+
+def test_unknown_api_path_is_a_wrapped_404(blink_sandbox: BlinkSandbox) -> None:
+    response = requests.get(
+        f"{blink_sandbox.base_url}/workflows", headers={"BLINK-API-KEY": blink_sandbox.api_key}, timeout=30
+    )
+    assert response.status_code == 404
+    assert set(response.json()) == WRAPPER
+
+
+def test_admin_api_needs_its_token(blink_sandbox: BlinkSandbox) -> None:
+    assert admin(blink_sandbox, "GET", "/faults", token="wrong").status_code == 401
+    assert admin(blink_sandbox, "GET", "/faults", token=blink_sandbox.api_key).status_code == 401
+
+
+def test_faults_and_request_log_through_the_admin_api(blink_sandbox: BlinkSandbox) -> None:
+    response = admin(blink_sandbox, "POST", "/faults", json={"sequence": [503, "ok"], "retry_after": "2"})
+    assert response.status_code == 200
+    assert response.json()["sequence"] == [503, "ok"]
+    assert put(blink_sandbox, SEVERITY, {"type": "single-select"}).status_code == 503
+    assert put(blink_sandbox, SEVERITY, {"type": "single-select"}).status_code == 200
+    log = admin(blink_sandbox, "GET", "/requests").json()
+    assert [(entry["status"], entry["fault"]) for entry in log] == [(503, 503), (200, None)]
+    assert all(entry["headers"]["blink-api-key"] == "***" for entry in log)
+    assert blink_sandbox.api_key not in str(log)
+    assert admin(blink_sandbox, "DELETE", "/requests").json() == []
+    assert admin(blink_sandbox, "POST", "/faults", json={"error_rate": 0.8, "drop_rate": 0.5}).status_code == 400
+    assert admin(blink_sandbox, "POST", "/faults", json={"sequence": [418]}).status_code == 400
+
+
+def test_rate_faults_are_deterministic_under_a_seed(blink_sandbox: BlinkSandbox) -> None:
+    def run() -> list[Any]:
+        blink_sandbox.set_faults(
+            error_rate=0.3, error_statuses=[429, 502], truncate_rate=0.2, non_json_rate=0.1, seed=42
+        )
+        return [blink_sandbox.faults.next_fault() for _ in range(50)]
+
+    first, second = run(), run()
+    assert first == second
+    assert {429, 502, "truncate", "non-json", "ok"} <= set(first)
+
+
+def test_catalogue_can_be_changed_through_the_admin_api(blink_sandbox: BlinkSandbox) -> None:
+    assert admin(blink_sandbox, "PUT", "/connection_types", json=[{"id": "new-1", "name": "brand-new"}]).json() == {
+        "written": 1
+    }
+    assert admin(blink_sandbox, "DELETE", "/connection_types/ct-000000").status_code == 200
+    assert admin(blink_sandbox, "DELETE", "/connection_types/ct-000000").status_code == 404
+    ids = blink_sandbox.store.connection_type_ids()
+    assert "new-1" in ids
+    assert "ct-000000" not in ids
+    assert admin(blink_sandbox, "POST", "/reset").json() == {"connection_types": 200}
+    fields = admin(blink_sandbox, "GET", "/workspace/ws-demo/table/Incidents/fields").json()
+    assert sorted(field["type"] for field in fields) == sorted(
+        [
+            "text",
+            "long-text",
+            "number",
+            "risk-level",
+            "checkbox",
+            "single-select",
+            "multi-select",
+            "list",
+            "reference",
+            "date",
+        ]
+    )
+
+
+def test_state_persists_in_a_db_file(tmp_path: Any) -> None:
+    db = str(tmp_path / "blink.sqlite")
+    with BlinkSandbox(db=db, connection_types=10) as first:
+        put(first, SEVERITY, {"type": "single-select", "display_name": "Kept"})
+        first.store.upsert_connection_types([{"id": "kept-1", "name": "kept"}])
+    with BlinkSandbox(db=db, connection_types=10) as second:
+        assert second.store.get_field("ws-demo", "Incidents", "Severity")["display_name"] == "Kept"
+        assert len(second.store.connection_type_ids()) == 11
