@@ -94,6 +94,20 @@ class ApiGate:
         await self.app(scope, receive, send)
 
 
+def _openapi_without_422(app: FastAPI) -> dict[str, Any]:
+    """The OpenAPI document, without FastAPI's 422: invalid requests are 400s with the error wrapper."""
+    if app.openapi_schema is None:
+        from fastapi.openapi.utils import get_openapi
+
+        document = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        for operation in (op for path in document["paths"].values() for op in path.values()):
+            operation["responses"].pop("422", None)
+        for name in ("HTTPValidationError", "ValidationError"):
+            document["components"]["schemas"].pop(name, None)
+        app.openapi_schema = document
+    return app.openapi_schema
+
+
 def create_app(sandbox: BlinkSandbox) -> FastAPI:
     """The FastAPI application of a sandbox (wrap it in the sandbox's fault middleware to serve it)."""
     app = FastAPI(
@@ -209,6 +223,7 @@ def create_app(sandbox: BlinkSandbox) -> FastAPI:
     app.include_router(api)
     app.include_router(admin)
     app.add_middleware(ApiGate, sandbox=sandbox)
+    app.openapi = lambda: _openapi_without_422(app)  # type: ignore[method-assign]
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
+import signal
 import socket
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from blinkops_provider.sandbox.faults import FaultConfig, FaultInjector, FaultMiddleware, RequestLog
@@ -102,8 +105,15 @@ class BlinkSandbox:
         app = FaultMiddleware(
             create_app(self), injector=self.faults, log=self.log, key_header=KEY_HEADER, api_key=self.api_key
         )
+        class Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Iterator[None]:
+                # The sandbox handles SIGINT/SIGTERM itself (see serve_forever), so that it
+                # exits with status 0 instead of re-raising the signal once stopped.
+                yield
+
         config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
-        return uvicorn.Server(config)
+        return Server(config)
 
     def start(self) -> BlinkSandbox:
         """Serve in a background thread. The socket already listens, so clients may call at once."""
@@ -126,10 +136,17 @@ class BlinkSandbox:
 
     def serve_forever(self) -> None:
         """Serve in this thread until SIGINT or SIGTERM, then release everything."""
-        self._server = self._make_server()
+        server = self._server = self._make_server()
+
+        def stop(signum: int, frame: object) -> None:
+            server.should_exit = True
+
+        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            self._server.run(sockets=[self._socket])
+            server.run(sockets=[self._socket])
         finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
             self._socket.close()
             self.store.close()
 

@@ -1,0 +1,72 @@
+"""``blink-sandbox serve`` as a user runs it: prints where it listens, serves, stops on a signal."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+
+import pytest
+import requests
+
+from blinkops_provider.sandbox.cli import main
+
+
+def start(*args: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "blinkops_provider.sandbox.cli", "serve", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    printed: dict[str, str] = {}
+    assert process.stdout is not None
+    for line in process.stdout:  # blocks until the server has printed its banner
+        if ":" in line and line.startswith("  "):
+            name, _, value = line.strip().partition(":")
+            printed[name] = value.strip()
+        if line.startswith("Stop with Ctrl-C"):
+            break
+    return process, printed
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_serve_prints_url_and_key_and_stops_cleanly(stop_signal: signal.Signals) -> None:
+    process, printed = start("--seed-connection-types", "7", "--api-key", "cli-test-key-123", "--fault-sequence", "503")
+    try:
+        base_url = printed["base URL"]
+        assert base_url.startswith("http://127.0.0.1:")
+        assert base_url.endswith("/api/v1")
+        assert printed["API key"].split()[0] == "cli-test-key-123"
+        conn = json.loads(printed["connection"].split("=", 1)[1].strip("'"))
+        assert conn == {"conn_type": "blink", "host": base_url.removesuffix("/api/v1"), "password": "cli-test-key-123"}
+        url = f"{base_url}/connection_types"
+        headers = {"BLINK-API-KEY": "cli-test-key-123"}
+        assert requests.get(url, params={"q": "{}"}, headers=headers, timeout=30).status_code == 503
+        assert requests.get(url, params={"q": "{}"}, headers=headers, timeout=30).json()["total"] == 7
+    finally:
+        process.send_signal(stop_signal)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert "Blink sandbox stopped." in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--error-rate", "2"], "invalid fault settings: error_rate: Input should be less than or equal to 1"),
+        (["--fault-sequence", "418"], "invalid fault settings: sequence.0"),
+        (["--seed-connection-types", "-1"], "--seed-connection-types must be 0 or more"),
+    ],
+)
+def test_bad_flags_exit_2_with_a_message(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+    assert main(["serve", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_busy_port_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        assert main(["serve", "--port", str(port)]) == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
