@@ -15,6 +15,8 @@ os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-airflow-hom
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
 
+pytest_plugins = ["pytester"]
+
 API_KEY = "blink-test-key-0123456789abcdef"
 BASE = "https://blink.test/api/v1"
 

@@ -14,7 +14,11 @@ from blinkops_provider.sandbox import BlinkSandbox
 from blinkops_provider.sandbox.app import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC_CANDIDATES = [os.environ.get("BLINK_API_SPEC", ""), ROOT.parent / "shared/spec/api-spec.md", ROOT / "tests/data/api-spec.md"]
+SPEC_CANDIDATES = [
+    os.environ.get("BLINK_API_SPEC", ""),
+    ROOT.parent / "shared/spec/api-spec.md",
+    ROOT / "tests/data/api-spec.md",
+]
 
 
 def spec_text() -> str:
@@ -94,7 +98,9 @@ def test_put_parameters_body_and_responses(spec: str, openapi: dict[str, Any]) -
 def test_listing_takes_q_and_answers_the_envelope(spec: str, openapi: dict[str, Any]) -> None:
     operation = openapi["paths"]["/api/v1/connection_types"]["get"]
     assert [(p["name"], p["in"], p["required"]) for p in operation["parameters"]] == [("q", "query", True)]
-    assert operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/ConnectionTypePage")
+    assert operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/ConnectionTypePage"
+    )
     envelope = {row[0] for row in list(tables(section(spec, "4.2")))[1]}
     assert properties(openapi, "ConnectionTypePage") == envelope == {"limit", "offset", "total", "results"}
 
@@ -123,7 +129,9 @@ def test_api_key_header(spec: str, openapi: dict[str, Any]) -> None:
         ("7. Errors", 0, "ErrorWrapper"),
     ],
 )
-def test_schemas_have_the_members_of_the_spec(spec: str, openapi: dict[str, Any], heading: str, table: int, schema: str) -> None:
+def test_schemas_have_the_members_of_the_spec(
+    spec: str, openapi: dict[str, Any], heading: str, table: int, schema: str
+) -> None:
     assert properties(openapi, schema) == first_column(section(spec, heading.rstrip(" (")), table)
 
 

@@ -105,6 +105,7 @@ class BlinkSandbox:
         app = FaultMiddleware(
             create_app(self), injector=self.faults, log=self.log, key_header=KEY_HEADER, api_key=self.api_key
         )
+
         class Server(uvicorn.Server):
             @contextlib.contextmanager
             def capture_signals(self) -> Iterator[None]:
