@@ -7,7 +7,8 @@ What it measures, against an in-process fake of the listing (requests-mock, no s
 - walking the catalogue with the hook: connection types per second, pages per second;
 - ConnectionTypesToXComOperator with output_path: time and peak Python memory (tracemalloc),
   which should stay flat as the catalogue grows, since pages are streamed to the file;
-- the same operator into XCom (a list in memory), for comparison.
+- the same operator into XCom (a list in memory), for comparison;
+- the sandbox: seeding a large catalogue, and the hook walking it over real HTTP on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -94,6 +95,27 @@ def measure(label: str, size: int, page_size: int, work: Any) -> None:
     )
 
 
+def sandbox_walk(size: int, page_size: int) -> None:
+    """Seed the sandbox with ``size`` types, then walk them with the hook over real HTTP."""
+    from blinkops_provider.sandbox import BlinkSandbox
+
+    started = time.perf_counter()
+    sandbox = BlinkSandbox(connection_types=size)
+    seeded = time.perf_counter() - started
+    print(f"{'sandbox: seed the catalogue':<38} {size:>8} items  {seeded:7.2f} s  {size / seeded:>9,.0f} items/s")
+    with sandbox:
+        os.environ["AIRFLOW_CONN_BLINK_DEFAULT"] = sandbox.connection_json()
+        started = time.perf_counter()
+        count = sum(1 for _ in BlinkHook().iter_connection_types(page_size=page_size))
+        elapsed = time.perf_counter() - started
+    if count != size:
+        raise SystemExit(f"sandbox walk: got {count} items, expected {size}")
+    print(
+        f"{'hook walk over HTTP (sandbox)':<38} {size:>8} items  {elapsed:7.2f} s  {size / elapsed:>9,.0f} items/s  "
+        f"{size / page_size / elapsed:7.1f} pages/s"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="small sizes, for CI")
@@ -117,6 +139,7 @@ def main() -> int:
         measure("hook.iter_connection_types", size, page_size, walk)
         measure("operator -> output_path (streamed)", size, page_size, to_file)
         measure("operator -> XCom list (in memory)", size, page_size, to_xcom)
+    sandbox_walk(sizes[-1], page_size)
     return 0
 
 
