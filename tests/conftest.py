@@ -6,6 +6,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,8 @@ import pytest
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-airflow-home-"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
+EXAMPLE_DAGS = Path(__file__).resolve().parents[1] / "example_dags"
+os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(EXAMPLE_DAGS))
 
 pytest_plugins = ["pytester"]
 

@@ -116,6 +116,25 @@ def sandbox_walk(size: int, page_size: int) -> None:
     )
 
 
+def example_dag_parse_times() -> None:
+    """How long each example DAG file takes to import, Airflow itself already imported."""
+    import importlib.util
+
+    import airflow.providers.common.compat.sdk as sdk
+
+    for name in ("DAG", "Param", "Asset", "task", "get_current_context"):
+        getattr(sdk, name)
+    import blinkops_provider.operators.connection_types
+    import blinkops_provider.operators.tables  # noqa: F401
+
+    for path in sorted((Path(__file__).resolve().parents[2] / "example_dags").glob("blink_*.py")):
+        started = time.perf_counter()
+        spec = importlib.util.spec_from_file_location(f"bench_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+        print(f"{'parse ' + path.name:<60} {(time.perf_counter() - started) * 1000:7.1f} ms")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="small sizes, for CI")
@@ -140,6 +159,7 @@ def main() -> int:
         measure("operator -> output_path (streamed)", size, page_size, to_file)
         measure("operator -> XCom list (in memory)", size, page_size, to_xcom)
     sandbox_walk(sizes[-1], page_size)
+    example_dag_parse_times()
     return 0
 
 
