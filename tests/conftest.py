@@ -14,7 +14,6 @@ import pytest
 # Before anything imports Airflow: its home, config and logs go to a throw-away folder.
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-airflow-home-"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
-os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
 EXAMPLE_DAGS = Path(__file__).resolve().parents[1] / "example_dags"
 os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(EXAMPLE_DAGS))
 

@@ -64,3 +64,14 @@ def test_airflow_knows_the_blink_connection_type(fresh_interpreter: dict) -> Non
     behaviour = fresh_interpreter["behaviour"]
     assert behaviour["relabeling"] == {"host": "Base URL", "password": "API key"}
     assert sorted(behaviour["hidden_fields"]) == ["login", "port", "schema"]
+
+
+def test_the_pytest_plugin_imports_nothing_heavy() -> None:
+    """pytest loads the plugin before any conftest: it must not import Airflow (and fix its home)."""
+    code = (
+        "import sys, blinkops_provider.sandbox.pytest_plugin; "
+        "print(sorted(m for m in ('airflow', 'fastapi', 'uvicorn', 'pydantic') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

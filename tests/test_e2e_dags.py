@@ -1,0 +1,116 @@
+"""End to end: the example DAGs run with dag.test() against the blink_sandbox fixture."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pendulum
+import pytest
+
+from blinkops_provider.sandbox import BlinkSandbox
+from tests.conftest import EXAMPLE_DAGS
+
+SCHEMA = json.loads((EXAMPLE_DAGS / "blink_table_schema_migration.json").read_text())["fields"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def airflow_db() -> None:
+    """A migrated metadata DB (SQLite) in the test session's AIRFLOW_HOME."""
+    done = subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def load_dag(file_name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(f"e2e_{Path(file_name).stem}", EXAMPLE_DAGS / file_name)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.dag
+
+
+def state(run: Any) -> str:
+    return str(getattr(run.state, "value", run.state))
+
+
+def test_schema_migration_applies_every_declared_field(blink_sandbox: BlinkSandbox) -> None:
+    run = load_dag("blink_table_schema_migration.py").test(run_conf={"ws_id": "ws-demo", "table": "Incidents"})
+    assert state(run) == "success"
+    fields = {field["name"]: field for field in blink_sandbox.store.fields("ws-demo", "Incidents")}
+    for declared in SCHEMA:
+        field = fields[declared["field"]]
+        assert (field["type"], field["display_name"]) == (declared["type"], declared["display_name"])
+        assert field["attributes"] == declared.get("attributes", {})
+    puts = [r for r in blink_sandbox.requests if r["method"] == "PUT"]
+    assert len(puts) == len(SCHEMA)
+
+
+def test_a_failing_field_fails_alone(blink_sandbox: BlinkSandbox, tmp_path: Path) -> None:
+    schema = [dict(entry) for entry in SCHEMA]
+    broken = next(entry for entry in schema if entry["field"] == "Severity")
+    broken["type"] = "text"  # a type change: Blink answers 400
+    (tmp_path / "schema.json").write_text(json.dumps({"fields": schema}))
+    run = load_dag("blink_table_schema_migration.py").test(
+        run_conf={"ws_id": "ws-demo", "table": "Incidents", "schema_file": str(tmp_path / "schema.json")}
+    )
+    assert state(run) == "failed"
+    fields = {field["name"]: field for field in blink_sandbox.store.fields("ws-demo", "Incidents")}
+    assert fields["Severity"]["display_name"] == "Severity"  # untouched: the seed's
+    assert fields["Severity"]["type"] == "single-select"
+    others = [entry for entry in schema if entry["field"] != "Severity"]
+    assert all(fields[e["field"]]["display_name"] == e["display_name"] for e in others)
+    severity_puts = [r for r in blink_sandbox.requests if r["raw_path"].endswith("/Severity")]
+    assert [r["status"] for r in severity_puts] == [400]  # failed at once, no retry
+
+
+def change_catalogue(sandbox: BlinkSandbox) -> None:
+    """Between two syncs: 3 types added, 2 removed, 4 changed."""
+    docs = {doc["id"]: doc for doc in sandbox.store.all_connection_types()}
+    sandbox.store.upsert_connection_types(
+        [{"id": f"new-{i}", "name": f"brand-new-{i}", "display_name": f"Brand new {i}"} for i in range(3)]
+    )
+    sandbox.store.delete_connection_types(["ct-000010", "ct-000011"])
+    changed = []
+    for type_id in ["ct-000001", "ct-000002", "ct-000003", "ct-000004"]:
+        doc = docs[type_id]
+        changed.append({**doc, "display_name": doc["display_name"] + " (v2)", "updated_at": doc["updated_at"] + 1})
+    sandbox.store.upsert_connection_types(changed)
+
+
+def test_nightly_sync_snapshots_and_diffs(
+    blink_sandbox: BlinkSandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIRFLOW_VAR_BLINK_SNAPSHOT_ROOT", str(tmp_path))
+    dag = load_dag("blink_connection_types_nightly_sync.py")
+    first = dag.test(logical_date=pendulum.datetime(2026, 11, 20, tz="UTC"))
+    assert state(first) == "success"
+    change_catalogue(blink_sandbox)
+    second = dag.test(logical_date=pendulum.datetime(2026, 11, 21, tz="UTC"))
+    assert state(second) == "success"
+
+    folder = tmp_path / "connection_types"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "2026-11-20.diff.json", "2026-11-20.json", "2026-11-21.diff.json", "2026-11-21.json",
+    ]  # fmt: skip
+    first_snapshot = json.loads((folder / "2026-11-20.json").read_text())
+    second_snapshot = json.loads((folder / "2026-11-21.json").read_text())
+    assert len(first_snapshot) == 200
+    assert len(second_snapshot) == 201
+    assert [item["name"] for item in second_snapshot] == sorted(item["name"] for item in second_snapshot)
+    assert set(second_snapshot[0]) <= {"id", "name", "display_name", "plugin_name", "oauth_supported",
+                                       "documentation_link", "updated_at", "metadata"}  # fmt: skip
+    first_diff = json.loads((folder / "2026-11-20.diff.json").read_text())
+    assert first_diff["counts"] == {"added": 200, "removed": 0, "changed": 0, "unchanged": 0}
+    assert first_diff["previous"] is None
+    diff = json.loads((folder / "2026-11-21.diff.json").read_text())
+    assert diff["counts"] == {"added": 3, "removed": 2, "changed": 4, "unchanged": 194}
+    assert diff["added"] == ["new-0", "new-1", "new-2"]
+    assert diff["removed"] == ["ct-000010", "ct-000011"]
+    assert diff["changed"] == ["ct-000001", "ct-000002", "ct-000003", "ct-000004"]
+    assert diff["previous"].endswith("2026-11-20.json")
