@@ -27,9 +27,11 @@ PROBE = textwrap.dedent(
 
     path = sys.argv[1]
     io = []
+    LIBRARIES = (sys.prefix, sys.base_prefix, sys.exec_prefix)
     real_open = builtins.open
     def watched_open(file, *args, **kwargs):
-        if not isinstance(file, int) and not str(file).endswith(".py"):
+        # Airflow and libraries read their own data (schemas, time zones): only other files count.
+        if not isinstance(file, int) and not str(file).startswith(LIBRARIES) and not str(file).endswith(".py"):
             io.append(str(file))
         return real_open(file, *args, **kwargs)
     builtins.open = io_module.open = watched_open
