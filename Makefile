@@ -1,6 +1,7 @@
 # airflow-provider-blinkops: the developer commands.
 #   make test                          ruff, mypy and pytest on the locked Airflow 3 environment (.venv)
 #   make test AIRFLOW_VERSION=2.11.2   the same on Airflow 2.11 (.venv-airflow-2.11.2, pinned by .ci/)
+#   make demo                          the main job: both example DAGs end to end against the sandbox
 #   make bench                         the benchmarks (prints measured figures)
 # Every target creates its environment with uv first when it is missing.
 
@@ -20,7 +21,7 @@ endif
 PY := $(VENV)/bin/python
 export UV_PROJECT_ENVIRONMENT := $(abspath .venv)
 
-.PHONY: help uv env lint typecheck pytest test bench pins-airflow2 clean
+.PHONY: help uv env lint typecheck pytest test demo bench pins-airflow2 clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -55,6 +56,10 @@ pytest: env
 
 test: lint typecheck pytest
 
+# With BLINK_BASE_URL and BLINK_API_KEY set, against that tenant instead (see example_dags/demo.py).
+demo: env
+	AIRFLOW_HOME="$(CURDIR)/.airflow$(if $(AIRFLOW_VERSION),-$(AIRFLOW_VERSION))" $(PY) example_dags/demo.py
+
 bench: env
 	$(PY) tests/benchmarks/run.py $(BENCH_ARGS)
 
@@ -66,4 +71,4 @@ pins-airflow2: uv
 	@rm .ci/airflow-2.11.2-override.txt
 
 clean:
-	rm -rf .venv .venv-airflow-* .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv .venv-airflow-* .airflow .airflow-* .pytest_cache .mypy_cache .ruff_cache

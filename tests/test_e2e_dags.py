@@ -95,6 +95,8 @@ def test_nightly_sync_snapshots_and_diffs(
 ) -> None:
     monkeypatch.setenv("AIRFLOW_VAR_BLINK_SNAPSHOT_ROOT", str(tmp_path))
     dag = load_dag("blink_connection_types_nightly_sync.py")
+    if hasattr(dag, "sync_to_db"):  # Airflow 2.11: register the dataset as the scheduler would
+        dag.sync_to_db()
     first = run_on(dag, pendulum.datetime(2026, 11, 20, tz="UTC"))
     assert state(first) == "success"
     change_catalogue(blink_sandbox)
@@ -121,3 +123,23 @@ def test_nightly_sync_snapshots_and_diffs(
     assert diff["removed"] == ["ct-000010", "ct-000011"]
     assert diff["changed"] == ["ct-000001", "ct-000002", "ct-000003", "ct-000004"]
     assert diff["previous"].endswith("2026-11-20.json")
+    extras = [event for event in asset_events("blink-connection-types")]
+    assert [(e["added"], e["removed"], e["changed"]) for e in extras] == [(200, 0, 0), (3, 2, 4)]
+    assert extras[-1]["snapshot"].endswith("2026-11-21.json")
+
+
+def asset_events(name: str) -> list[dict[str, Any]]:
+    """The extras of the events on an asset, oldest first (Airflow 2.11 calls assets datasets)."""
+    import airflow
+    from airflow import settings
+    from sqlalchemy import text
+
+    kind = "dataset" if airflow.__version__.startswith("2.") else "asset"
+    query = text(
+        f"SELECT e.extra FROM {kind}_event e JOIN {kind} a ON a.id = e.{kind}_id WHERE a.uri = :uri ORDER BY e.id"
+    )
+    with settings.engine.connect() as connection:
+        return [
+            json.loads(extra) if isinstance(extra, str) else extra
+            for (extra,) in connection.execute(query, {"uri": name})
+        ]

@@ -1,0 +1,180 @@
+"""`make demo`: run both example DAGs end to end with `airflow dags test`, then say what happened.
+
+Against the embedded Blink sandbox by default; against a real tenant when BLINK_BASE_URL and
+BLINK_API_KEY are set (the schema migration then also needs BLINK_WS_ID and BLINK_TABLE, and
+changes that table's fields as blink_table_schema_migration.json declares).
+
+Uses the AIRFLOW_HOME it is given (the Makefile's is .airflow/ in the repository), starting each
+run from a fresh metadata DB and fresh snapshots, so running it again needs no clean-up.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+MIGRATION = "blink_table_schema_migration"
+SYNC = "blink_connection_types_nightly_sync"
+
+
+class DemoFailed(Exception):
+    pass
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def run(title: str, command: list[str], env: dict[str, str], log: Path) -> None:
+    """Run a command with its output in ``log``; on failure show the log's end."""
+    started = time.monotonic()
+    say(f"- {title} ...")
+    with log.open("w") as out:
+        done = subprocess.run(command, env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
+    seconds = time.monotonic() - started
+    if done.returncode != 0:
+        tail = log.read_text().splitlines()[-40:]
+        say("\n".join(f"    | {line}" for line in tail))
+        raise DemoFailed(f"{title} failed (exit {done.returncode}); full log: {log}")
+    say(f"  done in {seconds:.0f} s (log: {log})")
+
+
+def check_connection(env: dict[str, str]) -> None:
+    """Fail in seconds, saying what to fix, rather than in the DAGs' retries."""
+    from blinkops_provider.hooks.blink import BlinkHook
+
+    os.environ["AIRFLOW_CONN_BLINK_DEFAULT"] = env["AIRFLOW_CONN_BLINK_DEFAULT"]
+    ok, message = BlinkHook().test_connection()
+    if not ok:
+        raise DemoFailed(f"the Blink connection does not work: {message}")
+    say(f"- {message}")
+
+
+def change_catalogue(sandbox: Any) -> dict[str, int]:
+    """What a day at Blink might bring: 3 types added, 2 removed, 4 changed."""
+    docs = {doc["id"]: doc for doc in sandbox.store.all_connection_types()}
+    added = [{"id": f"ct-new-{i}", "name": f"new-integration-{i}", "display_name": f"New integration {i}",
+              "plugin_name": "new", "oauth_supported": False} for i in range(3)]  # fmt: skip
+    sandbox.store.upsert_connection_types(added)
+    sandbox.store.delete_connection_types(["ct-000010", "ct-000011"])
+    changed = [
+        {**docs[i], "display_name": docs[i]["display_name"] + " v2", "updated_at": docs[i]["updated_at"] + 1}
+        for i in ("ct-000001", "ct-000002", "ct-000003", "ct-000004")
+    ]
+    sandbox.store.upsert_connection_types(changed)
+    return {"added": 3, "removed": 2, "changed": 4}
+
+
+def fields_as_declared(sandbox: Any, ws_id: str, table: str) -> tuple[int, int]:
+    declared = json.loads((HERE / f"{MIGRATION}.json").read_text())["fields"]
+    stored = {field["name"]: field for field in sandbox.store.fields(ws_id, table)}
+    matching = sum(
+        1
+        for entry in declared
+        if (
+            stored[entry["field"]]["type"],
+            stored[entry["field"]]["display_name"],
+            stored[entry["field"]]["attributes"],
+        )
+        == (entry["type"], entry["display_name"], entry.get("attributes", {}))
+    )
+    return matching, len(declared)
+
+
+def main() -> int:
+    home = Path(os.environ.get("AIRFLOW_HOME") or HERE.parent / ".airflow").resolve()
+    tenant_url, tenant_key = os.environ.get("BLINK_BASE_URL"), os.environ.get("BLINK_API_KEY")
+    on_tenant = bool(tenant_url and tenant_key)
+    snapshots = home / "blink_snapshots"
+    logs = home / "demo-logs"
+    for stale in (home / "airflow.db", snapshots, logs):  # a fresh start every time
+        if stale.is_dir():
+            shutil.rmtree(stale)
+        elif stale.exists():
+            stale.unlink()
+    logs.mkdir(parents=True)
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(HERE),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW_VAR_BLINK_SNAPSHOT_ROOT": str(snapshots),
+    }
+    airflow = [sys.executable, "-m", "airflow"]
+    today = dt.datetime.now(dt.timezone.utc).date()
+    days = [str(today - dt.timedelta(days=1)), str(today)]
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+
+    sandbox = None
+    started = time.monotonic()
+    try:
+        run("Creating the Airflow metadata DB (SQLite)", [*airflow, "db", "migrate"], env, logs / "db-migrate.log")
+        if on_tenant:
+            say(f"- Running against the Blink tenant at {tenant_url} (BLINK_BASE_URL), not the sandbox")
+            host = tenant_url
+            conn = {"conn_type": "blink", "host": host, "password": tenant_key}
+            ws_id, table = os.environ.get("BLINK_WS_ID"), os.environ.get("BLINK_TABLE")
+        else:
+            from blinkops_provider.sandbox import BlinkSandbox
+
+            sandbox = BlinkSandbox().start()
+            say(f"- Blink sandbox started at {sandbox.base_url} (seeded: workspace ws-demo, 200 connection types)")
+            conn = json.loads(sandbox.connection_json())
+            ws_id, table = "ws-demo", "Incidents"
+        env["AIRFLOW_CONN_BLINK_DEFAULT"] = json.dumps(conn)
+        check_connection(env)
+
+        if ws_id and table:
+            run(f"Schema migration of {ws_id}/{table} ({MIGRATION})",
+                [*airflow, "dags", "test", MIGRATION, "-c", json.dumps({"ws_id": ws_id, "table": table})],
+                env, logs / f"{MIGRATION}.log")  # fmt: skip
+        else:
+            say(f"- Skipping {MIGRATION}: set BLINK_WS_ID and BLINK_TABLE to migrate a table of your tenant")
+
+        run(f"Catalogue sync for {days[0]} ({SYNC})", [*airflow, "dags", "test", SYNC, days[0]], env,
+            logs / f"{SYNC}-{days[0]}.log")  # fmt: skip
+        if sandbox is not None:
+            change_catalogue(sandbox)
+            say("- Changed the sandbox's catalogue: 3 types added, 2 removed, 4 changed")
+        run(f"Catalogue sync for {days[1]} ({SYNC})", [*airflow, "dags", "test", SYNC, days[1]], env,
+            logs / f"{SYNC}-{days[1]}.log")  # fmt: skip
+
+        folder = snapshots / "connection_types"
+        latest = json.loads((folder / f"{days[1]}.json").read_text())
+        diff = json.loads((folder / f"{days[1]}.diff.json").read_text())["counts"]
+        say("")
+        say(f"Demo finished in {time.monotonic() - started:.0f} s" + (f" against {tenant_url}" if on_tenant else ""))
+        if sandbox is not None:
+            matching, declared = fields_as_declared(sandbox, ws_id, table)  # type: ignore[arg-type]
+            say(f"  Fields updated:   {matching} of {declared} fields of {ws_id}/{table} now as declared")
+        elif ws_id and table:
+            say(f"  Fields updated:   see {logs / (MIGRATION + '.log')}")
+        say(f"  Catalogue size:   {len(latest)} connection types on {days[1]}")
+        say(f"  Diff {days[0]} -> {days[1]}: {diff['added']} added, {diff['removed']} removed, "
+            f"{diff['changed']} changed, {diff['unchanged']} unchanged")  # fmt: skip
+        say(f"  Snapshots:        {folder}/ (<date>.json, <date>.diff.json)")
+        say(f"  Logs:             {logs}/")
+        return 0
+    except DemoFailed as err:
+        say(f"\nDemo failed: {err}")
+        return 1
+    except KeyboardInterrupt:
+        say("\nDemo interrupted.")
+        return 130
+    finally:
+        if sandbox is not None:
+            sandbox.stop()
+            say("- Blink sandbox stopped")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
