@@ -2,6 +2,7 @@
 #   make test                          ruff, mypy and pytest on the locked Airflow 3 environment (.venv)
 #   make test AIRFLOW_VERSION=2.11.2   the same on Airflow 2.11 (.venv-airflow-2.11.2, pinned by .ci/)
 #   make demo                          the main job: both example DAGs end to end against the sandbox
+#   make docs                          the documentation site (Sphinx, warnings are errors) in docs/_build/html
 #   make bench                         the benchmarks (prints measured figures)
 # Every target creates its environment with uv first when it is missing.
 
@@ -21,7 +22,7 @@ endif
 PY := $(VENV)/bin/python
 export UV_PROJECT_ENVIRONMENT := $(abspath .venv)
 
-.PHONY: help uv env lint typecheck pytest test demo bench pins-airflow2 clean
+.PHONY: help uv env lint typecheck pytest test demo docs bench pins-airflow2 clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -59,6 +60,10 @@ test: lint typecheck pytest
 # With BLINK_BASE_URL and BLINK_API_KEY set, against that tenant instead (see example_dags/demo.py).
 demo: env
 	AIRFLOW_HOME="$(CURDIR)/.airflow$(if $(AIRFLOW_VERSION),-$(AIRFLOW_VERSION))" $(PY) example_dags/demo.py
+
+docs: env
+	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	@echo "Documentation: docs/_build/html/index.html"
 
 bench: env
 	$(PY) tests/benchmarks/run.py $(BENCH_ARGS)

@@ -35,6 +35,7 @@ with DAG(
     tags=["blink", "example"],
     doc_md=__doc__,
 ) as dag:
+    # [START howto_operator_connection_types_to_xcom]
     snapshot = ConnectionTypesToXComOperator(
         task_id="snapshot",
         filter={"name": {"$like": "{{ params.name_like }}"}},
@@ -52,7 +53,9 @@ with DAG(
         output_path=SNAPSHOT_PATH,
         retries=2,
     )
+    # [END howto_operator_connection_types_to_xcom]
 
+    # [START howto_catalogue_diff_asset]
     @task(outlets=[CATALOGUE])
     def diff(summary: dict[str, Any]) -> dict[str, Any]:
         """Compare with the previous snapshot and announce the counts on the asset."""
@@ -79,3 +82,4 @@ with DAG(
         return report
 
     diff(snapshot.output)
+    # [END howto_catalogue_diff_asset]

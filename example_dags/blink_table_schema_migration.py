@@ -71,6 +71,7 @@ with DAG(
         return updates
 
     declared = load_schema()
+    # [START howto_operator_update_table_field_mapped]
     applied = UpdateTableFieldOperator.partial(
         task_id="update_field",
         ws_id="{{ params.ws_id }}",
@@ -78,6 +79,7 @@ with DAG(
         map_index_template="{{ task.field }}",
         retries=1,
     ).expand_kwargs(declared)
+    # [END howto_operator_update_table_field_mapped]
 
     @task(trigger_rule="all_done")
     def summarise(declared: list[dict[str, Any]], applied: Any) -> dict[str, Any]:

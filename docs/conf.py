@@ -1,0 +1,36 @@
+"""Sphinx configuration of the airflow-provider-blinkops documentation."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "provider"))
+# autodoc imports the provider, and so Airflow: keep Airflow's home out of the user's.
+os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-docs-airflow-"))
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+
+from blinkops_provider import __version__  # noqa: E402
+
+project = "airflow-provider-blinkops"
+author = "airflow-provider-blinkops developers"
+copyright = "2026, airflow-provider-blinkops developers"  # noqa: A001
+release = version = __version__
+
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode"]
+source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+exclude_patterns = ["_build", "_includes"]
+myst_enable_extensions = ["colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+autodoc_default_options = {"members": True, "show-inheritance": True}
+# Pydantic's generated members (model_config, model_fields, ...) are not ours to document.
+autodoc_default_options["exclude-members"] = "model_config, model_fields, model_computed_fields, model_post_init"
+
+html_theme = "furo"
+html_title = f"airflow-provider-blinkops {release}"
