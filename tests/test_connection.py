@@ -180,3 +180,9 @@ def test_airflow2_form_widgets() -> None:
     else:
         widgets = BlinkHook.get_connection_form_widgets()
         assert set(widgets) == {"api_key_header", "verify_ssl", "timeout"}
+
+
+def test_uri_form_of_the_docs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_BLINK_DEFAULT", f"blink://:{API_KEY}@app.blinkops.com?timeout=30")
+    settings = BlinkHook()._settings
+    assert (settings.base_url, settings.api_key, settings.timeout) == ("https://app.blinkops.com/api/v1", API_KEY, 30.0)
