@@ -174,6 +174,19 @@ def test_max_items_cuts_the_last_request(hook: Any) -> None:
     assert [(q["offset"], q["limit"]) for q in catalogue.requests] == [(0, 30), (30, 15)]
 
 
+def test_a_server_ignoring_limit_still_gives_max_items_and_every_item_once(hook: Any) -> None:
+    items = [{"id": f"x{i}"} for i in range(25)]
+
+    def answer(request: Any, context: Any) -> dict[str, Any]:
+        q = sent_query(request)
+        return {"offset": q["offset"], "total": 25, "results": items[q["offset"] :]}  # limit ignored
+
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=answer)
+        assert [i.id for i in hook.iter_connection_types(page_size=10, max_items=15)] == [f"x{i}" for i in range(15)]
+        assert [i.id for i in hook.iter_connection_types(page_size=10)] == [f"x{i}" for i in range(25)]
+
+
 def test_max_items_zero_sends_nothing(hook: Any) -> None:
     catalogue = Catalogue(10)
     assert walk(hook, catalogue, max_items=0) == []
@@ -257,8 +270,9 @@ def test_missing_total_stops_on_a_short_page(hook: Any) -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"page_size": 0}, "limit: Input should be greater than or equal to 1"),
-    ({"page_size": 1001}, "limit: Input should be less than or equal to 1000"),
+    ({"page_size": 0}, "page_size must be an integer from 1 to 1000"),
+    ({"page_size": 1001}, "page_size must be an integer from 1 to 1000"),
+    ({"page_size": "10"}, "page_size must be an integer from 1 to 1000"),
     ({"max_items": -1}, "max_items must be None or an integer"),
     ({"sort": ["bad sort"]}, "sort item"),
 ])  # fmt: skip

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from blinkops_provider.exceptions import BlinkInputError
 
-__all__ = ["MAX_LIMIT", "OPERATORS", "RQLQuery", "parse_json_object"]
+__all__ = ["MAX_LIMIT", "OPERATORS", "RQLQuery", "check_paging", "parse_json_object"]
 
 MAX_LIMIT = 1000
 """The largest page Blink serves (``limit`` is 1 to 1000)."""
@@ -97,6 +97,17 @@ def _as_list(value: Any, what: str) -> Any:
                 raise BlinkInputError(f"{what} is not a valid JSON array: {err}") from None
         return [part.strip() for part in text.split(",") if part.strip()]
     return value
+
+
+def check_paging(page_size: Any, max_items: Any) -> None:
+    """Check the paging arguments of a catalogue walk.
+
+    :raises BlinkInputError: ``page_size`` is not 1 to 1000, or ``max_items`` not None or 0 or more.
+    """
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_LIMIT:
+        raise BlinkInputError(f"page_size must be an integer from 1 to {MAX_LIMIT}, got {page_size!r}")
+    if max_items is not None and (isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0):
+        raise BlinkInputError(f"max_items must be None or an integer of 0 or more, got {max_items!r}")
 
 
 def parse_json_object(value: Any, what: str) -> Any:

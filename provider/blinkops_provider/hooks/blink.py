@@ -44,7 +44,7 @@ from blinkops_provider.models import (
     TableField,
     validate_input,
 )
-from blinkops_provider.rql import MAX_LIMIT, RQLQuery
+from blinkops_provider.rql import MAX_LIMIT, RQLQuery, check_paging
 
 __all__ = ["BlinkHook", "build_base_url"]
 
@@ -295,10 +295,8 @@ class BlinkHook(BaseHook):
         :raises BlinkApiError: the server repeats a page, ignores ``offset``, or the walk passes
             :attr:`max_pages`.
         """
-        if max_items is not None and (isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0):
-            raise BlinkInputError(f"max_items must be None or an integer of 0 or more, got {max_items!r}")
-        # Check the query and the page size once, before the first request.
-        _rql(filter=filter, sort=sort, select=select, limit=page_size, offset=0)
+        check_paging(page_size, max_items)
+        _rql(filter=filter, sort=sort, select=select)  # checked once, before the first request
         offset = 0
         previous_ids: list[str] | None = None
         for number in range(1, self.max_pages + 1):
@@ -322,6 +320,8 @@ class BlinkHook(BaseHook):
             previous_ids = ids
             if not page.results:
                 return
+            if len(page.results) > limit:  # a server that ignores limit must not break max_items
+                page.results = page.results[:limit]
             yield page
             offset += len(page.results)
             total = page.total

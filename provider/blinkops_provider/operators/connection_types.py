@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import ConnectionTypePage
 from blinkops_provider.operators._base import BaseBlinkOperator
-from blinkops_provider.rql import MAX_LIMIT
+from blinkops_provider.rql import MAX_LIMIT, check_paging
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
@@ -52,10 +51,7 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_LIMIT:
-            raise BlinkInputError(f"page_size must be an integer from 1 to {MAX_LIMIT}, got {page_size!r}")
-        if max_items is not None and (isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0):
-            raise BlinkInputError(f"max_items must be None or an integer of 0 or more, got {max_items!r}")
+        check_paging(page_size, max_items)
         self.filter = filter
         self.sort = sort
         self.select = select
