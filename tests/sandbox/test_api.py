@@ -184,3 +184,17 @@ def test_state_persists_in_a_db_file(tmp_path: Any) -> None:
     with BlinkSandbox(db=db, connection_types=10) as second:
         assert second.store.get_field("ws-demo", "Incidents", "Severity")["display_name"] == "Kept"
         assert len(second.store.connection_type_ids()) == 11
+
+
+def test_truncation_applies_to_successes_only(blink_sandbox: BlinkSandbox) -> None:
+    blink_sandbox.set_faults(sequence=["truncate", "truncate"])
+    missing = put(blink_sandbox, "/workspace/ws-demo/table/Incidents/fields/Nope", {"type": "text"})
+    assert missing.status_code == 404
+    assert set(missing.json()) == WRAPPER  # whole
+    cut = put(blink_sandbox, SEVERITY, {"type": "single-select", "display_name": "Cut"})
+    assert cut.status_code == 200
+    with pytest.raises(ValueError, match=r"Expecting|Unterminated"):
+        cut.json()
+    # The update itself was carried out: only the answer was lost.
+    assert blink_sandbox.store.get_field("ws-demo", "Incidents", "Severity")["display_name"] == "Cut"
+    assert [r["fault"] for r in blink_sandbox.requests] == [None, "truncate"]

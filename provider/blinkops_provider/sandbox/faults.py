@@ -191,6 +191,8 @@ class FaultMiddleware:
         async def capture(message: Message) -> None:
             if message["type"] == "http.response.start":
                 entry["status"] = message["status"]
+                if fault == "truncate" and not 200 <= message["status"] < 300:
+                    entry["fault"] = None  # an error answer is passed on whole
                 start.update(message)
                 if fault != "truncate":
                     await send(message)
@@ -199,7 +201,8 @@ class FaultMiddleware:
                 if not message.get("more_body"):
                     whole = b"".join(chunks)
                     headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-                    cut = whole[: len(whole) // 2]
+                    ok = 200 <= start.get("status", 500) < 300
+                    cut = whole[: len(whole) // 2] if ok else whole  # only a success is truncated
                     await send({**start, "headers": [*headers, (b"content-length", str(len(cut)).encode())]})
                     await send({"type": "http.response.body", "body": cut})
             else:
