@@ -28,7 +28,7 @@ help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
 
 uv:
-	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
+	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv || python3 -m pip install --quiet --user uv
 
 env: uv
 ifeq ($(AIRFLOW_VERSION),)

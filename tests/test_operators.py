@@ -196,3 +196,16 @@ def test_catalogue_operator_rejects_a_bad_rendered_filter_before_any_request(bli
     with rm.Mocker() as m, pytest.raises(BlinkInputError, match=r"unknown operator '\$regex'"):
         op.execute({})
     assert not m.called
+
+
+def test_a_large_catalogue_into_xcom_warns(
+    blink_conn: None, provider_log: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("blinkops_provider.operators.connection_types.LARGE_XCOM_ITEMS", 5)
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=pages_of(ITEMS))
+        assert len(ConnectionTypesToXComOperator(task_id="s").execute({})) == 7
+        assert len(ConnectionTypesToXComOperator(task_id="s", max_items=5).execute({})) == 5
+    warnings = [line for line in provider_log() if "give output_path" in line]
+    assert len(warnings) == 1
+    assert "Returning 7 connection types through XCom" in warnings[0]

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ConnectionTypesToXComOperator"]
 
+LARGE_XCOM_ITEMS = 5_000
+"""Above this many items returned to XCom, the operator warns and suggests ``output_path``."""
+
 
 class ConnectionTypesToXComOperator(BaseBlinkOperator):
     """Fetch Blink's connection-type catalogue, every page of it, into XCom or a file.
@@ -71,6 +74,12 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
             return self._write(pages, str(self.output_path))
         items = [item.to_json_dict() for page in pages for item in page.results]
         self.log.info("Fetched %d connection types", len(items))
+        if len(items) > LARGE_XCOM_ITEMS:
+            self.log.warning(
+                "Returning %d connection types through XCom, into Airflow's metadata database; "
+                "give output_path to write large catalogues to a file instead",
+                len(items),
+            )
         return items
 
     def _write(self, pages: Iterable[ConnectionTypePage], output_path: str) -> dict[str, Any]:
