@@ -326,3 +326,33 @@ def test_test_connection_without_key(monkeypatch: pytest.MonkeyPatch) -> None:
     set_connection(monkeypatch, password=None)
     ok, message = BlinkHook().test_connection()
     assert not ok and "no API key" in message
+
+
+def test_hook_signatures_are_the_documented_ones() -> None:
+    import inspect
+
+    from blinkops_provider.hooks.blink import BlinkHook
+
+    def shape(function: Any) -> list[tuple[str, str, Any]]:
+        return [(p.name, p.kind.name, p.default) for p in list(inspect.signature(function).parameters.values())[1:]]
+
+    empty = inspect.Parameter.empty
+    assert shape(BlinkHook.__init__) == [
+        ("blink_conn_id", "POSITIONAL_OR_KEYWORD", "blink_default"), ("timeout", "KEYWORD_ONLY", None),
+        ("retry_limit", "KEYWORD_ONLY", 3), ("retry_delay", "KEYWORD_ONLY", 1.0),
+    ]  # fmt: skip
+    assert shape(BlinkHook.update_table_field) == [
+        (name, "POSITIONAL_OR_KEYWORD", empty) for name in ("ws_id", "table", "field", "update")
+    ]
+    query = [("filter", "KEYWORD_ONLY", None), ("sort", "KEYWORD_ONLY", None), ("select", "KEYWORD_ONLY", None)]
+    assert shape(BlinkHook.list_connection_types) == [
+        *query,
+        ("limit", "KEYWORD_ONLY", 1000),
+        ("offset", "KEYWORD_ONLY", 0),
+    ]
+    assert shape(BlinkHook.iter_connection_types) == [
+        *query, ("page_size", "KEYWORD_ONLY", 1000), ("max_items", "KEYWORD_ONLY", None),
+    ]  # fmt: skip
+    assert (BlinkHook.conn_type, BlinkHook.default_conn_name, BlinkHook.conn_name_attr) == (
+        "blink", "blink_default", "blink_conn_id",
+    )  # fmt: skip

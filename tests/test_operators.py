@@ -209,3 +209,22 @@ def test_a_large_catalogue_into_xcom_warns(
     warnings = [line for line in provider_log() if "give output_path" in line]
     assert len(warnings) == 1
     assert "Returning 7 connection types through XCom" in warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("operator", "parameters"),
+    [
+        (UpdateTableFieldOperator, ["ws_id", "table", "field", "field_type", "display_name", "attributes",
+                                    "blink_conn_id", "hook_params", "kwargs"]),
+        (ConnectionTypesToXComOperator, ["filter", "sort", "select", "page_size", "max_items", "output_path",
+                                         "blink_conn_id", "hook_params", "kwargs"]),
+    ],
+)  # fmt: skip
+def test_signatures_are_the_documented_ones(operator: type, parameters: list[str]) -> None:
+    import inspect
+
+    signature = inspect.signature(operator.__init__)
+    assert list(signature.parameters)[1:] == parameters
+    assert all(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in list(signature.parameters.values())[1:])
+    assert signature.parameters["blink_conn_id"].default == "blink_default"
+    assert signature.parameters["hook_params"].default is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.models import ConnectionTypePage
 from blinkops_provider.operators._base import BaseBlinkOperator
 from blinkops_provider.rql import MAX_LIMIT, check_paging
@@ -51,9 +52,11 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         page_size: int = MAX_LIMIT,
         max_items: int | None = None,
         output_path: str | None = None,
+        blink_conn_id: str = BlinkHook.default_conn_name,
+        hook_params: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(blink_conn_id=blink_conn_id, hook_params=hook_params, **kwargs)
         check_paging(page_size, max_items)
         self.filter = filter
         self.sort = sort

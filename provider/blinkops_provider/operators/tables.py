@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.models import FieldType, FieldUpdate, validate_input
 from blinkops_provider.operators._base import BaseBlinkOperator
 from blinkops_provider.rql import parse_json_object
@@ -51,9 +52,11 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
         field_type: FieldType | str,
         display_name: str,
         attributes: dict[str, Any] | str | None = None,
+        blink_conn_id: str = BlinkHook.default_conn_name,
+        hook_params: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(blink_conn_id=blink_conn_id, hook_params=hook_params, **kwargs)
         self.ws_id = ws_id
         self.table = table
         self.field = field
