@@ -13,10 +13,6 @@ BLOCKS = re.findall(r"```python\n(.*?)```", README, re.S)
 
 def test_the_dag_example_builds_its_two_tasks() -> None:
     (dag_block,) = [block for block in BLOCKS if "with DAG(" in block]
-    try:
-        import airflow.sdk  # noqa: F401
-    except ImportError:  # Airflow 2.11, as the README's comment says
-        dag_block = dag_block.replace("from airflow.sdk import DAG", "from airflow import DAG")
     namespace: dict[str, object] = {}
     exec(compile(dag_block, "README.md", "exec"), namespace)
     tasks = {task.task_id: type(task).__name__ for task in namespace["catalogue"].dag.tasks}  # type: ignore[attr-defined]
