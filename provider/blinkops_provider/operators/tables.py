@@ -70,7 +70,7 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
         :raises BlinkInputError: a wrong type, a blank display name, unknown attributes.
         """
         what = f"update of field {self.field!r}"
-        missing = [name for name in ("field_type", "display_name") if self.__dict__[name] in (None, "")]
+        missing = [name for name in ("field_type", "display_name") if getattr(self, name) in (None, "")]
         if missing:
             raise BlinkInputError(
                 f"invalid {what}: {' and '.join(missing)} required; Blink resets what a field "
