@@ -59,19 +59,25 @@ def check_connection(env: dict[str, str]) -> None:
     say(f"- {message}")
 
 
-def change_catalogue(sandbox: Any) -> dict[str, int]:
-    """What a day at Blink might bring: 3 types added, 2 removed, 4 changed."""
+def change_catalogue(sandbox: Any) -> dict[str, list[str]]:
+    """What a day at Blink might bring: 3 types added, 2 removed, 4 changed; returns their ids."""
     docs = {doc["id"]: doc for doc in sandbox.store.all_connection_types()}
-    added = [{"id": f"ct-new-{i}", "name": f"new-integration-{i}", "display_name": f"New integration {i}",
-              "plugin_name": "new", "oauth_supported": False} for i in range(3)]  # fmt: skip
-    sandbox.store.upsert_connection_types(added)
-    sandbox.store.delete_connection_types(["ct-000010", "ct-000011"])
-    changed = [
+    ids = {
+        "added": [f"ct-new-{i}" for i in range(3)],
+        "removed": ["ct-000010", "ct-000011"],
+        "changed": ["ct-000001", "ct-000002", "ct-000003", "ct-000004"],
+    }
+    sandbox.store.upsert_connection_types(
+        {"id": type_id, "name": f"new-integration-{i}", "display_name": f"New integration {i}",
+         "plugin_name": "new", "oauth_supported": False}
+        for i, type_id in enumerate(ids["added"])
+    )  # fmt: skip
+    sandbox.store.delete_connection_types(ids["removed"])
+    sandbox.store.upsert_connection_types(
         {**docs[i], "display_name": docs[i]["display_name"] + " v2", "updated_at": docs[i]["updated_at"] + 1}
-        for i in ("ct-000001", "ct-000002", "ct-000003", "ct-000004")
-    ]
-    sandbox.store.upsert_connection_types(changed)
-    return {"added": 3, "removed": 2, "changed": 4}
+        for i in ids["changed"]
+    )
+    return ids
 
 
 def fields_as_declared(sandbox: Any, ws_id: str, table: str) -> tuple[int, int]:
@@ -143,8 +149,8 @@ def main() -> int:
         run(f"Catalogue sync for {days[0]} ({SYNC})", [*airflow, "dags", "test", SYNC, days[0]], env,
             logs / f"{SYNC}-{days[0]}.log")  # fmt: skip
         if sandbox is not None:
-            change_catalogue(sandbox)
-            say("- Changed the sandbox's catalogue: 3 types added, 2 removed, 4 changed")
+            changes = change_catalogue(sandbox)
+            say("- Changed the sandbox's catalogue: " + ", ".join(f"{len(ids)} {how}" for how, ids in changes.items()))
         run(f"Catalogue sync for {days[1]} ({SYNC})", [*airflow, "dags", "test", SYNC, days[1]], env,
             logs / f"{SYNC}-{days[1]}.log")  # fmt: skip
 
