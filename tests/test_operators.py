@@ -12,6 +12,7 @@ from airflow.providers.common.compat.sdk import AirflowException
 from blinkops_provider.exceptions import BlinkInputError, BlinkTransientError
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 from blinkops_provider.operators.tables import UpdateTableFieldOperator
+from tests.fake_listing import FakeListing
 
 BASE = "https://blink.test/api/v1"
 LIST_URL = f"{BASE}/connection_types"
@@ -117,13 +118,8 @@ def test_hook_params_and_conn_id_reach_the_hook(monkeypatch: pytest.MonkeyPatch)
         assert m.call_count == 2
 
 
-def pages_of(items: list[dict[str, Any]]) -> Any:
-    def answer(request: Any, context: Any) -> dict[str, Any]:
-        q = json.loads(parse_qs(urlsplit(request.url).query)["q"][0])
-        return {"limit": q["limit"], "offset": q["offset"], "total": len(items),
-                "results": items[q["offset"] : q["offset"] + q["limit"]]}  # fmt: skip
-
-    return answer
+def pages_of(items: list[dict[str, Any]]) -> FakeListing:
+    return FakeListing(items)
 
 
 ITEMS = [{"id": f"ct-{i}", "name": f"n{i}", "metadata": {"defaultAPIAddress": f"https://{i}"}} for i in range(7)]
@@ -137,10 +133,10 @@ def test_catalogue_operator_returns_json_ready_dicts(blink_conn: None) -> None:
     with rm.Mocker() as m:
         m.get(LIST_URL, json=pages_of(ITEMS))
         result = op.execute({})
-        assert m.call_count == 3
+        assert m.call_count == 4  # three pages, then the id check of a sorted walk
         first = json.loads(parse_qs(urlsplit(m.request_history[0].url).query)["q"][0])
-    assert first == {"filter": {"name": {"$like": "n%"}}, "sort": ["-name"], "limit": 3, "offset": 0}
-    assert result == ITEMS
+    assert first == {"filter": {"name": {"$like": "n%"}}, "sort": ["-name", "id"], "limit": 3, "offset": 0}
+    assert result == sorted(ITEMS, key=lambda item: item["name"], reverse=True)
     assert json.loads(json.dumps(result)) == result
 
 

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 import requests
 from pydantic import BaseModel, ValidationError
+from pydantic_core import from_json
 
 from blinkops_provider.exceptions import (
     BlinkApiError,
@@ -53,6 +54,27 @@ def parse_model(response: requests.Response, model: type[ModelT], *, method: str
             problem = f"is not a {model.__name__} ({where}: {first['msg']})"
     raise BlinkResponseError(
         f"the response body {problem}; content type {_content_type(response)}, body starts: {excerpt(response, scrub)}",
+        status=response.status_code,
+        method=method,
+        path=path,
+    )
+
+
+def parse_json(response: requests.Response, *, method: str, path: str, scrub: Scrub) -> Any:
+    """The body of a 2xx response as plain Python data (dicts, lists, str, int, ...).
+
+    Parsed by pydantic-core in one pass, with no model built: for hot paths that check the shape
+    themselves (see :mod:`blinkops_provider.hooks._walk`).
+
+    :raises BlinkResponseError: the body is not JSON.
+    """
+    try:
+        return from_json(response.content or b"")
+    except ValueError:
+        pass
+    raise BlinkResponseError(
+        f"the response body is not JSON; content type {_content_type(response)}, "
+        f"body starts: {excerpt(response, scrub)}",
         status=response.status_code,
         method=method,
         path=path,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
-import math
+import json
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import quote, urlsplit
@@ -23,6 +23,7 @@ from blinkops_provider.exceptions import (
     BlinkInputError,
     BlinkTransientError,
 )
+from blinkops_provider.hooks import _walk
 from blinkops_provider.hooks._connection import (
     DEFAULT_HEADER,
     ConnectionSettings,
@@ -30,13 +31,14 @@ from blinkops_provider.hooks._connection import (
     as_timeout,
     build_base_url,
 )
-from blinkops_provider.hooks._responses import error_from_response, parse_model
+from blinkops_provider.hooks._responses import error_from_response, parse_json, parse_model
 from blinkops_provider.hooks._retry import (
     RETRYABLE_STATUSES,
     RetryableResponse,
     RetryAfterOrBackoff,
     is_retryable,
 )
+from blinkops_provider.hooks._walk import CataloguePage
 from blinkops_provider.models import (
     ConnectionType,
     ConnectionTypePage,
@@ -132,7 +134,10 @@ class BlinkHook(BaseHook):
 
     @cached_property
     def session(self) -> requests.Session:
-        """The HTTP session every call of this hook goes through."""
+        """The HTTP session the calls of this hook go through (a walk's worker thread has its own)."""
+        return self._new_session()
+
+    def _new_session(self) -> requests.Session:
         settings = self._settings
         session = requests.Session()
         session.headers.update(
@@ -170,15 +175,33 @@ class BlinkHook(BaseHook):
         json: Any = None,
         subject: str | None = None,
     ) -> ModelT:
-        """Send one API call with the retry policy and return its body as ``model``.
+        """Send one API call (see :meth:`_send`) and return its body as ``model``.
+
+        :raises BlinkResponseError: when a 2xx body is not the expected JSON.
+        """
+        response = self._send(method, path, params=params, json=json, subject=subject)
+        return parse_model(response, model, method=method, path=path, scrub=self._scrub)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        json: Any = None,
+        subject: str | None = None,
+        session: requests.Session | None = None,
+    ) -> requests.Response:
+        """Send one API call with the retry policy: the one request path of the hook.
 
         :param path: below the base URL, already percent-encoded.
         :param subject: what the call is about, named when Blink answers 404.
+        :param session: the HTTP session to use (a worker thread's own); the hook's when None.
+        :returns: the 2xx response.
         :raises BlinkClientError: on a 4xx other than 429 (never retried).
         :raises BlinkTransientError: when 429, 5xx, connection errors or timeouts outlast the retries.
-        :raises BlinkResponseError: when a 2xx body is not the expected JSON.
         """
-        session = self.session
+        session = session or self.session
         settings = self._settings
         url = settings.base_url + path
 
@@ -219,7 +242,7 @@ class BlinkHook(BaseHook):
             raise cls(f"{self._describe(exc)} after {self.retry_limit} attempt(s)", method=method, path=path) from None
         if not response.ok:
             raise error_from_response(response, method=method, path=path, scrub=self._scrub, subject=subject)
-        return parse_model(response, model, method=method, path=path, scrub=self._scrub)
+        return response
 
     def _describe(self, exc: BaseException | None) -> str:
         """A one-line account of a failed attempt that names no URL, query or key."""
@@ -278,6 +301,46 @@ class BlinkHook(BaseHook):
             subject="connection types",
         )  # fmt: skip
 
+    def _list_page(self, query: Mapping[str, Any], session: requests.Session | None = None) -> Any:
+        """One listing request for a checked RQL query dict; the body as plain JSON data."""
+        q = json.dumps(query, separators=(",", ":"), ensure_ascii=False)
+        response = self._send("GET", _walk.PATH, params={"q": q}, subject="connection types", session=session)
+        return parse_json(response, method="GET", path=_walk.PATH, scrub=self._scrub)
+
+    def walk_connection_types(
+        self,
+        *,
+        filter: Filter | None = None,
+        sort: Names | None = None,
+        select: Names | None = None,
+        page_size: int = MAX_LIMIT,
+        max_items: int | None = None,
+    ) -> Iterator[CataloguePage]:
+        """Every page of the catalogue, exactly, with the items as plain dicts (no model per item).
+
+        The fast way to read the whole catalogue: what the operators use. Each item is the JSON
+        object Blink sent, unknown members included. The walk is exact while the catalogue
+        changes: see :mod:`blinkops_provider.hooks._walk` for how, and for its page checks.
+        The next page is fetched while the caller processes the current one.
+
+        :raises BlinkInputError: an invalid query, page size or ``max_items``, before any request.
+        :raises BlinkResponseError: a page that is not ``{"results": [object, ...], ...}``.
+        :raises BlinkApiError: the server repeats a page or ignores paging, a page ends with a type
+            that lacks a sort key, or the walk passes :attr:`max_pages`.
+        """
+        check_paging(page_size, max_items)
+        query = _rql(filter=filter, sort=sort, select=select)  # checked once, before the first request
+
+        def new_fetch() -> tuple[_walk.Fetch, Callable[[], None]]:
+            session = self._new_session()
+            return (lambda q: self._list_page(q, session)), session.close
+
+        walk = _walk.CatalogueWalk(
+            query=query, fetch=self._list_page, new_fetch=new_fetch, page_size=page_size,
+            max_items=max_items, max_pages=self.max_pages, log=self.log,
+        )  # fmt: skip
+        return walk.pages()
+
     def iter_connection_type_pages(
         self,
         *,
@@ -287,59 +350,20 @@ class BlinkHook(BaseHook):
         page_size: int = MAX_LIMIT,
         max_items: int | None = None,
     ) -> Iterator[ConnectionTypePage]:
-        """Every page of the catalogue in order (the last one cut to ``max_items``).
+        """Every page of the catalogue in order, as typed models (see :meth:`walk_connection_types`).
 
-        Stops at the reported total, on an empty page, or at ``max_items``.
-
-        :raises BlinkInputError: an invalid query, page size or ``max_items``, before any request.
-        :raises BlinkApiError: the server repeats a page, ignores ``offset``, or the walk passes
-            :attr:`max_pages`.
+        A page's ``offset`` is its position in the walk, ``total`` the number of matching types
+        the server reported at that page.
         """
-        check_paging(page_size, max_items)
-        _rql(filter=filter, sort=sort, select=select)  # checked once, before the first request
-        offset = 0
-        previous_ids: list[str] | None = None
-        for number in range(1, self.max_pages + 1):
-            limit = page_size if max_items is None else min(page_size, max_items - offset)
-            if limit <= 0:
-                return
-            page = self.list_connection_types(filter=filter, sort=sort, select=select, limit=limit, offset=offset)
-            if page.offset is not None and page.offset != offset:
-                raise BlinkApiError(
-                    f"the server answered offset {page.offset} when asked for offset {offset}; "
-                    "it ignores paging, so the catalogue cannot be walked",
-                    method="GET", path="/connection_types",
-                )  # fmt: skip
-            ids = [item.id for item in page.results if item.id is not None]
-            if ids and len(ids) == len(page.results) and ids == previous_ids:
-                raise BlinkApiError(
-                    f"the server sent the same page again at offset {offset}; stopping rather than "
-                    "looping",
-                    method="GET", path="/connection_types",
-                )  # fmt: skip
-            previous_ids = ids
-            if not page.results:
-                return
-            if len(page.results) > limit:  # a server that ignores limit must not break max_items
-                page.results = page.results[:limit]
-            yield page
-            offset += len(page.results)
-            total = page.total
-            self.log.info(
-                "page %d/%s: %d of %s connection types",
-                number,
-                math.ceil(total / page_size) if total is not None else "?",
-                offset,
-                total if total is not None else "?",
+        for page in self.walk_connection_types(
+            filter=filter, sort=sort, select=select, page_size=page_size, max_items=max_items
+        ):
+            yield ConnectionTypePage(
+                limit=page_size,
+                offset=page.returned - len(page.items),
+                total=page.total,
+                results=[ConnectionType.model_validate(item) for item in page.items],
             )
-            if total is not None and offset >= total:
-                return
-            if total is None and len(page.results) < limit:
-                return
-        raise BlinkApiError(
-            f"stopped after {self.max_pages} pages; the listing never reached its end",
-            method="GET", path="/connection_types",
-        )  # fmt: skip
 
     def iter_connection_types(
         self,
@@ -350,11 +374,13 @@ class BlinkHook(BaseHook):
         page_size: int = MAX_LIMIT,
         max_items: int | None = None,
     ) -> Iterator[ConnectionType]:
-        """Every connection type matching the query, in order (see :meth:`iter_connection_type_pages`)."""
-        for page in self.iter_connection_type_pages(
+        """Every connection type matching the query, in order, as typed models (see
+        :meth:`walk_connection_types`, which skips the models)."""
+        for page in self.walk_connection_types(
             filter=filter, sort=sort, select=select, page_size=page_size, max_items=max_items
         ):
-            yield from page.results
+            for item in page.items:
+                yield ConnectionType.model_validate(item)
 
     # -- Airflow UI ---------------------------------------------------------------------
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import to_json
+
+from blinkops_provider.hooks._walk import CataloguePage
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.models import ConnectionTypePage
 from blinkops_provider.operators._base import BaseBlinkOperator
 from blinkops_provider.rql import MAX_LIMIT, check_paging
 
@@ -66,7 +69,7 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         self.output_path = output_path
 
     def execute(self, context: Context) -> list[dict[str, Any]] | dict[str, Any]:
-        pages = self.hook.iter_connection_type_pages(
+        pages = self.hook.walk_connection_types(
             filter=self.filter,
             sort=self.sort,
             select=self.select,
@@ -75,7 +78,7 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         )
         if self.output_path:
             return self._write(pages, str(self.output_path))
-        items = [item.to_json_dict() for page in pages for item in page.results]
+        items = [item for page in pages for item in page.items]
         self.log.info("Fetched %d connection types", len(items))
         if len(items) > LARGE_XCOM_ITEMS:
             self.log.warning(
@@ -85,27 +88,32 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
             )
         return items
 
-    def _write(self, pages: Iterable[ConnectionTypePage], output_path: str) -> dict[str, Any]:
-        """Stream the catalogue to a partial file, then move it into place; nothing half-written stays."""
+    def _write(self, pages: Iterable[CataloguePage], output_path: str) -> dict[str, Any]:
+        """Stream the catalogue to a file of this run's own, then move it into place.
+
+        Nothing half-written stays: on any failure the partial file is removed, and the target
+        (a previous snapshot, say) is left as it was. Each item is written as the JSON object
+        Blink sent, one per line, serialised by pydantic-core without a model.
+        """
         from airflow.providers.common.compat.sdk import ObjectStoragePath
 
         target = ObjectStoragePath(output_path)
-        partial = target.with_name(f"{target.name}.partial")
+        partial = target.with_name(f"{target.name}.{secrets.token_hex(6)}.partial")
         target.parent.mkdir(parents=True, exist_ok=True)
         count, total = 0, 0
         try:
             with partial.open("w", encoding="utf-8") as out:  # type: ignore[no-untyped-call]
                 out.write("[")
                 for page in pages:
-                    for item in page.results:
-                        out.write(",\n" if count else "\n")
-                        out.write(item.to_json())
-                        count += 1
+                    if page.items:
+                        lines = ",\n".join([to_json(item).decode() for item in page.items])
+                        out.write(f",\n{lines}" if count else f"\n{lines}")
+                        count += len(page.items)
                     total = page.total if page.total is not None else count
                 out.write("\n]\n")
             partial.replace(target)
         except BaseException:
             partial.unlink(missing_ok=True)
             raise
-        self.log.info("Wrote %d of %d connection types to %s", count, total, target)
-        return {"path": str(target), "count": count, "total": total}
+        self.log.info("Wrote %d of %d connection types to %s", count, max(total, count), target)
+        return {"path": str(target), "count": count, "total": max(total, count)}

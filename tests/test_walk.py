@@ -1,0 +1,289 @@
+"""The catalogue walk (hooks/_walk.py): keyset pages, page checks, and exactness under change."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+import requests_mock as rm
+
+from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkResponseError
+from blinkops_provider.hooks._walk import position_filter
+from tests.fake_listing import FakeListing
+from tests.sandbox.reference import evaluate
+
+LIST_URL = "https://blink.test/api/v1/connection_types"
+
+
+def catalogue(size: int) -> list[dict[str, Any]]:
+    return [{"id": f"ct-{i:05d}", "name": f"type-{i % 37:02d}", "oauth": i % 3 == 0} for i in range(size)]
+
+
+def walk_ids(hook: Any, listing: FakeListing, **kwargs: Any) -> list[Any]:
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=listing)
+        return [item.get("id") for page in hook.walk_connection_types(**kwargs) for item in page.items]
+
+
+# -- the queries it sends -------------------------------------------------------------------
+
+
+def test_walks_every_page_in_order_after_the_last_id(hook: Any, all_output: Any) -> None:
+    listing = FakeListing(catalogue(2500))
+    assert walk_ids(hook, listing, page_size=1000) == [item["id"] for item in catalogue(2500)]
+    assert listing.requests == [
+        {"sort": ["id"], "limit": 1000, "offset": 0},
+        {"sort": ["id"], "limit": 1000, "offset": 0, "filter": {"id": {"$gt": "ct-00999"}}},
+        {"sort": ["id"], "limit": 1000, "offset": 0, "filter": {"id": {"$gt": "ct-01999"}}},
+    ]
+    output = all_output()
+    assert "page 1/3: 1000 of 2500 connection types" in output
+    assert "page 3/3: 2500 of 2500 connection types" in output
+
+
+def test_user_sort_and_filter_travel_on_every_page(hook: Any) -> None:
+    listing = FakeListing(catalogue(40))
+    user_filter = {"name": {"$like": "type-0%"}}
+    ids = walk_ids(hook, listing, filter=user_filter, sort=["-name"], page_size=4)
+    assert ids == [d["id"] for d in evaluate(catalogue(40), user_filter, ["-name", "id"])]
+    walk, check = listing.requests[:4], listing.requests[4:]
+    assert all(q["sort"] == ["-name", "id"] and q["offset"] == 0 for q in walk)
+    # After a sorted walk, one id-only listing checks that no type moved past the walk unseen.
+    assert check == [{"sort": ["id"], "limit": 1000, "offset": 0, "filter": user_filter, "select": ["id"]}]
+    assert listing.requests[0]["filter"] == user_filter
+    second = listing.requests[1]["filter"]
+    last = evaluate(catalogue(40), user_filter, ["-name", "id"])[3]
+    assert second["$or"][0] == {"name": {"$lt": last["name"]}, "$or": [user_filter]}
+    assert second["$or"][1] == {"name": {"$eq": last["name"]}, "id": {"$gt": last["id"]}, "$or": [user_filter]}
+
+
+@pytest.mark.parametrize(
+    ("keys", "values", "expected"),
+    [
+        ([("id", False)], ("a",), {"id": {"$gt": "a"}}),
+        ([("n", True), ("id", False)], (5, "a"), {"$or": [{"n": {"$lt": 5}}, {"n": {"$eq": 5}, "id": {"$gt": "a"}}]}),
+        ([("b", False), ("id", False)], (False,), None),  # placeholder, replaced below
+    ],
+)
+def test_position_filter(keys: list, values: tuple, expected: Any) -> None:
+    from blinkops_provider.hooks._walk import _SortKey
+
+    sort_keys = [_SortKey(n, d) for n, d in keys]
+    if expected is None:  # booleans: false < true, and $eq stands for "after"
+        assert position_filter(sort_keys, (False, "a"), None) == {
+            "$or": [{"b": {"$eq": True}}, {"b": {"$eq": False}, "id": {"$gt": "a"}}]
+        }
+        assert position_filter(sort_keys, (True, "a"), None) == {"b": {"$eq": True}, "id": {"$gt": "a"}}
+        return
+    assert position_filter(sort_keys, values, None) == expected
+
+
+def test_sort_on_a_boolean_walks_exactly(hook: Any) -> None:
+    listing = FakeListing(catalogue(30))
+    ids = walk_ids(hook, listing, sort=["-oauth"], page_size=4)
+    assert ids == [d["id"] for d in evaluate(catalogue(30), None, ["-oauth", "id"])]
+
+
+def test_select_without_the_keys_asks_for_them_and_drops_them(hook: Any) -> None:
+    listing = FakeListing(catalogue(9))
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=listing)
+        items = [i for p in hook.walk_connection_types(select=["name"], sort=["name"], page_size=4) for i in p.items]
+    assert all(q["select"] == ["name", "id"] for q in listing.requests if q["sort"] == ["name", "id"])
+    assert items == [{"name": d["name"]} for d in evaluate(catalogue(9), None, ["name", "id"])]
+
+
+def test_max_items_cuts_the_last_request(hook: Any) -> None:
+    listing = FakeListing(catalogue(100))
+    assert walk_ids(hook, listing, page_size=30, max_items=45) == [f"ct-{i:05d}" for i in range(45)]
+    assert [q["limit"] for q in listing.requests] == [30, 15]
+
+
+def test_max_items_zero_sends_nothing(hook: Any) -> None:
+    listing = FakeListing(catalogue(10))
+    assert walk_ids(hook, listing, max_items=0) == []
+    assert listing.requests == []
+
+
+# -- where it stops -----------------------------------------------------------------------
+
+
+def test_exact_multiple_stops_at_the_total(hook: Any) -> None:
+    listing = FakeListing(catalogue(20))
+    assert len(walk_ids(hook, listing, page_size=10)) == 20
+    assert len(listing.requests) == 2
+
+
+def test_empty_catalogue_is_one_request(hook: Any) -> None:
+    listing = FakeListing([])
+    assert walk_ids(hook, listing) == []
+    assert len(listing.requests) == 1
+
+
+def test_missing_total_stops_on_a_short_page(hook: Any) -> None:
+    listing = FakeListing(catalogue(25))
+    listing.report_total = False
+    assert len(walk_ids(hook, listing, page_size=10)) == 25
+    assert len(listing.requests) == 3
+
+
+def test_empty_page_before_the_total_stops(hook: Any) -> None:
+    listing = FakeListing(catalogue(15))
+    listing.total_override = [40, 30, 20]
+    assert len(walk_ids(hook, listing, page_size=10)) == 15
+    assert len(listing.requests) == 2  # the second page was short
+
+
+def test_a_server_ignoring_limit_still_gives_max_items_and_every_item_once(hook: Any) -> None:
+    listing = FakeListing(catalogue(25))
+    listing.ignore_limit = True
+    assert walk_ids(hook, listing, page_size=10, max_items=15) == [f"ct-{i:05d}" for i in range(15)]
+    assert walk_ids(hook, listing, page_size=10) == [f"ct-{i:05d}" for i in range(25)]
+
+
+def test_a_total_that_changes_mid_walk_is_logged(hook: Any, all_output: Any) -> None:
+    listing = FakeListing(catalogue(30))
+    listing.before_request[2] = lambda items: items.append({"id": "ct-99999", "name": "new"})
+    assert len(walk_ids(hook, listing, page_size=10)) == 31
+    assert "the server reports 21 connection types still to come, 20 were expected" in all_output()
+
+
+# -- the page checks ------------------------------------------------------------------------
+
+
+def test_a_server_that_ignores_the_position_is_an_error_not_a_loop(hook: Any) -> None:
+    listing = FakeListing(catalogue(50))
+    listing.ignore_position = True
+    with pytest.raises(BlinkApiError, match="sent items of page 1 again on page 2"):
+        walk_ids(hook, listing, page_size=10)
+    assert len(listing.requests) == 2
+
+
+def test_a_server_that_moves_the_offset_is_an_error(hook: Any) -> None:
+    listing = FakeListing(catalogue(50))
+    listing.echo_offset = 10
+    with pytest.raises(BlinkApiError, match="answered offset 10 when asked for offset 0"):
+        walk_ids(hook, listing, page_size=10)
+
+
+def test_hard_page_cap(hook: Any) -> None:
+    hook.max_pages = 3
+    listing = FakeListing(catalogue(100))
+    with pytest.raises(BlinkApiError, match="stopped after 3 pages"):
+        walk_ids(hook, listing, page_size=10)
+    assert len(listing.requests) == 3
+
+
+def test_a_page_ending_without_a_sort_value_stops_with_a_clear_error(hook: Any) -> None:
+    items = catalogue(12)
+    for item in items:
+        if item["id"] == "ct-00004":
+            del item["name"]
+    listing = FakeListing(items)
+    with pytest.raises(BlinkApiError, match=r"connection type 'ct-00004' has no 'name', which the walk sorts by"):
+        walk_ids(hook, listing, sort=["name"], page_size=1)
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ({}, "it has no 'results' array"),
+        ({"data": [{"id": "a"}]}, "it has no 'results' array"),
+        ([], "the body is a JSON list, not an object"),
+        ({"results": {"id": "a"}}, "'results' is not an array"),
+        ({"results": [{"id": "a"}, 3]}, r"results\[1\] is a JSON int, not an object"),
+        ({"results": [None]}, r"results\[0\] is a JSON NoneType, not an object"),
+        ({"results": [], "total": "5"}, "'total' is '5', not an integer"),
+        ({"results": [], "total": 2.5}, "'total' is 2.5, not an integer"),
+        ({"results": [], "limit": True}, "'limit' is True, not an integer"),
+        ({"results": [], "offset": -1}, "'offset' is -1, not an integer"),
+    ],
+)
+def test_a_page_of_the_wrong_shape_is_a_response_error(hook: Any, body: Any, problem: str) -> None:
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=body)
+        with pytest.raises(BlinkResponseError, match=problem):
+            list(hook.walk_connection_types())
+
+
+def test_a_page_that_is_not_json_is_a_response_error(hook: Any) -> None:
+    with rm.Mocker() as m:
+        m.get(LIST_URL, text="<html>")
+        with pytest.raises(BlinkResponseError, match="is not JSON"):
+            list(hook.walk_connection_types())
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"page_size": 0}, "page_size must be an integer from 1 to 1000"),
+    ({"page_size": 1001}, "page_size must be an integer from 1 to 1000"),
+    ({"page_size": "10"}, "page_size must be an integer from 1 to 1000"),
+    ({"max_items": -1}, "max_items must be None or an integer"),
+    ({"sort": ["bad sort"]}, "sort item"),
+])  # fmt: skip
+def test_bad_walk_arguments_fail_before_any_request(hook: Any, kwargs: dict, message: str) -> None:
+    with rm.Mocker() as m, pytest.raises(BlinkInputError, match=message):
+        hook.walk_connection_types(**kwargs)
+    assert not m.called
+
+
+# -- exactness under change -----------------------------------------------------------------
+
+
+def mutate(rng: random.Random, serial: list[int], record: Any) -> Any:
+    """A change between pages: deletes, inserts and updates (renames) at random places."""
+
+    def change(items: list[dict[str, Any]]) -> None:
+        for _ in range(rng.randint(1, 6)):
+            action = rng.choice(("delete", "insert", "rename"))
+            if action == "delete" and items:
+                items.pop(rng.randrange(len(items)))
+            elif action == "insert":
+                serial[0] += 1
+                items.insert(rng.randrange(len(items) + 1),
+                             {"id": f"ct-{rng.randrange(100000):05d}-{serial[0]}", "name": f"type-{rng.randrange(40):02d}",
+                              "oauth": rng.random() < 0.5})  # fmt: skip
+            elif items:
+                rng.choice(items)["name"] = f"type-{rng.randrange(40):02d}"
+        record(items)
+
+    return change
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize(
+    ("sort", "user_filter", "select"),
+    [
+        (None, None, None),
+        (["name"], None, None),
+        (["-name", "oauth"], None, ["id"]),
+        (None, {"oauth": True}, None),
+        (["name"], {"$or": [{"oauth": True}, {"name": {"$lt": "type-10"}}]}, ["id", "oauth"]),
+    ],
+)
+def test_every_item_that_exists_throughout_comes_exactly_once(
+    hook: Any, seed: int, sort: Any, user_filter: Any, select: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    rng = random.Random(seed)
+    listing = FakeListing(catalogue(120))
+    matching: list[set[str]] = []
+
+    def record(items: list[dict[str, Any]]) -> None:
+        matching.append({item["id"] for item in evaluate(items, user_filter)})
+
+    record(listing.items)
+    serial = [0]
+    for n in range(2, 40):
+        listing.before_request[n] = mutate(rng, serial, record)
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=listing)
+        pages = list(hook.walk_connection_types(sort=sort, filter=user_filter, select=select, page_size=7))
+    items = [item for page in pages for item in page.items]
+    ids = [item.get("id") for item in items]
+    if select is not None:  # the sort keys were not selected: the walk asked for them and dropped them
+        assert all(set(item) <= set(select) for item in items)
+    assert len(ids) == len(set(ids)), "an item came twice"
+    throughout = set.intersection(*matching)
+    missing = throughout - set(ids)
+    assert not missing, f"{len(missing)} items that matched throughout were not returned"
+    assert len(matching) > 3  # the catalogue did change between pages
