@@ -21,6 +21,7 @@ def catalogue(size: int) -> list[dict[str, Any]]:
 
 
 def walk_ids(hook: Any, listing: FakeListing, **kwargs: Any) -> list[Any]:
+    kwargs.setdefault("max_concurrency", 1)  # page by page unless a test says otherwise
     with rm.Mocker() as m:
         m.get(LIST_URL, json=listing)
         return [item.get("id") for page in hook.walk_connection_types(**kwargs) for item in page.items]
@@ -251,6 +252,7 @@ def mutate(rng: random.Random, serial: list[int], record: Any) -> Any:
 
 
 @pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("workers", [1, 4])
 @pytest.mark.parametrize(
     ("sort", "user_filter", "select"),
     [
@@ -262,7 +264,7 @@ def mutate(rng: random.Random, serial: list[int], record: Any) -> Any:
     ],
 )
 def test_every_item_that_exists_throughout_comes_exactly_once(
-    hook: Any, seed: int, sort: Any, user_filter: Any, select: Any, caplog: pytest.LogCaptureFixture
+    hook: Any, seed: int, workers: int, sort: Any, user_filter: Any, select: Any
 ) -> None:
     rng = random.Random(seed)
     listing = FakeListing(catalogue(120))
@@ -277,7 +279,11 @@ def test_every_item_that_exists_throughout_comes_exactly_once(
         listing.before_request[n] = mutate(rng, serial, record)
     with rm.Mocker() as m:
         m.get(LIST_URL, json=listing)
-        pages = list(hook.walk_connection_types(sort=sort, filter=user_filter, select=select, page_size=7))
+        pages = list(
+            hook.walk_connection_types(
+                sort=sort, filter=user_filter, select=select, page_size=7, max_concurrency=workers
+            )
+        )
     items = [item for page in pages for item in page.items]
     ids = [item.get("id") for item in items]
     if select is not None:  # the sort keys were not selected: the walk asked for them and dropped them
@@ -287,3 +293,91 @@ def test_every_item_that_exists_throughout_comes_exactly_once(
     missing = throughout - set(ids)
     assert not missing, f"{len(missing)} items that matched throughout were not returned"
     assert len(matching) > 3  # the catalogue did change between pages
+
+
+# -- concurrency --------------------------------------------------------------------------------
+
+
+def test_an_unsorted_walk_fetches_id_ranges_concurrently_in_order(hook: Any, all_output: Any) -> None:
+    listing = FakeListing(catalogue(95))
+    ids = walk_ids(hook, listing, page_size=10, max_concurrency=3)
+    assert ids == [item["id"] for item in catalogue(95)]
+    first, probes, ranges = listing.requests[0], listing.requests[1:9], listing.requests[9:]
+    assert first == {"sort": ["id"], "limit": 10, "offset": 0}
+    # 85 more types: 8 probes find where each page-sized range ends ...
+    assert sorted(q["offset"] for q in probes) == [9, 19, 29, 39, 49, 59, 69, 79]
+    assert all(q["select"] == ["id"] and q["limit"] == 1 for q in probes)
+    # ... and the 9 ranges are fetched, each once, none overlapping
+    ends = sorted(q["filter"]["id"].get("$lte", "~") for q in ranges)
+    assert ends == ["ct-00019", "ct-00029", "ct-00039", "ct-00049", "ct-00059", "ct-00069", "ct-00079", "ct-00089", "~"]
+
+
+def test_a_range_that_grows_is_walked_on_and_nothing_comes_twice(hook: Any) -> None:
+    listing = FakeListing(catalogue(40))
+
+    def insert(items: list[dict[str, Any]]) -> None:  # 15 new types inside the second range
+        items.extend({"id": f"ct-00015-{i:02d}", "name": "new", "oauth": False} for i in range(15))
+
+    listing.before_request[5] = insert  # after page 1 and its three probes
+    ids = walk_ids(hook, listing, page_size=10, max_concurrency=2)
+    assert len(ids) == len(set(ids))
+    assert {item["id"] for item in catalogue(40)} <= set(ids)
+    assert ids == sorted(ids)
+
+
+def test_probes_out_of_order_fall_back_to_page_by_page(hook: Any, all_output: Any) -> None:
+    listing = FakeListing(catalogue(50))
+    original = listing.__call__
+
+    def answer(request: Any, context: Any) -> dict[str, Any]:
+        page = original(request, context)
+        if listing.requests[-1].get("select") == ["id"] and listing.requests[-1]["offset"] == 19:
+            page["results"] = [{"id": "ct-00001"}]  # a probe that went backwards
+        return page
+
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=answer)
+        ids = [i["id"] for p in hook.walk_connection_types(page_size=10, max_concurrency=4) for i in p.items]
+    assert ids == [item["id"] for item in catalogue(50)]
+    assert "walking on page by page" in all_output()
+
+
+@pytest.mark.parametrize("value", [0, 33, "4", True, 2.0])
+def test_bad_concurrency_fails_before_any_request(hook: Any, value: Any) -> None:
+    with rm.Mocker() as m, pytest.raises(BlinkInputError, match="max_concurrency must be an integer from 1 to 32"):
+        hook.walk_connection_types(max_concurrency=value)
+    assert not m.called
+
+
+def test_no_session_is_used_by_two_threads_at_once(hook: Any) -> None:
+    import threading
+
+    lock = threading.Lock()
+    in_use: dict[int, int] = {}
+    peak = {"per_session": 0, "sessions": 0, "threads": set()}
+    original = hook._new_session
+
+    def tracked() -> Any:
+        session = original()
+        send = session.send
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                in_use[id(session)] = in_use.get(id(session), 0) + 1
+                peak["per_session"] = max(peak["per_session"], in_use[id(session)])
+                peak["threads"].add(threading.get_ident())
+            try:
+                return send(*args, **kwargs)
+            finally:
+                with lock:
+                    in_use[id(session)] -= 1
+
+        session.send = spy
+        peak["sessions"] += 1
+        return session
+
+    hook._new_session = tracked
+    assert len(walk_ids(hook, FakeListing(catalogue(200)), page_size=10, max_concurrency=4)) == 200
+    assert peak["sessions"] == 4
+    assert peak["per_session"] == 1
+    assert len(peak["threads"]) > 1

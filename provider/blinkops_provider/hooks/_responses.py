@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import requests
@@ -60,6 +63,35 @@ def parse_model(response: requests.Response, model: type[ModelT], *, method: str
     )
 
 
+_pausing = threading.Lock()
+_pauses = 0
+_resume = False
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a page is parsed.
+
+    A page of 1,000 connection types is some 100,000 new objects; each few hundred of them
+    trigger a collection that also scans every object Airflow has loaded. Parsed JSON holds no
+    reference cycles, so those scans free nothing: measured, they made parsing 4x slower.
+    Workers parsing at once share the pause: the last one out restores the collector.
+    """
+    global _pauses, _resume
+    with _pausing:
+        if _pauses == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _pausing:
+            _pauses -= 1
+            if _pauses == 0 and _resume:
+                gc.enable()
+
+
 def parse_json(response: requests.Response, *, method: str, path: str, scrub: Scrub) -> Any:
     """The body of a 2xx response as plain Python data (dicts, lists, str, int, ...).
 
@@ -69,7 +101,8 @@ def parse_json(response: requests.Response, *, method: str, path: str, scrub: Sc
     :raises BlinkResponseError: the body is not JSON.
     """
     try:
-        return from_json(response.content or b"")
+        with _collector_paused():
+            return from_json(response.content or b"")
     except ValueError:
         pass
     raise BlinkResponseError(

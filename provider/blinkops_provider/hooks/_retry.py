@@ -11,6 +11,7 @@ How long the hook waits: a ``Retry-After`` header (seconds or an HTTP date) wins
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 
@@ -81,3 +82,34 @@ class RetryAfterOrBackoff(wait_base):
             if asked is not None:
                 return min(asked, self.max_wait)
         return min(float(self.backoff(retry_state)), self.max_wait)
+
+
+class SharedPause:
+    """One backoff for every worker of a hook: a ``Retry-After`` seen by one pauses them all.
+
+    A worker that is told to wait (429 or 503 with ``Retry-After``) extends the pause; every
+    worker waits out what is left of it before each attempt, so a rate-limited tenant is not
+    hammered by the others meanwhile. Requests already in flight are not recalled.
+
+    :param clock: monotonic seconds (tests inject one).
+    """
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self._until = 0.0
+        self._lock = threading.Lock()
+
+    def extend(self, seconds: float) -> None:
+        """Pause every worker for ``seconds`` from now (never shortens a longer pause)."""
+        with self._lock:
+            self._until = max(self._until, self.clock() + seconds)
+
+    def remaining(self) -> float:
+        """Seconds left of the pause, 0 when there is none."""
+        with self._lock:
+            return max(0.0, self._until - self.clock())
+
+
+def asked_to_wait(exc: BaseException | None) -> bool:
+    """Whether a failed attempt carried a ``Retry-After`` (a wait meant for every worker)."""
+    return isinstance(exc, RetryableResponse) and bool(exc.response.headers.get("Retry-After"))

@@ -40,8 +40,11 @@ caller still processes the current one.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
+import queue
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -61,6 +64,8 @@ _RECONCILE_CHUNK = 100
 
 Fetch = Callable[[dict[str, Any]], Any]
 """Sends one RQL query (a dict) and returns the parsed JSON body."""
+Submit = Callable[[dict[str, Any]], "Future[Any]"]
+"""Hands a query to a worker thread; the future holds the parsed body."""
 
 
 @dataclass
@@ -206,6 +211,7 @@ class CatalogueWalk:
     max_items: int | None
     max_pages: int
     log: logging.Logger | Any
+    max_concurrency: int = 1
     keys: list[_SortKey] = field(init=False)
     added: tuple[str, ...] = field(init=False)
 
@@ -246,19 +252,32 @@ class CatalogueWalk:
         return query
 
     def pages(self) -> Iterator[CataloguePage]:
-        """Every page, in order, the next one requested while the caller processes this one."""
-        fetch, release = self.new_fetch()
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="blink-walk")
+        """Every page, in order, fetched by worker threads while the caller processes the last one."""
+        workers = 1 if self.sorted_by_user else self.max_concurrency
+        fetchers: queue.SimpleQueue[tuple[Fetch, Callable[[], None]]] = queue.SimpleQueue()
+        made = [self.new_fetch() for _ in range(workers)]  # one HTTP session per worker
+        for pair in made:
+            fetchers.put(pair)
+
+        def fetch(query: dict[str, Any]) -> Any:
+            pair = fetchers.get()
+            try:
+                return pair[0](query)
+            finally:
+                fetchers.put(pair)
+
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="blink-walk")
         try:
-            yield from self._pages(lambda query: pool.submit(fetch, query))
+            yield from self._pages(lambda query: pool.submit(fetch, query), workers)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-            release()
+            for _, release in made:
+                release()
 
     def _limit(self, returned: int) -> int:
         return self.page_size if self.max_items is None else min(self.page_size, self.max_items - returned)
 
-    def _pages(self, submit: Callable[[dict[str, Any]], Future[Any]]) -> Iterator[CataloguePage]:
+    def _pages(self, submit: Submit, workers: int = 1) -> Iterator[CataloguePage]:
         limit = self._limit(0)
         first = self.request(None, limit)
         if limit <= 0 or first is None:
@@ -284,6 +303,19 @@ class CatalogueWalk:
                     "come, %d were expected", remaining, expected,
                 )  # fmt: skip
             done = len(items) < limit or (remaining is not None and remaining <= len(items))
+            if not done and number == 1 and workers > 1 and remaining is not None and self.max_items is None:
+                last = items[-1].get(KEY)
+                probes = self._probe(last, remaining - len(items), submit)  # while the caller has page 1
+                self._strip(items)
+                yield CataloguePage(items=items, number=1, returned=len(items), total=remaining)
+                ends = self._range_ends(last, probes)
+                if ends is not None:
+                    yield from self._ranged_pages(last, ends, submit, workers, 1, len(items))
+                    return
+                self.log.info("the catalogue moved while it was split into ranges; walking on page by page")
+                returned, limit, expected = len(items), self._limit(len(items)), None
+                pending, previous = submit(self.request((last,), limit) or {}), {i.get(KEY) for i in items}
+                continue
             if not done:
                 limit = self._limit(returned + len(items))
                 after = check_position(items[-1], self.keys, number)
@@ -298,10 +330,7 @@ class CatalogueWalk:
                 skipped += len(items) - len(kept)
                 seen.update(item.get(KEY) for item in kept)
                 items = kept
-            if self.added:
-                for item in items:
-                    for name in self.added:
-                        item.pop(name, None)
+            self._strip(items)
             returned += len(items)
             total = None if remaining is None else returned - len(items) + remaining
             self.log.info(
@@ -314,6 +343,82 @@ class CatalogueWalk:
                     yield from self._reconcile(seen, skipped, returned, number)
                 return
         raise _error(f"stopped after {self.max_pages} pages; the listing never reached its end")
+
+    def _probe(self, last: Any, remaining: int, submit: Submit) -> list[Future[Any]]:
+        """Ask, concurrently, for the id that ends each page-sized range after ``last``."""
+        after = position_filter(self.keys, (last,), self.query.filter or None)
+        return [
+            submit({"sort": [KEY], "select": [KEY], "limit": 1, "offset": k * self.page_size - 1, "filter": after})
+            for k in range(1, -(-remaining // self.page_size))
+        ]
+
+    @staticmethod
+    def _range_ends(last: Any, probes: list[Future[Any]]) -> list[Any] | None:
+        """The probed ids, or None when they do not come back in increasing order (the catalogue
+        moved a lot meanwhile): then the walk goes on page by page, which is exact in any case."""
+        ends: list[Any] = []
+        for probe in probes:
+            found, _, _ = check_envelope(probe.result())
+            if not found:
+                break
+            end = found[0].get(KEY)
+            if not isinstance(end, str) or not (ends[-1] if ends else last) < end:
+                return None
+            ends.append(end)
+        return ends
+
+    def _ranged_pages(
+        self, last: Any, ends: list[Any], submit: Submit, workers: int, number: int, returned: int
+    ) -> Iterator[CataloguePage]:
+        """The pages of consecutive id ranges after ``last``, fetched ``workers`` at a time, in order.
+
+        The ranges never overlap and cover every id after ``last``, so each type is in exactly
+        one, whatever changes meanwhile. At most ``workers`` pages wait for the caller, so memory
+        stays flat. A range that grew past a page (inserts) is walked on, page by page.
+        """
+        user_filter = self.query.filter or None
+
+        def query(start: Any, end: Any | None) -> dict[str, Any]:
+            condition: dict[str, Any] = {KEY: {"$gt": start} if end is None else {"$gt": start, "$lte": end}}
+            if user_filter:
+                condition["$or"] = [user_filter]
+            q: dict[str, Any] = {"sort": [KEY], "limit": self.page_size, "offset": 0, "filter": condition}
+            if self.query.select:
+                q["select"] = [*self.query.select, *self.added]
+            return q
+
+        bounds = iter(zip([last, *ends], [*ends, None], strict=True))
+        pending: deque[tuple[Future[Any], Any]] = deque()
+
+        def fill() -> None:
+            for start, end in itertools.islice(bounds, workers - len(pending)):
+                pending.append((submit(query(start, end)), end))
+
+        fill()
+        while pending:
+            future, end = pending.popleft()
+            fill()
+            more = True
+            while more:
+                items, in_range, offset = check_envelope(future.result())
+                check_offset(offset)
+                del items[self.page_size :]
+                number += 1
+                if number > self.max_pages:
+                    raise _error(f"stopped after {self.max_pages} pages; the listing never reached its end")
+                more = len(items) == self.page_size and (in_range is None or in_range > len(items))
+                if more:  # this range grew: go on after its last item, before the next range
+                    future = submit(query(items[-1].get(KEY), end))
+                self._strip(items)
+                returned += len(items)
+                self.log.info("page %d: %d connection types so far", number, returned)
+                yield CataloguePage(items=items, number=number, returned=returned, total=None)
+
+    def _strip(self, items: list[dict[str, Any]]) -> None:
+        if self.added:
+            for item in items:
+                for name in self.added:
+                    item.pop(name, None)
 
     def _reconcile(self, seen: set[Any], skipped: int, returned: int, number: int) -> Iterator[CataloguePage]:
         """After a sorted walk: return the matching types it never met (their sort value moved)."""

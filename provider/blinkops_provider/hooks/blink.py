@@ -36,6 +36,8 @@ from blinkops_provider.hooks._retry import (
     RETRYABLE_STATUSES,
     RetryableResponse,
     RetryAfterOrBackoff,
+    SharedPause,
+    asked_to_wait,
     is_retryable,
 )
 from blinkops_provider.hooks._walk import CataloguePage
@@ -51,6 +53,18 @@ from blinkops_provider.rql import MAX_LIMIT, RQLQuery, check_paging
 __all__ = ["BlinkHook", "build_base_url"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+DEFAULT_WALK_CONCURRENCY = 4
+"""Requests in flight during a catalogue walk, unless told: measured at a 20 ms round trip,
+4 workers walk 20,000 types in well under the time of one-by-one pages (README, Benchmarks)."""
+
+
+def check_concurrency(value: Any) -> None:
+    """:raises BlinkInputError: ``max_concurrency`` is not an integer from 1 to 32."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 32:
+        raise BlinkInputError(f"max_concurrency must be an integer from 1 to 32, got {value!r}")
+
+
 Filter = Mapping[str, Any] | str
 """An RQL filter, or its JSON text."""
 Names = Sequence[str] | str
@@ -118,6 +132,7 @@ class BlinkHook(BaseHook):
         # Seams for tests: how the hook waits between attempts and what time it is.
         self._sleep = time.sleep
         self._now = lambda: dt.datetime.now(dt.timezone.utc)
+        self._pause = SharedPause(clock=time.monotonic)
 
     # -- connection --------------------------------------------------------------------------
 
@@ -206,6 +221,9 @@ class BlinkHook(BaseHook):
         url = settings.base_url + path
 
         def attempt() -> requests.Response:
+            wait = self._pause.remaining()  # another worker was told to back off
+            if wait > 0:
+                self._sleep(wait)
             # verify is passed per request: a session-level False loses to REQUESTS_CA_BUNDLE.
             response = session.request(
                 method, url, params=params, json=json, timeout=settings.timeout, verify=settings.verify
@@ -217,6 +235,8 @@ class BlinkHook(BaseHook):
         def log_retry(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
             wait = state.next_action.sleep if state.next_action else 0.0
+            if asked_to_wait(exc):
+                self._pause.extend(wait)
             self.log.warning(
                 "Blink %s %s failed (%s), attempt %d of %d; retrying in %.1f s",
                 method, path, self._describe(exc), state.attempt_number, self.retry_limit, wait,
@@ -315,6 +335,7 @@ class BlinkHook(BaseHook):
         select: Names | None = None,
         page_size: int = MAX_LIMIT,
         max_items: int | None = None,
+        max_concurrency: int = DEFAULT_WALK_CONCURRENCY,
     ) -> Iterator[CataloguePage]:
         """Every page of the catalogue, exactly, with the items as plain dicts (no model per item).
 
@@ -323,12 +344,20 @@ class BlinkHook(BaseHook):
         changes: see :mod:`blinkops_provider.hooks._walk` for how, and for its page checks.
         The next page is fetched while the caller processes the current one.
 
-        :raises BlinkInputError: an invalid query, page size or ``max_items``, before any request.
+        :param max_concurrency: requests in flight at once, each worker with its own HTTP session.
+            A walk without ``sort`` or ``max_items`` splits the catalogue into id ranges and
+            fetches up to this many at a time (still yielded in order, at most this many pages
+            held); with a ``sort`` the walk goes page by page. The default,
+            :data:`DEFAULT_WALK_CONCURRENCY`, was measured (see the README's figures). All
+            workers share one backoff: a 429 or 503 with ``Retry-After`` pauses every one.
+        :raises BlinkInputError: an invalid query, page size, ``max_items`` or ``max_concurrency``,
+            before any request.
         :raises BlinkResponseError: a page that is not ``{"results": [object, ...], ...}``.
         :raises BlinkApiError: the server repeats a page or ignores paging, a page ends with a type
             that lacks a sort key, or the walk passes :attr:`max_pages`.
         """
         check_paging(page_size, max_items)
+        check_concurrency(max_concurrency)
         query = _rql(filter=filter, sort=sort, select=select)  # checked once, before the first request
 
         def new_fetch() -> tuple[_walk.Fetch, Callable[[], None]]:
@@ -337,7 +366,7 @@ class BlinkHook(BaseHook):
 
         walk = _walk.CatalogueWalk(
             query=query, fetch=self._list_page, new_fetch=new_fetch, page_size=page_size,
-            max_items=max_items, max_pages=self.max_pages, log=self.log,
+            max_items=max_items, max_pages=self.max_pages, log=self.log, max_concurrency=max_concurrency,
         )  # fmt: skip
         return walk.pages()
 
