@@ -37,10 +37,13 @@ def blink_conn(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class Sleeps(list[float]):
-    """Records the waits a hook asked for instead of sleeping."""
+    """Records the waits a hook asked for instead of sleeping, and moves a fake clock on by them."""
+
+    clock = 1000.0
 
     def __call__(self, seconds: float) -> None:
         self.append(seconds)
+        self.clock += seconds
 
 
 @pytest.fixture
@@ -54,8 +57,11 @@ def make_hook(blink_conn: None, sleeps: Sleeps) -> Callable[..., Any]:
     from blinkops_provider.hooks.blink import BlinkHook
 
     def make(**kwargs: Any) -> BlinkHook:
+        from blinkops_provider.hooks._retry import SharedPause
+
         hook = BlinkHook(**kwargs)
         hook._sleep = sleeps
+        hook._pause = SharedPause(clock=lambda: sleeps.clock)
         return hook
 
     return make

@@ -22,6 +22,8 @@ from blinkops_provider.exceptions import (
 )
 from blinkops_provider.hooks._retry import MAX_WAIT, parse_retry_after
 
+BASE = "https://blink.test/api/v1"
+
 URL = "https://blink.test/api/v1/connection_types"
 PAGE = {"limit": 1, "offset": 0, "total": 1, "results": [{"id": "ct-1"}]}
 OK = {"json": PAGE, "status_code": 200}
@@ -240,3 +242,52 @@ def test_errors_survive_pickling() -> None:
     assert type(copy) is BlinkBadRequestError
     assert str(copy) == str(exc) == "PUT /p -> 400: m (d)"
     assert copy.identifier == "I"
+
+
+# -- one backoff for every worker ---------------------------------------------------------------
+
+
+def _walk_page() -> dict[str, Any]:
+    return {"limit": 1, "offset": 0, "total": 1, "results": [{"id": "a"}]}
+
+
+@pytest.mark.parametrize(("status", "headers", "shared"), [
+    (429, {"Retry-After": "7"}, True),
+    (503, {"Retry-After": "7"}, True),
+    (503, {}, False),  # a plain backoff is the failing worker's own
+    (500, {}, False),
+])  # fmt: skip
+def test_a_retry_after_pauses_every_worker_of_the_hook(
+    make_hook: Any, status: int, headers: dict, shared: bool
+) -> None:
+    import threading
+
+    from blinkops_provider.hooks._retry import SharedPause
+
+    hook = make_hook(retry_delay=0.5)
+    clock = [100.0]
+    hook._pause = SharedPause(clock=lambda: clock[0])
+    waits: list[tuple[str, float]] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append((threading.current_thread().name, seconds))
+        if threading.current_thread().name == "A" and len(waits) == 1:
+            # While worker A waits out its failure, worker B starts a call of its own.
+            b = threading.Thread(target=lambda: hook.list_connection_types(limit=1), name="B")
+            b.start()
+            b.join(10)
+        clock[0] += seconds
+
+    hook._sleep = sleep
+    with rm.Mocker() as m:
+        m.get(f"{BASE}/connection_types", [{"status_code": status, "headers": headers, "json": {}},
+                                           {"json": _walk_page()}, {"json": _walk_page()}])  # fmt: skip
+        a = threading.Thread(target=lambda: hook.list_connection_types(limit=1), name="A")
+        a.start()
+        a.join(10)
+        assert m.call_count == 3
+    assert waits[0][0] == "A"
+    if shared:
+        assert waits == [("A", 7.0), ("B", 7.0)]
+    else:
+        assert [name for name, _ in waits] == ["A"]
