@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_json
 
 from blinkops_provider.hooks._walk import CataloguePage
-from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.hooks.blink import DEFAULT_WALK_CONCURRENCY, BlinkHook, check_concurrency
 from blinkops_provider.operators._base import BaseBlinkOperator
 from blinkops_provider.rql import MAX_LIMIT, check_paging
 
@@ -35,6 +35,8 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         object-storage URI (``s3://bucket/key.json``, anything Airflow's ``ObjectStoragePath``
         reads). Then only ``{"path", "count", "total"}`` goes to XCom, so a large catalogue
         stays out of the metadata database.
+    :param max_concurrency: requests in flight at once while walking (see
+        :meth:`~blinkops_provider.hooks.blink.BlinkHook.walk_connection_types`); 1 walks page by page.
     :param blink_conn_id: the ``blink`` connection to use.
     :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
     :returns: (XCom ``return_value``) the connection types as JSON-ready dicts, or with
@@ -55,18 +57,21 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         page_size: int = MAX_LIMIT,
         max_items: int | None = None,
         output_path: str | None = None,
+        max_concurrency: int = DEFAULT_WALK_CONCURRENCY,
         blink_conn_id: str = BlinkHook.default_conn_name,
         hook_params: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(blink_conn_id=blink_conn_id, hook_params=hook_params, **kwargs)
         check_paging(page_size, max_items)
+        check_concurrency(max_concurrency)
         self.filter = filter
         self.sort = sort
         self.select = select
         self.page_size = page_size
         self.max_items = max_items
         self.output_path = output_path
+        self.max_concurrency = max_concurrency
 
     def execute(self, context: Context) -> list[dict[str, Any]] | dict[str, Any]:
         pages = self.hook.walk_connection_types(
@@ -75,6 +80,7 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
             select=self.select,
             page_size=self.page_size,
             max_items=self.max_items,
+            max_concurrency=self.max_concurrency,
         )
         if self.output_path:
             return self._write(pages, str(self.output_path))
