@@ -177,6 +177,10 @@ def test_hook_signatures_are_the_documented_ones() -> None:
     assert shape(BlinkHook.iter_connection_types) == [
         *query, ("page_size", "KEYWORD_ONLY", 1000), ("max_items", "KEYWORD_ONLY", None),
     ]  # fmt: skip
+    assert shape(BlinkHook.walk_connection_types) == [
+        *query, ("page_size", "KEYWORD_ONLY", 1000), ("max_items", "KEYWORD_ONLY", None),
+        ("max_concurrency", "KEYWORD_ONLY", 4),
+    ]  # fmt: skip
     assert (BlinkHook.conn_type, BlinkHook.default_conn_name, BlinkHook.conn_name_attr) == (
         "blink", "blink_default", "blink_conn_id",
     )  # fmt: skip

@@ -213,6 +213,7 @@ def test_a_large_catalogue_into_xcom_warns(
         (UpdateTableFieldOperator, ["ws_id", "table", "field", "field_type", "display_name", "attributes",
                                     "blink_conn_id", "hook_params", "kwargs"]),
         (ConnectionTypesToXComOperator, ["filter", "sort", "select", "page_size", "max_items", "output_path",
+                                         "max_concurrency",
                                          "blink_conn_id", "hook_params", "kwargs"]),
     ],
 )  # fmt: skip
