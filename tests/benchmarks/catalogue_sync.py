@@ -121,7 +121,10 @@ def child(way: str, base: str, out: str) -> None:
     if way.endswith("output_path"):  # Airflow's object storage loads its filesystems on first use (~0.8 s)
         from airflow.providers.common.compat.sdk import ObjectStoragePath
 
-        ObjectStoragePath(out).parent.mkdir(parents=True, exist_ok=True)
+        warm = ObjectStoragePath(f"{out}.warm")
+        warm.parent.mkdir(parents=True, exist_ok=True)
+        warm.write_text("[]")
+        warm.unlink()
     started = time.perf_counter()
     if way == "bare walk":
         count = _bare_walk(base)
@@ -171,7 +174,7 @@ def _serve(stack: ExitStack, size: int, delay_ms: float) -> tuple[str, str]:
     return f"{sandbox[1]}/api/v1", f"http://127.0.0.1:{proxy[1]}/api/v1"
 
 
-def compare(size: int, rounds: int, delay_ms: float, out: str) -> dict[str, dict[str, float]]:
+def compare(size: int, rounds: int, delay_ms: float, out: str, smoke: bool = False) -> dict[str, dict[str, float]]:
     """Interleaved rounds of every way against one sandbox; prints and returns the medians."""
     with ExitStack() as stack:
         direct, proxied = _serve(stack, size, delay_ms)
@@ -197,7 +200,7 @@ def compare(size: int, rounds: int, delay_ms: float, out: str) -> dict[str, dict
         s, rss = medians[way]["seconds"], medians[way]["rss_mib"]
         print(f"{way:<26}{s:>9.3f}{rss:>8.0f} MiB{s / raw:>8.2f}x{s / http:>8.2f}x{s / floor:>9.2f}x")
     xcom, to_file = medians["provider -> XCom"]["seconds"], medians["provider -> output_path"]["seconds"]
-    print("targets:")
+    print("targets:" + (" (smoke sizes: fixed costs dominate; the targets are for the full run)" if smoke else ""))
     print(
         f"  XCom mode >= 3x faster than HttpOperator:   {http / xcom:5.2f}x  {'met' if http / xcom >= 3 else 'NOT MET'}"
     )
@@ -234,8 +237,8 @@ def main() -> int:
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-bench-"))
     out = str(Path(tempfile.mkdtemp(prefix="blink-bench-out-")) / "catalogue.json")
     if args.smoke:
-        compare(2_000, 1, 10, out)
-        rss_flat((2_000, 20_000), out)
+        compare(2_000, 1, 10, out, smoke=True)
+        rss_flat((8_000, 24_000), out)
     else:
         compare(20_000, args.rounds, 10, out)
         if not args.no_rss:

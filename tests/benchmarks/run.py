@@ -1,5 +1,8 @@
 """Benchmarks of the provider's hot paths; prints measured figures, asserts nothing.
 
+Ends with the side-by-side catalogue sync of ``catalogue_sync.py`` (the provider against a raw
+requests loop and HttpOperator, over a latency-injecting proxy).
+
     python tests/benchmarks/run.py            # full run (100,000 connection types)
     python tests/benchmarks/run.py --smoke    # a quick run for CI
 
@@ -15,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -60,19 +65,26 @@ def connection_type(i: int) -> dict[str, Any]:
 
 
 class FakeListing:
-    """Serves pages of a catalogue of ``size`` items, pre-encoded so the server costs little."""
+    """Serves a catalogue of ``size`` items to the keyset walk (ids ``ct-0000000`` upwards), cheaply.
+
+    Understands what the walk sends: ``id`` bounds (``$gt``, ``$lte``) in the filter, ``offset``,
+    ``limit`` and ``select``.
+    """
 
     def __init__(self, size: int, page_size: int) -> None:
         self.size = size
-        self.pages = {
-            offset: [connection_type(i) for i in range(offset, min(offset + page_size, size))]
-            for offset in range(0, size, page_size)
-        }
+        self.items = [connection_type(i) for i in range(size)]
 
     def __call__(self, request: Any, context: Any) -> dict[str, Any]:
         q = json.loads(parse_qs(urlsplit(request.url).query)["q"][0])
-        return {"limit": q["limit"], "offset": q["offset"], "total": self.size,
-                "results": self.pages.get(q["offset"], [])}  # fmt: skip
+        bounds = (q.get("filter") or {}).get("id", {})
+        start = int(bounds["$gt"][3:]) + 1 if "$gt" in bounds else 0
+        end = int(bounds["$lte"][3:]) + 1 if "$lte" in bounds else self.size
+        first = start + q.get("offset", 0)
+        rows = self.items[first : min(end, first + q["limit"])]
+        if "select" in q:
+            rows = [{k: row[k] for k in q["select"]} for row in rows]
+        return {"limit": q["limit"], "offset": q.get("offset", 0), "total": max(0, end - start), "results": rows}
 
 
 def measure(label: str, size: int, page_size: int, work: Any) -> None:
@@ -139,6 +151,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="small sizes, for CI")
     args = parser.parse_args()
+    logging.disable(logging.INFO)  # one line a page would drown the figures
     sizes = [2_000, 10_000] if args.smoke else [10_000, 100_000]
     page_size = 1000
     print(f"Python {sys.version.split()[0]}; page size {page_size}; figures include requests-mock's own cost")
@@ -146,6 +159,9 @@ def main() -> int:
 
     def walk() -> int:
         return sum(1 for _ in BlinkHook().iter_connection_types(page_size=page_size))
+
+    def walk_dicts() -> int:
+        return sum(len(page.items) for page in BlinkHook().walk_connection_types(page_size=page_size))
 
     def to_file() -> int:
         op = ConnectionTypesToXComOperator(task_id="b", page_size=page_size, output_path=out_file)
@@ -155,12 +171,15 @@ def main() -> int:
         return len(ConnectionTypesToXComOperator(task_id="b", page_size=page_size).execute({}))
 
     for size in sizes:
-        measure("hook.iter_connection_types", size, page_size, walk)
+        measure("hook.iter_connection_types (models)", size, page_size, walk)
+        measure("hook.walk_connection_types (dicts)", size, page_size, walk_dicts)
         measure("operator -> output_path (streamed)", size, page_size, to_file)
         measure("operator -> XCom list (in memory)", size, page_size, to_xcom)
     sandbox_walk(sizes[-1], page_size)
     example_dag_parse_times()
-    return 0
+    print("\n== The catalogue sync side by side (tests/benchmarks/catalogue_sync.py) ==", flush=True)
+    side_by_side = [sys.executable, str(Path(__file__).with_name("catalogue_sync.py"))]
+    return subprocess.run([*side_by_side, *(["--smoke"] if args.smoke else [])], check=False).returncode
 
 
 if __name__ == "__main__":
