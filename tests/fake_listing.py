@@ -7,6 +7,7 @@ It answers every query from a list of items with the brute-force evaluator of
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -42,8 +43,13 @@ class FakeListing:
         self.ignore_limit = False
         self.report_total = True
         self.total_override: list[int] = []
+        self._lock = threading.Lock()  # one request at a time, as a database transaction would
 
     def __call__(self, request: Any, context: Any) -> dict[str, Any]:
+        with self._lock:
+            return self._answer(request)
+
+    def _answer(self, request: Any) -> dict[str, Any]:
         q = sent_query(request)
         self.requests.append(q)
         change = self.before_request.get(len(self.requests))

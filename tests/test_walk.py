@@ -302,7 +302,9 @@ def test_an_unsorted_walk_fetches_id_ranges_concurrently_in_order(hook: Any, all
     listing = FakeListing(catalogue(95))
     ids = walk_ids(hook, listing, page_size=10, max_concurrency=3)
     assert ids == [item["id"] for item in catalogue(95)]
-    first, probes, ranges = listing.requests[0], listing.requests[1:9], listing.requests[9:]
+    first, later = listing.requests[0], listing.requests[1:]
+    probes = [q for q in later if q.get("select") == ["id"]]
+    ranges = [q for q in later if q.get("select") != ["id"]]
     assert first == {"sort": ["id"], "limit": 10, "offset": 0}
     # 85 more types: 8 probes find where each page-sized range ends ...
     assert sorted(q["offset"] for q in probes) == [9, 19, 29, 39, 49, 59, 69, 79]

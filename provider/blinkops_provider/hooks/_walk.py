@@ -40,12 +40,11 @@ caller still processes the current one.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 import queue
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -308,13 +307,13 @@ class CatalogueWalk:
                 probes = self._probe(last, remaining - len(items), submit)  # while the caller has page 1
                 self._strip(items)
                 yield CataloguePage(items=items, number=1, returned=len(items), total=remaining)
-                ends = self._range_ends(last, probes)
-                if ends is not None:
-                    yield from self._ranged_pages(last, ends, submit, workers, 1, len(items))
+                resume = yield from self._ranged_pages(last, probes, submit, workers, len(items))
+                if resume is None:
                     return
                 self.log.info("the catalogue moved while it was split into ranges; walking on page by page")
-                returned, limit, expected = len(items), self._limit(len(items)), None
-                pending, previous = submit(self.request((last,), limit) or {}), {i.get(KEY) for i in items}
+                last, number, returned = resume
+                limit, expected, previous = self._limit(returned), None, set()
+                pending = submit(self.request((last,), limit) or {})
                 continue
             if not done:
                 limit = self._limit(returned + len(items))
@@ -352,29 +351,18 @@ class CatalogueWalk:
             for k in range(1, -(-remaining // self.page_size))
         ]
 
-    @staticmethod
-    def _range_ends(last: Any, probes: list[Future[Any]]) -> list[Any] | None:
-        """The probed ids, or None when they do not come back in increasing order (the catalogue
-        moved a lot meanwhile): then the walk goes on page by page, which is exact in any case."""
-        ends: list[Any] = []
-        for probe in probes:
-            found, _, _ = check_envelope(probe.result())
-            if not found:
-                break
-            end = found[0].get(KEY)
-            if not isinstance(end, str) or not (ends[-1] if ends else last) < end:
-                return None
-            ends.append(end)
-        return ends
-
     def _ranged_pages(
-        self, last: Any, ends: list[Any], submit: Submit, workers: int, number: int, returned: int
-    ) -> Iterator[CataloguePage]:
+        self, last: Any, probes: list[Future[Any]], submit: Submit, workers: int, returned: int
+    ) -> Generator[CataloguePage, None, tuple[Any, int, int] | None]:
         """The pages of consecutive id ranges after ``last``, fetched ``workers`` at a time, in order.
 
-        The ranges never overlap and cover every id after ``last``, so each type is in exactly
-        one, whatever changes meanwhile. At most ``workers`` pages wait for the caller, so memory
-        stays flat. A range that grew past a page (inserts) is walked on, page by page.
+        Each range ends at a probed id and starts as soon as its probe is back. The ranges never
+        overlap and cover every id after ``last``, so each type is in exactly one, whatever
+        changes meanwhile. At most ``workers`` ranges wait for the caller, so memory stays flat.
+        A range that grew past a page (inserts) is walked on, page by page.
+
+        :returns: None when done; or, when the probes came back out of order (the catalogue moved
+            a lot meanwhile), where to go on page by page: ``(last id, page number, returned)``.
         """
         user_filter = self.query.filter or None
 
@@ -387,13 +375,24 @@ class CatalogueWalk:
                 q["select"] = [*self.query.select, *self.added]
             return q
 
-        bounds = iter(zip([last, *ends], [*ends, None], strict=True))
+        probed = iter(probes)
+        start: Any = last  # where the next range starts; None once the open last range is out
         pending: deque[tuple[Future[Any], Any]] = deque()
+        moved = False
 
         def fill() -> None:
-            for start, end in itertools.islice(bounds, workers - len(pending)):
+            nonlocal start, moved
+            while start is not None and not moved and len(pending) < workers:
+                probe = next(probed, None)
+                found = check_envelope(probe.result())[0] if probe is not None else []
+                end = found[0].get(KEY) if found else None
+                if end is not None and not (isinstance(end, str) and start < end):
+                    moved = True  # stop here; what is pending still covers (last, start]
+                    return
                 pending.append((submit(query(start, end)), end))
+                start = end
 
+        number = 1
         fill()
         while pending:
             future, end = pending.popleft()
@@ -413,6 +412,9 @@ class CatalogueWalk:
                 returned += len(items)
                 self.log.info("page %d: %d connection types so far", number, returned)
                 yield CataloguePage(items=items, number=number, returned=returned, total=None)
+        for probe in probed:
+            probe.cancel()
+        return (start, number, returned) if moved else None
 
     def _strip(self, items: list[dict[str, Any]]) -> None:
         if self.added:

@@ -108,15 +108,15 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         target.parent.mkdir(parents=True, exist_ok=True)
         count, total = 0, 0
         try:
-            with partial.open("w", encoding="utf-8") as out:  # type: ignore[no-untyped-call]
-                out.write("[")
+            with partial.open("wb") as out:  # type: ignore[no-untyped-call]
+                out.write(b"[")
                 for page in pages:
                     if page.items:
-                        lines = ",\n".join([to_json(item).decode() for item in page.items])
-                        out.write(f",\n{lines}" if count else f"\n{lines}")
+                        out.write(b",\n" if count else b"\n")
+                        out.write(b",\n".join([to_json(item) for item in page.items]))  # UTF-8 JSON
                         count += len(page.items)
                     total = page.total if page.total is not None else count
-                out.write("\n]\n")
+                out.write(b"\n]\n")
             partial.replace(target)
         except BaseException:
             partial.unlink(missing_ok=True)

@@ -79,12 +79,18 @@ def compile_filter(condition: Mapping[str, Any], params: list[Any]) -> str:
 
 
 def compile_sort(sort: list[str] | None) -> str:
-    """The SQL ORDER BY list of an RQL sort, with insertion order breaking ties."""
+    """The SQL ORDER BY list of an RQL sort, with insertion order breaking ties.
+
+    ``id`` is unique, so nothing after it can break a tie: the list ends there, and SQLite walks
+    the ``id`` index instead of sorting every match (what a keyset walk asks for, page after page).
+    """
     keys = []
     for item in sort or ():
         field = item.lstrip("+-")
         _column(field, "sort")
         keys.append(f'"{field}" {"DESC" if item.startswith("-") else "ASC"}')
+        if field == "id":
+            return ", ".join(keys)
     keys.append("seq ASC")
     return ", ".join(keys)
 
