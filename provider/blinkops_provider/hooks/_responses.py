@@ -102,7 +102,7 @@ def parse_json(response: requests.Response, *, method: str, path: str, scrub: Sc
     """
     try:
         with _collector_paused():
-            return from_json(response.content or b"", cache_strings="keys")
+            return from_json(response.content or b"")
     except ValueError:
         pass
     raise BlinkResponseError(

@@ -286,8 +286,12 @@ class CatalogueWalk:
         previous: set[Any] = set()
         returned, skipped = 0, 0
         expected: int | None = None  # what the server should report next, if nothing changes
-        for number in range(1, self.max_pages + 1):
-            assert pending is not None
+        number = 0
+        while True:
+            number += 1
+            if number > self.max_pages:
+                raise _error(f"stopped after {self.max_pages} pages; the listing never reached its end")
+            assert pending is not None  # every way round the loop asks for the next page
             items, remaining, offset = check_envelope(pending.result())
             pending = None
             check_offset(offset)
@@ -303,9 +307,11 @@ class CatalogueWalk:
                 )  # fmt: skip
             done = len(items) < limit or (remaining is not None and remaining <= len(items))
             if not done and number == 1 and workers > 1 and remaining is not None and self.max_items is None:
-                last = items[-1].get(KEY)
+                (last,) = check_position(items[-1], self.keys, number)
                 probes = self._probe(last, remaining - len(items), submit)  # while the caller has page 1
                 self._strip(items)
+                self.log.info("page 1/%d: %d of %d connection types; %d requests in flight from here",
+                              math.ceil(remaining / self.page_size), len(items), remaining, workers)  # fmt: skip
                 yield CataloguePage(items=items, number=1, returned=len(items), total=remaining)
                 resume = yield from self._ranged_pages(last, probes, submit, workers, len(items))
                 if resume is None:
@@ -341,7 +347,6 @@ class CatalogueWalk:
                 if seen is not None and (self.max_items is None or returned < self.max_items):
                     yield from self._reconcile(seen, skipped, returned, number)
                 return
-        raise _error(f"stopped after {self.max_pages} pages; the listing never reached its end")
 
     def _probe(self, last: Any, remaining: int, submit: Submit) -> list[Future[Any]]:
         """Ask, concurrently, for the id that ends each page-sized range after ``last``."""
