@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +23,24 @@ def changer(sandbox: BlinkSandbox, rng: random.Random, user_filter: Any, matchin
     types match the filter now."""
     store = sandbox.store
     serial = [0]
+    lock = threading.Lock()  # workers call this at once: one change, and its record, at a time
 
     def change() -> None:
-        docs = store.all_connection_types()
-        store.delete_connection_types(doc["id"] for doc in rng.sample(docs, rng.randint(0, 3)))
-        inserted = []
-        for doc in rng.sample(docs, rng.randint(0, 3)):
-            serial[0] += 1
-            inserted.append({**doc, "id": f"{doc['id']}-{serial[0]}", "name": f"{rng.choice('abcxyz')}-{serial[0]}"})
-        updated = [{**doc, "name": f"{rng.choice('abcxyz')}{doc['name']}", "oauth_supported": rng.random() < 0.5}
-                   for doc in rng.sample(docs, rng.randint(0, 3))]  # fmt: skip
-        store.upsert_connection_types(inserted + updated)
-        matching.append({doc["id"] for doc in evaluate(store.all_connection_types(), user_filter)})
+        with lock:
+            docs = store.all_connection_types()
+            gone = rng.sample(docs, rng.randint(0, 3))
+            store.delete_connection_types(doc["id"] for doc in gone)
+            docs = [doc for doc in docs if doc not in gone]  # a deleted type is never written back
+            inserted = []
+            for doc in rng.sample(docs, rng.randint(0, 3)):
+                serial[0] += 1
+                inserted.append(
+                    {**doc, "id": f"{doc['id']}-{serial[0]}", "name": f"{rng.choice('abcxyz')}-{serial[0]}"}
+                )
+            updated = [{**doc, "name": f"{rng.choice('abcxyz')}{doc['name']}", "oauth_supported": rng.random() < 0.5}
+                       for doc in rng.sample(docs, rng.randint(0, 3))]  # fmt: skip
+            store.upsert_connection_types(inserted + updated)
+            matching.append({doc["id"] for doc in evaluate(store.all_connection_types(), user_filter)})
 
     return change
 
