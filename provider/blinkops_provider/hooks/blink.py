@@ -405,11 +405,10 @@ class BlinkHook(BaseHook):
     ) -> Iterator[ConnectionType]:
         """Every connection type matching the query, in order, as typed models (see
         :meth:`walk_connection_types`, which skips the models)."""
-        for page in self.walk_connection_types(
+        for page in self.iter_connection_type_pages(
             filter=filter, sort=sort, select=select, page_size=page_size, max_items=max_items
         ):
-            for item in page.items:
-                yield ConnectionType.model_validate(item)
+            yield from page.results
 
     # -- Airflow UI ---------------------------------------------------------------------
 
