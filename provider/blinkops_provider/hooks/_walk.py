@@ -42,14 +42,16 @@ from __future__ import annotations
 
 import logging
 import math
-import queue
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+import requests
+
 from blinkops_provider.exceptions import BlinkApiError, BlinkResponseError
+from blinkops_provider.hooks._workers import WorkerPool
 from blinkops_provider.rql import MAX_LIMIT, RQLQuery
 
 __all__ = ["KEY", "CataloguePage", "CatalogueWalk"]
@@ -61,8 +63,8 @@ PATH = "/connection_types"
 _RECONCILE_CHUNK = 100
 """Ids per request when a sorted walk fetches the types it found missing."""
 
-Fetch = Callable[[dict[str, Any]], Any]
-"""Sends one RQL query (a dict) and returns the parsed JSON body."""
+Fetch = Callable[..., Any]
+"""``fetch(query, session=None)``: sends one RQL query (a dict), returns the parsed JSON body."""
 Submit = Callable[[dict[str, Any]], "Future[Any]"]
 """Hands a query to a worker thread; the future holds the parsed body."""
 
@@ -198,14 +200,14 @@ class CatalogueWalk:
     """One walk over the catalogue: the validated query, and the pages it yields.
 
     :param query: the user's filter, sort and select (already validated).
-    :param fetch: sends a query dict, returns the parsed body (the hook's request path).
-    :param new_fetch: makes a fetch for the worker thread (with its own HTTP session), and
-        a function that releases it.
+    :param fetch: sends a query dict (on the given session, the hook's when None) and returns
+        the parsed body: the hook's request path.
+    :param new_session: makes an HTTP session for a worker thread.
     """
 
     query: RQLQuery
     fetch: Fetch
-    new_fetch: Callable[[], tuple[Fetch, Callable[[], None]]]
+    new_session: Callable[[], requests.Session]
     page_size: int
     max_items: int | None
     max_pages: int
@@ -253,25 +255,8 @@ class CatalogueWalk:
     def pages(self) -> Iterator[CataloguePage]:
         """Every page, in order, fetched by worker threads while the caller processes the last one."""
         workers = 1 if self.sorted_by_user else self.max_concurrency
-        fetchers: queue.SimpleQueue[tuple[Fetch, Callable[[], None]]] = queue.SimpleQueue()
-        made = [self.new_fetch() for _ in range(workers)]  # one HTTP session per worker
-        for pair in made:
-            fetchers.put(pair)
-
-        def fetch(query: dict[str, Any]) -> Any:
-            pair = fetchers.get()
-            try:
-                return pair[0](query)
-            finally:
-                fetchers.put(pair)
-
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="blink-walk")
-        try:
-            yield from self._pages(lambda query: pool.submit(fetch, query), workers)
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-            for _, release in made:
-                release()
+        with WorkerPool(workers, self.new_session, "blink-walk") as pool:
+            yield from self._pages(lambda query: pool.submit(self.fetch, query), workers)
 
     def _limit(self, returned: int) -> int:
         return self.page_size if self.max_items is None else min(self.page_size, self.max_items - returned)
@@ -431,7 +416,7 @@ class CatalogueWalk:
         """After a sorted walk: return the matching types it never met (their sort value moved)."""
         ids = CatalogueWalk(
             query=RQLQuery(filter=self.query.filter, select=[KEY]),
-            fetch=self.fetch, new_fetch=lambda: (self.fetch, lambda: None),
+            fetch=self.fetch, new_session=self.new_session,
             page_size=MAX_LIMIT, max_items=None, max_pages=self.max_pages, log=_QUIET,
         )  # fmt: skip
         missing = [i for page in ids._pages(_run_now(self.fetch)) for i in (x.get(KEY) for x in page.items)

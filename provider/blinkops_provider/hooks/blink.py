@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import quote, urlsplit
@@ -360,12 +360,8 @@ class BlinkHook(BaseHook):
         check_concurrency(max_concurrency)
         query = _rql(filter=filter, sort=sort, select=select)  # checked once, before the first request
 
-        def new_fetch() -> tuple[_walk.Fetch, Callable[[], None]]:
-            session = self._new_session()
-            return (lambda q: self._list_page(q, session)), session.close
-
         walk = _walk.CatalogueWalk(
-            query=query, fetch=self._list_page, new_fetch=new_fetch, page_size=page_size,
+            query=query, fetch=self._list_page, new_session=self._new_session, page_size=page_size,
             max_items=max_items, max_pages=self.max_pages, log=self.log, max_concurrency=max_concurrency,
         )  # fmt: skip
         return walk.pages()
