@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -80,6 +81,19 @@ def change_catalogue(sandbox: Any) -> dict[str, list[str]]:
     return ids
 
 
+def batch_summary(log: Path) -> list[str]:
+    """UpdateTableFieldsOperator's account of the migration, taken from the task's log: the
+    'Schema of ...: n of m fields applied' line and one line per field."""
+    summary: list[str] = []
+    for line in log.read_text(errors="replace").splitlines():
+        found = re.search(r"(Schema of \S+: \d+ of \d+ fields applied)", line)
+        if found:
+            summary = [found.group(1)]
+        elif summary and (field := re.search(r"\s{2}([^\s\]][^:]*: (?:applied|failed).*?)(?:\s+\[airflow|$)", line)):
+            summary.append(f"  {field.group(1)}")
+    return summary
+
+
 def fields_as_declared(sandbox: Any, ws_id: str, table: str) -> tuple[int, int]:
     declared = json.loads((HERE / f"{MIGRATION}.json").read_text())["fields"]
     stored = {field["name"]: field for field in sandbox.store.fields(ws_id, table)}
@@ -143,6 +157,8 @@ def main() -> int:
             run(f"Schema migration of {ws_id}/{table} ({MIGRATION})",
                 [*airflow, "dags", "test", MIGRATION, "-c", json.dumps({"ws_id": ws_id, "table": table})],
                 env, logs / f"{MIGRATION}.log")  # fmt: skip
+            for line in batch_summary(logs / f"{MIGRATION}.log"):
+                say(f"    {line}")
         else:
             say(f"- Skipping {MIGRATION}: set BLINK_WS_ID and BLINK_TABLE to migrate a table of your tenant")
 

@@ -73,7 +73,46 @@ def test_a_failing_field_fails_alone(blink_sandbox: BlinkSandbox, tmp_path: Path
     others = [entry for entry in schema if entry["field"] != "Severity"]
     assert all(fields[e["field"]]["display_name"] == e["display_name"] for e in others)
     severity_puts = [r for r in blink_sandbox.requests if r["raw_path"].endswith("/Severity")]
-    assert [r["status"] for r in severity_puts] == [400]  # failed at once, no retry
+    assert [r["status"] for r in severity_puts] == [400]  # failed at once: no hook retry, no task retry
+    assert len([r for r in blink_sandbox.requests if r["method"] == "PUT"]) == len(schema)
+
+
+def test_the_batch_summary_reaches_xcom_even_when_the_task_fails(blink_sandbox: BlinkSandbox, tmp_path: Path) -> None:
+    schema = [dict(entry) for entry in SCHEMA]
+    next(entry for entry in schema if entry["field"] == "Owner")["type"] = "text"  # a type change: 400
+    (tmp_path / "schema.json").write_text(json.dumps({"fields": schema}))
+    dag = load_dag("blink_table_schema_migration.py")
+    run = dag.test(run_conf={"ws_id": "ws-demo", "table": "Incidents", "schema_file": str(tmp_path / "schema.json")})
+    assert state(run) == "failed"
+    (ti,) = [ti for ti in run.get_task_instances() if ti.task_id == "apply_schema"]
+    summary = xcom_of(ti, dag)
+    assert summary["updated"] == [entry["field"] for entry in schema if entry["field"] != "Owner"]
+    assert [(f["field"], f["status"]) for f in summary["failed"]] == [("Owner", 400)]
+    assert "changing the type is not allowed" in summary["failed"][0]["message"]
+
+
+def xcom_of(ti: Any, dag: Any) -> Any:
+    """A task instance's return_value from the metadata DB (Airflow 2.11 and 3)."""
+    try:
+        from airflow.models.xcom import XComModel as XCom  # Airflow 3
+    except ImportError:
+        from airflow.models.xcom import XCom  # type: ignore[no-redef]
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        row = (
+            session.query(XCom)
+            .filter_by(dag_id=dag.dag_id, task_id=ti.task_id, run_id=ti.run_id, key="return_value")
+            .one()
+        )
+        value = row.value
+    return (
+        json.loads(value)
+        if isinstance(value, str)
+        else XCom.deserialize_value(row)
+        if isinstance(value, bytes)
+        else value
+    )
 
 
 def change_catalogue(sandbox: BlinkSandbox) -> dict[str, list[str]]:

@@ -61,8 +61,7 @@ EXPECTED = {
         "dag_id": "blink_table_schema_migration",
         "tasks": {
             "load_schema": "_PythonDecoratedOperator",
-            "update_field": "MappedOperator",
-            "summarise": "_PythonDecoratedOperator",
+            "apply_schema": "UpdateTableFieldsOperator",
         },
         "schedule": "None",
         "params": ["schema_file", "table", "ws_id"],

@@ -13,7 +13,8 @@ Two families, with opposite rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -51,6 +52,7 @@ __all__ = [
     "TwoLeggedValues",
     "Validation",
     "describe_errors",
+    "validate_field_updates",
     "validate_input",
 ]
 
@@ -332,3 +334,68 @@ class ErrorWrapper(_ResponseModel):
     identifier: str | None = None
     data: Any = None
     user_error: Any = None
+
+
+def validate_field_updates(updates: Any, *, require_type_and_name: bool = False) -> list[tuple[str, FieldUpdate]]:
+    """Check a batch of field updates before any is sent, and report every problem at once.
+
+    :param updates: a mapping ``{field name: update}``, or a list of entries in the declared-schema
+        format ``{"field": name, "type": ..., "display_name": ..., "attributes": {...}}``, or the
+        JSON text of either (as a template renders it).
+    :param require_type_and_name: refuse entries without ``type`` or ``display_name`` (Blink
+        resets what an update leaves out, and refuses a type change).
+    :returns: ``(field name, FieldUpdate)`` pairs in the given order.
+    :raises BlinkInputError: naming each wrong entry (its position and field) and what is wrong.
+    """
+    if isinstance(updates, str):
+        try:
+            updates = json.loads(updates)
+        except ValueError as err:
+            raise BlinkInputError(f"the field updates are not valid JSON: {err}") from None
+    if isinstance(updates, Mapping):
+        entries: list[Any] = [{"field": name, **dict(update)} if isinstance(update, Mapping) else (name, update)
+                              for name, update in updates.items()]  # fmt: skip
+    elif isinstance(updates, Sequence):
+        entries = list(updates)
+    else:
+        raise BlinkInputError(
+            "field updates must be a list of {'field': name, 'type': ..., 'display_name': ..., 'attributes': ...} "
+            f"entries or a mapping of field name to update, not {type(updates).__name__}"
+        )
+    problems: list[str] = []
+    valid: list[tuple[str, FieldUpdate]] = []
+    first_seen: dict[str, int] = {}
+    for position, entry in enumerate(entries, start=1):
+        if isinstance(entry, tuple):  # (name, FieldUpdate) from a mapping
+            name, body = entry
+        elif isinstance(entry, Mapping):
+            body = dict(entry)
+            name = body.pop("field", None)
+        else:
+            problems.append(f"entry {position}: must be an object with 'field', 'type', 'display_name', 'attributes'")
+            continue
+        if not isinstance(name, str) or not name.strip() or name in (".", ".."):
+            problems.append(f"entry {position}: 'field' must be a field name, got {name!r}")
+            continue
+        where = f"entry {position} ({name!r})"
+        if name in first_seen:
+            problems.append(f"{where}: field {name!r} is declared twice (entries {first_seen[name]} and {position})")
+            continue
+        first_seen[name] = position
+        if require_type_and_name and isinstance(body, Mapping):
+            missing = [member for member in ("type", "display_name") if body.get(member) in (None, "")]
+            if missing:
+                problems.append(f"{where}: {' and '.join(missing)} required (Blink resets what an update leaves out)")
+                continue
+        if isinstance(body, FieldUpdate):
+            valid.append((name, body))
+            continue
+        try:
+            valid.append((name, FieldUpdate.model_validate(body)))
+        except ValidationError as err:
+            problems.append(f"{where}: {describe_errors(err.errors())}")
+    if problems:
+        raise BlinkInputError(
+            f"{len(problems)} of {len(entries)} field update(s) are invalid, so none was sent: " + "; ".join(problems)
+        )
+    return valid

@@ -6,6 +6,8 @@ import datetime as dt
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import quote, urlsplit
@@ -41,22 +43,49 @@ from blinkops_provider.hooks._retry import (
     is_retryable,
 )
 from blinkops_provider.hooks._walk import CataloguePage
+from blinkops_provider.hooks._workers import WorkerPool
 from blinkops_provider.models import (
     ConnectionType,
     ConnectionTypePage,
     FieldUpdate,
     TableField,
+    validate_field_updates,
     validate_input,
 )
 from blinkops_provider.rql import MAX_LIMIT, RQLQuery, check_paging
 
-__all__ = ["BlinkHook", "build_base_url"]
+__all__ = ["BlinkHook", "FieldUpdates", "build_base_url"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 DEFAULT_WALK_CONCURRENCY = 4
 """Requests in flight during a catalogue walk, unless told: measured at a 20 ms round trip,
 4 workers walk 20,000 types in well under the time of one-by-one pages (README, Benchmarks)."""
+
+
+DEFAULT_UPDATE_CONCURRENCY = 8
+"""Field updates in flight at once, unless told (measured: see :meth:`BlinkHook.update_table_fields`)."""
+
+
+@dataclass
+class FieldUpdates:
+    """What :meth:`BlinkHook.update_table_fields` did, in the given order.
+
+    :ivar updated: the fields as Blink stored them.
+    :ivar failed: field name -> the error that update ended with.
+    :ivar not_sent: fields never sent, because ``fail_fast`` stopped the batch.
+    :ivar order: every field name, as given.
+    """
+
+    updated: list[TableField]
+    failed: dict[str, BlinkApiError]
+    not_sent: list[str]
+    order: list[str]
+
+    @property
+    def ok(self) -> bool:
+        """Whether every update was applied."""
+        return not self.failed and not self.not_sent
 
 
 def check_concurrency(value: Any) -> None:
@@ -189,12 +218,13 @@ class BlinkHook(BaseHook):
         params: Mapping[str, str] | None = None,
         json: Any = None,
         subject: str | None = None,
+        session: requests.Session | None = None,
     ) -> ModelT:
         """Send one API call (see :meth:`_send`) and return its body as ``model``.
 
         :raises BlinkResponseError: when a 2xx body is not the expected JSON.
         """
-        response = self._send(method, path, params=params, json=json, subject=subject)
+        response = self._send(method, path, params=params, json=json, subject=subject, session=session)
         return parse_model(response, model, method=method, path=path, scrub=self._scrub)
 
     def _send(
@@ -290,16 +320,95 @@ class BlinkHook(BaseHook):
         :raises BlinkBadRequestError: Blink refused the update (400).
         :raises BlinkNotFoundError: no such workspace, table or field (404).
         """
+        return self._put_field(ws_id, table, field, validate_input(FieldUpdate, update, "field update"))
+
+    def _put_field(
+        self, ws_id: str, table: str, field: str, update: FieldUpdate, session: requests.Session | None = None
+    ) -> TableField:
         path = "/workspace/{}/table/{}/fields/{}".format(
             _segment(ws_id, "ws_id"), _segment(table, "table"), _segment(field, "field")
         )
-        body = validate_input(FieldUpdate, update, "field update")
         return self._request(
             "PUT",
             path,
             TableField,
-            json=body.to_body(),
+            json=update.to_body(),
             subject=f"field {field!r} of table {table!r} in workspace {ws_id!r}",
+            session=session,
+        )
+
+    def update_table_fields(
+        self,
+        ws_id: str,
+        table: str,
+        updates: Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | str,
+        *,
+        max_concurrency: int = DEFAULT_UPDATE_CONCURRENCY,
+        fail_fast: bool = False,
+    ) -> FieldUpdates:
+        """Apply many field updates to one table, ``max_concurrency`` at a time.
+
+        Every update is checked before the first is sent; one that fails does not stop the
+        others (unless ``fail_fast``: then no new update starts, and those in flight finish).
+        Each worker has its own HTTP session; all share the hook's retry policy and one backoff,
+        so a 429 or 503 with ``Retry-After`` pauses every worker. Progress is logged as updates
+        complete (``120/200 fields applied``).
+
+        :param updates: ``{field name: update}``, or entries in the declared-schema format
+            ``{"field": name, "type": ..., "display_name": ..., "attributes": {...}}``, or the
+            JSON text of either.
+        :param max_concurrency: updates in flight at once, 1 to 32. The default,
+            :data:`DEFAULT_UPDATE_CONCURRENCY`, was measured: 200 updates at a 20 ms round trip
+            take about a tenth of the one-by-one time at 8, and 16 gains little more on the
+            sandbox (README, Benchmarks). Lower it for a tenant with a tight rate limit.
+        :returns: the updated fields and the failed ones, in the given order.
+        :raises BlinkInputError: an invalid name, update, duplicate field or ``max_concurrency``,
+            listing every problem, before any request.
+        :raises BlinkConfigurationError: the connection cannot be used (before any request).
+        """
+        _segment(ws_id, "ws_id")
+        _segment(table, "table")
+        check_concurrency(max_concurrency)
+        batch = validate_field_updates(updates)
+        self._settings  # noqa: B018  (a broken connection fails once, here, not once per field)
+        outcome: dict[str, TableField | BlinkApiError] = {}
+        queued = iter(batch)
+        total, failures, step = len(batch), 0, max(1, len(batch) // 10)
+        stopping = False
+        with WorkerPool(min(max_concurrency, max(total, 1)), self._new_session, "blink-fields") as pool:
+            pending: dict[Future[TableField], str] = {}
+
+            def fill() -> None:
+                while not stopping and len(pending) < max_concurrency:
+                    entry = next(queued, None)
+                    if entry is None:
+                        return
+                    pending[pool.submit(self._put_field, ws_id, table, *entry)] = entry[0]
+
+            fill()
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    name = pending.pop(future)
+                    try:
+                        outcome[name] = future.result()
+                    except BlinkApiError as err:
+                        outcome[name] = err
+                        failures += 1
+                        stopping = stopping or fail_fast
+                    if len(outcome) % step == 0 or len(outcome) == total:
+                        self.log.info(
+                            "%d/%d fields applied%s", len(outcome) - failures, total,
+                            f", {failures} failed" if failures else "",
+                        )  # fmt: skip
+                fill()
+        order = [name for name, _ in batch]
+        done = [(name, outcome[name]) for name in order if name in outcome]
+        return FieldUpdates(
+            updated=[result for _, result in done if isinstance(result, TableField)],
+            failed={name: result for name, result in done if isinstance(result, BlinkApiError)},
+            not_sent=[name for name in order if name not in outcome],
+            order=order,
         )
 
     def list_connection_types(

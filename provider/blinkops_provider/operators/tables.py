@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.models import FieldType, FieldUpdate, validate_input
+from blinkops_provider.exceptions import BlinkApiError, BlinkClientError, BlinkInputError
+from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook, FieldUpdates, check_concurrency
+from blinkops_provider.models import FieldType, FieldUpdate, validate_field_updates, validate_input
 from blinkops_provider.operators._base import BaseBlinkOperator
 from blinkops_provider.rql import parse_json_object
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
 
-__all__ = ["UpdateTableFieldOperator"]
+__all__ = ["UpdateTableFieldOperator", "UpdateTableFieldsOperator"]
 
 
 class UpdateTableFieldOperator(BaseBlinkOperator):
@@ -90,3 +90,94 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
             self.field, self.table, self.ws_id, updated.type,
         )  # fmt: skip
         return updated.to_json_dict()
+
+
+class UpdateTableFieldsOperator(BaseBlinkOperator):
+    """Apply a declared schema, many fields of one Blink table, in one task.
+
+    Every entry is checked after templating and before any request (names, types, attributes,
+    no field twice; all problems reported together), then the updates are sent
+    ``max_concurrency`` at a time. A failing field does not stop the others unless ``fail_fast``.
+    The log ends with one line per field, in the declared order.
+
+    :param ws_id: the workspace id.
+    :param table: the table's name.
+    :param fields: the declared schema: a list of ``{"field": name, "type": ..., "display_name":
+        ..., "attributes": {...}}`` (``type`` and ``display_name`` required: Blink resets what an
+        update leaves out and refuses type changes), or its JSON text as a template renders it.
+    :param max_concurrency: updates in flight at once, 1 to 32 (default 8, measured; see
+        :meth:`~blinkops_provider.hooks.blink.BlinkHook.update_table_fields`).
+    :param fail_fast: after the first failure, start no new update (those in flight finish).
+    :param blink_conn_id: the ``blink`` connection to use.
+    :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
+    :returns: (XCom ``return_value``, pushed also when the task fails)
+        ``{"ws_id", "table", "updated": [names], "failed": [{"field", "status", "message"}]}``.
+    :raises BlinkInputError: invalid entries, before any request.
+    :raises BlinkClientError: some fields failed, every one with a 4xx: no Airflow retry helps.
+    :raises BlinkApiError: some fields failed, at least one transiently: Airflow's retries apply
+        (updates are full replacements, so applying the schema again is safe).
+    """
+
+    template_fields: Sequence[str] = ("ws_id", "table", "fields")
+    template_fields_renderers = {"fields": "json"}
+    ui_color = "#d8e9ff"
+
+    def __init__(
+        self,
+        *,
+        ws_id: str,
+        table: str,
+        fields: list[dict[str, Any]] | str,
+        max_concurrency: int = DEFAULT_UPDATE_CONCURRENCY,
+        fail_fast: bool = False,
+        blink_conn_id: str = BlinkHook.default_conn_name,
+        hook_params: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(blink_conn_id=blink_conn_id, hook_params=hook_params, **kwargs)
+        check_concurrency(max_concurrency)
+        self.ws_id = ws_id
+        self.table = table
+        self.fields = fields
+        self.max_concurrency = max_concurrency
+        self.fail_fast = fail_fast
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        batch = validate_field_updates(self.fields, require_type_and_name=True)
+        result = self.hook.update_table_fields(
+            self.ws_id, self.table, dict(batch), max_concurrency=self.max_concurrency, fail_fast=self.fail_fast
+        )
+        summary = self._report(result)
+        if result.ok:
+            return summary
+        context["ti"].xcom_push(key="return_value", value=summary)
+        raise self._failure(result)
+
+    def _report(self, result: FieldUpdates) -> dict[str, Any]:
+        """Log one line per field in the declared order; the XCom summary."""
+        updated = {field.name: field for field in result.updated}
+        failed: list[dict[str, Any]] = []
+        self.log.info("Schema of %s/%s: %d of %d fields applied", self.ws_id, self.table, len(updated),
+                      len(result.order))  # fmt: skip
+        for name in result.order:
+            if name in updated:
+                field = updated[name]
+                self.log.info("  %s: applied (%s, %r)", name, field.type, field.display_name)
+                continue
+            error = result.failed.get(name)
+            status = error.status if error is not None else None
+            message = str(error.message) if error is not None else "not sent: fail_fast stopped the batch"
+            if error is not None and error.details and error.details != error.message:
+                message = f"{message} ({error.details})"
+            self.log.error("  %s: failed%s: %s", name, f" with {status}" if status else "", message)
+            failed.append({"field": name, "status": status, "message": message})
+        return {"ws_id": self.ws_id, "table": self.table, "updated": [n for n in result.order if n in updated],
+                "failed": failed}  # fmt: skip
+
+    @staticmethod
+    def _failure(result: FieldUpdates) -> BlinkApiError:
+        names = ", ".join(repr(name) for name in [*result.failed, *result.not_sent])
+        message = f"{len(result.failed) + len(result.not_sent)} of {len(result.order)} field(s) not applied: {names}"
+        if all(isinstance(error, BlinkClientError) for error in result.failed.values()):
+            return BlinkClientError(message)  # every failure was a 4xx: retrying the task cannot help
+        return BlinkApiError(message)

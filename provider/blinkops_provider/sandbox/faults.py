@@ -97,12 +97,27 @@ class FaultInjector:
 
 
 class RequestLog:
-    """The API requests the sandbox received (the newest ``size``), for tests to inspect."""
+    """The API requests the sandbox received (the newest ``size``), for tests to inspect.
+
+    :ivar in_flight: API requests being answered now.
+    :ivar peak_in_flight: the most answered at once since the log was last cleared.
+    """
 
     def __init__(self, size: int = 10_000) -> None:
         self._entries: deque[dict[str, Any]] = deque(maxlen=size)
         self._lock = threading.Lock()
         self._seq = 0
+        self.in_flight = 0
+        self.peak_in_flight = 0
+
+    def started(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+
+    def finished(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
 
     def add(self, entry: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -118,6 +133,7 @@ class RequestLog:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self.peak_in_flight = self.in_flight
 
 
 _REASONS = {429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
@@ -151,6 +167,13 @@ class FaultMiddleware:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
             await self.app(scope, receive, send)
             return
+        self.log.started()
+        try:
+            await self._answer(scope, receive, send)
+        finally:
+            self.log.finished()
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
         body = b""
         while True:
             message = await receive()

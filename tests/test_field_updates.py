@@ -1,0 +1,255 @@
+"""Batch field updates: BlinkHook.update_table_fields and UpdateTableFieldsOperator."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+import requests_mock as rm
+from airflow.providers.common.compat.sdk import AirflowFailException
+
+from blinkops_provider.exceptions import BlinkApiError, BlinkClientError, BlinkInputError
+from blinkops_provider.hooks._retry import SharedPause
+from blinkops_provider.operators.tables import UpdateTableFieldsOperator
+
+BASE = "https://blink.test/api/v1"
+TABLE_URL = f"{BASE}/workspace/ws-1/table/Incidents/fields"
+
+
+def entry(name: str, **extra: Any) -> dict[str, Any]:
+    return {"field": name, "type": "text", "display_name": name.title(), **extra}
+
+
+def field_json(request: Any, context: Any) -> dict[str, Any]:
+    """What Blink answers a field update: the field, as sent."""
+    name = request.path.rsplit("/", 1)[-1]
+    body = request.json()
+    return {"id": f"fld-{name}", "name": name, "type": body.get("type"), "display_name": body.get("display_name"),
+            "attributes": body.get("attributes", {})}  # fmt: skip
+
+
+class FakeTI:
+    def __init__(self) -> None:
+        self.pushed: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.pushed[key] = value
+
+
+# -- checked before anything is sent -------------------------------------------------------
+
+
+def test_every_problem_is_reported_together_and_nothing_is_sent(blink_conn: None) -> None:
+    fields = [
+        entry("title"),
+        entry("impact", attributes={"opitons": ["a"]}),  # a typo
+        {"field": "due", "type": "calendar", "display_name": "Due"},  # no such type
+        entry("title"),  # twice
+        {"type": "text", "display_name": "No name"},
+        {"field": "owner", "type": "reference"},  # display_name missing
+        "not an object",
+    ]
+    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=fields)
+    with rm.Mocker() as m:
+        with pytest.raises(BlinkInputError) as caught:
+            op.execute({"ti": FakeTI()})
+        assert not m.called
+    message = str(caught.value)
+    assert message.startswith("6 of 7 field update(s) are invalid, so none was sent")
+    for part in (
+        "entry 2 ('impact'): attributes: unknown member 'opitons' in FieldAttributes; allowed: default_value",
+        "entry 3 ('due'): type: Input should be 'text'",
+        "entry 4 ('title'): field 'title' is declared twice (entries 1 and 4)",
+        "entry 5: 'field' must be a field name, got None",
+        "entry 6 ('owner'): display_name required",
+        "entry 7: must be an object",
+    ):
+        assert part in message
+
+
+def test_fields_may_be_the_json_a_template_renders(blink_conn: None) -> None:
+    op = UpdateTableFieldsOperator(
+        task_id="apply", ws_id="{{ params.ws }}", table="Incidents", fields='[{"field": "{{ params.f }}", '
+        '"type": "text", "display_name": "Title"}]',
+    )  # fmt: skip
+    op.render_template_fields({"params": {"ws": "ws-1", "f": "title"}})
+    with rm.Mocker() as m:
+        m.put(f"{TABLE_URL}/title", json=field_json)
+        assert op.execute({"ti": FakeTI()}) == {
+            "ws_id": "ws-1",
+            "table": "Incidents",
+            "updated": ["title"],
+            "failed": [],
+        }
+
+
+def test_operator_contract() -> None:
+    import inspect
+
+    signature = inspect.signature(UpdateTableFieldsOperator.__init__)
+    assert list(signature.parameters)[1:] == [
+        "ws_id", "table", "fields", "max_concurrency", "fail_fast", "blink_conn_id", "hook_params", "kwargs",
+    ]  # fmt: skip
+    assert signature.parameters["max_concurrency"].default == 8
+    assert signature.parameters["fail_fast"].default is False
+    assert UpdateTableFieldsOperator.template_fields == ("ws_id", "table", "fields")
+    assert UpdateTableFieldsOperator.template_fields_renderers == {"fields": "json"}
+    with pytest.raises(BlinkInputError, match="max_concurrency must be an integer from 1 to 32"):
+        UpdateTableFieldsOperator(task_id="t", ws_id="w", table="t", fields=[], max_concurrency=0)
+
+
+# -- concurrency -------------------------------------------------------------------------------
+
+
+@pytest.mark.blink_sandbox(connection_types=0)
+def test_at_most_max_concurrency_updates_are_in_flight(blink_sandbox: Any) -> None:
+    import asyncio
+
+    from blinkops_provider.hooks.blink import BlinkHook
+
+    fields = [{"name": f"f{i}", "type": "text", "display_name": f"F{i}", "attributes": {}} for i in range(12)]
+    blink_sandbox.store.add_table("ws-9", "Wide", fields)
+    release: dict[str, asyncio.Event] = {}
+
+    async def hold(seconds: float) -> None:  # the server keeps each update until three are in flight
+        event = release.setdefault("event", asyncio.Event())
+        if blink_sandbox.log.in_flight >= 3:
+            event.set()
+        await asyncio.wait_for(event.wait(), 10)
+
+    blink_sandbox.faults.sleep = hold
+    blink_sandbox.set_faults(latency_ms=1)
+    updates = [entry(f"f{i}", display_name=f"Field {i}") for i in range(12)]
+    result = BlinkHook().update_table_fields("ws-9", "Wide", updates, max_concurrency=3)
+    assert result.ok
+    assert blink_sandbox.log.peak_in_flight == 3
+    assert [field.display_name for field in result.updated] == [f"Field {i}" for i in range(12)]
+    assert [f["display_name"] for f in blink_sandbox.store.fields("ws-9", "Wide")] == [f"Field {i}" for i in range(12)]
+
+
+def test_every_worker_has_a_session_of_its_own(make_hook: Any) -> None:
+    hook = make_hook()
+    made: list[Any] = []
+    original = hook._new_session
+
+    def tracked() -> Any:
+        made.append(original())
+        return made[-1]
+
+    hook._new_session = tracked
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json=field_json)
+        hook.update_table_fields("ws-1", "Incidents", [entry(f"f{i}") for i in range(6)], max_concurrency=4)
+    assert len(made) == 4
+    assert "session" not in hook.__dict__  # the hook's own session was never used by a worker
+
+
+def test_a_retry_after_pauses_every_worker(make_hook: Any) -> None:
+    hook = make_hook()
+    clock = [0.0]
+    hook._pause = SharedPause(clock=lambda: clock[0])
+    slept: list[tuple[str, float]] = []
+    a_waits, c_waited = threading.Event(), threading.Event()
+
+    def sleep(seconds: float) -> None:
+        slept.append((threading.current_thread().name, seconds))
+        if len(slept) == 1:  # the worker that got the 429
+            a_waits.set()
+            assert c_waited.wait(10)
+        else:
+            c_waited.set()
+        clock[0] += seconds
+
+    hook._sleep = sleep
+
+    def b_answer(request: Any, context: Any) -> dict[str, Any]:
+        assert a_waits.wait(10)  # B is answered while A waits out its 429; C comes next
+        return field_json(request, context)
+
+    with rm.Mocker() as m:
+        m.put(
+            f"{TABLE_URL}/a", [{"status_code": 429, "headers": {"Retry-After": "7"}, "json": {}}, {"json": field_json}]
+        )
+        m.put(f"{TABLE_URL}/b", json=b_answer)
+        m.put(f"{TABLE_URL}/c", json=field_json)
+        result = hook.update_table_fields("ws-1", "Incidents", [entry("a"), entry("b"), entry("c")], max_concurrency=2)
+    assert result.ok
+    assert [seconds for _, seconds in slept] == [7.0, 7.0]  # C waited for A's Retry-After too
+    assert slept[0][0] != slept[1][0]
+
+
+# -- failures -------------------------------------------------------------------------------
+
+
+def test_partial_failure_applies_the_rest_and_reports_each_field(blink_conn: None, provider_log: Any) -> None:
+    op = UpdateTableFieldsOperator(
+        task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b"), entry("c"), entry("d")]
+    )
+    ti = FakeTI()
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json=field_json)
+        m.put(f"{TABLE_URL}/b", status_code=400, json={"status": 400, "message": "changing the type is not allowed"})
+        m.put(f"{TABLE_URL}/c", status_code=404, json={"status": 404, "message": "field 'c' not found"})
+        with pytest.raises(BlinkClientError) as caught:
+            op.execute({"ti": ti})
+        assert m.call_count == 4  # a 4xx is not retried
+    assert isinstance(caught.value, AirflowFailException)  # every failure was a 4xx: no task retry
+    assert "2 of 4 field(s) not applied: 'b', 'c'" in str(caught.value)
+    assert ti.pushed["return_value"] == {
+        "ws_id": "ws-1", "table": "Incidents", "updated": ["a", "d"],
+        "failed": [
+            {"field": "b", "status": 400, "message": "changing the type is not allowed"},
+            {"field": "c", "status": 404, "message": "not found: field 'c' of table 'Incidents' in workspace 'ws-1' "
+                                                     "(field 'c' not found)"},
+        ],
+    }  # fmt: skip
+    import re
+
+    lines = provider_log()
+    per_field = [m.group(1) for line in lines if (m := re.search(r"\s([abcd]): (applied|failed)", line))]
+    assert per_field == ["a", "b", "c", "d"]  # one line per field, in the declared order
+    assert any("2/4 fields applied, 2 failed" in line for line in lines)  # progress as updates complete
+
+
+def test_a_transient_failure_leaves_airflow_retries_in_play(blink_conn: None) -> None:
+    op = UpdateTableFieldsOperator(
+        task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")],
+        hook_params={"retry_limit": 1},
+    )  # fmt: skip
+    with rm.Mocker() as m:
+        m.put(f"{TABLE_URL}/a", status_code=400, json={"message": "no"})
+        m.put(f"{TABLE_URL}/b", status_code=503)
+        with pytest.raises(BlinkApiError) as caught:
+            op.execute({"ti": FakeTI()})
+    assert not isinstance(caught.value, AirflowFailException)
+
+
+def test_fail_fast_starts_nothing_new_after_a_failure(blink_conn: None) -> None:
+    op = UpdateTableFieldsOperator(
+        task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b"), entry("c")],
+        max_concurrency=1, fail_fast=True,
+    )  # fmt: skip
+    ti = FakeTI()
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json=field_json)  # requests-mock tries the latest registration first
+        m.put(f"{TABLE_URL}/a", status_code=400, json={"message": "no"})
+        with pytest.raises(BlinkClientError, match="3 of 3 field"):
+            op.execute({"ti": ti})
+        assert m.call_count == 1
+    assert [f["field"] for f in ti.pushed["return_value"]["failed"]] == ["a", "b", "c"]
+    assert ti.pushed["return_value"]["failed"][1] == {
+        "field": "b", "status": None, "message": "not sent: fail_fast stopped the batch",
+    }  # fmt: skip
+
+
+def test_no_secret_in_any_per_field_message(blink_conn: None) -> None:
+    from tests.conftest import API_KEY
+
+    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a")])
+    ti = FakeTI()
+    with rm.Mocker() as m:
+        m.put(f"{TABLE_URL}/a", status_code=400, json={"message": f"bad key {API_KEY}", "details": API_KEY})
+        with pytest.raises(BlinkClientError):
+            op.execute({"ti": ti})
+    assert API_KEY not in str(ti.pushed)
