@@ -4,7 +4,7 @@
 Applies a declared schema to the fields of one Blink table: `blink_table_schema_migration.json`
 beside this file lists each field with its type, display name and attributes. One
 `UpdateTableFieldsOperator` task checks every entry first (nothing is sent if any is wrong), then
-applies them 8 at a time; a failing field does not stop the others. Its log ends with one line
+applies them 16 at a time; a failing field does not stop the others. Its log ends with one line
 per field, and its XCom holds `{"ws_id", "table", "updated", "failed"}`, pushed also when the
 task fails.
 
@@ -61,7 +61,7 @@ with DAG(
         ws_id="{{ params.ws_id }}",
         table="{{ params.table }}",
         fields=load_schema(),
-        max_concurrency=8,
+        max_concurrency=16,
         retries=1,
     )
     # [END howto_operator_update_table_fields]

@@ -91,7 +91,7 @@ def test_operator_contract() -> None:
     assert list(signature.parameters)[1:] == [
         "ws_id", "table", "fields", "max_concurrency", "fail_fast", "blink_conn_id", "hook_params", "kwargs",
     ]  # fmt: skip
-    assert signature.parameters["max_concurrency"].default == 8
+    assert signature.parameters["max_concurrency"].default == 16
     assert signature.parameters["fail_fast"].default is False
     assert UpdateTableFieldsOperator.template_fields == ("ws_id", "table", "fields")
     assert UpdateTableFieldsOperator.template_fields_renderers == {"fields": "json"}

@@ -105,7 +105,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     :param fields: the declared schema: a list of ``{"field": name, "type": ..., "display_name":
         ..., "attributes": {...}}`` (``type`` and ``display_name`` required: Blink resets what an
         update leaves out and refuses type changes), or its JSON text as a template renders it.
-    :param max_concurrency: updates in flight at once, 1 to 32 (default 8, measured; see
+    :param max_concurrency: updates in flight at once, 1 to 32 (default 16, measured; see
         :meth:`~blinkops_provider.hooks.blink.BlinkHook.update_table_fields`).
     :param fail_fast: after the first failure, start no new update (those in flight finish).
     :param blink_conn_id: the ``blink`` connection to use.

@@ -1,0 +1,124 @@
+"""Batch field updates side by side with one-by-one updates, over a slow network.
+
+    python tests/benchmarks/field_updates.py            # 200 updates, 5 interleaved rounds
+    python tests/benchmarks/field_updates.py --smoke    # 40 updates, one round, for CI
+
+Set-up: a Blink sandbox (in this process) with a table of 200 fields, behind ``latency_proxy.py``
+(its own process, 10 ms each way: a 20 ms round trip). Each way runs in a fresh Python process
+that imports Airflow first; the time is taken around the updates alone. Rounds are interleaved
+and medians printed, with the latency floor ``ceil(updates / concurrency) x RTT``.
+
+The ways: ``one by one`` (``BlinkHook.update_table_field`` in a loop) and
+``UpdateTableFieldsOperator`` at several ``max_concurrency`` values, its default among them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from catalogue_sync import KEY, _start  # noqa: E402  (the same process helpers)
+
+WS, TABLE = "ws-bench", "Wide"
+
+
+def declared(count: int, round_: int) -> list[dict[str, Any]]:
+    """The schema to apply: every field gets a new display name, so each run changes something."""
+    return [{"field": f"f{i:03d}", "type": "text", "display_name": f"Field {i} r{round_}"} for i in range(count)]
+
+
+def child(way: str, base: str, count: int, round_: int) -> None:
+    import logging
+
+    import airflow  # noqa: F401  (imported before the clock starts, as in a task)
+
+    from blinkops_provider.hooks.blink import BlinkHook
+    from blinkops_provider.operators.tables import UpdateTableFieldsOperator
+
+    logging.disable(logging.INFO)
+    os.environ["AIRFLOW_CONN_BLINK_DEFAULT"] = json.dumps({"conn_type": "blink", "host": base, "password": KEY})
+    fields = declared(count, round_)
+    started = time.perf_counter()
+    if way == "one by one":
+        hook = BlinkHook()
+        for entry in fields:
+            hook.update_table_field(WS, TABLE, entry["field"], {k: v for k, v in entry.items() if k != "field"})
+        applied = count
+    else:
+        concurrency = int(way.rsplit("=", 1)[1])
+        op = UpdateTableFieldsOperator(task_id="apply", ws_id=WS, table=TABLE, fields=fields,
+                                       max_concurrency=concurrency)  # fmt: skip
+        applied = len(op.execute({})["updated"])
+    print(json.dumps({"seconds": time.perf_counter() - started, "count": applied}))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--smoke", action="store_true", help="40 updates, one round, for CI")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--base", help=argparse.SUPPRESS)
+    parser.add_argument("--count", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.base, args.count, args.round)
+        return 0
+    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-bench-"))
+    os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+    from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY
+    from blinkops_provider.sandbox import BlinkSandbox
+
+    count, rounds, delay_ms = (40, 1, 10.0) if args.smoke else (200, args.rounds, 10.0)
+    concurrencies = sorted({4, 8, DEFAULT_UPDATE_CONCURRENCY, 32})
+    ways = ["one by one", *(f"operator, max_concurrency={c}" for c in concurrencies)]
+    runs: dict[str, list[float]] = {way: [] for way in ways}
+    with ExitStack() as stack:
+        sandbox = stack.enter_context(BlinkSandbox(connection_types=0, api_key=KEY))
+        sandbox.store.add_table(WS, TABLE, [{"name": f"f{i:03d}", "type": "text", "display_name": f"f{i}",
+                                             "attributes": {}} for i in range(count)])  # fmt: skip
+        proxy = _start(stack, [sys.executable, str(HERE / "latency_proxy.py"), "--target", f"127.0.0.1:{sandbox.port}",
+                               "--delay-ms", str(delay_ms)], r"listening on (\d+)")  # fmt: skip
+        base = f"http://127.0.0.1:{proxy[1]}"
+        for round_ in range(rounds):
+            for way in ways:
+                done = subprocess.run([sys.executable, __file__, "--child", way, "--base", base, "--count", str(count),
+                                       "--round", str(round_)], capture_output=True, text=True, check=False)  # fmt: skip
+                if done.returncode != 0:
+                    raise SystemExit(f"{way} failed:\n{done.stderr[-3000:]}")
+                figures = json.loads(done.stdout.strip().splitlines()[-1])
+                if figures["count"] != count:
+                    raise SystemExit(f"{way}: {figures['count']} of {count} applied")
+                runs[way].append(figures["seconds"])
+    rtt = 2 * delay_ms / 1000
+    one = statistics.median(runs["one by one"])
+    print(f"\n{count} field updates, RTT {2 * delay_ms:g} ms, {rounds} interleaved round(s), medians")
+    print(f"{'way':<34}{'seconds':>9}{'floor':>9}{'vs one by one':>15}")
+    for way in ways:
+        seconds = statistics.median(runs[way])
+        concurrency = 1 if way == "one by one" else int(way.rsplit("=", 1)[1])
+        floor = math.ceil(count / concurrency) * rtt
+        print(f"{way:<34}{seconds:>9.3f}{floor:>9.3f}{one / seconds:>14.1f}x")
+    default = statistics.median(runs[f"operator, max_concurrency={DEFAULT_UPDATE_CONCURRENCY}"])
+    verdict = "met" if one / default >= 5 else "NOT MET"
+    note = " (smoke size: the target is for the full run)" if args.smoke else ""
+    print(f"target: the default ({DEFAULT_UPDATE_CONCURRENCY}) >= 5x faster than one by one: {one / default:.1f}x  "
+          f"{verdict}{note}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
