@@ -1,7 +1,8 @@
 """Benchmarks of the provider's hot paths; prints measured figures, asserts nothing.
 
-Ends with the side-by-side catalogue sync of ``catalogue_sync.py`` (the provider against a raw
-requests loop and HttpOperator, over a latency-injecting proxy).
+Ends with the side-by-side runs over a latency-injecting proxy: ``catalogue_sync.py`` (the
+provider against a raw requests loop and HttpOperator) and ``field_updates.py`` (the batch
+operator against one-by-one updates).
 
     python tests/benchmarks/run.py            # full run (100,000 connection types)
     python tests/benchmarks/run.py --smoke    # a quick run for CI
@@ -177,9 +178,13 @@ def main() -> int:
         measure("operator -> XCom list (in memory)", size, page_size, to_xcom)
     sandbox_walk(sizes[-1], page_size)
     example_dag_parse_times()
-    print("\n== The catalogue sync side by side (tests/benchmarks/catalogue_sync.py) ==", flush=True)
-    side_by_side = [sys.executable, str(Path(__file__).with_name("catalogue_sync.py"))]
-    return subprocess.run([*side_by_side, *(["--smoke"] if args.smoke else [])], check=False).returncode
+    failed = 0
+    for script, title in (("catalogue_sync.py", "The catalogue sync side by side"),
+                          ("field_updates.py", "Batch field updates side by side")):  # fmt: skip
+        print(f"\n== {title} (tests/benchmarks/{script}) ==", flush=True)
+        command = [sys.executable, str(Path(__file__).with_name(script)), *(["--smoke"] if args.smoke else [])]
+        failed |= subprocess.run(command, check=False).returncode
+    return failed
 
 
 if __name__ == "__main__":
