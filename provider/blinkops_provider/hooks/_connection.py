@@ -17,30 +17,80 @@ DEFAULT_TIMEOUT = (10.0, 60.0)
 Timeout = float | tuple[float, float]
 
 
+def _shown(host: str) -> str:
+    """A host as error messages may show it: any ``user:password@`` part masked."""
+    scheme, sep, rest = host.partition("://")
+    if not sep:
+        scheme, rest = "", host
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rsplit("@", 1)[1]
+    return f"{scheme}{sep}{authority}{slash}{path}"
+
+
 def build_base_url(host: str | None, port: int | None = None) -> str:
     """The API's base URL from a connection's host: https unless told, ``/api/v1`` added once.
 
-    :raises BlinkConfigurationError: the host is not a usable URL.
+    :raises BlinkConfigurationError: the host is not a usable URL (naming the field to fix, and
+        never echoing a user name or password written into it).
     """
     text = (host or "").strip()
     if not text:
         return DEFAULT_BASE_URL
+    shown = _shown(text)
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in text):
+        raise BlinkConfigurationError(
+            f"the connection's host (Base URL) {shown!r} contains spaces or control characters; "
+            "use e.g. https://app.blinkops.com"
+        )
     if "://" not in text:
         text = f"https://{text}"
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(text)
+        explicit_port = parts.port
+        hostname = parts.hostname
+    except ValueError as err:
         raise BlinkConfigurationError(
-            f"the connection's host {host!r} is not a base URL; use e.g. https://app.blinkops.com"
+            f"the connection's host (Base URL) {shown!r} is not a URL ({err}); use e.g. https://app.blinkops.com"
+        ) from None
+    if parts.scheme not in ("http", "https") or not hostname:
+        raise BlinkConfigurationError(
+            f"the connection's host (Base URL) {shown!r} is not a base URL; use e.g. https://app.blinkops.com"
+        )
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        raise BlinkConfigurationError(
+            f"the connection's host (Base URL) {shown!r} carries a user name or password; remove it: "
+            "the API key goes in the password field, and nothing else is sent"
         )
     if parts.query or parts.fragment:
-        raise BlinkConfigurationError(f"the connection's host {host!r} must not carry '?' or '#' parts")
+        raise BlinkConfigurationError(f"the connection's host (Base URL) {shown!r} must not carry '?' or '#' parts")
     netloc = parts.netloc
-    if port and parts.port is None:
+    if port is not None and explicit_port is None:
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+            raise BlinkConfigurationError(f"the connection's port must be from 1 to 65535, got {port!r}")
         netloc = f"{netloc}:{port}"
     path = parts.path.rstrip("/")
     if not path.endswith(API_PREFIX):
         path += API_PREFIX
     return f"{parts.scheme}://{netloc}{path}"
+
+
+def check_api_key(key: str, conn_id: str) -> None:
+    """Refuse a key that cannot travel in an HTTP header, without echoing any of it.
+
+    :raises BlinkConfigurationError: a character outside latin-1, or a control character.
+    """
+    for position, ch in enumerate(key, start=1):
+        if ord(ch) > 255:
+            problem = f"character {position} is not latin-1 (HTTP headers carry latin-1 only)"
+        elif ord(ch) < 32 or ord(ch) == 127:
+            problem = f"character {position} is a control character (a line break, tab, ...)"
+        else:
+            continue
+        raise BlinkConfigurationError(
+            f"the API key of connection {conn_id!r} cannot be sent in a header: {problem}; "
+            f"paste the key again (the key has {len(key)} characters)"
+        )
 
 
 def as_bool(value: Any, what: str) -> bool:
@@ -81,6 +131,11 @@ class ConnectionSettings:
     verify: bool
     timeout: Timeout
 
+    @property
+    def deadline(self) -> float:
+        """The most one attempt may take in all: the connect timeout plus the read timeout."""
+        return sum(self.timeout) if isinstance(self.timeout, tuple) else 2 * self.timeout
+
     @classmethod
     def from_connection(cls, conn: Any, timeout: Timeout | None = None) -> ConnectionSettings:
         """Read and check a connection; ``timeout`` overrides the connection's own.
@@ -99,8 +154,9 @@ class ConnectionSettings:
                 f"the connection {conn.conn_id!r} has no API key: put it in the password field "
                 "(labelled 'API key' in the UI)"
             )
+        check_api_key(api_key, conn.conn_id)
         header = str(option("api_key_header") or DEFAULT_HEADER).strip()
-        if any(c in header for c in " :\r\n\t"):
+        if not header.isascii() or any(c in header for c in " :\r\n\t") or not header.isprintable():
             raise BlinkConfigurationError(
                 f"extra 'api_key_header' must be an HTTP header name such as {DEFAULT_HEADER}, got {header!r}"
             )

@@ -31,9 +31,21 @@ Scrub = Callable[[str], str]
 
 
 def excerpt(response: requests.Response, scrub: Scrub) -> str:
-    """The first characters of a body, secrets removed, for an error message."""
-    text = response.text[:EXCERPT_CHARS] if response.content else ""
-    return scrub(text) if text else "<empty body>"
+    """The first characters of a body for an error message: secrets removed first, then cut
+    (cutting first could leave part of a key for the scrubber to miss)."""
+    text = scrub(response.text)[:EXCERPT_CHARS] if response.content else ""
+    return text or "<empty body>"
+
+
+def scrub_deep(value: Any, scrub: Scrub) -> Any:
+    """``value`` with every string in it (keys of objects included) passed through ``scrub``."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, list):
+        return [scrub_deep(item, scrub) for item in value]
+    if isinstance(value, dict):
+        return {scrub_deep(key, scrub): scrub_deep(item, scrub) for key, item in value.items()}
+    return value
 
 
 def _content_type(response: requests.Response) -> str:
@@ -158,13 +170,13 @@ def error_from_response(
     wrapper = _error_wrapper(response)
 
     def clean(value: Any) -> Any:
-        return scrub(value) if isinstance(value, str) else value
+        return scrub_deep(value, scrub)
 
     if wrapper is not None and (wrapper.message or wrapper.details):
         message = clean(wrapper.message or wrapper.details)
         details = clean(wrapper.details)
     else:
-        message = response.reason or "error"
+        message = clean(response.reason or "error")
         details = f"content type {_content_type(response)}, body starts: {excerpt(response, scrub)}"
     if status == 404 and subject:
         message, details = f"not found: {subject}", message
@@ -174,8 +186,8 @@ def error_from_response(
         status=status,
         details=details,
         identifier=clean(wrapper.identifier) if wrapper else None,
-        data=wrapper.data if wrapper else None,
-        user_error=wrapper.user_error if wrapper else None,
+        data=clean(wrapper.data) if wrapper else None,
+        user_error=clean(wrapper.user_error) if wrapper else None,
         method=method,
         path=path,
     )

@@ -42,7 +42,9 @@ class RetryableResponse(Exception):
 
 
 def is_retryable(exc: BaseException) -> bool:
-    """Whether a failed attempt is worth another one."""
+    """Whether a failed attempt is worth another one (a TLS failure is configuration, not luck)."""
+    if isinstance(exc, requests.exceptions.SSLError):
+        return False
     return isinstance(exc, (RetryableResponse, *TRANSIENT_EXCEPTIONS))
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from functools import cached_property
@@ -13,6 +14,7 @@ from typing import Any, ClassVar, TypeVar
 from urllib.parse import quote, urlsplit
 
 import requests
+import urllib3
 from airflow.providers.common.compat.sdk import BaseHook, mask_secret
 from pydantic import BaseModel
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
@@ -109,6 +111,19 @@ def _segment(value: object, what: str) -> str:
     return quote(value, safe="")
 
 
+def _without_query(location: str | None) -> str:
+    """A redirect's target as a message may show it: no query, fragment or user info."""
+    if not location:
+        return "nowhere (no Location header)"
+    try:
+        parts = urlsplit(location)
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port else host
+    except ValueError:
+        return "an unusable Location"
+    return f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else parts.path or "/"
+
+
 def _rql(**members: Any) -> RQLQuery:
     return validate_input(RQLQuery, members, "RQL query")
 
@@ -162,6 +177,7 @@ class BlinkHook(BaseHook):
         self._sleep = time.sleep
         self._now = lambda: dt.datetime.now(dt.timezone.utc)
         self._pause = SharedPause(clock=time.monotonic)
+        self._watchdog: Callable[[float, Callable[[], None]], Any] = threading.Timer
 
     # -- connection --------------------------------------------------------------------------
 
@@ -255,9 +271,13 @@ class BlinkHook(BaseHook):
             if wait > 0:
                 self._sleep(wait)
             # verify is passed per request: a session-level False loses to REQUESTS_CA_BUNDLE.
+            # No redirect is followed: requests would resend the key header to any host, and turn
+            # a PUT into a GET (302/303) or drop its body (301).
             response = session.request(
-                method, url, params=params, json=json, timeout=settings.timeout, verify=settings.verify
-            )
+                method, url, params=params, json=json, timeout=settings.timeout, verify=settings.verify,
+                allow_redirects=False, stream=True,
+            )  # fmt: skip
+            self._read_within(response, settings.deadline)
             if response.status_code in RETRYABLE_STATUSES:
                 raise RetryableResponse(response)
             return response
@@ -288,20 +308,82 @@ class BlinkHook(BaseHook):
                 subject=subject, error_class=BlinkTransientError,
             ) from None  # fmt: skip
         except requests.RequestException as exc:
+            attempts = retrying.statistics.get("attempt_number", 1)
+            if isinstance(exc, requests.exceptions.SSLError):
+                raise BlinkConfigurationError(
+                    f"TLS with {self._origin} failed ({type(exc).__name__}), after {attempts} attempt(s): "
+                    "check the server's certificate, the CA bundle (REQUESTS_CA_BUNDLE), or the "
+                    "connection's extra verify_ssl"
+                ) from None
             cls = BlinkTransientError if is_retryable(exc) else BlinkApiError
-            raise cls(f"{self._describe(exc)} after {self.retry_limit} attempt(s)", method=method, path=path) from None
+            raise cls(f"{self._describe(exc)}, after {attempts} attempt(s)", method=method, path=path) from None
+        if response.is_redirect or 300 <= response.status_code < 400:
+            raise BlinkApiError(
+                f"the server answered {response.status_code} {response.reason or ''}".rstrip()
+                + f" pointing to {_without_query(response.headers.get('Location'))}; no redirect is followed, "
+                f"so the API key goes to {self._origin} only: set the connection's Base URL to where the "
+                "API really is",
+                status=response.status_code, method=method, path=path,
+            )  # fmt: skip
         if not response.ok:
             raise error_from_response(response, method=method, path=path, scrub=self._scrub, subject=subject)
         return response
 
+    def _read_within(self, response: requests.Response, seconds: float) -> None:
+        """Read the whole body within ``seconds``, else give up on the attempt (a timeout).
+
+        The read timeout bounds each wait for a byte; a server that trickles its answer byte by
+        byte would keep the call alive far longer. A watchdog shuts the connection down when the
+        attempt's time is up.
+        """
+        fired = threading.Event()
+
+        def cut_off() -> None:
+            fired.set()
+            shutdown = getattr(response.raw, "shutdown", None)
+            (shutdown or response.close)()
+
+        watchdog = self._watchdog(seconds, cut_off)
+        watchdog.start()
+        try:
+            response.content  # noqa: B018  (reads the body now)
+        except (requests.RequestException, OSError, ValueError, AttributeError):
+            if not fired.is_set():
+                raise
+        finally:
+            watchdog.cancel()
+        if fired.is_set():
+            response.close()
+            raise requests.exceptions.ReadTimeout(f"the answer took longer than {seconds:g} s")
+
+    @property
+    def _origin(self) -> str:
+        parts = urlsplit(self.base_url)
+        return f"{parts.scheme}://{parts.netloc}"
+
     def _describe(self, exc: BaseException | None) -> str:
         """A one-line account of a failed attempt that names no URL, query or key."""
+        host = urlsplit(self.base_url).netloc
         if isinstance(exc, RetryableResponse):
             return f"HTTP {exc.response.status_code}"
-        if isinstance(exc, requests.Timeout):
-            return f"timed out ({type(exc).__name__}) talking to {urlsplit(self.base_url).netloc}"
+        if isinstance(exc, requests.exceptions.ConnectTimeout):
+            return f"timed out connecting to {host}"
+        if isinstance(exc, requests.exceptions.ReadTimeout):
+            detail = str(exc) if str(exc).startswith("the answer took") else "no answer within the read timeout"
+            return f"timed out waiting for {host} ({detail})"
+        if isinstance(exc, requests.exceptions.ChunkedEncodingError):
+            return f"the connection to {host} broke during the response"
+        if isinstance(exc, requests.exceptions.ContentDecodingError):
+            return f"could not decode the response body from {host} (its Content-Encoding)"
+        if isinstance(exc, requests.exceptions.SSLError):
+            return f"TLS with {host} failed"
+        if isinstance(exc, requests.ConnectionError):
+            reason = exc.args[0] if exc.args else None
+            if isinstance(reason, urllib3.exceptions.ProtocolError) or "aborted" in str(reason):
+                return f"{host} closed the connection without a complete answer"
+            return f"could not reach {host} ({type(exc).__name__})"
         if isinstance(exc, requests.RequestException):
-            return f"could not reach {urlsplit(self.base_url).netloc} ({type(exc).__name__})"
+            return f"the request to {host} failed ({type(exc).__name__})"
         return type(exc).__name__
 
     # -- endpoints ------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import threading
 import time
 from collections import deque
@@ -136,6 +137,9 @@ class RequestLog:
             self.peak_in_flight = self.in_flight
 
 
+_SECRET_HEADER = re.compile(rb"key|token|secret|auth|passw|cookie|session", re.IGNORECASE)
+"""Header names whose values the request log masks, besides the key header itself."""
+
 _REASONS = {429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
             503: "Service Unavailable", 504: "Gateway Timeout"}  # fmt: skip
 
@@ -239,7 +243,8 @@ class FaultMiddleware:
         for name, value in scope.get("headers", []):
             if name.lower() == self.key_header:
                 key_state = "valid" if value == self.api_key else "invalid"
-                value = b"***"
+            if name.lower() == self.key_header or _SECRET_HEADER.search(name) or self.api_key in value:
+                value = b"***"  # whatever header carries a key (a custom name, a wrong key) stays masked
             headers[name.decode("latin-1").lower()] = value.decode("latin-1")
         return {
             "time": time.time(),
