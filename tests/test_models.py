@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import (
@@ -123,10 +124,31 @@ def test_connection_type_keeps_camel_case_names_and_unknown_members() -> None:
     assert ct.to_json_dict() == raw
 
 
-def test_page_defaults_to_no_results() -> None:
-    page = ConnectionTypePage.model_validate({"total": 0})
-    assert page.results == []
-    assert page.limit is None
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ({}, "results"), ({"total": 0}, "results"), ({"data": []}, "results"), ({"results": {}}, "results"),
+        ({"results": [], "total": "5"}, "total"), ({"results": [], "total": 2.5}, "total"),
+        ({"results": [], "limit": True}, "limit"), ({"results": [], "offset": -1}, "offset"),
+        ({"results": [3]}, "results.0"),
+    ],
+)  # fmt: skip
+def test_a_page_must_have_results_and_integer_counts(body: dict, problem: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        ConnectionTypePage.model_validate(body)
+    assert problem in {".".join(map(str, e["loc"])) for e in caught.value.errors()}
+
+
+def test_a_page_tolerates_missing_counts_and_keeps_unknown_members() -> None:
+    page = ConnectionTypePage.model_validate({"results": [], "next": "x"})
+    assert (page.results, page.limit, page.total) == ([], None, None)
+    assert page.to_json_dict() == {"results": [], "next": "x"}
+
+
+@pytest.mark.parametrize("body", [{}, {"display_name": "x"}, {"type": "text", "attributes": {}}])
+def test_an_updated_field_must_be_identified(body: dict) -> None:
+    with pytest.raises(ValidationError, match="does not identify a field"):
+        TableField.model_validate(body)
 
 
 def test_error_wrapper_members_are_all_optional() -> None:

@@ -6,6 +6,12 @@ from typing import Any
 
 __version__ = "0.1.0"
 
+API_PREFIX = "/api/v1"
+"""The path of Blink's REST API below its host; the client adds it, the sandbox serves under it."""
+
+DEFAULT_HEADER = "BLINK-API-KEY"
+"""The header that carries the API key unless the connection names another."""
+
 __all__ = ["__version__", "get_provider_info"]
 
 
@@ -42,7 +48,7 @@ def get_provider_info() -> dict[str, Any]:
                     "api_key_header": {
                         "label": "API key header",
                         "description": "Name of the header that carries the API key.",
-                        "schema": {"type": ["string", "null"], "default": "BLINK-API-KEY"},
+                        "schema": {"type": ["string", "null"], "default": DEFAULT_HEADER},
                     },
                     "verify_ssl": {
                         "label": "Verify TLS certificates",

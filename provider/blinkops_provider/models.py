@@ -173,7 +173,7 @@ class _ResponseModel(BaseModel):
 
 
 class TableField(_ResponseModel):
-    """A field of a Blink table, as the field update returns it."""
+    """A field of a Blink table, as the field update returns it (it must carry ``id`` or ``name``)."""
 
     id: str | None = None
     name: str | None = None
@@ -189,6 +189,12 @@ class TableField(_ResponseModel):
     created_by: str | None = None
     updated_at: int | None = None
     updated_by: str | None = None
+
+    @model_validator(mode="after")
+    def _identifies_a_field(self) -> TableField:
+        if self.id is None and self.name is None:
+            raise ValueError("the body does not identify a field: it has neither 'id' nor 'name'")
+        return self
 
 
 class AuthenticationKey(_ResponseModel):
@@ -317,12 +323,12 @@ class ConnectionType(_ResponseModel):
 
 
 class ConnectionTypePage(_ResponseModel):
-    """One page of the connection-type listing."""
+    """One page of the connection-type listing: ``results`` is required, the counts are integers."""
 
-    limit: int | None = None
-    offset: int | None = None
-    total: int | None = None
-    results: list[ConnectionType] = Field(default_factory=list)
+    limit: int | None = Field(default=None, strict=True, ge=0)
+    offset: int | None = Field(default=None, strict=True, ge=0)
+    total: int | None = Field(default=None, strict=True, ge=0)
+    results: list[ConnectionType]
 
 
 class ErrorWrapper(_ResponseModel):

@@ -13,6 +13,7 @@ predicates (``$eq $neq $gt $lt $gte $lte $like``) is ANDed; several fields are A
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -35,8 +36,16 @@ _SORT_ITEM = re.compile(r"^[+-]?[A-Za-z_][A-Za-z0-9_.]*$")
 _Scalar = (str, int, float, bool, type(None))
 
 
+def _check_text(value: str, where: str) -> None:
+    """Refuse text that cannot be sent as UTF-8 JSON (lone surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{where}: the text contains a lone surrogate (not valid Unicode)") from None
+
+
 def _check_name(name: object, where: str) -> str:
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(
             f"{where}: {name!r} is not a field name (letters, digits, '_' and '.', not starting with a digit)"
         )
@@ -47,6 +56,7 @@ def _check_predicates(field: str, predicates: Mapping[str, Any]) -> None:
     if not predicates:
         raise ValueError(f"filter on {field!r}: empty predicate object; use one of {', '.join(OPERATORS)}")
     for operator, value in predicates.items():
+        _check_value(field, value)
         if operator not in OPERATORS:
             raise ValueError(f"filter on {field!r}: unknown operator {operator!r}; allowed: {', '.join(OPERATORS)}")
         if not isinstance(value, _Scalar):
@@ -57,6 +67,14 @@ def _check_predicates(field: str, predicates: Mapping[str, Any]) -> None:
             raise ValueError(f"filter on {field!r}: $like takes a string pattern with '%' wildcards")
         if operator in _ORDERED and (value is None or isinstance(value, bool)):
             raise ValueError(f"filter on {field!r}: {operator} takes a number or a string")
+
+
+def _check_value(field: str, value: object) -> None:
+    """Refuse values JSON cannot carry: NaN, infinities, lone surrogates."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"filter on {field!r}: {value!r} is not a number JSON can carry")
+    if isinstance(value, str):
+        _check_text(value, f"filter on {field!r}")
 
 
 def _check_condition(condition: object, where: str = "filter") -> None:
@@ -77,6 +95,7 @@ def _check_condition(condition: object, where: str = "filter") -> None:
             )
         else:
             field = _check_name(key, where)
+            _check_value(field, value)
             if isinstance(value, Mapping):
                 _check_predicates(field, value)
             elif not isinstance(value, _Scalar):
@@ -87,15 +106,18 @@ def _check_condition(condition: object, where: str = "filter") -> None:
 
 
 def _as_list(value: Any, what: str) -> Any:
-    """Accept a JSON array or a comma-separated string (as templates render them) for a list."""
+    """Accept a list, a JSON array or a comma-separated string (as templates render them)."""
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("["):
             try:
-                return json.loads(text)
+                value = json.loads(text)
             except ValueError as err:
                 raise BlinkInputError(f"{what} is not a valid JSON array: {err}") from None
-        return [part.strip() for part in text.split(",") if part.strip()]
+        else:
+            return [part.strip() for part in text.split(",") if part.strip()]
+    if value is not None and not isinstance(value, (list, tuple)):
+        raise ValueError(f"{what} must be a list of field names (or one string of them), not {type(value).__name__}")
     return value
 
 
@@ -155,7 +177,7 @@ class RQLQuery(BaseModel):
     def _validate_sort(cls, value: Any) -> Any:
         value = _as_list(value, "sort")
         for item in value or ():
-            if not isinstance(item, str) or not _SORT_ITEM.match(item):
+            if not isinstance(item, str) or not _SORT_ITEM.fullmatch(item):
                 raise ValueError(f"sort item {item!r} must be a field name, '+name' or '-name'")
         return value
 

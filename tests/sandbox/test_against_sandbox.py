@@ -122,7 +122,9 @@ def test_dropped_connection_is_retried(hook: BlinkHook, blink_sandbox: BlinkSand
 
 def test_dropped_connections_exhaust_into_a_transient_error(hook: BlinkHook, blink_sandbox: BlinkSandbox) -> None:
     blink_sandbox.set_faults(drop_rate=1.0)
-    with pytest.raises(BlinkTransientError, match=r"127\.0\.0\.1:\d+ closed the connection without a complete answer, after 3 attempt"):
+    with pytest.raises(
+        BlinkTransientError, match=r"127\.0\.0\.1:\d+ closed the connection without a complete answer, after 3 attempt"
+    ):
         hook.list_connection_types(limit=1)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -198,3 +199,31 @@ def test_truncation_applies_to_successes_only(blink_sandbox: BlinkSandbox) -> No
     # The update itself was carried out: only the answer was lost.
     assert blink_sandbox.store.get_field("ws-demo", "Incidents", "Severity")["display_name"] == "Cut"
     assert [r["fault"] for r in blink_sandbox.requests] == [None, "truncate"]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"X-My-Key": "{key}"}, {"Authorization": "Bearer {key}"}, {"X-Token": "not-the-key"}, {"X-Other": "a{key}b"},
+     {"Cookie": "session=abc"}, {"BLINK-API-KEY": "a-wrong-key-0123456789"}],
+)  # fmt: skip
+def test_the_request_log_masks_whatever_header_carries_a_key(blink_sandbox: BlinkSandbox, headers: dict) -> None:
+    sent = {name: value.format(key=blink_sandbox.api_key) for name, value in headers.items()}
+    requests.get(f"{blink_sandbox.base_url}/connection_types", params={"q": "{}"}, headers=sent, timeout=10)
+    (entry,) = blink_sandbox.requests
+    for name in sent:
+        assert entry["headers"][name.lower()] == "***"
+    assert blink_sandbox.api_key not in json.dumps(entry)
+    assert entry["headers"]["user-agent"] != "***"  # the others stay readable
+
+
+@pytest.mark.parametrize(
+    "q",
+    ['{"filter": {"created_at": 1180591620717411303424}}', '{"filter": {"created_at": {"$gt": -9223372036854775809}}}',
+     '{"filter": {"created_at": NaN}}', '{"filter": {"created_at": {"$lt": Infinity}}}',
+     '{"filter": {"name": {"$gt": 99999999999999999999999}}}'],
+)  # fmt: skip
+def test_client_input_is_never_a_500(blink_sandbox: BlinkSandbox, q: str) -> None:
+    answer = requests.get(f"{blink_sandbox.base_url}/connection_types", params={"q": q},
+                          headers={"BLINK-API-KEY": blink_sandbox.api_key}, timeout=10)  # fmt: skip
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["identifier"] == "INVALID_QUERY"

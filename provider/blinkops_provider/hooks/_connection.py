@@ -6,11 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from blinkops_provider import API_PREFIX, DEFAULT_HEADER
 from blinkops_provider.exceptions import BlinkConfigurationError
 
 DEFAULT_BASE_URL = "https://app.blinkops.com/api/v1"
-API_PREFIX = "/api/v1"
-DEFAULT_HEADER = "BLINK-API-KEY"
 DEFAULT_TIMEOUT = (10.0, 60.0)
 """Connect and read timeouts, in seconds, when neither the hook nor the connection sets one."""
 

@@ -306,11 +306,13 @@ class CatalogueWalk:
                 limit, expected, previous = self._limit(returned), None, set()
                 pending = submit(self.request((last,), limit) or {})
                 continue
+            capped = False
             if not done:
                 limit = self._limit(returned + len(items))
                 after = check_position(items[-1], self.keys, number)
                 query = self.request(after, limit) if limit > 0 else None
-                if query is None:
+                capped = query is not None and number >= self.max_pages  # ask for no page past the cap
+                if query is None or capped:
                     done = True
                 else:
                     pending = submit(query)  # overlaps the caller's work on this page
@@ -328,6 +330,8 @@ class CatalogueWalk:
                 "?" if total is None else math.ceil(total / self.page_size), returned, "?" if total is None else total,
             )  # fmt: skip
             yield CataloguePage(items=items, number=number, returned=returned, total=total)
+            if capped:
+                raise _error(f"stopped after {self.max_pages} pages; the listing never reached its end")
             if done:
                 if seen is not None and (self.max_items is None or returned < self.max_items):
                     yield from self._reconcile(seen, skipped, returned, number)

@@ -19,7 +19,7 @@ from airflow.providers.common.compat.sdk import BaseHook, mask_secret
 from pydantic import BaseModel
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from blinkops_provider import __version__
+from blinkops_provider import DEFAULT_HEADER, __version__
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
@@ -29,7 +29,6 @@ from blinkops_provider.exceptions import (
 )
 from blinkops_provider.hooks import _walk
 from blinkops_provider.hooks._connection import (
-    DEFAULT_HEADER,
     ConnectionSettings,
     Timeout,
     as_timeout,
@@ -108,6 +107,10 @@ def _segment(value: object, what: str) -> str:
         raise BlinkInputError(f"{what} must be a non-empty string, got {value!r}")
     if value in (".", ".."):
         raise BlinkInputError(f"{what} cannot be {value!r}: URL paths resolve it as a directory step")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BlinkInputError(f"{what} contains a lone surrogate (not valid Unicode)") from None
     return quote(value, safe="")
 
 

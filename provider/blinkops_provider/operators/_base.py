@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
 from airflow.providers.common.compat.sdk import BaseOperator
 
+from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
+
+HOOK_PARAMS = tuple(
+    name for name in inspect.signature(BlinkHook.__init__).parameters if name not in ("self", "blink_conn_id")
+)
+"""What ``hook_params`` may set: the keyword arguments of :class:`BlinkHook`."""
 
 
 class BaseBlinkOperator(BaseOperator):
@@ -31,6 +38,10 @@ class BaseBlinkOperator(BaseOperator):
         super().__init__(**kwargs)
         self.blink_conn_id = blink_conn_id
         self.hook_params = hook_params or {}
+        unknown = sorted(set(self.hook_params) - set(HOOK_PARAMS)) if isinstance(self.hook_params, dict) else None
+        if unknown is None or unknown:
+            what = f"unknown name(s) {', '.join(map(repr, unknown))}" if unknown else "not a dict"
+            raise BlinkInputError(f"hook_params: {what}; allowed: {', '.join(HOOK_PARAMS)}")
 
     @cached_property
     def hook(self) -> BlinkHook:

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from blinkops_provider import __version__
+from blinkops_provider import API_PREFIX, DEFAULT_HEADER, __version__
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import (
     ConnectionTypePage,
@@ -31,9 +31,8 @@ from blinkops_provider.sandbox.store import StoreError
 if TYPE_CHECKING:
     from blinkops_provider.sandbox.server import BlinkSandbox
 
-API_PREFIX = "/api/v1"
 _DOCS = (f"{API_PREFIX}/openapi.json", f"{API_PREFIX}/docs")
-KEY_HEADER = "BLINK-API-KEY"
+KEY_HEADER = DEFAULT_HEADER
 ADMIN_HEADER = "X-Sandbox-Token"
 SANDBOX_USER = "api-key-user@sandbox.blink"
 

@@ -15,12 +15,25 @@ import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from http import HTTPStatus
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from blinkops_provider import API_PREFIX
+from blinkops_provider.hooks._retry import RETRYABLE_STATUSES
 
 FaultName = Literal["ok", "drop", "truncate", "non-json"]
-FaultStatus = Literal[429, 500, 502, 503, 504]
+
+
+def _retryable_status(status: int) -> int:
+    if status not in RETRYABLE_STATUSES:
+        raise ValueError(f"a fault status must be one the client retries: {sorted(RETRYABLE_STATUSES)}")
+    return status
+
+
+FaultStatus = Annotated[int, AfterValidator(_retryable_status)]
+"""A status the client retries (:data:`~blinkops_provider.hooks._retry.RETRYABLE_STATUSES`)."""
 Fault = FaultStatus | FaultName
 
 Scope = dict[str, Any]
@@ -140,9 +153,6 @@ class RequestLog:
 _SECRET_HEADER = re.compile(rb"key|token|secret|auth|passw|cookie|session", re.IGNORECASE)
 """Header names whose values the request log masks, besides the key header itself."""
 
-_REASONS = {429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
-            503: "Service Unavailable", 504: "Gateway Timeout"}  # fmt: skip
-
 
 def _describe_body(body: bytes) -> Any:
     if not body:
@@ -158,7 +168,7 @@ class FaultMiddleware:
 
     def __init__(
         self, app: Any, *, injector: FaultInjector, log: RequestLog, key_header: str, api_key: str,
-        prefix: str = "/api/v1",
+        prefix: str = API_PREFIX,
     ) -> None:  # fmt: skip
         self.app: ASGIApp = app
         self.injector = injector
@@ -262,7 +272,7 @@ class FaultMiddleware:
     async def _error(self, send: Send, status: int) -> None:
         wrapper = {
             "status": status,
-            "message": f"{_REASONS[status]} (injected by the sandbox)",
+            "message": f"{HTTPStatus(status).phrase} (injected by the sandbox)",
             "details": "a fault set with --error-rate, --fault-sequence or POST /_sandbox/faults",
             "identifier": "SANDBOX_FAULT",
             "data": None,

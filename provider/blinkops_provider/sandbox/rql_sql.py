@@ -12,6 +12,7 @@ Semantics (those of SQL, as in the a8m/rql library Blink's RQL follows):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,6 +49,10 @@ def _check_value(field: str, kind: type, operator: str, value: Any) -> Any:
         return int(value)
     if kind is int and (isinstance(value, bool) or not isinstance(value, (int, float))):
         raise QueryError(f"filter on {field!r}: a number field takes a number, got {value!r}")
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+        raise QueryError(f"filter on {field!r}: {value} is out of range (64-bit integers only)")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise QueryError(f"filter on {field!r}: {value!r} is not a number")
     if kind is str and not isinstance(value, str):
         raise QueryError(f"filter on {field!r}: a text field takes a string, got {value!r}")
     if operator == "$like" and kind is not str:
