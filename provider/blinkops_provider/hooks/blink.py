@@ -141,7 +141,9 @@ class BlinkHook(BaseHook):
 
     :param blink_conn_id: the Airflow connection to use.
     :param timeout: seconds, or a ``(connect, read)`` pair, for every request; defaults to the
-        connection's ``timeout`` extra, else 10 s to connect and 60 s to read.
+        connection's ``timeout`` extra, else 10 s to connect and 60 s to read. One attempt may
+        take connect + read seconds in all (twice a single number): an answer that trickles in
+        past that is cut off and counts as a timeout. No redirect is followed.
     :param retry_limit: attempts per call (1 means no retry) for 429, 5xx, connection errors and
         timeouts.
     :param retry_delay: first backoff wait in seconds, doubled per attempt, with jitter;
