@@ -293,7 +293,7 @@ class CatalogueWalk:
             done = len(items) < limit or (remaining is not None and remaining <= len(items))
             if not done and number == 1 and workers > 1 and remaining is not None and self.max_items is None:
                 (last,) = check_position(items[-1], self.keys, number)
-                probes = self._probe(last, remaining - len(items), submit)  # while the caller has page 1
+                probes = self._probe(last, remaining - len(items), submit, workers)
                 self._strip(items)
                 self.log.info("page 1/%d: %d of %d connection types; %d requests in flight from here",
                               math.ceil(remaining / self.page_size), len(items), remaining, workers)  # fmt: skip
@@ -337,16 +337,19 @@ class CatalogueWalk:
                     yield from self._reconcile(seen, skipped, returned, number)
                 return
 
-    def _probe(self, last: Any, remaining: int, submit: Submit) -> list[Future[Any]]:
-        """Ask, concurrently, for the id that ends each page-sized range after ``last``."""
+    def _probe(self, last: Any, remaining: int, submit: Submit, workers: int) -> _Probes:
+        """Ask for the id that ends each page-sized range after ``last``: ``workers`` probes now
+        (while the caller has page 1), then one more for each range started, so that ranges and
+        probes share the workers from the start."""
         after = position_filter(self.keys, (last,), self.query.filter or None)
-        return [
-            submit({"sort": [KEY], "select": [KEY], "limit": 1, "offset": k * self.page_size - 1, "filter": after})
+        queries = (
+            {"sort": [KEY], "select": [KEY], "limit": 1, "offset": k * self.page_size - 1, "filter": after}
             for k in range(1, -(-remaining // self.page_size))
-        ]
+        )
+        return _Probes(submit, queries, workers)
 
     def _ranged_pages(
-        self, last: Any, probes: list[Future[Any]], submit: Submit, workers: int, returned: int
+        self, last: Any, probes: _Probes, submit: Submit, workers: int, returned: int
     ) -> Generator[CataloguePage, None, tuple[Any, int, int] | None]:
         """The pages of consecutive id ranges after ``last``, fetched ``workers`` at a time, in order.
 
@@ -369,7 +372,6 @@ class CatalogueWalk:
                 q["select"] = [*self.query.select, *self.added]
             return q
 
-        probed = iter(probes)
         start: Any = last  # where the next range starts; None once the open last range is out
         pending: deque[tuple[Future[Any], Any]] = deque()
         moved = False
@@ -377,7 +379,7 @@ class CatalogueWalk:
         def fill() -> None:
             nonlocal start, moved
             while start is not None and not moved and len(pending) < workers:
-                probe = next(probed, None)
+                probe = next(probes, None)
                 found = check_envelope(probe.result())[0] if probe is not None else []
                 end = found[0].get(KEY) if found else None
                 if end is not None and not (isinstance(end, str) and start < end):
@@ -406,8 +408,7 @@ class CatalogueWalk:
                 returned += len(items)
                 self.log.info("page %d: %d connection types so far", number, returned)
                 yield CataloguePage(items=items, number=number, returned=returned, total=None)
-        for probe in probed:
-            probe.cancel()
+        probes.cancel()
         return (start, number, returned) if moved else None
 
     def _strip(self, items: list[dict[str, Any]]) -> None:
@@ -451,6 +452,36 @@ class CatalogueWalk:
             returned += len(items)
             number += 1
             yield CataloguePage(items=items, number=number, returned=returned, total=None)
+
+
+class _Probes:
+    """Probe futures in order, keeping ``ahead`` of them submitted."""
+
+    def __init__(self, submit: Submit, queries: Iterator[dict[str, Any]], ahead: int) -> None:
+        self._submit = submit
+        self._queries = queries
+        self._ahead: deque[Future[Any]] = deque()
+        for _ in range(ahead):
+            self._top_up()
+
+    def _top_up(self) -> None:
+        query = next(self._queries, None)
+        if query is not None:
+            self._ahead.append(self._submit(query))
+
+    def __iter__(self) -> _Probes:
+        return self
+
+    def __next__(self) -> Future[Any]:
+        if not self._ahead:
+            raise StopIteration
+        future = self._ahead.popleft()
+        self._top_up()
+        return future
+
+    def cancel(self) -> None:
+        for future in self._ahead:
+            future.cancel()
 
 
 class _Quiet:
