@@ -446,7 +446,8 @@ class BlinkHook(BaseHook):
             JSON text of either.
         :param max_concurrency: updates in flight at once, 1 to 32. The default,
             :data:`DEFAULT_UPDATE_CONCURRENCY` (16), was measured: 200 updates at a 20 ms round
-            trip run 6.9x faster than one by one at 16, 5.9x at 8, 3.4x at 4 (README, Benchmarks).
+            trip run about 7x faster than one by one at 16, 4.5x to 6x at 8, about 3x at 4, and
+            32 is no faster on the sandbox (README, Benchmarks).
             Lower it for a tenant with a tight rate limit.
         :returns: the updated fields and the failed ones, in the given order.
         :raises BlinkInputError: an invalid name, update, duplicate field or ``max_concurrency``,
