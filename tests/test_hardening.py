@@ -251,16 +251,21 @@ def test_transport_errors_name_the_cause_and_the_real_number_of_attempts(
 # -- 8. one attempt has a deadline -----------------------------------------------------------------------
 
 
-@pytest.fixture
-def stalling_server() -> Iterator[tuple[str, threading.Event, threading.Event]]:
-    """A server that sends its headers and a little of its body, then stalls (a trickle, frozen)."""
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+
+
+@pytest.fixture(
+    params=[HEAD + b'{"res', HEAD[:20], HEAD[:60]], ids=["in the body", "in the status line", "in the headers"]
+)
+def stalling_server(request: pytest.FixtureRequest) -> Iterator[tuple[str, threading.Event, threading.Event]]:
+    """A server that sends part of its answer, then stalls (a trickle, frozen)."""
     listener = socket.create_server(("127.0.0.1", 0))
     sent_some, stop = threading.Event(), threading.Event()
 
     def serve() -> None:
         connection, _ = listener.accept()
         connection.recv(65536)
-        connection.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"res')
+        connection.sendall(request.param)
         sent_some.set()
         stop.wait(30)
         connection.close()

@@ -446,9 +446,7 @@ class CatalogueWalk:
             items, _, _ = check_envelope(self.fetch(query))
             items = [item for item in items if item.get(KEY) not in seen]
             seen.update(item.get(KEY) for item in items)
-            for item in items:
-                for name in self.added:
-                    item.pop(name, None)
+            self._strip(items)
             returned += len(items)
             number += 1
             yield CataloguePage(items=items, number=number, returned=returned, total=None)

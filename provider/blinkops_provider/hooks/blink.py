@@ -6,7 +6,7 @@ import datetime as dt
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from functools import cached_property
@@ -34,6 +34,7 @@ from blinkops_provider.hooks._connection import (
     as_timeout,
     build_base_url,
 )
+from blinkops_provider.hooks._deadline import Watchdog, deadline, mount
 from blinkops_provider.hooks._responses import error_from_response, parse_json, parse_model
 from blinkops_provider.hooks._retry import (
     RETRYABLE_STATUSES,
@@ -182,7 +183,7 @@ class BlinkHook(BaseHook):
         self._sleep = time.sleep
         self._now = lambda: dt.datetime.now(dt.timezone.utc)
         self._pause = SharedPause(clock=time.monotonic)
-        self._watchdog: Callable[[float, Callable[[], None]], Any] = threading.Timer
+        self._watchdog: Watchdog = threading.Timer
 
     # -- connection --------------------------------------------------------------------------
 
@@ -205,6 +206,7 @@ class BlinkHook(BaseHook):
     def _new_session(self) -> requests.Session:
         settings = self._settings
         session = requests.Session()
+        mount(session)  # lets each attempt's deadline reach its socket
         session.headers.update(
             {
                 settings.header: settings.api_key,
@@ -278,11 +280,18 @@ class BlinkHook(BaseHook):
             # verify is passed per request: a session-level False loses to REQUESTS_CA_BUNDLE.
             # No redirect is followed: requests would resend the key header to any host, and turn
             # a PUT into a GET (302/303) or drop its body (301).
-            response = session.request(
-                method, url, params=params, json=json, timeout=settings.timeout, verify=settings.verify,
-                allow_redirects=False, stream=True,
-            )  # fmt: skip
-            self._read_within(response, settings.deadline)
+            with deadline(settings.deadline, self._watchdog) as late:
+                try:
+                    response = session.request(
+                        method, url, params=params, json=json, timeout=settings.timeout,
+                        verify=settings.verify, allow_redirects=False, stream=True,
+                    )  # fmt: skip
+                    response.content  # noqa: B018  (the body, read within the deadline)
+                except (requests.RequestException, OSError, ValueError, AttributeError):
+                    if not late.is_set():
+                        raise
+            if late.is_set():
+                raise requests.exceptions.ReadTimeout(f"the answer took longer than {settings.deadline:g} s")
             if response.status_code in RETRYABLE_STATUSES:
                 raise RetryableResponse(response)
             return response
@@ -333,33 +342,6 @@ class BlinkHook(BaseHook):
         if not response.ok:
             raise error_from_response(response, method=method, path=path, scrub=self._scrub, subject=subject)
         return response
-
-    def _read_within(self, response: requests.Response, seconds: float) -> None:
-        """Read the whole body within ``seconds``, else give up on the attempt (a timeout).
-
-        The read timeout bounds each wait for a byte; a server that trickles its answer byte by
-        byte would keep the call alive far longer. A watchdog shuts the connection down when the
-        attempt's time is up.
-        """
-        fired = threading.Event()
-
-        def cut_off() -> None:
-            fired.set()
-            shutdown = getattr(response.raw, "shutdown", None)
-            (shutdown or response.close)()
-
-        watchdog = self._watchdog(seconds, cut_off)
-        watchdog.start()
-        try:
-            response.content  # noqa: B018  (reads the body now)
-        except (requests.RequestException, OSError, ValueError, AttributeError):
-            if not fired.is_set():
-                raise
-        finally:
-            watchdog.cancel()
-        if fired.is_set():
-            response.close()
-            raise requests.exceptions.ReadTimeout(f"the answer took longer than {seconds:g} s")
 
     @property
     def _origin(self) -> str:
