@@ -45,12 +45,21 @@ class _HTTPSPool(_NotingPool, HTTPSConnectionPool):
     pass
 
 
+_POOLS = {"http": _HTTPPool, "https": _HTTPSPool}
+
+
 class DeadlineAdapter(HTTPAdapter):
     """``requests``' adapter, with pools that let :func:`deadline` find an attempt's socket."""
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
+        self.poolmanager.pool_classes_by_scheme = _POOLS
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        """The same pools behind a proxy (``HTTPS_PROXY``), so the deadline reaches them too."""
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        manager.pool_classes_by_scheme = _POOLS
+        return manager
 
 
 def mount(session: requests.Session) -> None:
