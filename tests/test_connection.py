@@ -81,7 +81,7 @@ def test_requests_carry_key_header_user_agent_and_timeout(blink_conn: None) -> N
 
 
 def test_extras_set_header_name_tls_and_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    set_connection(monkeypatch, extra={"api_key_header": "X-Other-Key", "verify_ssl": "false", "timeout": "7.5"})
+    set_connection(monkeypatch, extra={"header_name": "X-Other-Key", "verify_ssl": "false", "timeout": "7.5"})
     with rm.Mocker() as m:
         m.get("https://blink.test/api/v1/connection_types", json=PAGE)
         BlinkHook().list_connection_types(limit=1)
@@ -108,7 +108,8 @@ def test_hook_timeout_wins_over_the_connection(monkeypatch: pytest.MonkeyPatch) 
 @pytest.mark.parametrize(("extra", "message"), [
     ({"verify_ssl": "maybe"}, "verify_ssl' must be true or false"),
     ({"timeout": "soon"}, "timeout' must be a positive number"),
-    ({"api_key_header": "Bad Header:"}, "api_key_header' must be an HTTP header name"),
+    ({"header_name": "Bad Header:"}, "header_name' must be an HTTP header name"),
+    ({"api_key_header": "Bad Header:"}, "header_name' must be an HTTP header name"),
 ])  # fmt: skip
 def test_bad_extras_are_config_errors(monkeypatch: pytest.MonkeyPatch, extra: dict, message: str) -> None:
     set_connection(monkeypatch, extra=extra)
@@ -152,7 +153,7 @@ def test_provider_info_declares_the_connection_type() -> None:
     assert set(behaviour["hidden-fields"]) == {"login", "schema", "port"}
     assert behaviour["placeholders"]["host"] == "https://app.blinkops.com"
     fields = conn["conn-fields"]
-    assert fields["api_key_header"]["schema"]["default"] == "BLINK-API-KEY"
+    assert fields["header_name"]["schema"]["default"] == "BLINK-API-KEY"
     assert fields["verify_ssl"]["schema"]["default"] is True
     assert "timeout" in fields
 
@@ -179,10 +180,43 @@ def test_airflow2_form_widgets() -> None:
             BlinkHook.get_connection_form_widgets()
     else:
         widgets = BlinkHook.get_connection_form_widgets()
-        assert set(widgets) == {"api_key_header", "verify_ssl", "timeout"}
+        assert set(widgets) == {"header_name", "verify_ssl", "timeout"}
 
 
 def test_uri_form_of_the_docs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_BLINK_DEFAULT", f"blink://:{API_KEY}@app.blinkops.com?timeout=30")
     settings = BlinkHook()._settings
     assert (settings.base_url, settings.api_key, settings.timeout) == ("https://app.blinkops.com/api/v1", API_KEY, 30.0)
+
+
+def test_no_conn_field_is_one_the_airflow_ui_masks() -> None:
+    """Airflow's UI treats an extra whose name looks secret as a secret, and saves '***' from its form."""
+    try:
+        from airflow.sdk._shared.secrets_masker import should_hide_value_for_key  # Airflow 3
+    except ImportError:
+        from airflow.utils.log.secrets_masker import should_hide_value_for_key  # type: ignore[no-redef]  # Airflow 2
+
+    from blinkops_provider import get_provider_info
+
+    (connection_type,) = get_provider_info()["connection-types"]
+    names = list(connection_type["conn-fields"])
+    assert names == ["header_name", "verify_ssl", "timeout"]
+    assert [name for name in names if should_hide_value_for_key(name)] == []
+    assert should_hide_value_for_key("api_key_header")  # why the extra was renamed
+
+
+@pytest.mark.parametrize(
+    ("extra", "header"),
+    [({"api_key_header": "X-Old"}, "X-Old"), ({"api_key_header": "***"}, "BLINK-API-KEY"),
+     ({"header_name": "X-New", "api_key_header": "X-Old"}, "X-New"), ({"extra__blink__api_key_header": "X-Older"}, "X-Older")],
+)  # fmt: skip
+def test_the_old_extra_name_is_still_read_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, extra: dict, header: str
+) -> None:
+    from blinkops_provider.hooks.blink import BlinkHook
+
+    set_connection(monkeypatch, extra=extra)
+    caplog.set_level("WARNING")
+    assert BlinkHook()._settings.header == header
+    warned = "is deprecated, rename it 'header_name'" in caplog.text
+    assert warned == ("header_name" not in extra)

@@ -124,7 +124,7 @@ def test_test_connection_401_points_at_key_and_header(hook: Any) -> None:
         ok, message = hook.test_connection()
     assert not ok
     assert "401: invalid api key" in message
-    assert "Check the API key (password) and the header name (extra api_key_header, now 'BLINK-API-KEY')" in message
+    assert "Check the API key (password) and the header name (extra header_name, now 'BLINK-API-KEY')" in message
 
 
 def test_test_connection_refused_points_at_base_url(make_hook: Any) -> None:

@@ -45,7 +45,7 @@ def get_provider_info() -> dict[str, Any]:
                 "hook-class-name": "blinkops_provider.hooks.blink.BlinkHook",
                 "hook-name": "Blink",
                 "conn-fields": {
-                    "api_key_header": {
+                    "header_name": {
                         "label": "API key header",
                         "description": "Name of the header that carries the API key.",
                         "schema": {"type": ["string", "null"], "default": DEFAULT_HEADER},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -72,6 +73,27 @@ def build_base_url(host: str | None, port: int | None = None) -> str:
     if not path.endswith(API_PREFIX):
         path += API_PREFIX
     return f"{parts.scheme}://{netloc}{path}"
+
+
+HEADER_EXTRA = "header_name"
+"""The extra that names the key's header. Not ``api_key_header``: Airflow's UI masks any extra
+whose name contains ``api_key`` (or ``token``, ``secret``, ``password``, ``auth``) and saves
+``***`` from the form."""
+
+OLD_HEADER_EXTRA = "api_key_header"
+"""The extra's name before 0.1.0: still read from connections that have it, with a warning."""
+
+
+def _old_header(conn: Any, option: Any) -> Any:
+    value = option(OLD_HEADER_EXTRA)
+    if value is not None:
+        logging.getLogger(__name__).warning(
+            "connection %r: the extra %r is deprecated, rename it %r (Airflow's UI masks names with "
+            "'api_key' and saves '***' from its form)", conn.conn_id, OLD_HEADER_EXTRA, HEADER_EXTRA,
+        )  # fmt: skip
+        if value == "***":  # what the UI's form saved: not a header name the user meant
+            return None
+    return value
 
 
 def check_api_key(key: str, conn_id: str) -> None:
@@ -154,10 +176,10 @@ class ConnectionSettings:
                 "(labelled 'API key' in the UI)"
             )
         check_api_key(api_key, conn.conn_id)
-        header = str(option("api_key_header") or DEFAULT_HEADER).strip()
+        header = str(option(HEADER_EXTRA) or _old_header(conn, option) or DEFAULT_HEADER).strip()
         if not header.isascii() or any(c in header for c in " :\r\n\t") or not header.isprintable():
             raise BlinkConfigurationError(
-                f"extra 'api_key_header' must be an HTTP header name such as {DEFAULT_HEADER}, got {header!r}"
+                f"extra '{HEADER_EXTRA}' must be an HTTP header name such as {DEFAULT_HEADER}, got {header!r}"
             )
         verify = option("verify_ssl")
         conn_timeout = option("timeout")

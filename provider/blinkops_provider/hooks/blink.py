@@ -137,8 +137,8 @@ class BlinkHook(BaseHook):
 
     The connection (type ``blink``): host is the base URL (``https://app.blinkops.com`` when
     empty; ``/api/v1`` is added when missing), password is the API key, and the extras
-    ``api_key_header`` (default ``BLINK-API-KEY``), ``verify_ssl`` (default true) and ``timeout``
-    (seconds) tune the requests. Nothing is read before the first call.
+    ``header_name`` (default ``BLINK-API-KEY``; ``api_key_header`` before, still read),
+    ``verify_ssl`` (default true) and ``timeout`` (seconds) tune the requests. Nothing is read before the first call.
 
     :param blink_conn_id: the Airflow connection to use.
     :param timeout: seconds, or a ``(connect, read)`` pair, for every request; defaults to the
@@ -595,7 +595,7 @@ class BlinkHook(BaseHook):
             return False, str(err)
         except BlinkAuthError as err:
             return False, (
-                f"{err}. Check the API key (password) and the header name (extra api_key_header, "
+                f"{err}. Check the API key (password) and the header name (extra header_name, "
                 f"now {self._settings.header!r})."
             )
         except BlinkTransientError as err:
@@ -629,7 +629,7 @@ class BlinkHook(BaseHook):
         from wtforms.validators import Optional
 
         return {
-            "api_key_header": StringField(
+            "header_name": StringField(
                 lazy_gettext("API key header"), widget=BS3TextFieldWidget(), default=DEFAULT_HEADER
             ),
             "verify_ssl": BooleanField(lazy_gettext("Verify TLS certificates"), default=True),
