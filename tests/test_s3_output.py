@@ -83,26 +83,22 @@ def test_the_catalogue_lands_in_s3_with_every_type_once(
     assert written == expected
 
 
+@pytest.mark.parametrize(
+    ("key", "faults"),
+    [("catalogue/new.json", ["ok", "ok", 500]), ("catalogue/previous.json", ["ok", 500])],
+    ids=["a new object", "over the previous object"],
+)
 def test_a_walk_that_fails_midway_leaves_no_object_and_the_previous_one_alone(
-    blink_sandbox: BlinkSandbox, bucket: tuple[Any, str]
+    blink_sandbox: BlinkSandbox, bucket: tuple[Any, str], key: str, faults: list[Any]
 ) -> None:
     client, name = bucket
     client.put_object(Bucket=name, Key="catalogue/previous.json", Body=b"[]\n")
-    blink_sandbox.set_faults(sequence=["ok", "ok", 500])  # the third page fails
-    fresh = ConnectionTypesToXComOperator(
-        task_id="sync", page_size=30, max_concurrency=1, output_path=f"s3://aws_default@{name}/catalogue/new.json",
+    blink_sandbox.set_faults(sequence=faults)  # a later page fails, and is not retried
+    op = ConnectionTypesToXComOperator(
+        task_id="sync", page_size=30, max_concurrency=1, output_path=f"s3://aws_default@{name}/{key}",
         hook_params={"retry_limit": 1},
     )  # fmt: skip
     with pytest.raises(BlinkTransientError):
-        fresh.execute({})
-    assert keys(client, name) == ["catalogue/previous.json"]
-
-    blink_sandbox.set_faults(sequence=["ok", 500])
-    again = ConnectionTypesToXComOperator(
-        task_id="sync", page_size=30, max_concurrency=1, output_path=f"s3://aws_default@{name}/catalogue/previous.json",
-        hook_params={"retry_limit": 1},
-    )  # fmt: skip
-    with pytest.raises(BlinkTransientError):
-        again.execute({})
-    assert keys(client, name) == ["catalogue/previous.json"]
+        op.execute({})
+    assert keys(client, name) == ["catalogue/previous.json"]  # no new object, no partial one
     assert client.get_object(Bucket=name, Key="catalogue/previous.json")["Body"].read() == b"[]\n"
