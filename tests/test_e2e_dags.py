@@ -5,10 +5,12 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import pendulum
 import pytest
@@ -89,6 +91,42 @@ def test_the_batch_summary_reaches_xcom_even_when_the_task_fails(blink_sandbox: 
     assert summary["updated"] == [entry["field"] for entry in schema if entry["field"] != "Owner"]
     assert [(f["field"], f["status"]) for f in summary["failed"]] == [("Owner", 400)]
     assert "changing the type is not allowed" in summary["failed"][0]["message"]
+
+
+EMPTY_FILTER_DAG = """
+from airflow.providers.common.compat.sdk import DAG
+from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
+
+with DAG("blink_filter_renders_empty", schedule=None, params={"empty": {}, "no_predicate": {"name": {}}}) as dag:
+    for name in ("empty", "no_predicate"):
+        ConnectionTypesToXComOperator(
+            task_id=name,
+            filter="{{ params.%s | tojson }}" % name,
+            select=["id"],
+            output_path="%s/%s.json" % (OUT, name),
+        )
+"""
+
+
+def test_a_filter_template_that_renders_to_no_condition_lists_everything(
+    blink_sandbox: BlinkSandbox, tmp_path: Path
+) -> None:
+    """A DAG whose filter renders to ``{}`` or ``{"name": {}}`` lists every type, sending no filter."""
+    dags = tmp_path / "dags"
+    dags.mkdir()
+    (dags / "filter_renders_empty.py").write_text(f"OUT = {str(tmp_path)!r}\n" + EMPTY_FILTER_DAG)
+    env = {**os.environ, "AIRFLOW__CORE__DAGS_FOLDER": str(dags)}
+    done = subprocess.run(
+        [sys.executable, "-m", "airflow", "dags", "test", "blink_filter_renders_empty"],
+        capture_output=True, text=True, timeout=600, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    ids = blink_sandbox.store.connection_type_ids()
+    for name in ("empty", "no_predicate"):
+        assert [item["id"] for item in json.loads((tmp_path / f"{name}.json").read_text())] == ids
+    sent = [json.loads(parse_qs(r["query"])["q"][0]) for r in blink_sandbox.requests]
+    assert len(sent) >= 2
+    assert all("name" not in json.dumps(q.get("filter")) for q in sent)  # only the walk's own id ranges
 
 
 def xcom_of(ti: Any, dag: Any) -> Any:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,8 @@ def test_empty_query_is_an_empty_object() -> None:
     [
         {"name": "aws"},
         {"oauth_supported": True, "created_at": {"$gte": 1, "$lt": 10}},
-        {"name": {"$like": "a%"}, "plugin_name": {"$neq": None}},
+        {"name": {"$like": "a%"}, "plugin_name": {"$neq": "aws"}},
+        {"$and": [{"name": {"$gte": "a"}}, {"$or": [{"n": 1}, {"n": 2}]}]},
         {"$or": [{"name": "aws"}, {"name": {"$like": "gcp%"}}]},
         {"$or": [{"$or": [{"a": 1}]}, {"b": {"$eq": 2.5}}], "c": "x"},
         {"metadata.authentication.type": "api-key"},
@@ -44,17 +46,18 @@ def test_valid_filters(filter_: dict) -> None:
         ({"limit": True}, "limit: Input should be a valid integer"),
         ({"offset": -1}, "offset: Input should be greater than or equal to 0"),
         ({"filter": {"name": {"$in": ["a"]}}}, "unknown operator '$in'; allowed: " + ", ".join(OPERATORS)),
-        ({"filter": {"$and": [{"a": 1}]}}, "'$and' is not allowed here"),
-        ({"filter": {"name": {}}}, "empty predicate object"),
+        ({"filter": {"$not": [{"a": 1}]}}, "'$not' is not allowed here; $or and $and combine conditions"),
+        ({"filter": {"name": None}}, "filter on 'name': null is not a value RQL can compare (equals)"),
+        ({"filter": {"name": {"$neq": None}}}, "null is not a value RQL can compare ($neq)"),
         ({"filter": {"name": ["a", "b"]}}, "there is no $in: use $or"),
         ({"filter": {"name": {"$like": 5}}}, "$like takes a string pattern"),
         ({"filter": {"n": {"$gt": True}}}, "$gt takes a number or a string"),
-        ({"filter": {"n": {"$eq": [1]}}}, "$eq takes a string, number, boolean or null"),
-        ({"filter": {"$or": []}}, "$or takes a non-empty array"),
-        ({"filter": {"$or": {"a": 1}}}, "$or takes a non-empty array"),
+        ({"filter": {"n": {"$eq": [1]}}}, "$eq takes a string, number or boolean, not list"),
+        ({"filter": {"$or": {"a": 1}}}, "$or takes an array of condition objects, not dict"),
+        ({"filter": {"$and": "x"}}, "$and takes an array of condition objects, not str"),
         ({"filter": {"$or": [{"a": {"$nope": 1}}]}}, "unknown operator '$nope'"),
         ({"filter": {"$or": ["a"]}}, "filter.$or[0] must be an object of conditions"),
-        ({"filter": {}}, "filter is an empty object"),
+        ({"filter": {"$and": [{}, 1]}}, "filter.$and[1] must be an object of conditions"),
         ({"filter": {"1abc": 1}}, "'1abc' is not a field name"),
         ({"filter": "{not json"}, "filter is not valid JSON"),
         ({"filter": "[1]"}, "filter must be an object of conditions, not list"),
@@ -68,6 +71,28 @@ def test_invalid_queries_say_what_is_wrong(members: dict, expected: str) -> None
     with pytest.raises(BlinkInputError) as err:
         validate_input(RQLQuery, members, "RQL query")
     assert expected in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("filter_", "sent"),
+    [
+        ({}, None),
+        ("{}", None),
+        ({"name": {}}, None),
+        ({"$or": []}, None),
+        ({"$and": []}, None),
+        ({"$or": [{}]}, None),
+        ({"$or": [{"name": {}}, {"name": "aws"}]}, None),
+        ({"name": "aws", "plugin_name": {}}, {"name": "aws"}),
+        ({"name": "aws", "$or": []}, {"name": "aws"}),
+        ({"$and": [{}, {"name": "aws"}], "$or": [{"$and": []}, {"n": 1}]}, {"$and": [{"name": "aws"}]}),
+        ({"$or": [{"n": 1, "m": {}}, {"n": 2}]}, {"$or": [{"n": 1}, {"n": 2}]}),
+    ],
+)
+def test_parts_that_set_no_condition_are_accepted_and_not_sent(filter_: Any, sent: Any) -> None:
+    query = RQLQuery(filter=filter_)
+    assert query.filter == sent
+    assert json.loads(query.to_param()).get("filter") == sent
 
 
 def test_direct_construction_raises_value_error() -> None:

@@ -5,9 +5,11 @@ An RQL query is a JSON object that travels, compact, in the ``q`` query paramete
     RQLQuery(filter={"name": {"$like": "aws%"}}, sort=["-updated_at"], limit=100).to_param()
     # '{"filter":{"name":{"$like":"aws%"}},"sort":["-updated_at"],"limit":100}'
 
-Filters follow Blink's documented subset: ``{"field": value}`` means equals; an object of
-predicates (``$eq $neq $gt $lt $gte $lte $like``) is ANDed; several fields are ANDed;
-``{"$or": [condition, ...]}`` matches when any condition does.
+Filters follow Blink's parser (the a8m/rql library): ``{"field": value}`` means equals; an
+object of predicates (``$eq $neq $gt $lt $gte $lte $like``) is ANDed; several fields are ANDed;
+``{"$or": [condition, ...]}`` matches when any condition does, ``{"$and": [...]}`` when all do.
+A value is a string, number or boolean: RQL has no null. Parts that set no condition (``{}``,
+``{"name": {}}``, ``{"$or": []}``) are accepted and left out of what is sent.
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ MAX_LIMIT = 1000
 """The largest page Blink serves (``limit`` is 1 to 1000)."""
 
 OPERATORS = ("$eq", "$neq", "$gt", "$lt", "$gte", "$lte", "$like")
-"""The predicates a field condition may use; ``$or`` combines conditions."""
+"""The predicates a field condition may use; ``$or`` and ``$and`` combine conditions."""
 
 _ORDERED = frozenset({"$gt", "$lt", "$gte", "$lte"})
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 _SORT_ITEM = re.compile(r"^[+-]?[A-Za-z_][A-Za-z0-9_.]*$")
-_Scalar = (str, int, float, bool, type(None))
+_Scalar = (str, int, float, bool)
+_COMBINATORS = ("$or", "$and")
 
 
 def _check_text(value: str, where: str) -> None:
@@ -53,24 +56,28 @@ def _check_name(name: object, where: str) -> str:
 
 
 def _check_predicates(field: str, predicates: Mapping[str, Any]) -> None:
-    if not predicates:
-        raise ValueError(f"filter on {field!r}: empty predicate object; use one of {', '.join(OPERATORS)}")
     for operator, value in predicates.items():
-        _check_value(field, value)
         if operator not in OPERATORS:
             raise ValueError(f"filter on {field!r}: unknown operator {operator!r}; allowed: {', '.join(OPERATORS)}")
-        if not isinstance(value, _Scalar):
-            raise ValueError(
-                f"filter on {field!r}: {operator} takes a string, number, boolean or null, not {type(value).__name__}"
-            )
+        _check_value(field, value, operator)
         if operator == "$like" and not isinstance(value, str):
             raise ValueError(f"filter on {field!r}: $like takes a string pattern with '%' wildcards")
-        if operator in _ORDERED and (value is None or isinstance(value, bool)):
+        if operator in _ORDERED and isinstance(value, bool):
             raise ValueError(f"filter on {field!r}: {operator} takes a number or a string")
 
 
-def _check_value(field: str, value: object) -> None:
-    """Refuse values JSON cannot carry: NaN, infinities, lone surrogates."""
+def _check_value(field: str, value: object, operator: str = "equals") -> None:
+    """Refuse what RQL cannot compare: null, arrays, objects, NaN, infinities, lone surrogates."""
+    if value is None:
+        raise ValueError(
+            f"filter on {field!r}: null is not a value RQL can compare ({operator}); "
+            "use a string, number or boolean (Blink's parser refuses null)"
+        )
+    if not isinstance(value, _Scalar):
+        raise ValueError(
+            f"filter on {field!r}: {operator} takes a string, number or boolean, not {type(value).__name__}"
+            + (" (there is no $in: use $or)" if isinstance(value, (list, tuple)) else "")
+        )
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"filter on {field!r}: {value!r} is not a number JSON can carry")
     if isinstance(value, str):
@@ -80,29 +87,44 @@ def _check_value(field: str, value: object) -> None:
 def _check_condition(condition: object, where: str = "filter") -> None:
     if not isinstance(condition, Mapping):
         raise ValueError(f"{where} must be an object of conditions, not {type(condition).__name__}")
-    if not condition:
-        raise ValueError(f"{where} is an empty object")
     for key, value in condition.items():
-        if key == "$or":
-            if not isinstance(value, list) or not value:
-                raise ValueError(f"{where}: $or takes a non-empty array of condition objects")
+        if key in _COMBINATORS:
+            if not isinstance(value, (list, tuple)):
+                raise ValueError(f"{where}: {key} takes an array of condition objects, not {type(value).__name__}")
             for index, item in enumerate(value):
-                _check_condition(item, f"{where}.$or[{index}]")
+                _check_condition(item, f"{where}.{key}[{index}]")
         elif isinstance(key, str) and key.startswith("$"):
             raise ValueError(
-                f"{where}: {key!r} is not allowed here; only $or combines conditions, and the "
+                f"{where}: {key!r} is not allowed here; $or and $and combine conditions, and the "
                 f"predicates {', '.join(OPERATORS)} go inside a field's object"
             )
         else:
             field = _check_name(key, where)
-            _check_value(field, value)
             if isinstance(value, Mapping):
                 _check_predicates(field, value)
-            elif not isinstance(value, _Scalar):
-                raise ValueError(
-                    f"{where}: the value of {field!r} must be a string, number, boolean, null or an "
-                    f"object of predicates, not {type(value).__name__} (there is no $in: use $or)"
-                )
+            else:
+                _check_value(field, value)
+
+
+def _prune(condition: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The condition without the parts that set no condition; None when nothing is left.
+
+    ``{}``, ``{"name": {}}``, ``{"$or": []}`` and ``{"$and": []}`` set no condition, and an ``$or``
+    with such a term is always true. Blink's parser accepts them, but writes nothing for them, so
+    beside another condition they would make it build broken SQL. They are not sent.
+    """
+    kept: dict[str, Any] = {}
+    for key, value in condition.items():
+        if key in _COMBINATORS:
+            terms = [_prune(term) for term in value]
+            if key == "$or" and (not terms or None in terms):
+                continue
+            terms = [term for term in terms if term is not None]
+            if terms:
+                kept[key] = terms
+        elif not isinstance(value, Mapping) or value:
+            kept[key] = dict(value) if isinstance(value, Mapping) else value
+    return kept or None
 
 
 def _as_list(value: Any, what: str) -> Any:
@@ -168,9 +190,10 @@ class RQLQuery(BaseModel):
     @classmethod
     def _validate_filter(cls, value: Any) -> Any:
         value = parse_json_object(value, "filter")
-        if value is not None:
-            _check_condition(value)
-        return value
+        if value is None:
+            return None
+        _check_condition(value)
+        return _prune(value)
 
     @field_validator("sort", mode="before")
     @classmethod

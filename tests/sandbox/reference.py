@@ -1,4 +1,9 @@
-"""A brute-force RQL evaluation in plain Python, to check the sandbox's SQL against."""
+"""A brute-force RQL evaluation in plain Python, to check the sandbox's SQL against.
+
+It takes queries that are valid already, and reads them as a8m/rql does: parts that set no
+condition (``{}``, ``{"f": {}}``, ``{"$or": []}``, ``{"$and": []}``) match everything, and a
+comparison with a missing value is false, as in SQL.
+"""
 
 from __future__ import annotations
 
@@ -20,8 +25,6 @@ def _like(pattern: str) -> re.Pattern[str]:
 
 
 def _predicate(value: Any, operator: str, operand: Any) -> bool:
-    if operand is None:
-        return (value is None) == (operator == "$eq")
     if value is None:
         return False
     if operator == "$like":
@@ -32,7 +35,10 @@ def _predicate(value: Any, operator: str, operand: Any) -> bool:
 def matches(doc: dict[str, Any], condition: dict[str, Any]) -> bool:
     for key, value in condition.items():
         if key == "$or":
-            if not any(matches(doc, item) for item in value):
+            if value and not any(matches(doc, item) for item in value):
+                return False
+        elif key == "$and":
+            if not all(matches(doc, item) for item in value):
                 return False
         elif isinstance(value, dict):
             if not all(_predicate(doc.get(key), op, operand) for op, operand in value.items()):

@@ -42,6 +42,20 @@ def test_put_returns_every_member_of_a_table_field(blink_sandbox: BlinkSandbox) 
     }  # fmt: skip
 
 
+@pytest.mark.parametrize("content_type", ["*/*", "text/plain", None])
+def test_the_body_is_json_whatever_its_content_type(blink_sandbox: BlinkSandbox, content_type: str | None) -> None:
+    """Blink's docs send their curl example with ``Content-Type: */*``; Blink reads the body as JSON."""
+    headers = {"BLINK-API-KEY": blink_sandbox.api_key}
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    body = json.dumps({"type": "single-select", "display_name": "Sev", "attributes": {"options": ["Low", "High"]}})
+    response = requests.put(f"{blink_sandbox.base_url}{SEVERITY}", data=body.encode(), headers=headers, timeout=30)
+    assert response.status_code == 200, response.text
+    assert response.json()["attributes"]["options"] == ["Low", "High"]
+    stored = blink_sandbox.store.get_field("ws-demo", "Incidents", "Severity")
+    assert stored["display_name"] == "Sev"
+
+
 def test_members_left_out_are_reset(blink_sandbox: BlinkSandbox) -> None:
     response = put(blink_sandbox, SEVERITY, {"type": "single-select"})
     assert response.status_code == 200

@@ -22,8 +22,11 @@ CASES = [
     pytest.param({"filter": {"name": "aws"}}, id="plain-equals"),
     pytest.param({"filter": {"name": {"$eq": "gcp"}}}, id="eq"),
     pytest.param({"filter": {"plugin_name": {"$neq": "aws"}}}, id="neq-skips-missing"),
-    pytest.param({"filter": {"plugin_name": None}}, id="equals-null"),
-    pytest.param({"filter": {"plugin_name": {"$neq": None}}}, id="neq-null"),
+    pytest.param({"filter": {"created_at": 1767225600000.0}}, id="integral-float-on-integer-field"),
+    pytest.param({"filter": {"$and": [{"name": {"$gte": "m"}}, {"oauth_supported": True}]}}, id="and"),
+    pytest.param({"filter": {"name": {}, "oauth_supported": True}}, id="empty-predicates-beside-another"),
+    pytest.param({"filter": {"$or": [], "plugin_name": "okta"}}, id="empty-or-beside-another"),
+    pytest.param({"filter": {"$or": [{}, {"name": "aws"}], "plugin_name": {"$like": "o%"}}}, id="or-with-empty-term"),
     pytest.param({"filter": {"oauth_supported": True}}, id="boolean"),
     pytest.param({"filter": {"created_at": {"$gte": T0 + 60_000 * 50, "$lt": T0 + 60_000 * 80}}}, id="range-anded"),
     pytest.param({"filter": {"created_at": {"$gt": T0 + 60_000 * 190}}}, id="gt"),
@@ -108,17 +111,26 @@ def test_cases_are_not_vacuous(blink_sandbox: BlinkSandbox) -> None:
     [
         ("not json", "q is not valid JSON"),
         ("[1, 2]", "q must be a JSON object"),
-        ({"limit": 0}, "limit: Input should be greater than or equal to 1"),
-        ({"limit": 1001}, "limit: Input should be less than or equal to 1000"),
-        ({"offset": -1}, "offset: Input should be greater than or equal to 0"),
-        ({"filter": {"name": {"$in": ["a"]}}}, "unknown operator '$in'"),
+        ({"limit": -1}, "limit must be 1 to 1000 (0 or none for 100), got -1"),
+        ({"limit": 1001}, "limit must be 1 to 1000 (0 or none for 100), got 1001"),
+        ({"limit": 10.0}, "limit must be a JSON integer, not a number (10.0)"),
+        ({"offset": -1}, "offset must be 0 or more, got -1"),
+        ({"filter": {"name": {"$in": ["a"]}}}, "'$in' does not apply to 'name' (a string field)"),
         ({"sort": ["colour"]}, "sort: unknown field 'colour'"),
-        ({"filter": {"colour": "red"}}, "filter: unknown field 'colour'"),
+        ({"sort": "name"}, "sort must be an array of field names, not a string"),
+        ({"select": "name"}, "select must be an array of field names, not a string"),
+        ({"filter": '{"name": "aws"}'}, "filter must be an object of conditions, not a string"),
+        ({"filter": {"colour": "red"}}, "filter: unknown key 'colour'; allowed: $or, $and and the fields id, name"),
         ({"select": ["colour"]}, "select: unknown field(s) 'colour'"),
-        ({"filter": {"created_at": "yesterday"}}, "a number field takes a number"),
-        ({"filter": {"oauth_supported": {"$gt": 1}}}, "a boolean field takes true or false"),
-        ({"filter": {"created_at": {"$like": "1%"}}}, "a number field takes a number"),
-        ({"limt": 5}, "limt: Extra inputs are not permitted"),
+        ({"filter": {"name": None}}, "'name' is a string field and takes a string, not null"),
+        (
+            {"filter": {"created_at": "yesterday"}},
+            "'created_at' is an integer field and takes an integer, not a string",
+        ),
+        ({"filter": {"created_at": 1.5}}, "'created_at' is an integer field and 1.5 has a fraction"),
+        ({"filter": {"oauth_supported": {"$gt": True}}}, "'$gt' does not apply to 'oauth_supported' (a boolean field)"),
+        ({"filter": {"created_at": {"$like": "1%"}}}, "'$like' does not apply to 'created_at' (an integer field)"),
+        ({"limt": 5}, "unknown member(s) 'limt'; allowed: limit, offset, sort, select, filter"),
     ],
 )
 def test_broken_queries_are_400_with_a_wrapper(blink_sandbox: BlinkSandbox, q: Any, message: str) -> None:
@@ -128,6 +140,25 @@ def test_broken_queries_are_400_with_a_wrapper(blink_sandbox: BlinkSandbox, q: A
     assert set(body) == {"status", "message", "details", "identifier", "data", "user_error"}
     assert body["status"] == 400
     assert message in f"{body['message']}: {body['details']}"
+
+
+UNSET = [
+    "null",
+    {"limit": 0},
+    {"limit": None, "offset": None, "sort": None, "select": None, "filter": None},
+    {"no_such_member": None},
+    {"filter": {}},
+]
+
+
+@pytest.mark.parametrize("q", UNSET)
+def test_unset_members_read_as_a8m_rql_reads_them(blink_sandbox: BlinkSandbox, q: Any) -> None:
+    """``null`` and ``limit: 0`` mean "not given": the whole catalogue, 100 to a page, in insertion order."""
+    response = get(blink_sandbox, q)
+    assert response.status_code == 200, response.text
+    page = response.json()
+    assert (page["limit"], page["offset"], page["total"]) == (100, 0, len(blink_sandbox.store.connection_type_ids()))
+    assert [doc["id"] for doc in page["results"]] == blink_sandbox.store.connection_type_ids()[:100]
 
 
 def test_missing_q_is_a_400(blink_sandbox: BlinkSandbox) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-import json
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import unquote
 
@@ -14,18 +13,15 @@ from fastapi.security import APIKeyHeader
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from blinkops_provider import API_PREFIX, DEFAULT_HEADER, __version__
-from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import (
     ConnectionTypePage,
     ErrorWrapper,
     FieldUpdate,
     TableField,
     describe_errors,
-    validate_input,
 )
-from blinkops_provider.rql import RQLQuery
 from blinkops_provider.sandbox.faults import FaultConfig
-from blinkops_provider.sandbox.rql_sql import QueryError
+from blinkops_provider.sandbox.rql_sql import QueryError, parse_query
 from blinkops_provider.sandbox.store import StoreError
 
 if TYPE_CHECKING:
@@ -62,12 +58,22 @@ def wrapper_response(
     return JSONResponse({**dict.fromkeys(ErrorWrapper.model_fields), **body.model_dump(mode="json")}, status)
 
 
+def _as_json(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """The headers with the body declared JSON: Blink reads a body as JSON whatever its Content-Type.
+
+    Blink's own docs update a field with ``Content-Type: */*``, which FastAPI would not parse.
+    """
+    return [(name, value) for name, value in headers if name.lower() != b"content-type"] + [
+        (b"content-type", b"application/json")
+    ]
+
+
 class ApiGate:
     """In front of the API routes: the key check, then routing on the undecoded path.
 
     The key is checked before the body is read, so a bad key is a 401 whatever the body. Routing
     on the raw path keeps an encoded ``/`` inside its segment (names such as ``Q1/Q2 plans``);
-    the endpoints decode their parameters.
+    the endpoints decode their parameters. Any body is read as JSON, as Blink does.
     """
 
     def __init__(self, app: Any, sandbox: BlinkSandbox) -> None:
@@ -90,6 +96,7 @@ class ApiGate:
             raw = scope.get("raw_path")
             if raw:
                 scope = {**scope, "path": raw.decode("latin-1").split("?", 1)[0]}
+            scope = {**scope, "headers": _as_json(scope["headers"])}
         await self.app(scope, receive, send)
 
 
@@ -156,17 +163,10 @@ def create_app(sandbox: BlinkSandbox) -> FastAPI:
     ) -> Any:
         """One page of the connection-type catalogue matching the RQL query in ``q``."""
         try:
-            raw = json.loads(q)
-        except ValueError as err:
-            raise ApiError(400, "q is not valid JSON", str(err), "INVALID_QUERY") from None
-        if not isinstance(raw, dict):
-            raise ApiError(400, "q must be a JSON object", f"got {type(raw).__name__}", "INVALID_QUERY")
-        try:
-            query = validate_input(RQLQuery, raw, "RQL query")
-            return Response(sandbox.store.list_connection_types(query), media_type="application/json")
-        except (BlinkInputError, QueryError) as err:
-            raise ApiError(400, "invalid RQL query", str(err).removeprefix("invalid RQL query: "),
-                           "INVALID_QUERY") from None  # fmt: skip
+            query = parse_query(q)
+        except QueryError as err:
+            raise ApiError(400, "invalid RQL query", str(err), "INVALID_QUERY") from None
+        return Response(sandbox.store.list_connection_types(query), media_type="application/json")
 
     admin = APIRouter(prefix="/_sandbox", dependencies=[Depends(require_admin)], include_in_schema=False)
 

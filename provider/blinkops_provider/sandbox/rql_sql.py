@@ -1,109 +1,266 @@
-"""RQL evaluated by the sandbox: a validated :class:`~blinkops_provider.rql.RQLQuery` turned into SQL.
+"""The sandbox's own RQL: the ``q`` parameter parsed as Blink's parser does, and turned into SQL.
 
-Semantics (those of SQL, as in the a8m/rql library Blink's RQL follows):
+Blink's RQL is the open-source Go library a8m/rql. This module follows that library's grammar and
+rules, with the connection-type model as its schema. It does not share code with the client's
+:class:`~blinkops_provider.rql.RQLQuery`, so the two can check each other in the tests.
 
-* ``{"f": v}`` and ``$eq`` mean equals; ``null`` matches a missing value, ``$neq null`` a present one.
-* A comparison with a missing value is false (``$neq "x"`` does not match a missing ``f``).
-* ``$like`` is SQL LIKE, case-sensitive, ``%`` any run of characters, ``_`` one character.
-* Fields of one object, and predicates of one field, are ANDed; ``$or`` takes any of its conditions.
-* ``sort`` keys apply in order; missing values sort first ascending, last descending; ties keep
-  insertion order, so pages never overlap.
+What is accepted (as a8m/rql decodes and parses a query):
+
+* ``q`` is a JSON object, or ``null`` (an empty query). A member whose value is ``null`` counts
+  as left out. Any other unknown member is refused.
+* ``limit``: a JSON integer. ``0`` or left out means the default page size (:data:`DEFAULT_LIMIT`).
+  Otherwise it must be 1 to :data:`MAX_LIMIT`. ``offset``: a JSON integer, 0 or more.
+* ``sort``: an array of strings, ``name``, ``+name`` or ``-name``, each a field of
+  :data:`COLUMNS`. ``select``: an array of strings, each a member of a connection type
+  (``[]`` selects everything).
+* ``filter``: an object. Its keys are fields of :data:`COLUMNS`, ``$or`` or ``$and``.
+  ``$or`` and ``$and`` take an array of condition objects. A field takes a value (equals) or an
+  object of predicates, which may be empty.
+* The value's type must match the field's: booleans take ``true``/``false`` with ``$eq`` and
+  ``$neq``; text fields take strings with every predicate, ``$like`` included; integer fields
+  take numbers without a fraction, with every predicate but ``$like``. ``null`` is never a
+  value: RQL has no null comparison.
+* An empty part is no condition: ``{}``, ``{"name": {}}``, ``{"$or": []}``, ``{"$and": []}``.
+  a8m/rql writes nothing for them. It then builds broken SQL when such a part stands beside
+  another, so the client drops them before sending.
+
+The sandbox's own choices, where Blink publishes nothing:
+
+* The default page size is 100 (a8m/rql's default is 25) and the largest is 1000 (Blink's docs).
+* ``$like`` is case-sensitive, ``%`` is any run of characters, ``_`` is one character, and there
+  is no escape character. a8m/rql hands the pattern to the database: PostgreSQL is
+  case-sensitive, and MySQL with its default collation and SQLite are not. PostgreSQL and MySQL
+  take ``\\`` as the escape character, and SQLite takes none.
+* Integers outside 64 bits, and text that is not valid Unicode, are refused. a8m/rql reads
+  numbers as float64, and Go turns lone surrogates into U+FFFD.
+
+Evaluation is SQL's: a comparison with a missing value is false. Sort keys apply in order, and
+missing values sort first ascending. Ties keep insertion order, so pages never overlap.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from blinkops_provider.models import ConnectionType
 
-# Filterable and sortable fields: the scalar members of a connection type, with their kinds.
+DEFAULT_LIMIT = 100
+"""The page size when a query gives no ``limit``, or ``0`` (Blink's own default is not published)."""
+
+MAX_LIMIT = 1000
+"""The largest ``limit`` (Blink's docs: 1 to 1000)."""
+
 COLUMNS: dict[str, type] = {
     "id": str, "name": str, "display_name": str, "plugin_name": str, "documentation_link": str,
     "icon_uri": str, "oauth_supported": bool, "tenant_id": str, "created_at": int,
     "created_by": str, "updated_at": int, "updated_by": str,
 }  # fmt: skip
+"""The filterable and sortable fields: the scalar members of a connection type, with their types."""
+
 SELECTABLE = frozenset(ConnectionType.model_fields)
-_SQL_OPERATORS = {"$eq": "=", "$neq": "!=", "$gt": ">", "$lt": "<", "$gte": ">=", "$lte": "<="}
+MEMBERS = ("limit", "offset", "sort", "select", "filter")
+
+_OPERATORS: dict[type, dict[str, str]] = {
+    bool: {"$eq": "=", "$neq": "!="},
+    int: {"$eq": "=", "$neq": "!=", "$gt": ">", "$lt": "<", "$gte": ">=", "$lte": "<="},
+    str: {"$eq": "=", "$neq": "!=", "$gt": ">", "$lt": "<", "$gte": ">=", "$lte": "<=", "$like": "LIKE"},
+}
+_KIND = {bool: "a boolean", int: "an integer", str: "a string"}
+_INT64 = range(-(2**63), 2**63)
 
 
 class QueryError(ValueError):
-    """The query names a field or compares a value the sandbox cannot evaluate."""
+    """The query breaks a rule of RQL or names what a connection type does not have."""
 
 
-def _column(field: str, what: str) -> type:
-    if field not in COLUMNS:
-        raise QueryError(f"{what}: unknown field {field!r}; allowed: {', '.join(COLUMNS)}")
-    return COLUMNS[field]
+@dataclass
+class SQLQuery:
+    """A parsed query, ready for SQLite: ``SELECT ... WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?``."""
+
+    where: str = "1"
+    params: list[Any] = field(default_factory=list)
+    order: str = "seq ASC"
+    select: list[str] | None = None
+    limit: int = DEFAULT_LIMIT
+    offset: int = 0
 
 
-def _check_value(field: str, kind: type, operator: str, value: Any) -> Any:
-    if value is None:
-        if operator not in ("$eq", "$neq"):
-            raise QueryError(f"filter on {field!r}: {operator} cannot compare with null")
-        return None
-    if kind is bool:
-        if not isinstance(value, bool) or operator not in ("$eq", "$neq"):
-            raise QueryError(f"filter on {field!r}: a boolean field takes true or false with $eq or $neq")
-        return int(value)
-    if kind is int and (isinstance(value, bool) or not isinstance(value, (int, float))):
-        raise QueryError(f"filter on {field!r}: a number field takes a number, got {value!r}")
-    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
-        raise QueryError(f"filter on {field!r}: {value} is out of range (64-bit integers only)")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise QueryError(f"filter on {field!r}: {value!r} is not a number")
-    if kind is str and not isinstance(value, str):
-        raise QueryError(f"filter on {field!r}: a text field takes a string, got {value!r}")
-    if operator == "$like" and kind is not str:
-        raise QueryError(f"filter on {field!r}: $like applies to text fields only")
+def _refuse_constant(name: str) -> Any:
+    raise QueryError(f"q is not valid JSON: {name} is not a JSON number")
+
+
+def parse_query(q: str) -> SQLQuery:
+    """Parse the ``q`` parameter.
+
+    :raises QueryError: the JSON is invalid, or the query breaks a rule; the message says which
+        and what is allowed.
+    """
+    try:
+        raw = json.loads(q, parse_constant=_refuse_constant)
+    except ValueError as err:
+        if isinstance(err, QueryError):
+            raise
+        raise QueryError(f"q is not valid JSON: {err}") from None
+    if raw is None:
+        return SQLQuery()
+    if not isinstance(raw, dict):
+        raise QueryError(f"q must be a JSON object (or null), not {_json_type(raw)}")
+    members = {key: value for key, value in raw.items() if value is not None}
+    unknown = [key for key in members if key not in MEMBERS]
+    if unknown:
+        raise QueryError(f"unknown member(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(MEMBERS)}")
+    query = SQLQuery()
+    limit = _integer(members.get("limit", 0), "limit")
+    if limit:
+        if not 1 <= limit <= MAX_LIMIT:
+            raise QueryError(f"limit must be 1 to {MAX_LIMIT} (0 or none for {DEFAULT_LIMIT}), got {limit}")
+        query.limit = limit
+    query.offset = _integer(members.get("offset", 0), "offset")
+    if query.offset < 0:
+        raise QueryError(f"offset must be 0 or more, got {query.offset}")
+    query.order = _order(_strings(members.get("sort", []), "sort"))
+    select = _strings(members.get("select", []), "select")
+    unknown = [name for name in select if name not in SELECTABLE]
+    if unknown:
+        raise QueryError(
+            f"select: unknown field(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(sorted(SELECTABLE))}"
+        )
+    query.select = select or None
+    flt = members.get("filter", {})
+    if not isinstance(flt, dict):
+        raise QueryError(f"filter must be an object of conditions, not {_json_type(flt)}")
+    compiled = _conjunction(flt, "filter")
+    if compiled is not None:
+        query.where, query.params = compiled
+    return query
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object" if isinstance(value, dict) else "null"
+
+
+def _integer(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise QueryError(f"{what} must be a JSON integer, not {_json_type(value)} ({value!r})")
+    if value not in _INT64:
+        raise QueryError(f"{what}: {value} is out of range (64-bit integers only)")
     return value
 
 
-def _predicate(field: str, operator: str, value: Any, params: list[Any]) -> str:
-    value = _check_value(field, _column(field, "filter"), operator, value)
-    if value is None:
-        return f'"{field}" IS NULL' if operator == "$eq" else f'"{field}" IS NOT NULL'
-    params.append(value)
-    if operator == "$like":
-        return f'"{field}" LIKE ?'
-    return f'"{field}" {_SQL_OPERATORS[operator]} ?'
+def _strings(value: Any, what: str) -> list[str]:
+    if not isinstance(value, list):
+        raise QueryError(f"{what} must be an array of field names, not {_json_type(value)}")
+    for item in value:
+        if not isinstance(item, str):
+            raise QueryError(f"{what}: every item must be a string, got {_json_type(item)} ({item!r})")
+    return value
 
 
-def compile_filter(condition: Mapping[str, Any], params: list[Any]) -> str:
-    """The SQL WHERE expression of a (validated) RQL filter, appending its parameters."""
-    parts: list[str] = []
-    for key, value in condition.items():
-        if key == "$or":
-            parts.append("(" + " OR ".join(compile_filter(item, params) for item in value) + ")")
-        elif isinstance(value, Mapping):
-            parts.extend(_predicate(key, operator, operand, params) for operator, operand in value.items())
-        else:
-            parts.append(_predicate(key, "$eq", value, params))
-    return "(" + " AND ".join(parts) + ")"
-
-
-def compile_sort(sort: list[str] | None) -> str:
+def _order(sort: list[str]) -> str:
     """The SQL ORDER BY list of an RQL sort, with insertion order breaking ties.
 
     ``id`` is unique, so nothing after it can break a tie: the list ends there, and SQLite walks
     the ``id`` index instead of sorting every match (what a keyset walk asks for, page after page).
     """
     keys = []
-    for item in sort or ():
-        field = item.lstrip("+-")
-        _column(field, "sort")
-        keys.append(f'"{field}" {"DESC" if item.startswith("-") else "ASC"}')
-        if field == "id":
+    for item in sort:
+        if not item:
+            raise QueryError("sort: a sort field cannot be empty")
+        name = item[1:] if item[0] in "+-" else item
+        if name not in COLUMNS:
+            raise QueryError(f"sort: unknown field {name!r}; allowed: {', '.join(COLUMNS)}")
+        keys.append(f'"{name}" {"DESC" if item[0] == "-" else "ASC"}')
+        if name == "id":
             return ", ".join(keys)
     keys.append("seq ASC")
     return ", ".join(keys)
 
 
-def check_select(select: list[str] | None) -> None:
-    """Refuse a projection onto fields a connection type does not have."""
-    unknown = [name for name in select or () if name not in SELECTABLE]
-    if unknown:
-        raise QueryError(
-            f"select: unknown field(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(sorted(SELECTABLE))}"
-        )
+_Compiled = tuple[str, list[Any]]
+
+
+def _conjunction(condition: Mapping[str, Any], where: str) -> _Compiled | None:
+    """Every key of one condition object, ANDed; None when the object sets no condition."""
+    parts: list[_Compiled] = []
+    for key, value in condition.items():
+        if key in ("$or", "$and"):
+            part = _relation(key, value, f"{where}.{key}")
+        elif key in COLUMNS:
+            part = _field(key, COLUMNS[key], value, where)
+        else:
+            raise QueryError(f"{where}: unknown key {key!r}; allowed: $or, $and and the fields {', '.join(COLUMNS)}")
+        if part is not None:
+            parts.append(part)
+    return _join(" AND ", parts)
+
+
+def _relation(operator: str, terms: Any, where: str) -> _Compiled | None:
+    if not isinstance(terms, list):
+        raise QueryError(f"{where} must be an array of condition objects, not {_json_type(terms)}")
+    parts = []
+    for index, term in enumerate(terms):
+        if not isinstance(term, dict):
+            raise QueryError(f"{where}[{index}] must be a condition object, not {_json_type(term)}")
+        parts.append(_conjunction(term, f"{where}[{index}]"))
+    if operator == "$or" and None in parts:
+        return None  # one term sets no condition, so every item matches it
+    return _join(" AND " if operator == "$and" else " OR ", [part for part in parts if part is not None])
+
+
+def _join(glue: str, parts: list[_Compiled]) -> _Compiled | None:
+    if not parts:
+        return None
+    params = [param for _, part_params in parts for param in part_params]
+    return "(" + glue.join(sql for sql, _ in parts) + ")", params
+
+
+def _field(name: str, kind: type, value: Any, where: str) -> _Compiled | None:
+    predicates = value if isinstance(value, dict) else {"$eq": value}
+    parts = []
+    for operator, operand in predicates.items():
+        sql_operator = _OPERATORS[kind].get(operator)
+        if sql_operator is None:
+            raise QueryError(
+                f"{where}: {operator!r} does not apply to {name!r} ({_KIND[kind]} field); "
+                f"allowed: {', '.join(_OPERATORS[kind])}"
+            )
+        parts.append((f'"{name}" {sql_operator} ?', [_operand(name, kind, operand, where)]))
+    return _join(" AND ", parts)
+
+
+def _operand(name: str, kind: type, value: Any, where: str) -> Any:
+    """The SQL parameter for a filter value, after checking its type against the field's."""
+    wrong = QueryError(f"{where}: {name!r} is {_KIND[kind]} field and takes {_KIND[kind]}, not {_json_type(value)}")
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise wrong
+        return int(value)
+    if kind is str:
+        if not isinstance(value, str):
+            raise wrong
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise QueryError(f"{where}: the value for {name!r} is not valid Unicode (a lone surrogate)") from None
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise wrong
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            raise QueryError(f"{where}: {name!r} is an integer field and {value!r} has a fraction")
+        value = int(value)
+    if value not in _INT64:
+        raise QueryError(f"{where}: {value} is out of range for {name!r} (64-bit integers only)")
+    return value

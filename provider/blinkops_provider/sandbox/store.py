@@ -15,12 +15,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from blinkops_provider.models import FieldType, FieldUpdate
-from blinkops_provider.rql import RQLQuery
 from blinkops_provider.sandbox import seed as seed_data
-from blinkops_provider.sandbox.rql_sql import check_select, compile_filter, compile_sort
-
-DEFAULT_LIMIT = 100
-"""Page size when a query gives no ``limit`` (Blink's own default is not published)."""
+from blinkops_provider.sandbox.rql_sql import SQLQuery
 
 RESET_TYPE = FieldType.TEXT.value
 """What a field's type becomes when an update leaves ``type`` out (Blink resets omitted members)."""
@@ -157,17 +153,9 @@ class SandboxStore:
         with self._lock, self._transaction():
             return sum(self._db.execute("DELETE FROM connection_types WHERE id = ?", (i,)).rowcount for i in ids)
 
-    def list_connection_types(self, query: RQLQuery) -> bytes:
-        """The JSON page ``{limit, offset, total, results}`` for a validated query.
-
-        :raises QueryError: unknown fields, or values of the wrong kind for a field.
-        """
-        params: list[Any] = []
-        where = compile_filter(query.filter, params) if query.filter else "1"
-        order = compile_sort(query.sort)
-        check_select(query.select)
-        limit = query.limit if query.limit is not None else DEFAULT_LIMIT
-        offset = query.offset or 0
+    def list_connection_types(self, query: SQLQuery) -> bytes:
+        """The JSON page ``{limit, offset, total, results}`` for a parsed query."""
+        where, params, order, limit, offset = query.where, query.params, query.order, query.limit, query.offset
         with self._lock:
             total = self._db.execute(f"SELECT count(*) FROM connection_types WHERE {where}", params).fetchone()[0]
             docs = [
