@@ -97,6 +97,25 @@ def test_airflow2_prefixed_extras_are_read(monkeypatch: pytest.MonkeyPatch) -> N
     assert BlinkHook()._settings.timeout == (3.0, 30.0)
 
 
+@pytest.mark.parametrize(
+    ("text", "timeout"),
+    [("30", 30.0), (" 7.5 ", 7.5), ("5, 120", (5.0, 120.0)), ("5,120", (5.0, 120.0)), ("[5, 120]", (5.0, 120.0))],
+)
+def test_the_timeout_field_takes_text_as_the_form_saves_it(
+    monkeypatch: pytest.MonkeyPatch, text: str, timeout: object
+) -> None:
+    set_connection(monkeypatch, extra={"timeout": text})
+    assert BlinkHook()._settings.timeout == timeout
+
+
+def test_the_timeout_field_is_text_in_both_forms() -> None:
+    """One field takes a number or a pair: Airflow 3 renders the schema, Airflow 2 the widget."""
+    (connection_type,) = get_provider_info()["connection-types"]
+    field = connection_type["conn-fields"]["timeout"]
+    assert field["schema"]["type"] == ["string", "null"]
+    assert "5, 120" in field["description"]
+
+
 def test_hook_timeout_wins_over_the_connection(monkeypatch: pytest.MonkeyPatch) -> None:
     set_connection(monkeypatch, extra={"timeout": 5})
     with rm.Mocker() as m:
@@ -108,6 +127,8 @@ def test_hook_timeout_wins_over_the_connection(monkeypatch: pytest.MonkeyPatch) 
 @pytest.mark.parametrize(("extra", "message"), [
     ({"verify_ssl": "maybe"}, "verify_ssl' must be true or false"),
     ({"timeout": "soon"}, "timeout' must be a positive number"),
+    ({"timeout": "5, 120, 9"}, "or connect and read seconds such as '5, 120', got"),
+    ({"timeout": "5, -1"}, "timeout' must be a positive number"),
     ({"header_name": "Bad Header:"}, "header_name' must be an HTTP header name"),
     ({"api_key_header": "Bad Header:"}, "header_name' must be an HTTP header name"),
 ])  # fmt: skip
@@ -156,6 +177,23 @@ def test_provider_info_declares_the_connection_type() -> None:
     assert fields["header_name"]["schema"]["default"] == "BLINK-API-KEY"
     assert fields["verify_ssl"]["schema"]["default"] is True
     assert "timeout" in fields
+
+
+def test_the_providers_page_links_the_project_documentation() -> None:
+    """Airflow's Providers page links the package to its Project-URL named Documentation."""
+    from importlib.metadata import metadata
+
+    urls = dict(entry.split(", ", 1) for entry in metadata("airflow-provider-blinkops").get_all("Project-URL") or [])
+    assert urls["Documentation"].startswith("https://")
+    from airflow.providers_manager import ProvidersManager
+
+    info = ProvidersManager().providers["airflow-provider-blinkops"].data
+    if "documentation-url" in info:  # Airflow 3 reads it into the provider info
+        assert info["documentation-url"] == urls["Documentation"]
+    else:  # Airflow 2.11 asks for it when the page is drawn
+        from airflow.utils.docs import get_doc_url_for_provider
+
+        assert get_doc_url_for_provider("airflow-provider-blinkops", "0.1.0") == urls["Documentation"]
 
 
 def test_provider_is_registered_with_airflow() -> None:

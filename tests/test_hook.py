@@ -147,9 +147,24 @@ def test_test_connection_404_points_at_base_url(hook: Any) -> None:
 def test_test_connection_without_key(monkeypatch: pytest.MonkeyPatch) -> None:
     from blinkops_provider.hooks.blink import BlinkHook
 
-    set_connection(monkeypatch, password=None)
-    ok, message = BlinkHook().test_connection()
-    assert not ok and "no API key" in message
+    set_connection(monkeypatch, "tmpx7Qz2", password=None)
+    ok, message = BlinkHook("tmpx7Qz2").test_connection()
+    assert not ok
+    assert message == "the connection has no API key: put it in the password field (labelled 'API key' in the UI)"
+
+
+def test_test_connection_does_not_name_airflows_temporary_connection_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Airflow tests a connection under a random id; a task's error still names the real one."""
+    from blinkops_provider.exceptions import BlinkConfigurationError
+    from blinkops_provider.hooks.blink import BlinkHook
+
+    set_connection(monkeypatch, "tmpx7Qz2", password="key\u00e9\u20ac")
+    ok, message = BlinkHook("tmpx7Qz2").test_connection()
+    assert not ok
+    assert "tmpx7Qz2" not in message
+    assert message.startswith("the API key of the connection cannot be sent in a header: character 5 is not latin-1")
+    with pytest.raises(BlinkConfigurationError, match="the API key of the connection 'tmpx7Qz2' cannot be sent"):
+        BlinkHook("tmpx7Qz2").base_url  # noqa: B018
 
 
 def test_hook_signatures_are_the_documented_ones() -> None:

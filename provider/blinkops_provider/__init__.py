@@ -56,8 +56,9 @@ def get_provider_info() -> dict[str, Any]:
                     },
                     "timeout": {
                         "label": "Timeout (seconds)",
-                        "description": "Connect and read timeout of every request.",
-                        "schema": {"type": ["number", "null"]},
+                        "description": "Seconds to connect and to read, e.g. 30; or both apart, e.g. 5, 120. "
+                        "Empty: 10, 60.",
+                        "schema": {"type": ["string", "null"]},
                     },
                 },
                 "ui-field-behaviour": {

@@ -96,7 +96,7 @@ def _old_header(conn: Any, option: Any) -> Any:
     return value
 
 
-def check_api_key(key: str, conn_id: str) -> None:
+def check_api_key(key: str, who: str) -> None:
     """Refuse a key that cannot travel in an HTTP header, without echoing any of it.
 
     :raises BlinkConfigurationError: a character outside latin-1, or a control character.
@@ -109,7 +109,7 @@ def check_api_key(key: str, conn_id: str) -> None:
         else:
             continue
         raise BlinkConfigurationError(
-            f"the API key of connection {conn_id!r} cannot be sent in a header: {problem}; "
+            f"the API key of {who} cannot be sent in a header: {problem}; "
             f"paste the key again (the key has {len(key)} characters)"
         )
 
@@ -127,8 +127,14 @@ def as_bool(value: Any, what: str) -> bool:
 
 
 def as_timeout(value: Any, what: str) -> Timeout:
-    """A positive number of seconds, or a ``[connect, read]`` pair of them."""
+    """A positive number of seconds, or a ``[connect, read]`` pair of them.
+
+    Text is read too, as the connection form saves it: ``"30"``, ``"5, 120"`` or ``"[5, 120]"``.
+    """
     try:
+        if isinstance(value, str):
+            text = value.strip().removeprefix("[").removesuffix("]")
+            value = [part.strip() for part in text.split(",")] if "," in text else text
         if isinstance(value, (list, tuple)):
             connect, read = (float(v) for v in value)
             if connect > 0 and read > 0:
@@ -138,7 +144,7 @@ def as_timeout(value: Any, what: str) -> Timeout:
     except (TypeError, ValueError):
         pass
     raise BlinkConfigurationError(
-        f"{what} must be a positive number of seconds or a [connect, read] pair, got {value!r}"
+        f"{what} must be a positive number of seconds, or connect and read seconds such as '5, 120', got {value!r}"
     )
 
 
@@ -158,8 +164,10 @@ class ConnectionSettings:
         return sum(self.timeout) if isinstance(self.timeout, tuple) else 2 * self.timeout
 
     @classmethod
-    def from_connection(cls, conn: Any, timeout: Timeout | None = None) -> ConnectionSettings:
+    def from_connection(cls, conn: Any, timeout: Timeout | None = None, who: str | None = None) -> ConnectionSettings:
         """Read and check a connection; ``timeout`` overrides the connection's own.
+
+        ``who`` names the connection in messages (default: "the connection '<conn_id>'").
 
         :raises BlinkConfigurationError: no API key, or an unusable host or extra.
         """
@@ -169,13 +177,13 @@ class ConnectionSettings:
             value = extra.get(name, extra.get(f"extra__blink__{name}"))
             return None if value in (None, "") else value
 
+        who = who or f"the connection {conn.conn_id!r}"
         api_key = (conn.password or "").strip()
         if not api_key:
             raise BlinkConfigurationError(
-                f"the connection {conn.conn_id!r} has no API key: put it in the password field "
-                "(labelled 'API key' in the UI)"
+                f"{who} has no API key: put it in the password field (labelled 'API key' in the UI)"
             )
-        check_api_key(api_key, conn.conn_id)
+        check_api_key(api_key, who)
         header = str(option(HEADER_EXTRA) or _old_header(conn, option) or DEFAULT_HEADER).strip()
         if not header.isascii() or any(c in header for c in " :\r\n\t") or not header.isprintable():
             raise BlinkConfigurationError(

@@ -184,12 +184,14 @@ class BlinkHook(BaseHook):
         self._now = lambda: dt.datetime.now(dt.timezone.utc)
         self._pause = SharedPause(clock=time.monotonic)
         self._watchdog: Watchdog = threading.Timer
+        self._testing_as: str | None = None  # how test_connection names the connection in messages
 
     # -- connection --------------------------------------------------------------------------
 
     @cached_property
     def _settings(self) -> ConnectionSettings:
-        settings = ConnectionSettings.from_connection(self.get_connection(self.blink_conn_id), self.timeout)
+        who = self._testing_as
+        settings = ConnectionSettings.from_connection(self.get_connection(self.blink_conn_id), self.timeout, who)
         mask_secret(settings.api_key)
         return settings
 
@@ -588,7 +590,12 @@ class BlinkHook(BaseHook):
     # -- Airflow UI ---------------------------------------------------------------------
 
     def test_connection(self) -> tuple[bool, str]:
-        """Check the connection with a one-item listing (the UI's Test button)."""
+        """Check the connection with a one-item listing (the UI's Test button).
+
+        The messages name the form's fields, not the connection id: Airflow tests a connection
+        under a random temporary id, which would mean nothing to the user.
+        """
+        self._testing_as = "the connection"
         try:
             page = self.list_connection_types(limit=1)
         except BlinkConfigurationError as err:
@@ -628,12 +635,15 @@ class BlinkHook(BaseHook):
         from wtforms import BooleanField, StringField
         from wtforms.validators import Optional
 
+        from blinkops_provider import get_provider_info
+
+        fields = get_provider_info()["connection-types"][0]["conn-fields"]
+
+        def text(name: str) -> dict[str, Any]:
+            return {"label": lazy_gettext(fields[name]["label"]), "description": fields[name].get("description", "")}
+
         return {
-            "header_name": StringField(
-                lazy_gettext("API key header"), widget=BS3TextFieldWidget(), default=DEFAULT_HEADER
-            ),
-            "verify_ssl": BooleanField(lazy_gettext("Verify TLS certificates"), default=True),
-            "timeout": StringField(
-                lazy_gettext("Timeout (seconds)"), widget=BS3TextFieldWidget(), validators=[Optional()]
-            ),
+            "header_name": StringField(**text("header_name"), widget=BS3TextFieldWidget(), default=DEFAULT_HEADER),
+            "verify_ssl": BooleanField(**text("verify_ssl"), default=True),
+            "timeout": StringField(**text("timeout"), widget=BS3TextFieldWidget(), validators=[Optional()]),
         }
