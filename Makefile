@@ -1,6 +1,7 @@
 # airflow-provider-blinkops: the developer commands.
 #   make test                          ruff, mypy and pytest on the locked Airflow 3 environment (.venv)
 #   make test AIRFLOW_VERSION=2.11.2   the same on Airflow 2.11 (.venv-airflow-2.11.2, pinned by .ci/)
+#   make ui-test                       the connection form in Airflow 3's UI, in headless Chromium (an extra check)
 #   make demo                          the main job: both example DAGs end to end against the sandbox
 #   make docs                          the documentation site (Sphinx, warnings are errors) in docs/_build/html
 #   make bench                         the benchmarks (prints measured figures)
@@ -22,7 +23,7 @@ endif
 PY := $(VENV)/bin/python
 export UV_PROJECT_ENVIRONMENT := $(abspath .venv)
 
-.PHONY: help uv env lint typecheck pytest test demo docs bench pins-airflow2 clean
+.PHONY: help uv env lint typecheck pytest test ui-test demo docs bench pins-airflow2 clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -56,6 +57,15 @@ pytest: env
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
+
+# Debian's chromium and chromium-driver, installed with apt when missing (a downloaded browser cannot work offline).
+ui-test: env
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+		echo "installing Debian's chromium and chromium-driver"; \
+		$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	$(PY) -m pytest -m ui tests/ui $(PYTEST_ARGS)
+	@echo "Screenshots: build/ui-test/"
 
 # With BLINK_BASE_URL and BLINK_API_KEY set, against that tenant instead (see example_dags/demo.py).
 demo: env

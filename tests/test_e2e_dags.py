@@ -6,6 +6,7 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -48,9 +49,18 @@ def state(run: Any) -> str:
     return str(getattr(run.state, "value", run.state))
 
 
-def test_schema_migration_applies_every_declared_field(blink_sandbox: BlinkSandbox) -> None:
+def test_schema_migration_applies_every_declared_field(
+    blink_sandbox: BlinkSandbox, capfd: pytest.CaptureFixture[str]
+) -> None:
     run = load_dag("blink_table_schema_migration.py").test(run_conf={"ws_id": "ws-demo", "table": "Incidents"})
     assert state(run) == "success"
+    # The summary is in the task's main log, not in the collapsed group Airflow opens after execute().
+    printed = "".join(capfd.readouterr())
+    progress = printed.index("1/10 fields applied")  # logged while execute() runs
+    summary = printed.index("Schema of ws-demo/Incidents: 10 of 10 fields applied", progress)
+    group_after_execute = re.compile(r"::group::Post|Post Execute")
+    assert group_after_execute.search(printed, progress, summary) is None
+    assert group_after_execute.search(printed, summary) is not None
     fields = {field["name"]: field for field in blink_sandbox.store.fields("ws-demo", "Incidents")}
     for declared in SCHEMA:
         field = fields[declared["field"]]
