@@ -22,12 +22,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from blinkops_provider import MAX_LIMIT
 from blinkops_provider.exceptions import BlinkInputError
 
 __all__ = ["MAX_LIMIT", "OPERATORS", "RQLQuery", "check_paging", "parse_json_object"]
-
-MAX_LIMIT = 1000
-"""The largest page Blink serves (``limit`` is 1 to 1000)."""
 
 OPERATORS = ("$eq", "$neq", "$gt", "$lt", "$gte", "$lte", "$like")
 """The predicates a field condition may use; ``$or`` and ``$and`` combine conditions."""

@@ -9,7 +9,7 @@ What is accepted (as a8m/rql decodes and parses a query):
 * ``q`` is a JSON object, or ``null`` (an empty query). A member whose value is ``null`` counts
   as left out. Any other unknown member is refused.
 * ``limit``: a JSON integer. ``0`` or left out means the default page size (:data:`DEFAULT_LIMIT`).
-  Otherwise it must be 1 to :data:`MAX_LIMIT`. ``offset``: a JSON integer, 0 or more.
+  Otherwise it must be 1 to 1000 (``MAX_LIMIT``). ``offset``: a JSON integer, 0 or more.
 * ``sort``: an array of strings, ``name``, ``+name`` or ``-name``, each a field of
   :data:`COLUMNS`. ``select``: an array of strings, each a member of a connection type
   (``[]`` selects everything).
@@ -46,13 +46,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from blinkops_provider import MAX_LIMIT
 from blinkops_provider.models import ConnectionType
 
 DEFAULT_LIMIT = 100
 """The page size when a query gives no ``limit``, or ``0`` (Blink's own default is not published)."""
-
-MAX_LIMIT = 1000
-"""The largest ``limit`` (Blink's docs: 1 to 1000)."""
 
 COLUMNS: dict[str, type] = {
     "id": str, "name": str, "display_name": str, "plugin_name": str, "documentation_link": str,
