@@ -7,7 +7,7 @@ import pytest
 
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import validate_input
-from blinkops_provider.rql import OPERATORS, RQLQuery, parse_json_object
+from blinkops_provider.rql import MAX_NESTING, OPERATORS, RQLQuery, parse_json_object
 
 
 def test_cli_example_is_compact_json() -> None:
@@ -93,6 +93,18 @@ def test_parts_that_set_no_condition_are_accepted_and_not_sent(filter_: Any, sen
     query = RQLQuery(filter=filter_)
     assert query.filter == sent
     assert json.loads(query.to_param()).get("filter") == sent
+
+
+def nested(depth: int) -> str:
+    return '{"$or": [' * depth + '{"name": "x"}' + "]}" * depth
+
+
+def test_or_and_and_nest_at_most_max_nesting_deep() -> None:
+    assert RQLQuery(filter=nested(MAX_NESTING)).filter is not None
+    with pytest.raises(BlinkInputError, match=f"may nest {MAX_NESTING} deep, no deeper"):
+        validate_input(RQLQuery, {"filter": nested(MAX_NESTING + 1)}, "RQL query")
+    with pytest.raises(BlinkInputError, match="nests too deeply to read"):
+        validate_input(RQLQuery, {"filter": nested(100_000)}, "RQL query")
 
 
 def test_direct_construction_raises_value_error() -> None:

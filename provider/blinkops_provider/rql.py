@@ -30,6 +30,9 @@ __all__ = ["MAX_LIMIT", "OPERATORS", "RQLQuery", "check_paging", "parse_json_obj
 OPERATORS = ("$eq", "$neq", "$gt", "$lt", "$gte", "$lte", "$like")
 """The predicates a field condition may use; ``$or`` and ``$and`` combine conditions."""
 
+MAX_NESTING = 32
+"""How deep ``$or`` and ``$and`` may nest in a filter (the catalogue walk adds two levels of its own)."""
+
 _ORDERED = frozenset({"$gt", "$lt", "$gte", "$lte"})
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 _SORT_ITEM = re.compile(r"^[+-]?[A-Za-z_][A-Za-z0-9_.]*$")
@@ -82,15 +85,17 @@ def _check_value(field: str, value: object, operator: str = "equals") -> None:
         _check_text(value, f"filter on {field!r}")
 
 
-def _check_condition(condition: object, where: str = "filter") -> None:
+def _check_condition(condition: object, where: str = "filter", depth: int = 0) -> None:
     if not isinstance(condition, Mapping):
         raise ValueError(f"{where} must be an object of conditions, not {type(condition).__name__}")
     for key, value in condition.items():
         if key in _COMBINATORS:
             if not isinstance(value, (list, tuple)):
                 raise ValueError(f"{where}: {key} takes an array of condition objects, not {type(value).__name__}")
+            if depth >= MAX_NESTING:
+                raise ValueError(f"{where}: $or and $and may nest {MAX_NESTING} deep, no deeper")
             for index, item in enumerate(value):
-                _check_condition(item, f"{where}.{key}[{index}]")
+                _check_condition(item, f"{where}.{key}[{index}]", depth + 1)
         elif isinstance(key, str) and key.startswith("$"):
             raise ValueError(
                 f"{where}: {key!r} is not allowed here; $or and $and combine conditions, and the "
@@ -160,6 +165,8 @@ def parse_json_object(value: Any, what: str) -> Any:
             return None
         try:
             return json.loads(text)
+        except RecursionError:
+            raise BlinkInputError(f"{what} nests too deeply to read ($or and $and: {MAX_NESTING} deep)") from None
         except ValueError as err:
             raise BlinkInputError(f"{what} is not valid JSON: {err}") from None
     return value

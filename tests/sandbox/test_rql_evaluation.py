@@ -9,6 +9,7 @@ import pytest
 import requests
 
 from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_provider.sandbox.rql_sql import QueryError, parse_query
 from tests.sandbox.reference import evaluate
 
 T0 = 1_767_225_600_000
@@ -159,6 +160,12 @@ def test_unset_members_read_as_a8m_rql_reads_them(blink_sandbox: BlinkSandbox, q
     page = response.json()
     assert (page["limit"], page["offset"], page["total"]) == (100, 0, len(blink_sandbox.store.connection_type_ids()))
     assert [doc["id"] for doc in page["results"]] == blink_sandbox.store.connection_type_ids()[:100]
+
+
+def test_a_q_too_deep_for_the_json_parser_is_a_query_error() -> None:
+    """Past Python's recursion limit the JSON parser gives up: a 400 with a reason, not a 500."""
+    with pytest.raises(QueryError, match="q nests too deeply; \\$or and \\$and may nest 64 deep"):
+        parse_query('{"filter": ' + '{"$and": [' * 100_000 + "]}" * 100_000 + "}")
 
 
 def test_missing_q_is_a_400(blink_sandbox: BlinkSandbox) -> None:

@@ -31,6 +31,7 @@ The sandbox's own choices, where Blink publishes nothing:
   is no escape character. a8m/rql hands the pattern to the database: PostgreSQL is
   case-sensitive, and MySQL with its default collation and SQLite are not. PostgreSQL and MySQL
   take ``\\`` as the escape character, and SQLite takes none.
+* ``$or`` and ``$and`` nest at most :data:`MAX_NESTING` deep.
 * Integers outside 64 bits, and text that is not valid Unicode, are refused. a8m/rql reads
   numbers as float64, and Go turns lone surrogates into U+FFFD.
 
@@ -58,6 +59,9 @@ COLUMNS: dict[str, type] = {
     "created_by": str, "updated_at": int, "updated_by": str,
 }  # fmt: skip
 """The filterable and sortable fields: the scalar members of a connection type, with their types."""
+
+MAX_NESTING = 64
+"""How deep ``$or`` and ``$and`` may nest (a8m/rql sets no limit; Blink publishes none)."""
 
 SELECTABLE = frozenset(ConnectionType.model_fields)
 MEMBERS = ("limit", "offset", "sort", "select", "filter")
@@ -99,6 +103,8 @@ def parse_query(q: str) -> SQLQuery:
     """
     try:
         raw = json.loads(q, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise QueryError(f"q nests too deeply; $or and $and may nest {MAX_NESTING} deep") from None
     except ValueError as err:
         if isinstance(err, QueryError):
             raise
@@ -189,12 +195,14 @@ def _order(sort: list[str]) -> str:
 _Compiled = tuple[str, list[Any]]
 
 
-def _conjunction(condition: Mapping[str, Any], where: str) -> _Compiled | None:
+def _conjunction(condition: Mapping[str, Any], where: str, depth: int = 0) -> _Compiled | None:
     """Every key of one condition object, ANDed; None when the object sets no condition."""
     parts: list[_Compiled] = []
     for key, value in condition.items():
         if key in ("$or", "$and"):
-            part = _relation(key, value, f"{where}.{key}")
+            if depth >= MAX_NESTING:
+                raise QueryError(f"{where}: $or and $and may nest {MAX_NESTING} deep, no deeper")
+            part = _relation(key, value, f"{where}.{key}", depth + 1)
         elif key in COLUMNS:
             part = _field(key, COLUMNS[key], value, where)
         else:
@@ -204,14 +212,14 @@ def _conjunction(condition: Mapping[str, Any], where: str) -> _Compiled | None:
     return _join(" AND ", parts)
 
 
-def _relation(operator: str, terms: Any, where: str) -> _Compiled | None:
+def _relation(operator: str, terms: Any, where: str, depth: int) -> _Compiled | None:
     if not isinstance(terms, list):
         raise QueryError(f"{where} must be an array of condition objects, not {_json_type(terms)}")
     parts = []
     for index, term in enumerate(terms):
         if not isinstance(term, dict):
             raise QueryError(f"{where}[{index}] must be a condition object, not {_json_type(term)}")
-        parts.append(_conjunction(term, f"{where}[{index}]"))
+        parts.append(_conjunction(term, f"{where}[{index}]", depth))
     if operator == "$or" and None in parts:
         return None  # one term sets no condition, so every item matches it
     return _join(" AND " if operator == "$and" else " OR ", [part for part in parts if part is not None])
