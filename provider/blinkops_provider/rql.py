@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from blinkops_provider import MAX_LIMIT
 from blinkops_provider.exceptions import BlinkInputError
 
-__all__ = ["MAX_LIMIT", "OPERATORS", "RQLQuery", "check_paging", "parse_json_object"]
+__all__ = ["MAX_LIMIT", "MAX_NESTING", "OPERATORS", "RQLQuery", "check_paging", "parse_json_object"]
 
 OPERATORS = ("$eq", "$neq", "$gt", "$lt", "$gte", "$lte", "$like")
 """The predicates a field condition may use; ``$or`` and ``$and`` combine conditions."""
