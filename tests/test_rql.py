@@ -1,9 +1,12 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
+import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import validate_input
@@ -131,3 +134,37 @@ def test_parse_json_object_leaves_objects_alone_and_blank_means_none() -> None:
     assert parse_json_object(obj, "x") is obj
     assert parse_json_object("  ", "x") is None
     assert parse_json_object('{"a": 1}', "x") == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    ("filter_", "message"),
+    [
+        ({"created_at": 1.5}, "'created_at' is an integer field, so it takes an integer, not 1.5"),
+        ({"created_at": {"$gte": "2026-01-01"}}, "'created_at' is an integer field, so it takes an integer"),
+        ({"$or": [{"name": 10}]}, "filter.$or[0]: 'name' is a string field, so it takes a string, not 10"),
+        ({"oauth_supported": "true"}, "'oauth_supported' is a boolean field, so it takes a boolean"),
+        ({"oauth_supported": {"$like": "t%"}}, "$like does not apply to 'oauth_supported', a boolean field"),
+        ({"updated_at": {"$like": "17%"}}, "$like does not apply to 'updated_at', an integer field"),
+    ],
+)
+def test_the_hook_refuses_a_value_of_the_wrong_type_before_sending(
+    blink_conn: None, filter_: dict, message: str
+) -> None:
+    """The API contract gives the connection-type fields' types; Blink's parser refuses a mismatch."""
+    from blinkops_provider.hooks.blink import BlinkHook
+
+    hook = BlinkHook()
+    with rm.Mocker() as m, pytest.raises(BlinkInputError, match=re.escape(message)):
+        hook.list_connection_types(filter=filter_)
+    assert not m.called
+
+
+def test_whole_floats_and_fields_the_contract_does_not_type_are_sent(blink_conn: None) -> None:
+    from blinkops_provider.hooks.blink import BlinkHook
+
+    flt = {"created_at": 1000.0, "metadata.kind": 5, "name": {"$like": "a%"}, "oauth_supported": {"$neq": True}}
+    with rm.Mocker() as m:
+        m.get("https://blink.test/api/v1/connection_types", json={"total": 0, "results": []})
+        BlinkHook().list_connection_types(filter=flt)
+        (request,) = m.request_history
+    assert json.loads(parse_qs(urlsplit(request.url).query)["q"][0])["filter"] == flt

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 from pydantic import (
     BaseModel,
@@ -52,6 +52,7 @@ __all__ = [
     "TwoLeggedValues",
     "Validation",
     "describe_errors",
+    "scalar_fields",
     "validate_field_updates",
     "validate_input",
 ]
@@ -320,6 +321,16 @@ class ConnectionType(_ResponseModel):
     created_by: str | None = None
     updated_at: int | None = None
     updated_by: str | None = None
+
+
+def scalar_fields(model: type[BaseModel]) -> dict[str, type]:
+    """The members of a model that hold one string, integer or boolean: what RQL compares."""
+    kinds: dict[str, type] = {}
+    for name, info in model.model_fields.items():
+        args = [arg for arg in get_args(info.annotation) if arg is not type(None)] or [info.annotation]
+        if len(args) == 1 and args[0] in (str, int, bool):
+            kinds[name] = args[0]
+    return kinds
 
 
 class ConnectionTypePage(_ResponseModel):

@@ -25,7 +25,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from blinkops_provider import MAX_LIMIT
 from blinkops_provider.exceptions import BlinkInputError
 
-__all__ = ["MAX_LIMIT", "MAX_NESTING", "OPERATORS", "RQLQuery", "check_paging", "parse_json_object"]
+__all__ = [
+    "MAX_LIMIT",
+    "MAX_NESTING",
+    "OPERATORS",
+    "RQLQuery",
+    "check_field_types",
+    "check_paging",
+    "parse_json_object",
+]
 
 OPERATORS = ("$eq", "$neq", "$gt", "$lt", "$gte", "$lte", "$like")
 """The predicates a field condition may use; ``$or`` and ``$and`` combine conditions."""
@@ -128,6 +136,48 @@ def _prune(condition: Mapping[str, Any]) -> dict[str, Any] | None:
         elif not isinstance(value, Mapping) or value:
             kept[key] = dict(value) if isinstance(value, Mapping) else value
     return kept or None
+
+
+_KIND_OPERATORS = {bool: ("$eq", "$neq"), int: tuple(op for op in OPERATORS if op != "$like"), str: OPERATORS}
+_KIND_NAMES = {bool: "a boolean", int: "an integer", str: "a string"}
+
+
+def _fits(kind: type, value: Any) -> bool:
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind is int:
+        return not isinstance(value, bool) and (
+            isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        )
+    return isinstance(value, kind)
+
+
+def check_field_types(condition: Mapping[str, Any] | None, kinds: Mapping[str, type], where: str = "filter") -> None:
+    """Refuse a value of the wrong type for a field whose type is known, as Blink's parser would.
+
+    ``kinds`` maps field names to ``str``, ``int`` or ``bool``; other fields are left to Blink.
+    An integer field takes a whole number (``1000.0`` too); a boolean field takes ``$eq`` and
+    ``$neq`` only; ``$like`` is for strings.
+
+    :raises ValueError: naming the field, its type, and what was given.
+    """
+    for key, value in (condition or {}).items():
+        if key in _COMBINATORS:
+            for index, item in enumerate(value):
+                check_field_types(item, kinds, f"{where}.{key}[{index}]")
+        elif key in kinds:
+            kind = kinds[key]
+            for operator, operand in (value if isinstance(value, Mapping) else {"$eq": value}).items():
+                if operator not in _KIND_OPERATORS[kind]:
+                    raise ValueError(
+                        f"{where}: {operator} does not apply to {key!r}, {_KIND_NAMES[kind]} field; "
+                        f"allowed: {', '.join(_KIND_OPERATORS[kind])}"
+                    )
+                if not _fits(kind, operand):
+                    raise ValueError(
+                        f"{where}: {key!r} is {_KIND_NAMES[kind]} field, so it takes {_KIND_NAMES[kind]}, "
+                        f"not {operand!r}"
+                    )
 
 
 def _as_list(value: Any, what: str) -> Any:

@@ -51,10 +51,11 @@ from blinkops_provider.models import (
     ConnectionTypePage,
     FieldUpdate,
     TableField,
+    scalar_fields,
     validate_field_updates,
     validate_input,
 )
-from blinkops_provider.rql import MAX_LIMIT, RQLQuery, check_paging
+from blinkops_provider.rql import MAX_LIMIT, RQLQuery, check_field_types, check_paging
 
 __all__ = ["BlinkHook", "FieldUpdates", "build_base_url"]
 
@@ -128,8 +129,18 @@ def _without_query(location: str | None) -> str:
     return f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else parts.path or "/"
 
 
+_CONNECTION_TYPE_FIELDS = scalar_fields(ConnectionType)
+"""The filterable fields of a connection type with their types (the API contract's)."""
+
+
 def _rql(**members: Any) -> RQLQuery:
-    return validate_input(RQLQuery, members, "RQL query")
+    """A connection-type query, checked before any request: RQL's rules, and the fields' types."""
+    query = validate_input(RQLQuery, members, "RQL query")
+    try:
+        check_field_types(query.filter, _CONNECTION_TYPE_FIELDS)
+    except ValueError as err:
+        raise BlinkInputError(f"invalid RQL query: {err}") from None
+    return query
 
 
 class BlinkHook(BaseHook):
