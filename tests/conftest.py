@@ -45,6 +45,12 @@ class Sleeps(list[float]):
         self.append(seconds)
         self.clock += seconds
 
+    def as_clock(self, **overrides: Any) -> Any:
+        """A request-path clock whose sleeps are recorded and whose monotonic time is the fake one."""
+        from blinkops_provider.hooks._transport import Clock
+
+        return Clock(**{"sleep": self, "monotonic": lambda: self.clock, **overrides})
+
 
 @pytest.fixture
 def sleeps() -> Sleeps:
@@ -57,12 +63,8 @@ def make_hook(blink_conn: None, sleeps: Sleeps) -> Callable[..., Any]:
     from blinkops_provider.hooks.blink import BlinkHook
 
     def make(**kwargs: Any) -> BlinkHook:
-        from blinkops_provider.hooks._retry import SharedPause
-
-        hook = BlinkHook(**kwargs)
-        hook._sleep = sleeps
-        hook._pause = SharedPause(clock=lambda: sleeps.clock)
-        return hook
+        kwargs.setdefault("clock", sleeps.as_clock())
+        return BlinkHook(**kwargs)
 
     return make
 

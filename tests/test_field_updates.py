@@ -6,11 +6,12 @@ import threading
 from typing import Any
 
 import pytest
+import requests
 import requests_mock as rm
 from airflow.providers.common.compat.sdk import AirflowFailException
 
 from blinkops_provider.exceptions import BlinkApiError, BlinkClientError, BlinkInputError
-from blinkops_provider.hooks._retry import SharedPause
+from blinkops_provider.hooks._transport import Clock
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 
 BASE = "https://blink.test/api/v1"
@@ -133,15 +134,13 @@ def test_at_most_max_concurrency_updates_are_in_flight(blink_sandbox: Any) -> No
 
 
 def test_every_worker_has_a_session_of_its_own(make_hook: Any) -> None:
-    hook = make_hook()
     made: list[Any] = []
-    original = hook._new_session
 
     def tracked() -> Any:
-        made.append(original())
+        made.append(requests.Session())
         return made[-1]
 
-    hook._new_session = tracked
+    hook = make_hook(session_factory=tracked)
     with rm.Mocker() as m:
         m.put(rm.ANY, json=field_json)
         hook.update_table_fields("ws-1", "Incidents", [entry(f"f{i}") for i in range(6)], max_concurrency=4)
@@ -152,9 +151,7 @@ def test_every_worker_has_a_session_of_its_own(make_hook: Any) -> None:
 def test_a_retry_after_pauses_every_worker(make_hook: Any) -> None:
     """A batch worker told to wait (429 with Retry-After) pauses the hook's other workers: a call
     that starts while it waits waits too. (No callback blocks: requests-mock serialises requests.)"""
-    hook = make_hook()
     clock = [0.0]
-    hook._pause = SharedPause(clock=lambda: clock[0])
     slept: list[tuple[str, float]] = []
 
     def sleep(seconds: float) -> None:
@@ -167,7 +164,7 @@ def test_a_retry_after_pauses_every_worker(make_hook: Any) -> None:
             other.join(10)
         clock[0] += seconds
 
-    hook._sleep = sleep
+    hook = make_hook(clock=Clock(sleep=sleep, monotonic=lambda: clock[0]))
     with rm.Mocker() as m:
         m.put(
             f"{TABLE_URL}/a", [{"status_code": 429, "headers": {"Retry-After": "7"}, "json": {}}, {"json": field_json}]

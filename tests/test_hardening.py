@@ -4,11 +4,14 @@ every failure is typed and says what happened."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import pickle
 import socket
 import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -251,57 +254,104 @@ def test_transport_errors_name_the_cause_and_the_real_number_of_attempts(
 # -- 8. one attempt has a deadline -----------------------------------------------------------------------
 
 
-HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+BODY = b'{"results": [], "total": 0}'
+DEADLINE_TIMEOUT = [0.3, 0.3]  # connect + read: a deadline of 0.6 s per attempt
 
 
-@pytest.fixture(
-    params=[HEAD + b'{"res', HEAD[:20], HEAD[:60]], ids=["in the body", "in the status line", "in the headers"]
-)
-def stalling_server(request: pytest.FixtureRequest) -> Iterator[tuple[str, threading.Event, threading.Event]]:
-    """A server that sends part of its answer, then stalls (a trickle, frozen)."""
+def _bytes(data: bytes) -> list[bytes]:
+    return [data[i : i + 1] for i in range(len(data))]
+
+
+def _chunked(data: bytes) -> list[bytes]:
+    return [b"1\r\n" + byte + b"\r\n" for byte in _bytes(data)] + [b"0\r\n\r\n"]
+
+
+def _framing(name: str, trickle: bool) -> list[bytes]:
+    """The parts a server sends, with a pause between parts (each byte, when trickling)."""
+    body = gzip.compress(BODY) if name == "gzip" else BODY
+    length = f"Content-Length: {len(body)}\r\n".encode()
+    head = {
+        "keep-alive": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + length,
+        "Connection: close": b"HTTP/1.1 200 OK\r\nConnection: close\r\n",
+        "close with length": b"HTTP/1.1 200 OK\r\nConnection: close\r\n" + length,
+        "chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n",
+        "gzip": b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nConnection: close\r\n",
+        "status line": b"HTTP/1.1 200 OK\r\n" + length,
+        "headers": b"HTTP/1.1 200 OK\r\nX-Padding: " + b"p" * 40 + b"\r\n" + length,
+    }[name] + b"\r\n"
+    if not trickle:
+        return [head + (b"".join(_chunked(body)) if name == "chunked" else body)]
+    if name == "status line":
+        return _bytes(head + body)
+    if name == "headers":
+        status, rest = head.split(b"\r\n", 1)
+        return [status + b"\r\n", *_bytes(rest + body)]
+    return [head, *(_chunked(body) if name == "chunked" else _bytes(body))]
+
+
+FRAMINGS = ["keep-alive", "Connection: close", "close with length", "chunked", "gzip", "status line", "headers"]
+
+
+@contextmanager
+def serving(parts: list[bytes], pause: float) -> Iterator[str]:
+    """A one-connection-at-a-time server that sends ``parts`` with ``pause`` seconds between them."""
     listener = socket.create_server(("127.0.0.1", 0))
-    sent_some, stop = threading.Event(), threading.Event()
+    stop = threading.Event()
 
     def serve() -> None:
-        connection, _ = listener.accept()
-        connection.recv(65536)
-        connection.sendall(request.param)
-        sent_some.set()
-        stop.wait(30)
-        connection.close()
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection:
+                connection.recv(65536)
+                for part in parts:
+                    if stop.wait(pause):
+                        break
+                    try:
+                        connection.sendall(part)
+                    except OSError:
+                        break
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}", sent_some, stop
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
     finally:
         stop.set()
         listener.close()
+        thread.join(5)
 
 
-def test_a_trickling_answer_is_cut_off_at_the_attempt_deadline(
-    monkeypatch: pytest.MonkeyPatch, stalling_server: tuple[str, threading.Event, threading.Event]
-) -> None:
-    url, sent_some, _ = stalling_server
-    set_connection(monkeypatch, host=url, extra=json.dumps({"timeout": [5, 30]}))
-    hook = BlinkHook(retry_limit=1)
-    deadlines: list[float] = []
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_a_trickling_answer_is_cut_off_at_the_attempt_deadline(monkeypatch: pytest.MonkeyPatch, framing: str) -> None:
+    """A server sending one byte every 50 ms (for several seconds) in every framing and phase:
+    the attempt ends within 0.2 s past its 0.6 s deadline, as a timeout."""
+    with serving(_framing(framing, trickle=True), pause=0.05) as url:
+        set_connection(monkeypatch, host=url, extra=json.dumps({"timeout": DEADLINE_TIMEOUT}))
+        hook = BlinkHook(retry_limit=1)
+        started = time.monotonic()
+        with pytest.raises(BlinkTransientError, match=r"the answer took longer than 0\.6 s\), after 1 attempt"):
+            hook.list_connection_types(limit=1)
+        elapsed = time.monotonic() - started
+    assert 0.55 <= elapsed <= 0.8, f"{framing}: the attempt took {elapsed:.2f} s"
 
-    class Watchdog:  # fires once the server has sent part of its answer, not after real seconds
-        def __init__(self, seconds: float, function: Any) -> None:
-            deadlines.append(seconds)
-            self.thread = threading.Thread(target=lambda: sent_some.wait(10) and function(), daemon=True)
 
-        def start(self) -> None:
-            self.thread.start()
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_the_deadline_leaves_answers_in_every_framing_intact(monkeypatch: pytest.MonkeyPatch, framing: str) -> None:
+    with serving(_framing(framing, trickle=False), pause=0) as url:
+        set_connection(monkeypatch, host=url, extra=json.dumps({"timeout": DEADLINE_TIMEOUT}))
+        page = BlinkHook(retry_limit=1).list_connection_types(limit=1)
+    assert (page.results, page.total) == ([], 0)
 
-        def cancel(self) -> None:
-            pass
 
-    hook._watchdog = Watchdog
-    with pytest.raises(BlinkTransientError, match=r"the answer took longer than 35 s\), after 1 attempt"):
-        hook.list_connection_types(limit=1)
-    assert deadlines == [35.0]  # connect + read timeout
+def test_a_slow_answer_within_the_deadline_is_not_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bytes 50 ms apart for about 0.4 s in all: within the 0.6 s deadline, the answer is read."""
+    parts = _framing("keep-alive", trickle=False)[0]
+    with serving([parts[i : i + 12] for i in range(0, len(parts), 12)], pause=0.05) as url:
+        set_connection(monkeypatch, host=url, extra=json.dumps({"timeout": DEADLINE_TIMEOUT}))
+        assert BlinkHook(retry_limit=1).list_connection_types(limit=1).total == 0
 
 
 # -- 9. hook_params, 10. bad input ----------------------------------------------------------------------

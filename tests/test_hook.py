@@ -179,6 +179,7 @@ def test_hook_signatures_are_the_documented_ones() -> None:
     assert shape(BlinkHook.__init__) == [
         ("blink_conn_id", "POSITIONAL_OR_KEYWORD", "blink_default"), ("timeout", "KEYWORD_ONLY", None),
         ("retry_limit", "KEYWORD_ONLY", 3), ("retry_delay", "KEYWORD_ONLY", 1.0),
+        ("clock", "KEYWORD_ONLY", None), ("session_factory", "KEYWORD_ONLY", requests.Session),
     ]  # fmt: skip
     assert shape(BlinkHook.update_table_field) == [
         (name, "POSITIONAL_OR_KEYWORD", empty) for name in ("ws_id", "table", "field", "update")

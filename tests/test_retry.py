@@ -21,6 +21,7 @@ from blinkops_provider.exceptions import (
     BlinkTransientError,
 )
 from blinkops_provider.hooks._retry import MAX_WAIT, parse_retry_after
+from blinkops_provider.hooks._transport import Clock
 
 BASE = "https://blink.test/api/v1"
 
@@ -125,8 +126,8 @@ def test_zero_delay_retries_at_once(make_hook: Any, sleeps: list[float]) -> None
      ("Sun, 22 Nov 2026 11:59:00 GMT", 0.0)],
 )  # fmt: skip
 def test_retry_after_is_honoured(make_hook: Any, sleeps: list[float], header: str, expected: float) -> None:
-    hook = make_hook(retry_delay=1.0)
-    hook._now = lambda: dt.datetime(2026, 11, 22, 12, 0, 0, tzinfo=dt.timezone.utc)
+    noon = dt.datetime(2026, 11, 22, 12, 0, 0, tzinfo=dt.timezone.utc)
+    hook = make_hook(retry_delay=1.0, clock=sleeps.as_clock(now=lambda: noon))
     with rm.Mocker() as m:
         m.get(URL, [status(429, headers={"Retry-After": header}), OK])
         hook.list_connection_types()
@@ -262,11 +263,7 @@ def test_a_retry_after_pauses_every_worker_of_the_hook(
 ) -> None:
     import threading
 
-    from blinkops_provider.hooks._retry import SharedPause
-
-    hook = make_hook(retry_delay=0.5)
     clock = [100.0]
-    hook._pause = SharedPause(clock=lambda: clock[0])
     waits: list[tuple[str, float]] = []
 
     def sleep(seconds: float) -> None:
@@ -278,7 +275,7 @@ def test_a_retry_after_pauses_every_worker_of_the_hook(
             b.join(10)
         clock[0] += seconds
 
-    hook._sleep = sleep
+    hook = make_hook(retry_delay=0.5, clock=Clock(sleep=sleep, monotonic=lambda: clock[0]))
     with rm.Mocker() as m:
         m.get(f"{BASE}/connection_types", [{"status_code": status, "headers": headers, "json": {}},
                                            {"json": _walk_page()}, {"json": _walk_page()}])  # fmt: skip

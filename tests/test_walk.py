@@ -6,6 +6,7 @@ import random
 from typing import Any
 
 import pytest
+import requests
 import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkResponseError
@@ -55,8 +56,10 @@ def test_user_sort_and_filter_travel_on_every_page(hook: Any) -> None:
     assert listing.requests[0]["filter"] == user_filter
     second = listing.requests[1]["filter"]
     last = evaluate(catalogue(40), user_filter, ["-name", "id"])[3]
-    assert second["$or"][0] == {"name": {"$lt": last["name"]}, "$or": [user_filter]}
-    assert second["$or"][1] == {"name": {"$eq": last["name"]}, "id": {"$gt": last["id"]}, "$or": [user_filter]}
+    # The user's filter travels once, ANDed with the position.
+    assert second["$and"][0] == user_filter
+    assert second["$and"][1]["$or"][0] == {"name": {"$lt": last["name"]}}
+    assert second["$and"][1]["$or"][1] == {"name": {"$eq": last["name"]}, "id": {"$gt": last["id"]}}
 
 
 @pytest.mark.parametrize(
@@ -72,12 +75,12 @@ def test_position_filter(keys: list, values: tuple, expected: Any) -> None:
 
     sort_keys = [_SortKey(n, d) for n, d in keys]
     if expected is None:  # booleans: false < true, and $eq stands for "after"
-        assert position_filter(sort_keys, (False, "a"), None) == {
+        assert position_filter(sort_keys, (False, "a")) == {
             "$or": [{"b": {"$eq": True}}, {"b": {"$eq": False}, "id": {"$gt": "a"}}]
         }
-        assert position_filter(sort_keys, (True, "a"), None) == {"b": {"$eq": True}, "id": {"$gt": "a"}}
+        assert position_filter(sort_keys, (True, "a")) == {"b": {"$eq": True}, "id": {"$gt": "a"}}
         return
-    assert position_filter(sort_keys, values, None) == expected
+    assert position_filter(sort_keys, values) == expected
 
 
 def test_sort_on_a_boolean_walks_exactly(hook: Any) -> None:
@@ -129,11 +132,12 @@ def test_missing_total_stops_on_a_short_page(hook: Any) -> None:
     assert len(listing.requests) == 3
 
 
-def test_empty_page_before_the_total_stops(hook: Any) -> None:
+def test_an_empty_page_while_the_total_says_more_is_an_error(hook: Any) -> None:
     listing = FakeListing(catalogue(15))
     listing.total_override = [40, 30, 20]
-    assert len(walk_ids(hook, listing, page_size=10)) == 15
-    assert len(listing.requests) == 2  # the second page was short
+    with pytest.raises(BlinkApiError, match="sent an empty page 3 but reports 20 more connection types"):
+        walk_ids(hook, listing, page_size=10)
+    assert len(listing.requests) == 3  # the second page was short, but the total said more
 
 
 def test_a_server_ignoring_limit_still_gives_max_items_and_every_item_once(hook: Any) -> None:
@@ -153,11 +157,22 @@ def test_a_total_that_changes_mid_walk_is_logged(hook: Any, all_output: Any) -> 
 # -- the page checks ------------------------------------------------------------------------
 
 
-def test_a_server_that_ignores_the_position_is_an_error_not_a_loop(hook: Any) -> None:
+def test_a_server_that_ignores_the_position_is_walked_by_offset(hook: Any, all_output: Any) -> None:
     listing = FakeListing(catalogue(50))
     listing.ignore_position = True
-    with pytest.raises(BlinkApiError, match="sent items of page 1 again on page 2"):
-        walk_ids(hook, listing, page_size=10)
+    assert walk_ids(hook, listing, page_size=10) == [item["id"] for item in catalogue(50)]
+    # page 2 repeated page 1: not returned; the walk goes on by offset after the 10 it returned
+    assert [q["offset"] for q in listing.requests] == [0, 0, 10, 20, 30, 40]
+    assert all("filter" not in q for q in listing.requests[2:])
+    assert "page 2 repeats id 'ct-00000', already returned" in all_output()
+    assert "exactness while the catalogue changes is not guaranteed" in all_output()
+
+
+def test_a_server_that_ignores_the_position_with_a_user_filter_is_an_error(hook: Any) -> None:
+    listing = FakeListing(catalogue(50))
+    listing.ignore_position = True
+    with pytest.raises(BlinkApiError, match=r"does not honour RQL conditions .* the filter cannot be trusted"):
+        walk_ids(hook, listing, page_size=10, filter={"oauth": True})
     assert len(listing.requests) == 2
 
 
@@ -302,16 +317,18 @@ def test_an_unsorted_walk_fetches_id_ranges_concurrently_in_order(hook: Any, all
     listing = FakeListing(catalogue(95))
     ids = walk_ids(hook, listing, page_size=10, max_concurrency=3)
     assert ids == [item["id"] for item in catalogue(95)]
-    first, later = listing.requests[0], listing.requests[1:]
+    first, second, later = listing.requests[0], listing.requests[1], listing.requests[2:]
     probes = [q for q in later if q.get("select") == ["id"]]
     ranges = [q for q in later if q.get("select") != ["id"]]
     assert first == {"sort": ["id"], "limit": 10, "offset": 0}
-    # 85 more types: 8 probes find where each page-sized range ends ...
-    assert sorted(q["offset"] for q in probes) == [9, 19, 29, 39, 49, 59, 69, 79]
+    # page 2 is an ordinary keyset page: it shows the server honours the id condition ...
+    assert second["filter"] == {"id": {"$gt": "ct-00009"}}
+    # ... then 75 more types: 7 probes find where each page-sized range ends ...
+    assert sorted(q["offset"] for q in probes) == [9, 19, 29, 39, 49, 59, 69]
     assert all(q["select"] == ["id"] and q["limit"] == 1 for q in probes)
-    # ... and the 9 ranges are fetched, each once, none overlapping
+    # ... and the 8 ranges are fetched, each once, none overlapping
     ends = sorted(q["filter"]["id"].get("$lte", "~") for q in ranges)
-    assert ends == ["ct-00019", "ct-00029", "ct-00039", "ct-00049", "ct-00059", "ct-00069", "ct-00079", "ct-00089", "~"]
+    assert ends == [f"ct-{i:05d}" for i in range(29, 90, 10)] + ["~"]
 
 
 def test_a_range_that_grows_is_walked_on_and_nothing_comes_twice(hook: Any) -> None:
@@ -351,16 +368,15 @@ def test_bad_concurrency_fails_before_any_request(hook: Any, value: Any) -> None
     assert not m.called
 
 
-def test_no_session_is_used_by_two_threads_at_once(hook: Any) -> None:
+def test_no_session_is_used_by_two_threads_at_once(make_hook: Any) -> None:
     import threading
 
     lock = threading.Lock()
     in_use: dict[int, int] = {}
     peak = {"per_session": 0, "sessions": 0, "threads": set()}
-    original = hook._new_session
 
     def tracked() -> Any:
-        session = original()
+        session = requests.Session()
         send = session.send
 
         def spy(*args: Any, **kwargs: Any) -> Any:
@@ -378,7 +394,7 @@ def test_no_session_is_used_by_two_threads_at_once(hook: Any) -> None:
         peak["sessions"] += 1
         return session
 
-    hook._new_session = tracked
+    hook = make_hook(retry_delay=0.5, session_factory=tracked)
     assert len(walk_ids(hook, FakeListing(catalogue(200)), page_size=10, max_concurrency=4)) == 200
     assert peak["sessions"] == 4
     assert peak["per_session"] == 1

@@ -15,7 +15,6 @@ from blinkops_provider.exceptions import (
     BlinkResponseError,
     BlinkTransientError,
 )
-from blinkops_provider.hooks._retry import SharedPause
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 from blinkops_provider.operators.tables import UpdateTableFieldOperator
@@ -29,10 +28,7 @@ SEVERITY = {"type": "single-select", "display_name": "Severity level",
 
 @pytest.fixture
 def hook(blink_sandbox: BlinkSandbox, sleeps: Sleeps) -> BlinkHook:
-    hook = BlinkHook(retry_limit=3, retry_delay=0.25)
-    hook._sleep = sleeps
-    hook._pause = SharedPause(clock=lambda: sleeps.clock)
-    return hook
+    return BlinkHook(retry_limit=3, retry_delay=0.25, clock=sleeps.as_clock())
 
 
 def test_field_update_round_trip(hook: BlinkHook, blink_sandbox: BlinkSandbox) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.models import ConnectionType
@@ -60,16 +61,17 @@ def changer(sandbox: BlinkSandbox, rng: random.Random, user_filter: Any, matchin
 def test_every_type_that_exists_throughout_comes_exactly_once(
     blink_sandbox: BlinkSandbox, seed: int, workers: int, sort: Any, user_filter: Any, select: Any
 ) -> None:
-    hook = BlinkHook()
     matching = [{doc["id"] for doc in evaluate(blink_sandbox.store.all_connection_types(), user_filter)}]
     change = changer(blink_sandbox, random.Random(seed), user_filter, matching)
-    original = hook._list_page
 
-    def list_page_after_a_change(query: dict[str, Any], session: Any = None) -> Any:
-        change()
-        return original(query, session)
+    class ChangingSession(requests.Session):
+        """Every request is answered after the catalogue changed."""
 
-    hook._list_page = list_page_after_a_change  # type: ignore[method-assign]
+        def request(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            change()
+            return super().request(*args, **kwargs)
+
+    hook = BlinkHook(session_factory=ChangingSession)
     pages = list(
         hook.walk_connection_types(filter=user_filter, sort=sort, select=select, page_size=25, max_concurrency=workers)
     )

@@ -1,95 +1,141 @@
-"""How one attempt is bounded in time, headers and body alike.
+"""How one attempt is bounded in time: status line, headers and body alike, in every framing.
 
 The read timeout bounds each wait for a byte, not the whole answer: a server that trickles its
-status line, headers or body byte by byte keeps a call alive as long as it likes. So each attempt
-runs under a watchdog: when the attempt's time is up, it shuts down the socket the attempt is
-using, the blocked read fails at once, and the attempt counts as a timeout (retried like one).
+status line, headers or body byte by byte keeps a call alive as long as it likes. So every read
+an attempt makes from its socket is given, as its socket timeout, the smaller of the read timeout
+and what is left of the attempt's deadline; once the deadline has passed, the next read fails at
+once. A trickle therefore ends within one read of the deadline, without a watchdog thread.
 
-The socket is found through the connection pools of the hook's HTTP sessions
-(:class:`DeadlineAdapter`), which note, per thread, the connection an attempt is using.
+How the reads are reached, with public APIs only:
+
+* :class:`DeadlineAdapter` (``requests``' documented adapter hook ``get_connection_with_tls_context``)
+  gives each connection pool urllib3 connection classes (``HTTPConnectionPool.ConnectionCls``)
+  whose ``response_class`` is :class:`_BoundedResponse`;
+* ``http.client.HTTPResponse(sock)`` reads everything it parses, and urllib3 the body after it,
+  through ``sock.makefile("rb")``: :class:`_BoundedResponse` hands it a file whose reads are bounded.
+
+Keep-alive, ``Connection: close`` (the file holds the socket open, as ``makefile`` does), chunked
+and compressed bodies are all read through that file. Not covered: the TCP connect (bounded by
+the connect timeout), the TLS handshake and sending the request (each read or write bounded by
+the timeouts, not by the deadline); Airflow's ``execution_timeout`` bounds the task as a whole.
 """
 
 from __future__ import annotations
 
+import http.client
+import io
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 
-import requests
 from requests.adapters import HTTPAdapter
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool
 
-Watchdog = Callable[[float, Callable[[], None]], Any]
-"""Makes a started-later timer: ``threading.Timer`` (tests inject one they fire themselves)."""
+__all__ = ["Attempt", "DeadlineAdapter", "bounded"]
 
-_attempt = threading.local()
-
-
-class _NotingPool:
-    """Notes the connection a request of this thread goes out on."""
-
-    def _make_request(self, conn: Any, *args: Any, **kwargs: Any) -> Any:
-        slot = getattr(_attempt, "slot", None)
-        if slot is not None:
-            slot["connection"] = conn
-        return super()._make_request(conn, *args, **kwargs)  # type: ignore[misc]
+_current = threading.local()
 
 
-class _HTTPPool(_NotingPool, HTTPConnectionPool):
-    pass
+class Attempt:
+    """One attempt's deadline, and whether a read was cut off by it.
 
+    :param seconds: how long the attempt may take in all.
+    :param clock: monotonic seconds.
+    """
 
-class _HTTPSPool(_NotingPool, HTTPSConnectionPool):
-    pass
+    def __init__(self, seconds: float, clock: Callable[[], float]) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self.ends_at = clock() + seconds
+        self.expired = False
 
-
-_POOLS = {"http": _HTTPPool, "https": _HTTPSPool}
-
-
-class DeadlineAdapter(HTTPAdapter):
-    """``requests``' adapter, with pools that let :func:`deadline` find an attempt's socket."""
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = _POOLS
-
-    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
-        """The same pools behind a proxy (``HTTPS_PROXY``), so the deadline reaches them too."""
-        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        manager.pool_classes_by_scheme = _POOLS
-        return manager
-
-
-def mount(session: requests.Session) -> None:
-    """Give a session the pools :func:`deadline` needs."""
-    for prefix in ("https://", "http://"):
-        session.mount(prefix, DeadlineAdapter())
+    def remaining(self) -> float:
+        return self.ends_at - self.clock()
 
 
 @contextmanager
-def deadline(seconds: float, watchdog: Watchdog) -> Iterator[threading.Event]:
-    """Run one attempt (request and body read) within ``seconds``.
-
-    Yields an event that is set when the time ran out; the caller then treats whatever the
-    attempt raised, or returned, as a timeout.
-    """
-    fired = threading.Event()
-    slot: dict[str, Any] = {}
-
-    def cut_off() -> None:
-        fired.set()
-        sock = getattr(slot.get("connection"), "sock", None)
-        if sock is not None:
-            with suppress(OSError):  # already closed: nothing left to cut off
-                sock.shutdown(socket.SHUT_RDWR)
-
-    _attempt.slot = slot
-    timer = watchdog(seconds, cut_off)
-    timer.start()
+def bounded(seconds: float, clock: Callable[[], float]) -> Iterator[Attempt]:
+    """Bound the reads of the responses this thread opens meanwhile by ``seconds`` in all."""
+    attempt = Attempt(seconds, clock)
+    _current.attempt = attempt
     try:
-        yield fired
+        yield attempt
     finally:
-        timer.cancel()
-        _attempt.slot = None
+        _current.attempt = None
+
+
+class _BoundedReader(io.RawIOBase):
+    """A socket's reads, each bounded by what is left of the attempt's deadline."""
+
+    def __init__(self, sock: socket.socket, attempt: Attempt) -> None:
+        super().__init__()
+        self._sock = sock
+        self._file = sock.makefile("rb", buffering=0)  # holds the socket open, as http.client expects
+        self._attempt = attempt
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        remaining = self._attempt.remaining()
+        if remaining <= 0:
+            self._attempt.expired = True
+            raise TimeoutError(f"the attempt's deadline of {self._attempt.seconds:g} s passed")
+        wait = self._sock.gettimeout()
+        cut = wait is None or remaining < wait
+        self._sock.settimeout(remaining if cut else wait)
+        try:
+            return self._file.readinto(buffer)
+        except TimeoutError:
+            self._attempt.expired = self._attempt.expired or cut
+            raise
+        finally:
+            self._sock.settimeout(wait)
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+class _BoundedSocket:
+    """What ``http.client.HTTPResponse`` asks of its socket: ``makefile("rb")``, bounded."""
+
+    def __init__(self, sock: socket.socket, attempt: Attempt) -> None:
+        self._sock = sock
+        self._attempt = attempt
+
+    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
+        return io.BufferedReader(_BoundedReader(self._sock, self._attempt))
+
+
+class _BoundedResponse(http.client.HTTPResponse):
+    """``http.client``'s response, reading through a bounded file when an attempt is running."""
+
+    def __init__(self, sock: Any, *args: Any, **kwargs: Any) -> None:
+        attempt = getattr(_current, "attempt", None)
+        super().__init__(sock if attempt is None else _BoundedSocket(sock, attempt), *args, **kwargs)  # type: ignore[arg-type]
+
+
+class _BoundedHTTPConnection(HTTPConnection):
+    response_class = _BoundedResponse
+
+
+class _BoundedHTTPSConnection(HTTPSConnection):
+    response_class = _BoundedResponse
+
+
+class DeadlineAdapter(HTTPAdapter):
+    """``requests``' adapter, whose connections read their answers within the attempt's deadline
+    (direct or through a proxy: every pool is handed out here)."""
+
+    def get_connection_with_tls_context(self, *args: Any, **kwargs: Any) -> HTTPConnectionPool:
+        pool = super().get_connection_with_tls_context(*args, **kwargs)
+        assert isinstance(pool, HTTPConnectionPool)  # what urllib3's pool managers hand out
+        if issubclass(pool.ConnectionCls, HTTPSConnection):
+            pool.ConnectionCls = _BoundedHTTPSConnection
+        else:
+            pool.ConnectionCls = _BoundedHTTPConnection
+        return pool

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import threading
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, ClassVar, TypeVar
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import requests
-import urllib3
 from airflow.providers.common.compat.sdk import BaseHook, mask_secret
 from pydantic import BaseModel
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from blinkops_provider import DEFAULT_HEADER, __version__
+from blinkops_provider import DEFAULT_HEADER
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
@@ -28,24 +21,16 @@ from blinkops_provider.exceptions import (
     BlinkTransientError,
 )
 from blinkops_provider.hooks import _walk
+from blinkops_provider.hooks._batch import FieldUpdates, check_concurrency, run_batch
 from blinkops_provider.hooks._connection import (
     ConnectionSettings,
     Timeout,
     as_timeout,
     build_base_url,
 )
-from blinkops_provider.hooks._deadline import Watchdog, deadline, mount
-from blinkops_provider.hooks._responses import error_from_response, parse_json, parse_model
-from blinkops_provider.hooks._retry import (
-    RETRYABLE_STATUSES,
-    RetryableResponse,
-    RetryAfterOrBackoff,
-    SharedPause,
-    asked_to_wait,
-    is_retryable,
-)
+from blinkops_provider.hooks._responses import parse_json, parse_model
+from blinkops_provider.hooks._transport import Clock, Transport
 from blinkops_provider.hooks._walk import CataloguePage
-from blinkops_provider.hooks._workers import WorkerPool
 from blinkops_provider.models import (
     ConnectionType,
     ConnectionTypePage,
@@ -57,44 +42,16 @@ from blinkops_provider.models import (
 )
 from blinkops_provider.rql import MAX_LIMIT, RQLQuery, check_field_types, check_paging
 
-__all__ = ["BlinkHook", "FieldUpdates", "build_base_url"]
+__all__ = ["BlinkHook", "Clock", "FieldUpdates", "build_base_url", "check_concurrency"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 DEFAULT_WALK_CONCURRENCY = 4
-"""Requests in flight during a catalogue walk, unless told: measured at a 20 ms round trip,
-4 workers walk 20,000 types in well under the time of one-by-one pages (README, Benchmarks)."""
+"""Requests in flight during a catalogue walk, unless told (README, Benchmarks)."""
 
 
 DEFAULT_UPDATE_CONCURRENCY = 16
 """Field updates in flight at once, unless told (measured: see :meth:`BlinkHook.update_table_fields`)."""
-
-
-@dataclass
-class FieldUpdates:
-    """What :meth:`BlinkHook.update_table_fields` did, in the given order.
-
-    :ivar updated: the fields as Blink stored them.
-    :ivar failed: field name -> the error that update ended with.
-    :ivar not_sent: fields never sent, because ``fail_fast`` stopped the batch.
-    :ivar order: every field name, as given.
-    """
-
-    updated: list[TableField]
-    failed: dict[str, BlinkApiError]
-    not_sent: list[str]
-    order: list[str]
-
-    @property
-    def ok(self) -> bool:
-        """Whether every update was applied."""
-        return not self.failed and not self.not_sent
-
-
-def check_concurrency(value: Any) -> None:
-    """:raises BlinkInputError: ``max_concurrency`` is not an integer from 1 to 32."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 32:
-        raise BlinkInputError(f"max_concurrency must be an integer from 1 to 32, got {value!r}")
 
 
 Filter = Mapping[str, Any] | str
@@ -114,19 +71,6 @@ def _segment(value: object, what: str) -> str:
     except UnicodeEncodeError:
         raise BlinkInputError(f"{what} contains a lone surrogate (not valid Unicode)") from None
     return quote(value, safe="")
-
-
-def _without_query(location: str | None) -> str:
-    """A redirect's target as a message may show it: no query, fragment or user info."""
-    if not location:
-        return "nowhere (no Location header)"
-    try:
-        parts = urlsplit(location)
-        host = parts.hostname or ""
-        netloc = f"{host}:{parts.port}" if parts.port else host
-    except ValueError:
-        return "an unusable Location"
-    return f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else parts.path or "/"
 
 
 _CONNECTION_TYPE_FIELDS = scalar_fields(ConnectionType)
@@ -177,6 +121,8 @@ class BlinkHook(BaseHook):
         timeout: Timeout | None = None,
         retry_limit: int = 3,
         retry_delay: float = 1.0,
+        clock: Clock | None = None,
+        session_factory: Callable[[], requests.Session] = requests.Session,
     ) -> None:
         super().__init__()
         if isinstance(retry_limit, bool) or not isinstance(retry_limit, int) or retry_limit < 1:
@@ -190,11 +136,8 @@ class BlinkHook(BaseHook):
             raise BlinkInputError(str(err)) from None
         self.retry_limit = retry_limit
         self.retry_delay = float(retry_delay)
-        # Seams for tests: how the hook waits between attempts and what time it is.
-        self._sleep = time.sleep
-        self._now = lambda: dt.datetime.now(dt.timezone.utc)
-        self._pause = SharedPause(clock=time.monotonic)
-        self._watchdog: Watchdog = threading.Timer
+        self.clock = clock or Clock()
+        self.session_factory = session_factory
         self._testing_as: str | None = None  # how test_connection names the connection in messages
 
     # -- connection --------------------------------------------------------------------------
@@ -206,6 +149,18 @@ class BlinkHook(BaseHook):
         mask_secret(settings.api_key)
         return settings
 
+    @cached_property
+    def transport(self) -> Transport:
+        """The request path every call of this hook goes through (read from the connection on first use)."""
+        return Transport(
+            self._settings,
+            retry_limit=self.retry_limit,
+            retry_delay=self.retry_delay,
+            log=self.log,
+            clock=self.clock,
+            session_factory=self.session_factory,
+        )
+
     @property
     def base_url(self) -> str:
         """The API's base URL, ending in ``/api/v1``."""
@@ -213,21 +168,8 @@ class BlinkHook(BaseHook):
 
     @cached_property
     def session(self) -> requests.Session:
-        """The HTTP session the calls of this hook go through (a walk's worker thread has its own)."""
-        return self._new_session()
-
-    def _new_session(self) -> requests.Session:
-        settings = self._settings
-        session = requests.Session()
-        mount(session)  # lets each attempt's deadline reach its socket
-        session.headers.update(
-            {
-                settings.header: settings.api_key,
-                "Accept": "application/json",
-                "User-Agent": f"airflow-provider-blinkops/{__version__}",
-            }
-        )
-        return session
+        """The HTTP session the calls of this hook go through (a worker thread has its own)."""
+        return self.transport.new_session()
 
     def get_conn(self) -> requests.Session:
         """The configured ``requests.Session`` (Airflow's usual hook entry point)."""
@@ -238,12 +180,6 @@ class BlinkHook(BaseHook):
         session = self.__dict__.pop("session", None)
         if session is not None:
             session.close()
-
-    def _scrub(self, text: str) -> str:
-        key = self.__dict__.get("_settings")
-        return text.replace(key.api_key, "***") if key else text
-
-    # -- the one request path -------------------------------------------------------------
 
     def _request(
         self,
@@ -256,135 +192,13 @@ class BlinkHook(BaseHook):
         subject: str | None = None,
         session: requests.Session | None = None,
     ) -> ModelT:
-        """Send one API call (see :meth:`_send`) and return its body as ``model``.
+        """Send one API call on the request path and return its body as ``model``.
 
         :raises BlinkResponseError: when a 2xx body is not the expected JSON.
         """
-        response = self._send(method, path, params=params, json=json, subject=subject, session=session)
-        return parse_model(response, model, method=method, path=path, scrub=self._scrub)
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, str] | None = None,
-        json: Any = None,
-        subject: str | None = None,
-        session: requests.Session | None = None,
-    ) -> requests.Response:
-        """Send one API call with the retry policy: the one request path of the hook.
-
-        :param path: below the base URL, already percent-encoded.
-        :param subject: what the call is about, named when Blink answers 404.
-        :param session: the HTTP session to use (a worker thread's own); the hook's when None.
-        :returns: the 2xx response.
-        :raises BlinkClientError: on a 4xx other than 429 (never retried).
-        :raises BlinkTransientError: when 429, 5xx, connection errors or timeouts outlast the retries.
-        """
-        session = session or self.session
-        settings = self._settings
-        url = settings.base_url + path
-
-        def attempt() -> requests.Response:
-            wait = self._pause.remaining()  # another worker was told to back off
-            if wait > 0:
-                self._sleep(wait)
-            # verify is passed per request: a session-level False loses to REQUESTS_CA_BUNDLE.
-            # No redirect is followed: requests would resend the key header to any host, and turn
-            # a PUT into a GET (302/303) or drop its body (301).
-            with deadline(settings.deadline, self._watchdog) as late:
-                try:
-                    response = session.request(
-                        method, url, params=params, json=json, timeout=settings.timeout,
-                        verify=settings.verify, allow_redirects=False, stream=True,
-                    )  # fmt: skip
-                    response.content  # noqa: B018  (the body, read within the deadline)
-                except (requests.RequestException, OSError, ValueError, AttributeError):
-                    if not late.is_set():
-                        raise
-            if late.is_set():
-                raise requests.exceptions.ReadTimeout(f"the answer took longer than {settings.deadline:g} s")
-            if response.status_code in RETRYABLE_STATUSES:
-                raise RetryableResponse(response)
-            return response
-
-        def log_retry(state: RetryCallState) -> None:
-            exc = state.outcome.exception() if state.outcome else None
-            wait = state.next_action.sleep if state.next_action else 0.0
-            if asked_to_wait(exc):
-                self._pause.extend(wait)
-            self.log.warning(
-                "Blink %s %s failed (%s), attempt %d of %d; retrying in %.1f s",
-                method, path, self._describe(exc), state.attempt_number, self.retry_limit, wait,
-            )  # fmt: skip
-
-        retrying = Retrying(
-            stop=stop_after_attempt(self.retry_limit),
-            wait=RetryAfterOrBackoff(initial=self.retry_delay, now=self._now),
-            retry=retry_if_exception(is_retryable),
-            sleep=self._sleep,
-            before_sleep=log_retry,
-            reraise=True,
-        )
-        try:
-            response = retrying(attempt)
-        except RetryableResponse as exc:
-            raise error_from_response(
-                exc.response, method=method, path=path, scrub=self._scrub,
-                subject=subject, error_class=BlinkTransientError,
-            ) from None  # fmt: skip
-        except requests.RequestException as exc:
-            attempts = retrying.statistics.get("attempt_number", 1)
-            if isinstance(exc, requests.exceptions.SSLError):
-                raise BlinkConfigurationError(
-                    f"TLS with {self._origin} failed ({type(exc).__name__}), after {attempts} attempt(s): "
-                    "check the server's certificate, the CA bundle (REQUESTS_CA_BUNDLE), or the "
-                    "connection's extra verify_ssl"
-                ) from None
-            cls = BlinkTransientError if is_retryable(exc) else BlinkApiError
-            raise cls(f"{self._describe(exc)}, after {attempts} attempt(s)", method=method, path=path) from None
-        if response.is_redirect or 300 <= response.status_code < 400:
-            raise BlinkApiError(
-                f"the server answered {response.status_code} {response.reason or ''}".rstrip()
-                + f" pointing to {_without_query(response.headers.get('Location'))}; no redirect is followed, "
-                f"so the API key goes to {self._origin} only: set the connection's Base URL to where the "
-                "API really is",
-                status=response.status_code, method=method, path=path,
-            )  # fmt: skip
-        if not response.ok:
-            raise error_from_response(response, method=method, path=path, scrub=self._scrub, subject=subject)
-        return response
-
-    @property
-    def _origin(self) -> str:
-        parts = urlsplit(self.base_url)
-        return f"{parts.scheme}://{parts.netloc}"
-
-    def _describe(self, exc: BaseException | None) -> str:
-        """A one-line account of a failed attempt that names no URL, query or key."""
-        host = urlsplit(self.base_url).netloc
-        if isinstance(exc, RetryableResponse):
-            return f"HTTP {exc.response.status_code}"
-        if isinstance(exc, requests.exceptions.ConnectTimeout):
-            return f"timed out connecting to {host}"
-        if isinstance(exc, requests.exceptions.ReadTimeout):
-            detail = str(exc) if str(exc).startswith("the answer took") else "no answer within the read timeout"
-            return f"timed out waiting for {host} ({detail})"
-        if isinstance(exc, requests.exceptions.ChunkedEncodingError):
-            return f"the connection to {host} broke during the response"
-        if isinstance(exc, requests.exceptions.ContentDecodingError):
-            return f"could not decode the response body from {host} (its Content-Encoding)"
-        if isinstance(exc, requests.exceptions.SSLError):
-            return f"TLS with {host} failed"
-        if isinstance(exc, requests.ConnectionError):
-            reason = exc.args[0] if exc.args else None
-            if isinstance(reason, urllib3.exceptions.ProtocolError) or "aborted" in str(reason):
-                return f"{host} closed the connection without a complete answer"
-            return f"could not reach {host} ({type(exc).__name__})"
-        if isinstance(exc, requests.RequestException):
-            return f"the request to {host} failed ({type(exc).__name__})"
-        return type(exc).__name__
+        transport = self.transport
+        response = transport.send(method, path, session or self.session, params=params, json=json, subject=subject)
+        return parse_model(response, model, method=method, path=path, scrub=transport.scrub)
 
     # -- endpoints ------------------------------------------------------------------------
 
@@ -453,45 +267,14 @@ class BlinkHook(BaseHook):
         _segment(table, "table")
         check_concurrency(max_concurrency)
         batch = validate_field_updates(updates)
-        self._settings  # noqa: B018  (a broken connection fails once, here, not once per field)
-        outcome: dict[str, TableField | BlinkApiError] = {}
-        queued = iter(batch)
-        total, failures, step = len(batch), 0, max(1, len(batch) // 10)
-        stopping = False
-        with WorkerPool(min(max_concurrency, max(total, 1)), self._new_session, "blink-fields") as pool:
-            pending: dict[Future[TableField], str] = {}
-
-            def fill() -> None:
-                while not stopping and len(pending) < max_concurrency:
-                    entry = next(queued, None)
-                    if entry is None:
-                        return
-                    pending[pool.submit(self._put_field, ws_id, table, *entry)] = entry[0]
-
-            fill()
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    name = pending.pop(future)
-                    try:
-                        outcome[name] = future.result()
-                    except BlinkApiError as err:
-                        outcome[name] = err
-                        failures += 1
-                        stopping = stopping or fail_fast
-                    if len(outcome) % step == 0 or len(outcome) == total:
-                        self.log.info(
-                            "%d/%d fields applied%s", len(outcome) - failures, total,
-                            f", {failures} failed" if failures else "",
-                        )  # fmt: skip
-                fill()
-        order = [name for name, _ in batch]
-        done = [(name, outcome[name]) for name in order if name in outcome]
-        return FieldUpdates(
-            updated=[result for _, result in done if isinstance(result, TableField)],
-            failed={name: result for name, result in done if isinstance(result, BlinkApiError)},
-            not_sent=[name for name in order if name not in outcome],
-            order=order,
+        transport = self.transport  # a broken connection fails once, here, not once per field
+        return run_batch(
+            batch,
+            lambda name, update, session: self._put_field(ws_id, table, name, update, session),
+            transport.new_session,
+            max_concurrency=max_concurrency,
+            fail_fast=fail_fast,
+            log=self.log,
         )
 
     def list_connection_types(
@@ -516,8 +299,10 @@ class BlinkHook(BaseHook):
     def _list_page(self, query: Mapping[str, Any], session: requests.Session | None = None) -> Any:
         """One listing request for a checked RQL query dict; the body as plain JSON data."""
         q = json.dumps(query, separators=(",", ":"), ensure_ascii=False)
-        response = self._send("GET", _walk.PATH, params={"q": q}, subject="connection types", session=session)
-        return parse_json(response, method="GET", path=_walk.PATH, scrub=self._scrub)
+        transport = self.transport
+        session = session or self.session
+        response = transport.send("GET", _walk.PATH, session, params={"q": q}, subject="connection types")
+        return parse_json(response, method="GET", path=_walk.PATH, scrub=transport.scrub)
 
     def walk_connection_types(
         self,
@@ -553,9 +338,15 @@ class BlinkHook(BaseHook):
         query = _rql(filter=filter, sort=sort, select=select)  # checked once, before the first request
 
         walk = _walk.CatalogueWalk(
-            query=query, fetch=self._list_page, new_session=self._new_session, page_size=page_size,
-            max_items=max_items, max_pages=self.max_pages, log=self.log, max_concurrency=max_concurrency,
-        )  # fmt: skip
+            query=query,
+            fetch=self._list_page,
+            new_session=lambda: self.transport.new_session(),
+            page_size=page_size,
+            max_items=max_items,
+            max_pages=self.max_pages,
+            log=self.log,
+            max_concurrency=max_concurrency,
+        )
         return walk.pages()
 
     def iter_connection_type_pages(

@@ -13,9 +13,12 @@ from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
 
 HOOK_PARAMS = tuple(
-    name for name in inspect.signature(BlinkHook.__init__).parameters if name not in ("self", "blink_conn_id")
+    name
+    for name in inspect.signature(BlinkHook.__init__).parameters
+    if name not in ("self", "blink_conn_id", "clock", "session_factory")
 )
-"""What ``hook_params`` may set: the keyword arguments of :class:`BlinkHook`."""
+"""What ``hook_params`` may set: the keyword arguments of :class:`BlinkHook` a DAG author tunes
+(not the collaborators tests inject)."""
 
 
 class BaseBlinkOperator(BaseOperator):

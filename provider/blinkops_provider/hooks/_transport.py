@@ -1,0 +1,280 @@
+"""The one request path: every Blink API call goes through :meth:`Transport.send`.
+
+It owns, in this order for each call:
+
+* the **URL** (the connection's base URL plus the path) and the **headers** (the key header);
+* the **shared pause**: every attempt first waits out a ``Retry-After`` another worker was told;
+* the **deadline** of each attempt (:mod:`~blinkops_provider.hooks._deadline`);
+* the **retry policy** (:mod:`~blinkops_provider.hooks._retry`: what is retried, how long to wait);
+* the **redirect refusal**: no redirect is followed, so the key goes to the base URL's origin only;
+* the **error mapping**: a failed call becomes one of the provider's exceptions, classified by the
+  exception's type, with a message that names no URL, query or key.
+
+Its collaborators are constructor arguments: a :class:`Clock` (sleep, monotonic time, wall time)
+and a session factory, so tests inject fakes rather than patching attributes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+from urllib3.exceptions import NewConnectionError, ProtocolError
+
+from blinkops_provider import __version__
+from blinkops_provider.exceptions import BlinkApiError, BlinkConfigurationError, BlinkTransientError
+from blinkops_provider.hooks._connection import ConnectionSettings
+from blinkops_provider.hooks._deadline import DeadlineAdapter, bounded
+from blinkops_provider.hooks._responses import error_from_response
+from blinkops_provider.hooks._retry import (
+    MAX_WAIT,
+    RETRYABLE_STATUSES,
+    RetryableResponse,
+    RetryAfterOrBackoff,
+    SharedPause,
+    is_retryable,
+    parse_retry_after,
+)
+
+__all__ = ["AttemptTimedOut", "Clock", "Transport"]
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+@dataclass(frozen=True)
+class Clock:
+    """How the request path waits and tells time: the real clocks unless a test injects fakes.
+
+    :ivar sleep: waits between attempts (and out a shared pause).
+    :ivar monotonic: seconds for the shared pause and the attempt deadline.
+    :ivar now: the wall-clock time, to read a ``Retry-After`` given as an HTTP date.
+    """
+
+    sleep: Callable[[float], None] = time.sleep
+    monotonic: Callable[[], float] = time.monotonic
+    now: Callable[[], dt.datetime] = field(default=_utcnow)
+
+
+class AttemptTimedOut(requests.exceptions.ReadTimeout):
+    """An attempt's answer took longer than its deadline (retried like any timeout)."""
+
+
+def _without_query(location: str | None) -> str:
+    """A redirect's target as a message may show it: no query, fragment or user info."""
+    if not location:
+        return "nowhere (no Location header)"
+    try:
+        parts = urlsplit(location)
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port else host
+    except ValueError:
+        return "an unusable Location"
+    return f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else parts.path or "/"
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    """What urllib3 said under a ``requests.ConnectionError`` (through a ``MaxRetryError``)."""
+    reason = exc.args[0] if exc.args else None
+    if not isinstance(reason, BaseException):
+        return None
+    return getattr(reason, "reason", None) or reason
+
+
+def describe(exc: BaseException | None, host: str) -> str:
+    """A one-line account of a failed attempt that names no URL, query or key: by its type."""
+    if isinstance(exc, RetryableResponse):
+        return f"HTTP {exc.response.status_code}"
+    if isinstance(exc, AttemptTimedOut):
+        return f"timed out waiting for {host} ({exc})"
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return f"timed out connecting to {host}"
+    if isinstance(exc, requests.exceptions.ReadTimeout):
+        return f"timed out waiting for {host} (no answer within the read timeout)"
+    if isinstance(exc, requests.exceptions.ChunkedEncodingError):
+        return f"the connection to {host} broke during the response"
+    if isinstance(exc, requests.exceptions.ContentDecodingError):
+        return f"could not decode the response body from {host} (its Content-Encoding)"
+    if isinstance(exc, requests.exceptions.SSLError):
+        return f"TLS with {host} failed"
+    if isinstance(exc, requests.ConnectionError):
+        cause = _cause(exc)
+        if isinstance(cause, ProtocolError) or (
+            isinstance(cause, ConnectionError) and not isinstance(cause, NewConnectionError)
+        ):
+            return f"{host} closed the connection without a complete answer"
+        return f"could not reach {host} ({type(exc).__name__})"
+    if isinstance(exc, requests.RequestException):
+        return f"the request to {host} failed ({type(exc).__name__})"
+    return type(exc).__name__
+
+
+class Transport:
+    """Sends the calls of one hook to Blink: see the module's description.
+
+    :param settings: the connection's settings (base URL, key, header, TLS, timeouts).
+    :param retry_limit: attempts per call (1: no retry).
+    :param retry_delay: the first backoff wait, in seconds.
+    :param log: where retries are logged (the hook's logger).
+    :param clock: how to wait and tell time.
+    :param session_factory: makes the HTTP sessions (``requests.Session`` unless a test injects one).
+    """
+
+    def __init__(
+        self,
+        settings: ConnectionSettings,
+        *,
+        retry_limit: int,
+        retry_delay: float,
+        log: logging.Logger | Any,
+        clock: Clock | None = None,
+        session_factory: Callable[[], requests.Session] = requests.Session,
+    ) -> None:
+        self.settings = settings
+        self.retry_limit = retry_limit
+        self.retry_delay = retry_delay
+        self.log = log
+        self.clock = clock or Clock()
+        self.session_factory = session_factory
+        self.pause = SharedPause(clock=self.clock.monotonic)
+        parts = urlsplit(settings.base_url)
+        self.host = parts.netloc
+        self.origin = f"{parts.scheme}://{parts.netloc}"
+
+    def new_session(self) -> requests.Session:
+        """An HTTP session with the key header and the deadline's adapter (one per worker thread)."""
+        session = self.session_factory()
+        for prefix in ("https://", "http://"):
+            session.mount(prefix, DeadlineAdapter())
+        session.headers.update(
+            {
+                self.settings.header: self.settings.api_key,
+                "Accept": "application/json",
+                "User-Agent": f"airflow-provider-blinkops/{__version__}",
+            }
+        )
+        return session
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the API key replaced by ``***``."""
+        return text.replace(self.settings.api_key, "***")
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        session: requests.Session,
+        *,
+        params: Mapping[str, str] | None = None,
+        json: Any = None,
+        subject: str | None = None,
+    ) -> requests.Response:
+        """Send one API call with the retry policy, and return its 2xx response, body read.
+
+        :param path: below the base URL, already percent-encoded.
+        :param session: the HTTP session to use (the calling thread's own).
+        :param subject: what the call is about, named when Blink answers 404.
+        :raises BlinkClientError: on a 4xx other than 429 (never retried).
+        :raises BlinkTransientError: when 429, 5xx, connection errors or timeouts outlast the retries.
+        :raises BlinkConfigurationError: TLS failed (a certificate or CA bundle to fix).
+        :raises BlinkApiError: a redirect, or any other failure.
+        """
+        retrying = Retrying(
+            stop=stop_after_attempt(self.retry_limit),
+            wait=RetryAfterOrBackoff(initial=self.retry_delay, now=self.clock.now),
+            retry=retry_if_exception(is_retryable),
+            sleep=self.clock.sleep,
+            before_sleep=lambda state: self._log_retry(method, path, state),
+            reraise=True,
+        )
+        url = self.settings.base_url + path
+        try:
+            response = retrying(self._attempt, session, method, url, params, json)
+        except RetryableResponse as exc:
+            raise error_from_response(
+                exc.response,
+                method=method,
+                path=path,
+                scrub=self.scrub,
+                subject=subject,
+                error_class=BlinkTransientError,
+            ) from None
+        except requests.RequestException as exc:
+            attempts = retrying.statistics.get("attempt_number", 1)
+            if isinstance(exc, requests.exceptions.SSLError):
+                raise BlinkConfigurationError(
+                    f"TLS with {self.origin} failed ({type(exc).__name__}), after {attempts} attempt(s): "
+                    "check the server's certificate, the CA bundle (REQUESTS_CA_BUNDLE), or the "
+                    "connection's extra verify_ssl"
+                ) from None
+            cls = BlinkTransientError if is_retryable(exc) else BlinkApiError
+            raise cls(f"{describe(exc, self.host)}, after {attempts} attempt(s)", method=method, path=path) from None
+        if 300 <= response.status_code < 400:
+            status = self.scrub(f"{response.status_code} {response.reason or ''}".rstrip())
+            raise BlinkApiError(
+                f"the server answered {status} pointing to "
+                f"{self.scrub(_without_query(response.headers.get('Location')))}; no redirect is followed, "
+                f"so the API key goes to {self.origin} only: set the connection's Base URL to where the "
+                "API really is",
+                status=response.status_code,
+                method=method,
+                path=path,
+            )
+        if not response.ok:
+            raise error_from_response(response, method=method, path=path, scrub=self.scrub, subject=subject)
+        return response
+
+    def _attempt(self, session: requests.Session, method: str, url: str, params: Any, json: Any) -> requests.Response:
+        wait = self.pause.remaining()  # another worker was told to back off
+        if wait > 0:
+            self.clock.sleep(wait)
+        seconds = self.settings.deadline
+        # verify is passed per request: a session-level False loses to REQUESTS_CA_BUNDLE.
+        # No redirect is followed: requests would resend the key header to any host, and turn
+        # a PUT into a GET (302/303) or drop its body (301).
+        with bounded(seconds, self.clock.monotonic) as attempt:
+            try:
+                response = session.request(
+                    method,
+                    url,
+                    params=params,
+                    json=json,
+                    timeout=self.settings.timeout,
+                    verify=self.settings.verify,
+                    allow_redirects=False,
+                    stream=True,
+                )
+                response.content  # noqa: B018  (the body, read within the deadline)
+            except (requests.RequestException, OSError) as exc:
+                if attempt.expired:
+                    raise AttemptTimedOut(f"the answer took longer than {seconds:g} s") from None
+                if isinstance(exc, requests.RequestException):
+                    raise
+                raise requests.ConnectionError(exc) from None
+        if response.status_code in RETRYABLE_STATUSES:
+            asked = parse_retry_after(response.headers.get("Retry-After"), self.clock.now())
+            if asked is not None:  # a wait meant for every worker, whichever attempt this was
+                self.pause.extend(min(asked, MAX_WAIT))
+            raise RetryableResponse(response)
+        return response
+
+    def _log_retry(self, method: str, path: str, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        wait = state.next_action.sleep if state.next_action else 0.0
+        self.log.warning(
+            "Blink %s %s failed (%s), attempt %d of %d; retrying in %.1f s",
+            method,
+            path,
+            describe(exc, self.host),
+            state.attempt_number,
+            self.retry_limit,
+            wait,
+        )
