@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -149,7 +151,7 @@ def test_catalogue_operator_writes_large_catalogues_to_a_file(blink_conn: None, 
         m.get(LIST_URL, json=pages_of(ITEMS))
         summary = op.execute({})
     target = tmp_path / "snapshots" / "2026-11-22.json"
-    assert summary == {"path": str(target), "count": 5, "total": 7}
+    assert summary == {"path": str(target), "count": 5, "total": 7, "paging": "keyset"}
     assert json.loads(target.read_text()) == ITEMS[:5]
     assert not list(target.parent.glob("*.partial"))
 
@@ -158,7 +160,7 @@ def test_catalogue_file_of_an_empty_catalogue_is_an_empty_array(blink_conn: None
     op = ConnectionTypesToXComOperator(task_id="sync", output_path=str(tmp_path / "c.json"))
     with rm.Mocker() as m:
         m.get(LIST_URL, json=pages_of([]))
-        assert op.execute({}) == {"path": str(tmp_path / "c.json"), "count": 0, "total": 0}
+        assert op.execute({}) == {"path": str(tmp_path / "c.json"), "count": 0, "total": 0, "paging": "keyset"}
     assert json.loads((tmp_path / "c.json").read_text()) == []
 
 
@@ -174,6 +176,60 @@ def test_failed_walk_leaves_the_previous_file_alone(blink_conn: None, tmp_path: 
             op.execute({})
     assert target.read_text() == "[1]"
     assert list(tmp_path.iterdir()) == [target]
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _socket(path: Path) -> None:
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.close()
+
+
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [(Path.mkdir, "a directory"), (_fifo, "a named pipe"), (_socket, "a socket")],
+)
+@pytest.mark.parametrize("through_link", [False, True])
+def test_output_path_that_is_not_a_regular_file_is_refused_before_any_request(
+    blink_conn: None, tmp_path: Path, make: Any, kind: str, through_link: bool
+) -> None:
+    special = tmp_path / "special"
+    make(special)
+    path = special
+    if through_link:
+        path = tmp_path / "link.json"
+        path.symlink_to(special)
+    op = ConnectionTypesToXComOperator(task_id="sync", output_path=str(path))
+    with rm.Mocker() as m, pytest.raises(BlinkInputError, match=f"is {kind}, not a regular file"):
+        op.execute({})
+    assert not m.called
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["special", *(["link.json"] if through_link else [])])
+
+
+def test_a_character_device_is_refused_and_left_alone() -> None:
+    from blinkops_provider.operators.connection_types import _regular_file
+
+    before = os.stat("/dev/null")
+    with pytest.raises(BlinkInputError, match="'/dev/null' is a character device, not a regular file"):
+        _regular_file(Path("/dev/null"))
+    assert os.stat("/dev/null").st_ino == before.st_ino
+
+
+def test_a_symlinked_output_path_is_written_through_and_stays_a_link(blink_conn: None, tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_text("[]")
+    link = tmp_path / "latest.json"
+    link.symlink_to(real)
+    op = ConnectionTypesToXComOperator(task_id="sync", output_path=f"file://{link}")
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=pages_of(ITEMS))
+        summary = op.execute({})
+    assert link.is_symlink()
+    assert json.loads(real.read_text()) == ITEMS
+    assert summary["path"] == str(real)
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

@@ -25,8 +25,12 @@ class CatalogueDiff:
     @property
     def counts(self) -> dict[str, int]:
         """``{"added": n, "removed": n, "changed": n, "unchanged": n}``."""
-        return {"added": len(self.added), "removed": len(self.removed), "changed": len(self.changed),
-                "unchanged": self.unchanged}  # fmt: skip
+        return {
+            "added": len(self.added),
+            "removed": len(self.removed),
+            "changed": len(self.changed),
+            "unchanged": self.unchanged,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the ids and the counts."""

@@ -370,8 +370,10 @@ def validate_field_updates(updates: Any, *, require_type_and_name: bool = False)
         except ValueError as err:
             raise BlinkInputError(f"the field updates are not valid JSON: {err}") from None
     if isinstance(updates, Mapping):
-        entries: list[Any] = [{"field": name, **dict(update)} if isinstance(update, Mapping) else (name, update)
-                              for name, update in updates.items()]  # fmt: skip
+        entries: list[Any] = [
+            {"field": name, **dict(update)} if isinstance(update, Mapping) else (name, update)
+            for name, update in updates.items()
+        ]
     elif isinstance(updates, Sequence):
         entries = list(updates)
     else:

@@ -89,8 +89,11 @@ def _old_header(conn: Any, option: Any) -> Any:
     if value is not None:
         logging.getLogger(__name__).warning(
             "connection %r: the extra %r is deprecated, rename it %r (Airflow's UI masks names with "
-            "'api_key' and saves '***' from its form)", conn.conn_id, OLD_HEADER_EXTRA, HEADER_EXTRA,
-        )  # fmt: skip
+            "'api_key' and saves '***' from its form)",
+            conn.conn_id,
+            OLD_HEADER_EXTRA,
+            HEADER_EXTRA,
+        )
         if value == "***":  # what the UI's form saved: not a header name the user meant
             return None
     return value

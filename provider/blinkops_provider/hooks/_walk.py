@@ -373,6 +373,7 @@ class CatalogueWalk:
             yield from self._walk(KEYSET, submit, state, workers=workers)
             return
         except _Fallback as fallback:
+            state.number -= 1  # the page that showed it is not returned
             if fallback.ignores_rql and self.query.filter:
                 raise _error(
                     f"the server does not honour RQL conditions ({fallback.reason}), so the filter cannot be "
@@ -567,7 +568,7 @@ class CatalogueWalk:
         if self.max_items is not None and limit < min(self.page_size, self._served):
             return True, total  # the last request, cut to max_items
         capped = self._served < self.page_size
-        if len(items) >= limit and capped:
+        if capped and len(items) >= min(limit, self._served):
             return False, total  # pages cut to the server's own maximum: only an empty page ends the walk
         if total is not None and total > end:
             if len(items) < limit:

@@ -292,9 +292,12 @@ class BlinkHook(BaseHook):
         """
         query = _rql(filter=filter, sort=sort, select=select, limit=limit, offset=offset)
         return self._request(
-            "GET", "/connection_types", ConnectionTypePage, params={"q": query.to_param()},
+            "GET",
+            "/connection_types",
+            ConnectionTypePage,
+            params={"q": query.to_param()},
             subject="connection types",
-        )  # fmt: skip
+        )
 
     def _list_page(self, query: Mapping[str, Any], session: requests.Session | None = None) -> Any:
         """One listing request for a checked RQL query dict; the body as plain JSON data."""

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+import stat
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 from pydantic_core import to_json
 
-from blinkops_provider.hooks._walk import CataloguePage
+from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.hooks._walk import KEYSET, CataloguePage
 from blinkops_provider.hooks.blink import DEFAULT_WALK_CONCURRENCY, BlinkHook, check_concurrency
 from blinkops_provider.operators._base import BaseBlinkOperator
 from blinkops_provider.rql import MAX_LIMIT, check_paging
@@ -33,14 +38,18 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
     :param max_items: stop after this many items (all when None).
     :param output_path: where to write the whole catalogue as a JSON array: a local path or an
         object-storage URI (``s3://bucket/key.json``, anything Airflow's ``ObjectStoragePath``
-        reads). Then only ``{"path", "count", "total"}`` goes to XCom, so a large catalogue
-        stays out of the metadata database.
+        reads). Then only ``{"path", "count", "total", "paging"}`` goes to XCom, so a large
+        catalogue stays out of the metadata database. A local path is written with the standard
+        library; a symlink is written through to its target; a path that is a directory, device,
+        pipe or socket is refused before any request.
     :param max_concurrency: requests in flight at once while walking (see
         :meth:`~blinkops_provider.hooks.blink.BlinkHook.walk_connection_types`); 1 walks page by page.
     :param blink_conn_id: the ``blink`` connection to use.
     :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
     :returns: (XCom ``return_value``) the connection types as JSON-ready dicts, or with
-        ``output_path`` the summary ``{"path": ..., "count": ..., "total": ...}``.
+        ``output_path`` the summary ``{"path": ..., "count": ..., "total": ..., "paging": ...}``,
+        where ``paging`` is ``"keyset"`` (exact under change) or ``"offset"`` (the server does not
+        honour the keyset condition; see :mod:`blinkops_provider.hooks._walk`).
     :raises BlinkInputError: an invalid query, before any request.
     """
 
@@ -74,6 +83,9 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         self.max_concurrency = max_concurrency
 
     def execute(self, context: Context) -> list[dict[str, Any]] | dict[str, Any]:
+        local = _local_path(str(self.output_path)) if self.output_path else None
+        if local is not None:
+            local = _regular_file(local)  # refused before any request
         pages = self.hook.walk_connection_types(
             filter=self.filter,
             sort=self.sort,
@@ -83,9 +95,13 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
             max_concurrency=self.max_concurrency,
         )
         if self.output_path:
-            return self._write(pages, str(self.output_path))
-        items = [item for page in pages for item in page.items]
-        self.log.info("Fetched %d connection types", len(items))
+            return self._write(pages, local if local is not None else str(self.output_path))
+        items: list[dict[str, Any]] = []
+        paging = KEYSET
+        for page in pages:
+            items.extend(page.items)
+            paging = page.paging
+        self.log.info("Fetched %d connection types (paging: %s)", len(items), paging)
         if len(items) > LARGE_XCOM_ITEMS:
             self.log.warning(
                 "Returning %d connection types through XCom, into Airflow's metadata database; "
@@ -94,21 +110,29 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
             )
         return items
 
-    def _write(self, pages: Iterable[CataloguePage], output_path: str) -> dict[str, Any]:
+    def _write(self, pages: Iterable[CataloguePage], output_path: Path | str) -> dict[str, Any]:
         """Stream the catalogue to a file of this run's own, then move it into place.
 
         Nothing half-written stays: on any failure the partial file is removed, and the target
         (a previous snapshot, say) is left as it was. Each item is written as the JSON object
-        Blink sent, one per line, serialised by pydantic-core without a model.
+        Blink sent, one per line, serialised by pydantic-core without a model. A local path is
+        written with the standard library (no object-storage discovery); any other through
+        Airflow's ``ObjectStoragePath``.
         """
-        from airflow.providers.common.compat.sdk import ObjectStoragePath
+        target: Any
+        if isinstance(output_path, Path):
+            target = output_path
+        else:
+            from airflow.providers.common.compat.sdk import ObjectStoragePath
 
-        target = ObjectStoragePath(output_path)
+            target = ObjectStoragePath(output_path)
+            if target.exists() and not target.is_file():
+                raise BlinkInputError(f"output_path {output_path!r} exists and is not a file; give a file path")
         partial = target.with_name(f"{target.name}.{secrets.token_hex(6)}.partial")
         target.parent.mkdir(parents=True, exist_ok=True)
-        count, total = 0, 0
+        count, total, paging = 0, 0, KEYSET
         try:
-            with partial.open("wb") as out:  # type: ignore[no-untyped-call]
+            with partial.open("wb") as out:
                 out.write(b"[")
                 for page in pages:
                     if page.items:
@@ -116,10 +140,55 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
                         out.write(b",\n".join([to_json(item) for item in page.items]))  # UTF-8 JSON
                         count += len(page.items)
                     total = page.total if page.total is not None else count
+                    paging = page.paging
                 out.write(b"\n]\n")
-            partial.replace(target)
+            if isinstance(target, Path):
+                os.replace(partial, target)
+            else:
+                partial.replace(target)
         except BaseException:
             partial.unlink(missing_ok=True)
             raise
-        self.log.info("Wrote %d of %d connection types to %s", count, max(total, count), target)
-        return {"path": str(target), "count": count, "total": max(total, count)}
+        total = max(total, count)
+        self.log.info("Wrote %d of %d connection types to %s (paging: %s)", count, total, target, paging)
+        return {"path": str(target), "count": count, "total": total, "paging": paging}
+
+
+def _local_path(output_path: str) -> Path | None:
+    """The local file an ``output_path`` names (a plain path or a ``file://`` URI), else None."""
+    parts = urlsplit(output_path)
+    if parts.scheme == "file" and parts.netloc in ("", "localhost"):
+        return Path(unquote(parts.path))
+    if parts.scheme and len(parts.scheme) > 1:  # s3://..., gs://... (a drive letter is one character)
+        return None
+    return Path(output_path)
+
+
+def _regular_file(path: Path) -> Path:
+    """Where a local snapshot is written: a symlink is written through to its target (the link
+    stays); a path that exists and is not a regular file (a device, pipe, socket or directory) is
+    refused, never replaced.
+
+    :raises BlinkInputError: the path (or what it links to) exists and is not a regular file.
+    """
+    target = path.resolve() if path.is_symlink() else path
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return target
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+        raise BlinkInputError(
+            f"output_path {str(path)!r} is {kind}, not a regular file; the snapshot replaces its target, "
+            "so give the path of a file (new or existing)"
+        )
+    return target
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)

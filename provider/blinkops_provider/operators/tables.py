@@ -87,8 +87,11 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
         updated = self.hook.update_table_field(self.ws_id, self.table, self.field, update)
         self.log.info(
             "Updated field %r of table %r in workspace %r (type %s)",
-            self.field, self.table, self.ws_id, updated.type,
-        )  # fmt: skip
+            self.field,
+            self.table,
+            self.ws_id,
+            updated.type,
+        )
         return updated.to_json_dict()
 
 
@@ -157,8 +160,9 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         """Log one line per field in the declared order; the XCom summary."""
         updated = {field.name: field for field in result.updated}
         failed: list[dict[str, Any]] = []
-        self.log.info("Schema of %s/%s: %d of %d fields applied", self.ws_id, self.table, len(updated),
-                      len(result.order))  # fmt: skip
+        self.log.info(
+            "Schema of %s/%s: %d of %d fields applied", self.ws_id, self.table, len(updated), len(result.order)
+        )
         for name in result.order:
             if name in updated:
                 field = updated[name]
@@ -171,8 +175,12 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
                 message = f"{message} ({error.details})"
             self.log.error("  %s: failed%s: %s", name, f" with {status}" if status else "", message)
             failed.append({"field": name, "status": status, "message": message})
-        return {"ws_id": self.ws_id, "table": self.table, "updated": [n for n in result.order if n in updated],
-                "failed": failed}  # fmt: skip
+        return {
+            "ws_id": self.ws_id,
+            "table": self.table,
+            "updated": [n for n in result.order if n in updated],
+            "failed": failed,
+        }
 
     @staticmethod
     def _failure(result: FieldUpdates) -> BlinkApiError:

@@ -84,8 +84,9 @@ class ApiGate:
         if scope["type"] == "http" and scope["path"].startswith(API_PREFIX) and not scope["path"].startswith(_DOCS):
             key = dict(scope["headers"]).get(KEY_HEADER.lower().encode())
             if not key:
-                denied = wrapper_response(401, f"missing {KEY_HEADER} header", f"send the API key in {KEY_HEADER}",
-                                          "UNAUTHORIZED")  # fmt: skip
+                denied = wrapper_response(
+                    401, f"missing {KEY_HEADER} header", f"send the API key in {KEY_HEADER}", "UNAUTHORIZED"
+                )
             elif not hmac.compare_digest(key, self.sandbox.api_key.encode()):
                 denied = wrapper_response(401, "invalid API key", None, "UNAUTHORIZED")
             else:

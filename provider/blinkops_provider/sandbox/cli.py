@@ -25,25 +25,33 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=0, help="port; 0 picks a free one (default)")
     serve.add_argument("--db", help="SQLite file that keeps the state across runs (default: in memory)")
     serve.add_argument(
-        "--seed-connection-types", type=int, default=DEFAULT_CONNECTION_TYPES, metavar="N",
+        "--seed-connection-types",
+        type=int,
+        default=DEFAULT_CONNECTION_TYPES,
+        metavar="N",
         help=f"connection types to generate when the store is empty (default {DEFAULT_CONNECTION_TYPES})",
-    )  # fmt: skip
+    )
     serve.add_argument("--api-key", help="the API key clients must send (default: a random one)")
     serve.add_argument("--admin-token", help="token of the /_sandbox admin API (default: a random one)")
     faults = serve.add_argument_group("fault injection")
     faults.add_argument("--latency-ms", type=float, default=0, help="added to every API request")
     faults.add_argument("--error-rate", type=float, default=0, help="share of requests answered with an error")
     faults.add_argument(
-        "--error-statuses", type=lambda text: [int(s) for s in text.split(",")], default=[503],
+        "--error-statuses",
+        type=lambda text: [int(s) for s in text.split(",")],
+        default=[503],
         help="statuses --error-rate draws from, e.g. 429,503 (default 503)",
-    )  # fmt: skip
+    )
     faults.add_argument("--drop-rate", type=float, default=0, help="share of connections closed before a response")
     faults.add_argument("--truncate-rate", type=float, default=0, help="share of 200s whose JSON is cut in half")
     faults.add_argument("--non-json-rate", type=float, default=0, help="share of requests answered with HTML")
     faults.add_argument(
-        "--fault-sequence", type=_faults, default=[], metavar="LIST",
+        "--fault-sequence",
+        type=_faults,
+        default=[],
+        metavar="LIST",
         help="faults of the first requests, in order, e.g. 429,503,drop,truncate,non-json,ok",
-    )  # fmt: skip
+    )
     faults.add_argument("--retry-after", default="1", help="Retry-After of a 429: seconds or an HTTP date")
     faults.add_argument("--seed", type=int, default=0, help="seeds the fault draws and the generated catalogue")
     return parser
@@ -53,10 +61,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         faults = FaultConfig(
-            latency_ms=args.latency_ms, error_rate=args.error_rate, error_statuses=args.error_statuses,
-            drop_rate=args.drop_rate, truncate_rate=args.truncate_rate, non_json_rate=args.non_json_rate,
-            sequence=args.fault_sequence, retry_after=args.retry_after, seed=args.seed,
-        )  # fmt: skip
+            latency_ms=args.latency_ms,
+            error_rate=args.error_rate,
+            error_statuses=args.error_statuses,
+            drop_rate=args.drop_rate,
+            truncate_rate=args.truncate_rate,
+            non_json_rate=args.non_json_rate,
+            sequence=args.fault_sequence,
+            retry_after=args.retry_after,
+            seed=args.seed,
+        )
     except ValidationError as err:
         print(f"blink-sandbox: invalid fault settings: {describe_errors(err.errors())}", file=sys.stderr)
         return 2
@@ -67,9 +81,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from blinkops_provider.sandbox.server import BlinkSandbox
 
         sandbox = BlinkSandbox(
-            host=args.host, port=args.port, db=args.db, connection_types=args.seed_connection_types,
-            api_key=args.api_key, admin_token=args.admin_token, faults=faults, seed=args.seed,
-        )  # fmt: skip
+            host=args.host,
+            port=args.port,
+            db=args.db,
+            connection_types=args.seed_connection_types,
+            api_key=args.api_key,
+            admin_token=args.admin_token,
+            faults=faults,
+            seed=args.seed,
+        )
     except OSError as err:
         print(f"blink-sandbox: cannot listen on {args.host}:{args.port}: {err}", file=sys.stderr)
         return 1

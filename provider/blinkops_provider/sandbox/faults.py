@@ -167,9 +167,15 @@ class FaultMiddleware:
     """Logs every API request and applies the injector's fault to it."""
 
     def __init__(
-        self, app: Any, *, injector: FaultInjector, log: RequestLog, key_header: str, api_key: str,
+        self,
+        app: Any,
+        *,
+        injector: FaultInjector,
+        log: RequestLog,
+        key_header: str,
+        api_key: str,
         prefix: str = API_PREFIX,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.app: ASGIApp = app
         self.injector = injector
         self.log = log
@@ -209,8 +215,9 @@ class FaultMiddleware:
             return
         if fault == "non-json":
             entry["status"] = 200
-            await _respond(send, 200, b"<html><body><h1>Gateway</h1>upstream says hello</body></html>",
-                           b"text/html; charset=utf-8")  # fmt: skip
+            await _respond(
+                send, 200, b"<html><body><h1>Gateway</h1>upstream says hello</body></html>", b"text/html; charset=utf-8"
+            )
             return
 
         replayed = False
@@ -298,9 +305,15 @@ class FaultMiddleware:
 async def _respond(
     send: Send, status: int, body: bytes, content_type: bytes, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
-    await send({
-        "type": "http.response.start",
-        "status": status,
-        "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode()), *(headers or [])],
-    })  # fmt: skip
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", content_type),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

@@ -48,18 +48,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blinkops_provider import MAX_LIMIT
-from blinkops_provider.models import ConnectionType, scalar_fields
 
 DEFAULT_LIMIT = 100
 """The page size when a query gives no ``limit``, or ``0`` (Blink's own default is not published)."""
 
-COLUMNS: dict[str, type] = scalar_fields(ConnectionType)
-"""The filterable and sortable fields: a connection type's scalar members, with their types."""
+COLUMNS: dict[str, type] = {
+    "id": str,
+    "name": str,
+    "display_name": str,
+    "plugin_name": str,
+    "documentation_link": str,
+    "icon_uri": str,
+    "oauth_supported": bool,
+    "tenant_id": str,
+    "created_at": int,
+    "created_by": str,
+    "updated_at": int,
+    "updated_by": str,
+}
+"""The filterable and sortable fields: a connection type's scalar members with their types, as the
+API contract's section 2.4 lists them. Written out here on purpose, not derived from the client's
+models, so that the conformance suite can catch a wrong type table in the client."""
 
 MAX_NESTING = 64
 """How deep ``$or`` and ``$and`` may nest (a8m/rql sets no limit; Blink publishes none)."""
 
-SELECTABLE = frozenset(ConnectionType.model_fields)
+SELECTABLE = frozenset([*COLUMNS, "attributes", "metadata", "methods"])
+"""The members ``select`` may name: every member of section 2.4."""
 MEMBERS = ("limit", "offset", "sort", "select", "filter")
 
 _OPERATORS: dict[type, dict[str, str]] = {

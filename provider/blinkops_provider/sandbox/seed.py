@@ -15,15 +15,17 @@ SEED_USER = "seed@sandbox.blink"
 SEED_TIME_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z, in milliseconds
 
 VENDORS = [
-    "aws", "azure", "gcp", "github", "gitlab", "bitbucket", "jira", "confluence", "slack", "teams",
-    "pagerduty", "opsgenie", "okta", "auth0", "onelogin", "crowdstrike", "sentinelone", "splunk",
-    "datadog", "newrelic", "elastic", "servicenow", "zendesk", "salesforce", "hubspot", "workday",
-    "snowflake", "databricks", "mongodb", "postgres", "mysql", "redis", "kafka", "rabbitmq",
-    "kubernetes", "terraform", "vault", "cloudflare", "fastly", "akamai", "zscaler", "paloalto",
-    "fortinet", "checkpoint", "wiz", "lacework", "orca", "snyk", "sonarqube", "jenkins", "circleci",
-    "argocd", "twilio", "sendgrid", "mailgun", "box", "dropbox", "google-workspace", "microsoft365",
-    "virustotal", "shodan", "abuseipdb", "misp", "tenable", "qualys", "rapid7", "jamf", "intune",
-]  # fmt: skip
+    name
+    for line in (
+        "aws azure gcp github gitlab bitbucket jira confluence slack teams pagerduty opsgenie okta auth0",
+        "onelogin crowdstrike sentinelone splunk datadog newrelic elastic servicenow zendesk salesforce",
+        "hubspot workday snowflake databricks mongodb postgres mysql redis kafka rabbitmq kubernetes",
+        "terraform vault cloudflare fastly akamai zscaler paloalto fortinet checkpoint wiz lacework orca",
+        "snyk sonarqube jenkins circleci argocd twilio sendgrid mailgun box dropbox google-workspace",
+        "microsoft365 virustotal shodan abuseipdb misp tenable qualys rapid7 jamf intune",
+    )
+    for name in line.split()
+]
 AUTH_KINDS = ("api-key", "oauth", "two-legged")
 PAGINATION = ("offset", "cursor", "page", "link-header")
 
@@ -159,15 +161,27 @@ DEMO_FIELDS: list[dict[str, Any]] = [
     {"name": "Impact", "type": "number", "display_name": "Impact score", "attributes": {"default_value": "0"}},
     {"name": "Risk", "type": "risk-level", "display_name": "Risk", "attributes": {"default_value": "Medium"}},
     {"name": "Resolved", "type": "checkbox", "display_name": "Resolved", "attributes": {"default_value": "false"}},
-    {"name": "Severity", "type": "single-select", "display_name": "Severity",
-     "attributes": {"options": ["Low", "Medium", "High"], "default_value": "Low"}},
-    {"name": "Tags", "type": "multi-select", "display_name": "Tags",
-     "attributes": {"options": ["phishing", "malware", "insider"]}},
+    {
+        "name": "Severity",
+        "type": "single-select",
+        "display_name": "Severity",
+        "attributes": {"options": ["Low", "Medium", "High"], "default_value": "Low"},
+    },
+    {
+        "name": "Tags",
+        "type": "multi-select",
+        "display_name": "Tags",
+        "attributes": {"options": ["phishing", "malware", "insider"]},
+    },
     {"name": "Affected hosts", "type": "list", "display_name": "Affected hosts", "attributes": {}},
-    {"name": "Owner", "type": "reference", "display_name": "Owner",
-     "attributes": {"table_reference": {"table_name": "Users", "display_name_field": "Name"}}},
+    {
+        "name": "Owner",
+        "type": "reference",
+        "display_name": "Owner",
+        "attributes": {"table_reference": {"table_name": "Users", "display_name_field": "Name"}},
+    },
     {"name": "Due", "type": "date", "display_name": "Due", "attributes": {"include_time": True}},
-]  # fmt: skip
+]
 
 DEMO_TABLES: dict[str, list[dict[str, Any]]] = {
     DEMO_TABLE: DEMO_FIELDS,

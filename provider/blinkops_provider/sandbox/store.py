@@ -38,13 +38,35 @@ CREATE TABLE IF NOT EXISTS connection_types (
 CREATE INDEX IF NOT EXISTS connection_types_name ON connection_types (name);
 """
 _CT_COLUMNS = (
-    "id", "name", "display_name", "plugin_name", "documentation_link", "icon_uri", "oauth_supported",
-    "tenant_id", "created_at", "created_by", "updated_at", "updated_by",
-)  # fmt: skip
+    "id",
+    "name",
+    "display_name",
+    "plugin_name",
+    "documentation_link",
+    "icon_uri",
+    "oauth_supported",
+    "tenant_id",
+    "created_at",
+    "created_by",
+    "updated_at",
+    "updated_by",
+)
 _FIELD_COLUMNS = (
-    "id", "name", "display_name", "description", "type", "attributes", "indexes", "table_id",
-    "workspace_id", "tenant_id", "created_at", "created_by", "updated_at", "updated_by",
-)  # fmt: skip
+    "id",
+    "name",
+    "display_name",
+    "description",
+    "type",
+    "attributes",
+    "indexes",
+    "table_id",
+    "workspace_id",
+    "tenant_id",
+    "created_at",
+    "created_by",
+    "updated_at",
+    "updated_by",
+)
 
 
 class StoreError(Exception):
@@ -112,10 +134,23 @@ class SandboxStore:
                 field_id = f"fld-{uuid.uuid5(uuid.NAMESPACE_URL, key).hex[:12]}"
                 self._db.execute(
                     f"INSERT INTO fields ({', '.join(_FIELD_COLUMNS)}) VALUES ({', '.join('?' * 14)})",
-                    (field_id, field["name"], field["display_name"], field.get("description", ""), field["type"],
-                     json.dumps(field["attributes"]), json.dumps({}), table_id, ws_id, seed_data.TENANT_ID,
-                     seed_data.SEED_TIME_MS, seed_data.SEED_USER, seed_data.SEED_TIME_MS, seed_data.SEED_USER),
-                )  # fmt: skip
+                    (
+                        field_id,
+                        field["name"],
+                        field["display_name"],
+                        field.get("description", ""),
+                        field["type"],
+                        json.dumps(field["attributes"]),
+                        json.dumps({}),
+                        table_id,
+                        ws_id,
+                        seed_data.TENANT_ID,
+                        seed_data.SEED_TIME_MS,
+                        seed_data.SEED_USER,
+                        seed_data.SEED_TIME_MS,
+                        seed_data.SEED_USER,
+                    ),
+                )
 
     def _insert_connection_types(self, docs: Iterable[tuple[dict[str, Any], str]]) -> None:
         """Insert or replace (scalar members, JSON text) pairs."""

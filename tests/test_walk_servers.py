@@ -1,0 +1,212 @@
+"""The walk against servers no one here wrote: each honours less of RQL and paging than Blink's
+docs promise. Every walk gives every item exactly once, or a clear error; never a silently short
+or doubled result, at every ``max_concurrency``."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import requests_mock as rm
+
+from blinkops_provider.exceptions import BlinkApiError
+from tests.fake_listing import FakeListing, sent_query
+from tests.sandbox.reference import evaluate
+
+LIST_URL = "https://blink.test/api/v1/connection_types"
+SIZE = 2500
+
+
+def catalogue(size: int = SIZE) -> list[dict[str, Any]]:
+    return [{"id": f"ct-{i:05d}", "name": f"type-{i % 37:02d}", "oauth": i % 3 == 0} for i in range(size)]
+
+
+def _gt_as_gte(condition: Any) -> Any:
+    if isinstance(condition, dict):
+        return {("$gte" if k == "$gt" else k): _gt_as_gte(v) for k, v in condition.items()}
+    if isinstance(condition, list):
+        return [_gt_as_gte(v) for v in condition]
+    return condition
+
+
+class OddServer(FakeListing):
+    """A listing that misbehaves as told (on top of :class:`FakeListing`'s own knobs)."""
+
+    def __init__(self, items: list[dict[str, Any]], **odd: Any) -> None:
+        super().__init__(items)
+        self.max_page: int | None = odd.pop("max_page", None)
+        self.echo_limit: bool = odd.pop("echo_limit", True)
+        self.total: str = odd.pop("total", "real")  # real | zero | page | none
+        self.gte: bool = odd.pop("gte", False)
+        self.shuffle: bool = odd.pop("shuffle", False)
+        self.reverse: bool = odd.pop("reverse", False)
+        self.ignore_filter: bool = odd.pop("ignore_filter", False)
+        self.ignore_sort: bool = odd.pop("ignore_sort", False)
+        self.ignore_offset: bool = odd.pop("ignore_offset", False)
+        self.dup_in_page: bool = odd.pop("dup_in_page", False)
+        self.refuse_id_filter: bool = odd.pop("refuse_id_filter", False)
+        assert not odd, odd
+        self.random = random.Random(7)
+        self.urls: list[str] = []
+
+    def _answer(self, request: Any) -> dict[str, Any]:
+        self.urls.append(request.url)
+        q = sent_query(request)
+        self.requests.append(q)
+        flt = None if self.ignore_filter else q.get("filter")
+        if flt is not None and self.gte:
+            flt = _gt_as_gte(flt)
+        matching = evaluate(self.items, flt, None if self.ignore_sort else q.get("sort"), q.get("select"))
+        offset = 0 if self.ignore_offset else q.get("offset", 0)
+        limit = q.get("limit", 100)
+        served = limit if self.max_page is None else min(limit, self.max_page)
+        rows = matching[offset : offset + served]
+        if self.shuffle:
+            self.random.shuffle(rows)
+        if self.reverse:
+            rows.reverse()
+        if self.dup_in_page and len(rows) > 1:
+            rows[1] = rows[0]
+        page: dict[str, Any] = {"offset": q.get("offset", 0), "results": rows}
+        if self.echo_limit:
+            page["limit"] = served
+        total = {"real": len(matching), "zero": 0, "page": len(rows)}.get(self.total)
+        if total is not None:
+            page["total"] = total
+        return page
+
+    def __call__(self, request: Any, context: Any) -> Any:
+        if self.refuse_id_filter and '"id"' in json.dumps(sent_query(request).get("filter")):
+            context.status_code = 400
+            self.requests.append(sent_query(request))
+            return {"message": "field id is not filterable"}
+        return super().__call__(request, context)
+
+
+def walk(hook: Any, server: OddServer, **kwargs: Any) -> list[Any]:
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=server)
+        return [item.get("id") for page in hook.walk_connection_types(**kwargs) for item in page.items]
+
+
+EVERY = [item["id"] for item in catalogue()]
+CONCURRENCY = [1, 4]
+
+
+# -- 1. a server whose largest page is smaller than asked -------------------------------------------
+
+
+@pytest.mark.parametrize("workers", CONCURRENCY)
+@pytest.mark.parametrize(
+    ("total", "echo_limit"),
+    [("real", True), ("zero", True), ("page", True), ("none", True), ("real", False)],
+)
+def test_a_server_with_a_smaller_maximum_page_gives_every_item(
+    hook: Any, workers: int, total: str, echo_limit: bool
+) -> None:
+    server = OddServer(catalogue(), max_page=100, total=total, echo_limit=echo_limit)
+    assert walk(hook, server, page_size=1000, max_concurrency=workers) == EVERY
+
+
+def test_a_server_capped_page_without_any_hint_ends_the_walk_only_when_the_total_agrees(hook: Any) -> None:
+    """No limit echoed, and a total equal to the page: nothing says more exist. The walk believes
+    the envelope, as it must; with a real total it goes on."""
+    server = OddServer(catalogue(), max_page=100, total="real", echo_limit=False)
+    assert walk(hook, server, page_size=1000, max_concurrency=1) == EVERY
+    assert all(q["limit"] == 100 for q in server.requests[1:])  # it learned the server's maximum
+
+
+# -- 2. servers that do not sort or filter as asked ---------------------------------------------------
+
+
+@pytest.mark.parametrize("workers", CONCURRENCY)
+@pytest.mark.parametrize(
+    "odd",
+    [{"gte": True}, {"shuffle": True}, {"reverse": True}, {"ignore_filter": True, "ignore_sort": True}],
+    ids=["$gt as $gte", "unsorted", "reversed", "offset only"],
+)
+def test_servers_that_do_not_honour_the_keyset_give_exact_results(
+    hook: Any, all_output: Any, workers: int, odd: dict[str, Any]
+) -> None:
+    server = OddServer(catalogue(), **odd)
+    ids = walk(hook, server, page_size=1000, max_concurrency=workers)
+    # without a user sort, the order is the server's: every item, once
+    assert (sorted(ids) if odd.get("shuffle") or odd.get("reverse") else ids) == EVERY
+    assert len(ids) == len(set(ids)) == SIZE
+    assert "paging by offset from here" in all_output()
+
+
+@pytest.mark.parametrize("workers", CONCURRENCY)
+def test_an_offset_only_server_gives_every_item_once_in_at_most_twice_the_minimal_requests(
+    hook: Any, workers: int
+) -> None:
+    server = OddServer(catalogue(), ignore_filter=True, ignore_sort=True)
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=server)
+        pages = list(hook.walk_connection_types(page_size=1000, max_concurrency=workers))
+    ids = [item["id"] for page in pages for item in page.items]
+    assert ids == EVERY
+    assert len(server.requests) <= 2 * 3
+    assert {page.paging for page in pages[1:]} == {"offset"}
+
+
+def test_an_unsorted_server_with_a_user_sort_is_a_clear_error(hook: Any) -> None:
+    server = OddServer(catalogue(), shuffle=True)
+    with pytest.raises(BlinkApiError, match="does not sort as asked"):
+        walk(hook, server, page_size=1000, sort=["name"])
+
+
+def test_a_server_that_ignores_the_filter_never_returns_unfiltered_types(hook: Any) -> None:
+    server = OddServer(catalogue(), ignore_filter=True)
+    with pytest.raises(BlinkApiError, match="the filter cannot be trusted"):
+        walk(hook, server, page_size=1000, filter={"oauth": True})
+
+
+def test_a_server_that_refuses_the_id_condition_is_walked_by_offset_with_the_filter(hook: Any, all_output: Any) -> None:
+    server = OddServer(catalogue(), refuse_id_filter=True)
+    ids = walk(hook, server, page_size=500, filter={"oauth": True}, max_concurrency=4)
+    assert ids == [d["id"] for d in evaluate(catalogue(), {"oauth": True}, ["id"])]
+    assert "it refused the id condition" in all_output()
+    assert all(q["filter"] == {"oauth": True} for q in server.requests[2:])
+
+
+def test_a_server_that_honours_neither_keyset_nor_offset_fails_fast(hook: Any) -> None:
+    server = OddServer(catalogue(), ignore_filter=True, ignore_offset=True)
+    with pytest.raises(BlinkApiError, match="honours neither the keyset condition nor offsets"):
+        walk(hook, server, page_size=1000)
+    assert len(server.requests) <= 3
+
+
+# -- 3. ids -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("workers", CONCURRENCY)
+def test_the_same_id_twice_in_a_page_is_a_clear_error(hook: Any, workers: int) -> None:
+    server = OddServer(catalogue(), dup_in_page=True)
+    with pytest.raises(BlinkApiError, match="sent id 'ct-00000' twice in page 1"):
+        walk(hook, server, page_size=1000, max_concurrency=workers)
+
+
+# -- 4. URL length ----------------------------------------------------------------------------------
+
+
+def test_requests_stay_under_4_kb_when_a_sorted_walk_fetches_what_it_passed_over(hook: Any) -> None:
+    """A sorted, filtered walk whose types move during the walk fetches them at the end in
+    chunks whose URLs stay under 4 KB (the user's filter is sent once per request, not per id)."""
+    items = catalogue(1500)
+    server = OddServer(items)
+    long_filter = {"$or": [{"name": {"$like": f"type-{i:02d}%"}} for i in range(37)]}
+
+    def move_all(items: list[dict[str, Any]]) -> None:  # every later type jumps before the position
+        for item in items:
+            item["name"] = "type-00" if item["id"] > "ct-00100" else item["name"]
+
+    server.before_request[2] = move_all
+    ids = walk(hook, server, page_size=100, sort=["-name"], filter=long_filter)
+    assert sorted(ids) == sorted(i["id"] for i in items)
+    assert len(ids) == len(set(ids))
+    assert max(len(urlsplit(url).query) for url in server.urls) < 4096 - len(LIST_URL)
+    assert any("$or" in json.dumps(q.get("filter")) and q["sort"] == ["id"] for q in server.requests[-3:])
