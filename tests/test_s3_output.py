@@ -76,6 +76,7 @@ def test_the_catalogue_lands_in_s3_with_every_type_once(
         "path": f"s3://aws_default@{name}/catalogue/2026-11-22.json",
         "count": len(expected),
         "total": len(expected),
+        "paging": "keyset",
     }
     assert keys(client, name) == ["catalogue/2026-11-22.json"]  # no partial object beside it
     body = client.get_object(Bucket=name, Key="catalogue/2026-11-22.json")["Body"].read()

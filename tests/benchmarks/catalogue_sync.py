@@ -12,7 +12,11 @@ The ways:
 - ``raw loop``: a ``requests.Session`` loop over offsets, ``response.json()`` per page;
 - ``HttpOperator``: apache-airflow-providers-http with a ``pagination_function`` and a
   ``response_filter`` that collects the items;
-- ``provider -> XCom`` and ``provider -> output_path``: ``ConnectionTypesToXComOperator``.
+- ``provider -> XCom`` and ``provider -> output_path``: ``ConnectionTypesToXComOperator``;
+- ``output_path, cold``: the same as a fresh task pays it, with the operator's import and every
+  first-use set-up inside the clock (the warm way's warm-up is printed beside the figures).
+
+It runs at 20,000 types (the targets) and at 300, Blink's real size (one page).
 
 The latency floor is pages x RTT plus the server's own time for a bare walk (every page fetched
 straight from the sandbox, without the proxy, and not parsed).
@@ -37,7 +41,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 PAGE = 1000
 KEY = "bench-key-0123456789abcdef"
-WAYS = ("raw loop", "HttpOperator", "provider -> XCom", "provider -> output_path")
+WAYS = ("raw loop", "HttpOperator", "provider -> XCom", "provider -> output_path", "output_path, cold")
+COLD = "output_path, cold"
+"""The output_path way as a fresh task pays it: the operator's import and any first-use set-up
+inside the clock, nothing warmed before it."""
 
 
 # -- the child: one way, one run ----------------------------------------------------------------
@@ -114,10 +121,11 @@ def child(way: str, base: str, out: str) -> None:
     import requests  # noqa: F401
 
     logging.disable(logging.INFO)
-    if way not in ("raw loop", "bare walk"):  # the operators' modules, also before the clock
+    if way not in ("raw loop", "bare walk", COLD):  # the operators' modules, also before the clock
         import airflow.providers.http.operators.http  # noqa: F401
 
         import blinkops_provider.operators.connection_types  # noqa: F401
+    warm_up = time.perf_counter()
     if way.endswith("output_path"):
         # Airflow's object storage discovers every provider's filesystems on first use: about
         # 1 s with the amazon provider installed, once per process, whatever writes the file.
@@ -130,6 +138,7 @@ def child(way: str, base: str, out: str) -> None:
         warm.replace(warm.with_name(f"{warm.name}.done"))
         warm.with_name(f"{warm.name}.done").unlink()
     started = time.perf_counter()
+    warm_up = started - warm_up
     if way == "bare walk":
         count = _bare_walk(base)
     elif way == "raw loop":
@@ -137,10 +146,10 @@ def child(way: str, base: str, out: str) -> None:
     elif way == "HttpOperator":
         count = _http_operator(base)
     else:
-        count = _provider(base, out if way.endswith("output_path") else None)
+        count = _provider(base, out if way.endswith(("output_path", "cold")) else None)
     seconds = time.perf_counter() - started
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": seconds, "count": count, "rss_mib": rss}))
+    print(json.dumps({"seconds": seconds, "count": count, "rss_mib": rss, "warm_up": warm_up}))
 
 
 # -- the parent: servers, rounds, figures -----------------------------------------------------------
@@ -178,7 +187,7 @@ def _serve(stack: ExitStack, size: int, delay_ms: float) -> tuple[str, str]:
     return f"{sandbox[1]}/api/v1", f"http://127.0.0.1:{proxy[1]}/api/v1"
 
 
-def compare(size: int, rounds: int, delay_ms: float, out: str, smoke: bool = False) -> dict[str, dict[str, float]]:
+def compare(size: int, rounds: int, delay_ms: float, out: str, note: str = "") -> dict[str, dict[str, float]]:
     """Interleaved rounds of every way against one sandbox; prints and returns the medians."""
     with ExitStack() as stack:
         direct, proxied = _serve(stack, size, delay_ms)
@@ -189,7 +198,8 @@ def compare(size: int, rounds: int, delay_ms: float, out: str, smoke: bool = Fal
             for way in WAYS:
                 runs[way].append(_run(way, proxied, out, size))
     medians = {
-        way: {k: statistics.median(r[k] for r in rs) for k in ("seconds", "rss_mib")} for way, rs in runs.items()
+        way: {k: statistics.median(r[k] for r in rs) for k in ("seconds", "rss_mib", "warm_up")}
+        for way, rs in runs.items()
     }
     pages = -(-size // PAGE)
     floor = pages * 2 * delay_ms / 1000 + medians["bare walk"]["seconds"]
@@ -204,12 +214,19 @@ def compare(size: int, rounds: int, delay_ms: float, out: str, smoke: bool = Fal
         s, rss = medians[way]["seconds"], medians[way]["rss_mib"]
         print(f"{way:<26}{s:>9.3f}{rss:>8.0f} MiB{s / raw:>8.2f}x{s / http:>8.2f}x{s / floor:>9.2f}x")
     xcom, to_file = medians["provider -> XCom"]["seconds"], medians["provider -> output_path"]["seconds"]
-    print("targets:" + (" (smoke sizes: fixed costs dominate; the targets are for the full run)" if smoke else ""))
+    cold = medians[COLD]["seconds"]
+    print(
+        f"warm-up kept outside the clock of 'provider -> output_path' (ObjectStoragePath discovery): "
+        f"{medians['provider -> output_path']['warm_up']:.3f} s; '{COLD}' counts everything a fresh task "
+        "pays after Airflow's import (the operator's import included)"
+    )
+    print("targets:" + (f" ({note})" if note else ""))
     print(
         f"  XCom mode >= 3x faster than HttpOperator:   {http / xcom:5.2f}x  {'met' if http / xcom >= 3 else 'NOT MET'}"
     )
-    print(f"  output_path within 1.3x of the floor:       {to_file / floor:5.2f}x  "
-          f"{'met' if to_file / floor <= 1.3 else 'NOT MET'}")  # fmt: skip
+    for label, seconds in (("warm", to_file), ("cold", cold)):
+        verdict = "met" if seconds / floor <= 1.3 else "NOT MET"
+        print(f"  output_path within 1.3x of the floor ({label}): {seconds / floor:5.2f}x  {verdict}")
     return medians
 
 
@@ -241,11 +258,14 @@ def main() -> int:
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-bench-"))
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"  # else the first file move loads Airflow's example plugins
     out = str(Path(tempfile.mkdtemp(prefix="blink-bench-out-")) / "catalogue.json")
+    real = "Blink's real size, one page: the whole task against HttpOperator; the targets are for 20,000"
     if args.smoke:
-        compare(2_000, 1, 10, out, smoke=True)
+        compare(2_000, 1, 10, out, note="smoke sizes: fixed costs dominate; the targets are for the full run")
+        compare(300, 1, 10, out, note=real)
         rss_flat((8_000, 24_000), out)
     else:
         compare(20_000, args.rounds, 10, out)
+        compare(300, args.rounds, 10, out, note=real)
         if not args.no_rss:
             rss_flat((20_000, 200_000), out)
     return 0

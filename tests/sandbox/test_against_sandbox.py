@@ -200,7 +200,12 @@ def test_catalogue_operator_against_the_sandbox(blink_sandbox: BlinkSandbox, tmp
     op.render_template_fields({"ds": "2026-11-22"})
     summary = op.execute({})
     expected = evaluate(blink_sandbox.store.all_connection_types(), {"oauth_supported": True}, None, ["id", "name"])
-    assert summary == {"path": str(tmp_path / "2026-11-22.json"), "count": len(expected), "total": len(expected)}
+    assert summary == {
+        "path": str(tmp_path / "2026-11-22.json"),
+        "count": len(expected),
+        "total": len(expected),
+        "paging": "keyset",
+    }
     assert json.loads((tmp_path / "2026-11-22.json").read_text()) == expected
 
 

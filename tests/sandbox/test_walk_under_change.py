@@ -98,7 +98,7 @@ def test_operator_output_is_what_the_model_based_code_wrote(blink_sandbox: Blink
     summary = ConnectionTypesToXComOperator(task_id="sync", page_size=64, output_path=str(tmp_path / "c.json")).execute(
         {}
     )
-    assert summary == {"path": str(tmp_path / "c.json"), "count": len(docs), "total": len(docs)}
+    assert summary == {"path": str(tmp_path / "c.json"), "count": len(docs), "total": len(docs), "paging": "keyset"}
     text = (tmp_path / "c.json").read_text()
     assert json.loads(text) == [model.to_json_dict() for model in models]
     lines = text.split("\n")  # the same layout: "[", one compact object a line, "]"
