@@ -126,7 +126,7 @@ def test_zero_delay_retries_at_once(make_hook: Any, sleeps: list[float]) -> None
      ("Sun, 22 Nov 2026 11:59:00 GMT", 0.0)],
 )  # fmt: skip
 def test_retry_after_is_honoured(make_hook: Any, sleeps: list[float], header: str, expected: float) -> None:
-    noon = dt.datetime(2026, 11, 22, 12, 0, 0, tzinfo=dt.timezone.utc)
+    noon = dt.datetime(2026, 11, 22, 12, 0, 0, tzinfo=dt.UTC)
     hook = make_hook(retry_delay=1.0, clock=sleeps.as_clock(now=lambda: noon))
     with rm.Mocker() as m:
         m.get(URL, [status(429, headers={"Retry-After": header}), OK])
@@ -143,7 +143,7 @@ def test_unusable_retry_after_falls_back_to_backoff(make_hook: Any, sleeps: list
 
 @pytest.mark.parametrize("value", [None, "", "nan", "not a date"])
 def test_parse_retry_after_rejects_nonsense(value: str | None) -> None:
-    assert parse_retry_after(value, dt.datetime.now(dt.timezone.utc)) is None
+    assert parse_retry_after(value, dt.datetime.now(dt.UTC)) is None
 
 
 def test_each_retry_logs_one_warning(make_hook: Any, provider_log: Any) -> None:

@@ -323,10 +323,11 @@ def test_an_unsorted_walk_fetches_id_ranges_concurrently_in_order(hook: Any, all
     probes = [q for q in later if q.get("select") == ["id"]]
     ranges = [q for q in later if q.get("select") != ["id"]]
     assert first == {"sort": ["id"], "limit": 10, "offset": 0}
-    # page 2 is an ordinary keyset page: it shows the server honours the id condition ...
+    # page 2 is an ordinary keyset page: it shows the server honours the id condition, and ...
     assert second["filter"] == {"id": {"$gt": "ct-00009"}}
-    # ... then 75 more types: 7 probes find where each page-sized range ends ...
-    assert sorted(q["offset"] for q in probes) == [9, 19, 29, 39, 49, 59, 69]
+    # ... while page 2 is on its way, 7 probes after page 1 find where each later range ends ...
+    assert sorted(q["offset"] for q in probes) == [19, 29, 39, 49, 59, 69, 79]
+    assert all(q["filter"] == {"id": {"$gt": "ct-00009"}} for q in probes)
     assert all(q["select"] == ["id"] and q["limit"] == 1 for q in probes)
     # ... and the 8 ranges are fetched, each once, none overlapping
     ends = sorted(q["filter"]["id"].get("$lte", "~") for q in ranges)

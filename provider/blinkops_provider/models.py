@@ -83,7 +83,7 @@ def describe_errors(errors: Iterable[Mapping[str, Any]]) -> str:
     return "; ".join(problems)
 
 
-class FieldType(str, Enum):
+class FieldType(str, Enum):  # noqa: UP042  (StrEnum would change what str() of a member says)
     """The types a table field can have (the values accepted by the field update)."""
 
     TEXT = "text"

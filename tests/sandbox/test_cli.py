@@ -70,3 +70,49 @@ def test_busy_port_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
         port = busy.getsockname()[1]
         assert main(["serve", "--port", str(port)]) == 1
     assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+# -- without the sandbox's server libraries ---------------------------------------------------------
+
+BLOCK = """
+import sys
+
+for name in (%s,):
+    sys.modules[name] = None  # what Python does for a module that cannot be imported
+"""
+
+
+@pytest.mark.parametrize("missing", [["uvicorn"], ["fastapi", "uvicorn"]])
+def test_serve_without_its_libraries_exits_2_with_the_install_hint_and_no_banner(missing: list[str]) -> None:
+    names = ", ".join(repr(name) for name in missing)
+    code = BLOCK % names + "from blinkops_provider.sandbox.cli import main\nraise SystemExit(main(['serve']))\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stdout == ""  # no banner, no key
+    assert 'pip install "airflow-provider-blinkops[sandbox]"' in done.stderr
+    assert " and ".join(missing) in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_fixture_without_its_libraries_fails_with_the_install_hint(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(BLOCK % "'uvicorn'")
+    pytester.makepyfile("def test_uses_it(blink_sandbox):\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "blink_sandbox")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*blink_sandbox: the Blink sandbox needs uvicorn*airflow-provider-blinkops[[]sandbox[]]*"]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_the_plugin_imports_nothing_heavy_until_a_test_asks_for_it() -> None:
+    """Loading the pytest plugin (as every pytest run with the provider installed does) imports
+    neither Airflow, the sandbox's server and store, FastAPI, uvicorn, nor the hook."""
+    code = (
+        "import sys\nimport blinkops_provider.sandbox.pytest_plugin\n"
+        "heavy = [m for m in ('airflow', 'fastapi', 'uvicorn', 'sqlite3', 'requests', 'pydantic',"
+        " 'blinkops_provider.sandbox.server', 'blinkops_provider.hooks') if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"

@@ -61,7 +61,7 @@ def parse_retry_after(value: str | None, now: dt.datetime) -> float | None:
         except (TypeError, ValueError, IndexError):
             return None
         if when.tzinfo is None:
-            when = when.replace(tzinfo=dt.timezone.utc)
+            when = when.replace(tzinfo=dt.UTC)
         seconds = (when - now).total_seconds()
     if seconds != seconds:  # NaN
         return None

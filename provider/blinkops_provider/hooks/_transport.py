@@ -47,7 +47,7 @@ __all__ = ["AttemptTimedOut", "Clock", "Transport"]
 
 
 def _utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 @dataclass(frozen=True)

@@ -409,6 +409,7 @@ class CatalogueWalk:
         """
         keyset = mode == KEYSET
         check_sort = keyset or bool(self.query.sort)
+        probes: _Probes | None = None
         offset = 0 if keyset else state.returned  # the items returned so far were the first, in this order
         limit = self._limit(state.returned)
         if pending is None:
@@ -470,11 +471,10 @@ class CatalogueWalk:
                 state.expected = None if reported is None else reported - len(items)
                 state.total = reported if reported is None or not keyset else state.returned + reported
             ranged = None
-            # From page 2, once the server is seen to honour the keyset condition, the rest is
-            # fetched in id ranges, several at once.
-            if not done and workers > 1 and state.number == 2 and reported is not None:  # the condition holds
-                ranged = check_position(items[-1], self.keys, 1)
-                probes = self._probes(ranged[0], reported - len(items), submit, workers)
+            if not done and probes is not None and state.number == 2:
+                # Page 2 showed the server honours the keyset condition: the rest comes in id
+                # ranges, several at once, their ends already being probed.
+                ranged = check_position(items[-1], self.keys, 2)
             elif not done:
                 if state.number >= self.max_pages:
                     raise _error(f"stopped after {self.max_pages} pages; the listing never reached its end")
@@ -485,12 +485,15 @@ class CatalogueWalk:
                 query = self.request(mode, after, offset, limit, upto) if limit > 0 else None
                 if query is not None:
                     pending = submit(query)  # overlaps the caller's work on this page
+                if workers > 1 and state.number == 1 and reported is not None and after is not None:
+                    # While page 2 is on its way: where each page-sized range after it ends.
+                    probes = self._probes(after[0], reported - len(items), submit, workers)
             state.seen.update(ids)
             state.returned += len(new)
             self._strip(new)
             self._log_page(state)
             yield CataloguePage(items=new, number=state.number, returned=state.returned, total=state.total, paging=mode)
-            if ranged is not None:
+            if ranged is not None and probes is not None:
                 yield from self._ranged(ranged, probes, submit, state, workers)
         if not keyset:
             self._check_complete(state)
@@ -504,12 +507,13 @@ class CatalogueWalk:
         self.log.info("page %d/%s: %d of %s connection types", state.number, pages, state.returned, shown)
 
     def _probes(self, last: Any, remaining: int, submit: Submit, workers: int) -> _Probes:
-        """Ask for the id that ends each page-sized range after ``last`` (one-item pages at an
-        offset): ``workers`` at once, then one more as each range starts."""
+        """Ask for the id that ends each page-sized range after page 2 (one-item pages at an
+        offset after ``last``, page 1's last id): ``workers`` at once, then one more as each range
+        starts."""
         after = both(self.query.filter, position_filter(self.keys, (last,)))
         queries = (
             {"sort": [KEY], "select": [KEY], "limit": 1, "offset": k * self.page_size - 1, "filter": after}
-            for k in range(1, -(-remaining // self.page_size))
+            for k in range(2, -(-remaining // self.page_size))
         )
         return _Probes(submit, queries, workers)
 

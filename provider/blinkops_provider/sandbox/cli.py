@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from blinkops_provider.models import describe_errors
 from blinkops_provider.sandbox.faults import FaultConfig
-from blinkops_provider.sandbox.server import DEFAULT_CONNECTION_TYPES
+from blinkops_provider.sandbox.server import DEFAULT_CONNECTION_TYPES, SandboxDependencyError, check_dependencies
 
 
 def _faults(text: str) -> list[str | int]:
@@ -59,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        check_dependencies()  # before anything is printed
+    except SandboxDependencyError as err:
+        print(f"blink-sandbox: {err}", file=sys.stderr)
+        return 2
     try:
         faults = FaultConfig(
             latency_ms=args.latency_ms,

@@ -11,6 +11,11 @@ By default one sandbox serves the whole session; before each test it is reset to
 its faults cleared and its request log emptied, and ``AIRFLOW_CONN_BLINK_DEFAULT`` points at it.
 ``@pytest.mark.blink_sandbox(connection_types=2500, ...)`` gives a test its own sandbox, made with
 those :class:`~blinkops_provider.sandbox.BlinkSandbox` options.
+
+Cheap and inert until used: loading the plugin imports only this module (and pytest); the
+sandbox, its store and its server libraries are imported, and a server started, only when a test
+asks for ``blink_sandbox``. Without FastAPI or uvicorn, that test fails with the install hint.
+Switch the plugin off with ``pytest -p no:blink_sandbox`` (or ``addopts`` in your pytest config).
 """
 
 from __future__ import annotations
@@ -32,12 +37,22 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def _sandbox_class() -> type[BlinkSandbox]:
+    """The sandbox's class, imported only when a test asks for the fixture; a clear failure, not a
+    traceback, when its server libraries are missing."""
+    from blinkops_provider.sandbox.server import BlinkSandbox, SandboxDependencyError, check_dependencies
+
+    try:
+        check_dependencies()
+    except SandboxDependencyError as err:
+        pytest.fail(f"blink_sandbox: {err}", pytrace=False)
+    return BlinkSandbox
+
+
 @pytest.fixture(scope="session")
 def blink_sandbox_session() -> Iterator[BlinkSandbox]:
     """The sandbox shared by the session's tests (use ``blink_sandbox`` in tests)."""
-    from blinkops_provider.sandbox.server import BlinkSandbox
-
-    with BlinkSandbox() as sandbox:
+    with _sandbox_class()() as sandbox:
         yield sandbox
 
 
@@ -46,9 +61,7 @@ def blink_sandbox(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     """A running Blink sandbox with ``blink_default`` pointed at it, fresh for this test."""
     marker = request.node.get_closest_marker("blink_sandbox")
     if marker is not None:
-        from blinkops_provider.sandbox.server import BlinkSandbox
-
-        sandbox = BlinkSandbox(*marker.args, **marker.kwargs).start()
+        sandbox = _sandbox_class()(*marker.args, **marker.kwargs).start()
     else:
         sandbox = request.getfixturevalue("blink_sandbox_session")
         sandbox.reset()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import secrets
 import signal
@@ -15,6 +16,34 @@ from blinkops_provider.sandbox.faults import FaultConfig, FaultInjector, FaultMi
 from blinkops_provider.sandbox.store import SandboxStore
 
 DEFAULT_CONNECTION_TYPES = 200
+
+
+INSTALL_HINT = 'pip install "airflow-provider-blinkops[sandbox]"'
+"""What to run when the sandbox's server libraries are missing."""
+
+
+class SandboxDependencyError(ImportError):
+    """FastAPI or uvicorn, which the sandbox's server needs, is not installed."""
+
+
+def check_dependencies() -> None:
+    """Check, without importing them, that the sandbox's server libraries are installed.
+
+    :raises SandboxDependencyError: FastAPI or uvicorn is missing (the message says what to install).
+    """
+    missing = [name for name in ("fastapi", "uvicorn") if not _installed(name)]
+    if missing:
+        raise SandboxDependencyError(
+            f"the Blink sandbox needs {' and '.join(missing)}, not installed here (Airflow 3 ships both; "
+            f"Airflow 2.11 does not): {INSTALL_HINT}"
+        )
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 class BlinkSandbox:
@@ -45,6 +74,7 @@ class BlinkSandbox:
         faults: FaultConfig | None = None,
         seed: int = 0,
     ) -> None:
+        check_dependencies()
         self.host = host
         self.connection_types = connection_types
         self.seed = seed
