@@ -1,6 +1,8 @@
 # airflow-provider-blinkops: the developer commands.
 #   make test                          ruff, mypy and pytest on the locked Airflow 3 environment (.venv)
 #   make test AIRFLOW_VERSION=2.11.2   the same on Airflow 2.11 (.venv-airflow-2.11.2, pinned by .ci/)
+#   make test-py313                    pytest on Python 3.13, the newest supported (.venv-py3.13, locked)
+#   make test-lowest                   the built wheel with its lowest declared dependencies, then pytest
 #   make ui-test                       the connection form in Airflow 3's UI, in headless Chromium (an extra check)
 #   make demo                          the main job: both example DAGs end to end against the sandbox
 #   make docs                          the documentation site (Sphinx, warnings are errors) in docs/_build/html
@@ -23,7 +25,7 @@ endif
 PY := $(VENV)/bin/python
 export UV_PROJECT_ENVIRONMENT := $(abspath .venv)
 
-.PHONY: help uv env lint typecheck pytest test ui-test demo docs bench pins-airflow2 clean
+.PHONY: help uv env lint typecheck pytest test test-py313 test-lowest ui-test demo docs bench pins-airflow2 clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -58,6 +60,29 @@ pytest: env
 
 test: lint typecheck pytest
 
+# Python 3.13: a pyenv or system interpreter when there is one (uv cannot download one offline).
+PY313 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13 /usr/bin/python3.13 /usr/local/bin/python3.13) 3.13)
+
+test-py313: uv
+	UV_PROJECT_ENVIRONMENT="$(CURDIR)/.venv-py3.13" $(UV) sync --locked --all-extras --quiet --python "$(PY313)"
+	@.venv-py3.13/bin/python -c 'import airflow, sys; print(f"Airflow {airflow.__version__} on Python {sys.version.split()[0]} in .venv-py3.13")'
+	.venv-py3.13/bin/python -m pytest $(PYTEST_ARGS)
+
+# The wheel as a user installs it, each direct dependency at its declared floor (lowest-direct);
+# the test tools then come at their usual versions without moving those floors.
+test-lowest: uv
+	rm -rf dist/lowest .venv-lowest
+	$(UV) build --wheel --quiet -o dist/lowest
+	$(UV) venv --quiet --python 3.11 .venv-lowest
+	$(UV) pip install --quiet --python .venv-lowest/bin/python --resolution lowest-direct \
+		"$$(ls dist/lowest/*.whl)[sandbox]"
+	$(UV) pip freeze --python .venv-lowest/bin/python > dist/lowest/floors.txt
+	@grep -iE '^(apache-airflow|apache-airflow-providers-common-compat|requests|urllib3|pydantic|pydantic-core|tenacity|fastapi|uvicorn)==' dist/lowest/floors.txt
+	$(UV) pip install --quiet --python .venv-lowest/bin/python -c dist/lowest/floors.txt \
+		pytest requests-mock apache-airflow-providers-http "apache-airflow-providers-amazon[s3fs]" "moto[s3,server]"
+	cd dist/lowest && ../../.venv-lowest/bin/python -m pytest --rootdir ../.. -c ../../pyproject.toml ../../tests \
+		-p no:cacheprovider $(PYTEST_ARGS)
+
 # Debian's chromium and chromium-driver, installed with apt when missing (a downloaded browser cannot work offline).
 ui-test: env
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
@@ -82,8 +107,8 @@ bench: env
 pins-airflow2: uv
 	@echo "apache-airflow==2.11.2" > .ci/airflow-2.11.2-override.txt
 	$(UV) pip compile pyproject.toml --extra sandbox --group dev --overrides .ci/airflow-2.11.2-override.txt \
-		--python-version 3.10 --universal --quiet -o .ci/requirements-airflow-2.11.2.txt
+		--python-version 3.11 --universal --quiet -o .ci/requirements-airflow-2.11.2.txt
 	@rm .ci/airflow-2.11.2-override.txt
 
 clean:
-	rm -rf .venv .venv-airflow-* .airflow .airflow-* .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv .venv-airflow-* .venv-py3.13 .venv-lowest dist .airflow .airflow-* .pytest_cache .mypy_cache .ruff_cache
