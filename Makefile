@@ -68,20 +68,24 @@ test-py313: uv
 	@.venv-py3.13/bin/python -c 'import airflow, sys; print(f"Airflow {airflow.__version__} on Python {sys.version.split()[0]} in .venv-py3.13")'
 	.venv-py3.13/bin/python -m pytest $(PYTEST_ARGS)
 
-# The wheel as a user installs it, each direct dependency at its declared floor (lowest-direct);
-# the test tools then come at their usual versions without moving those floors.
+# The wheel as a user installs it, each direct dependency at its declared floor: a lowest-direct
+# resolution of pyproject.toml's dependencies, whose direct pins constrain the install of the
+# wheel and the test tools (which come at versions compatible with those floors).
+FLOORED := apache-airflow|apache-airflow-providers-common-compat|requests|urllib3|pydantic|pydantic-core|tenacity|fastapi|uvicorn
+
 test-lowest: uv
 	rm -rf dist/lowest .venv-lowest
 	$(UV) build --wheel --quiet -o dist/lowest
+	$(UV) pip compile pyproject.toml --extra sandbox --resolution lowest-direct --python-version 3.11 \
+		--quiet -o dist/lowest/resolved.txt
+	grep -iE '^($(FLOORED))==' dist/lowest/resolved.txt > dist/lowest/floors.txt
+	@echo "the declared floors:"; sed 's/^/  /' dist/lowest/floors.txt
 	$(UV) venv --quiet --python 3.11 .venv-lowest
-	$(UV) pip install --quiet --python .venv-lowest/bin/python --resolution lowest-direct \
-		"$$(ls dist/lowest/*.whl)[sandbox]"
-	$(UV) pip freeze --python .venv-lowest/bin/python > dist/lowest/floors.txt
-	@grep -iE '^(apache-airflow|apache-airflow-providers-common-compat|requests|urllib3|pydantic|pydantic-core|tenacity|fastapi|uvicorn)==' dist/lowest/floors.txt
 	$(UV) pip install --quiet --python .venv-lowest/bin/python -c dist/lowest/floors.txt \
-		pytest requests-mock apache-airflow-providers-http "apache-airflow-providers-amazon[s3fs]" "moto[s3,server]"
-	cd dist/lowest && ../../.venv-lowest/bin/python -m pytest --rootdir ../.. -c ../../pyproject.toml ../../tests \
-		-p no:cacheprovider $(PYTEST_ARGS)
+		"$$(ls dist/lowest/*.whl)[sandbox]" pytest requests-mock apache-airflow-providers-http \
+		"apache-airflow-providers-amazon[s3fs]" "moto[s3,server]"
+	$(UV) pip freeze --python .venv-lowest/bin/python | grep -ixF -f dist/lowest/floors.txt | diff - dist/lowest/floors.txt
+	.venv-lowest/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 # Debian's chromium and chromium-driver, installed with apt when missing (a downloaded browser cannot work offline).
 ui-test: env

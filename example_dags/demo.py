@@ -130,7 +130,7 @@ def main() -> int:
         "AIRFLOW_VAR_BLINK_SNAPSHOT_ROOT": str(snapshots),
     }
     airflow = [sys.executable, "-m", "airflow"]
-    today = dt.datetime.now(dt.timezone.utc).date()
+    today = dt.datetime.now(dt.UTC).date()
     days = [str(today - dt.timedelta(days=1)), str(today)]
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -319,9 +320,10 @@ def test_an_unsorted_walk_fetches_id_ranges_concurrently_in_order(hook: Any, all
     listing = FakeListing(catalogue(95))
     ids = walk_ids(hook, listing, page_size=10, max_concurrency=3)
     assert ids == [item["id"] for item in catalogue(95)]
-    first, second, later = listing.requests[0], listing.requests[1], listing.requests[2:]
+    first, later = listing.requests[0], listing.requests[1:]  # page 2 and the probes run at once
     probes = [q for q in later if q.get("select") == ["id"]]
-    ranges = [q for q in later if q.get("select") != ["id"]]
+    (second,) = [q for q in later if q.get("select") != ["id"] and "$lte" not in json.dumps(q)][:1]
+    ranges = [q for q in later if q.get("select") != ["id"] and q is not second]
     assert first == {"sort": ["id"], "limit": 10, "offset": 0}
     # page 2 is an ordinary keyset page: it shows the server honours the id condition, and ...
     assert second["filter"] == {"id": {"$gt": "ct-00009"}}

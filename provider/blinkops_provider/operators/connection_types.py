@@ -142,7 +142,7 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
                     total = page.total if page.total is not None else count
                     paging = page.paging
                 out.write(b"\n]\n")
-            if isinstance(target, Path):
+            if isinstance(output_path, Path):  # (ObjectStoragePath may be a Path too, on Airflow 2.11)
                 os.replace(partial, target)
             else:
                 partial.replace(target)
