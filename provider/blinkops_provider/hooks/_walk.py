@@ -275,16 +275,24 @@ def encoded_length(query: Mapping[str, Any]) -> int:
     return len(quote(json.dumps(query, separators=(",", ":"), ensure_ascii=False), safe=""))
 
 
+_BY_ID = [_SortKey(KEY, False)]
+
+
 @dataclass
 class _State:
     """What a walk has returned so far, across a fallback."""
 
     seen: set[Any] = field(default_factory=set)
+    high: Any = None  # an id-ordered keyset walk keeps no ids: it has returned every id up to this one
     returned: int = 0
     number: int = 0
     skipped: int = 0
     total: int | None = None
     expected: int | None = None  # what the server should report next, if nothing changes
+
+    def returned_already(self, i: Any) -> bool:
+        """Whether the walk has returned the type with id ``i``."""
+        return i in self.seen or (self.high is not None and precedes((self.high,), (i,), _BY_ID) is False)
 
 
 @dataclass
@@ -448,9 +456,12 @@ class CatalogueWalk:
                 if keyset:
                     raise _Fallback(problem, ignores_rql=True)
                 raise _error(f"the server does not sort as asked ({problem}); walk without sort")
-            new = [item for item, i in zip(items, ids, strict=True) if i not in state.seen]
+            # An id-ordered keyset page is after the position (checked above): nothing in it came before.
+            track = not keyset or self.sorted_by_user
+            fresh = [not state.returned_already(i) for i in ids] if track else [True] * len(ids)
+            new = [item for item, keep in zip(items, fresh, strict=True) if keep]
             if len(new) < len(items):
-                again = next(i for i in ids if i in state.seen)
+                again = next(i for i, keep in zip(ids, fresh, strict=True) if not keep)
                 if keyset and not self.sorted_by_user:
                     raise _Fallback(f"page {state.number} repeats id {again!r}, already returned", ignores_rql=True)
                 if not keyset and not new:
@@ -488,7 +499,10 @@ class CatalogueWalk:
                 if workers > 1 and state.number == 1 and reported is not None and after is not None:
                     # While page 2 is on its way: where each page-sized range after it ends.
                     probes = self._probes(after[0], reported - len(items), submit, workers)
-            state.seen.update(ids)
+            if track:
+                state.seen.update(ids)
+            elif ids:
+                state.high = ids[-1]  # memory stays flat, whatever the catalogue's size
             state.returned += len(new)
             self._strip(new)
             self._log_page(state)
