@@ -86,6 +86,7 @@ def test_fields_may_be_the_json_a_template_renders(blink_conn: None) -> None:
             "table": "Incidents",
             "updated": ["title"],
             "failed": [],
+            "unknown": [],
         }
 
 
@@ -201,6 +202,7 @@ def test_partial_failure_applies_the_rest_and_reports_each_field(blink_conn: Non
             {"field": "c", "status": 404, "message": "not found: field 'c' of table 'Incidents' in workspace 'ws-1' "
                                                      "(field 'c' not found)"},
         ],
+        "unknown": [],
     }  # fmt: skip
     import re
 

@@ -353,6 +353,20 @@ class ErrorWrapper(_ResponseModel):
     user_error: Any = None
 
 
+class _RepeatedMember(ValueError):
+    pass
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose members are all named once (``json.loads`` keeps only the last)."""
+    members: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in members:
+            raise _RepeatedMember(name)
+        members[name] = value
+    return members
+
+
 def validate_field_updates(updates: Any, *, require_type_and_name: bool = False) -> list[tuple[str, FieldUpdate]]:
     """Check a batch of field updates before any is sent, and report every problem at once.
 
@@ -366,7 +380,14 @@ def validate_field_updates(updates: Any, *, require_type_and_name: bool = False)
     """
     if isinstance(updates, str):
         try:
-            updates = json.loads(updates)
+            updates = json.loads(updates, object_pairs_hook=_unique_members)
+        except _RepeatedMember as err:
+            raise BlinkInputError(
+                f"the field updates' JSON names {err.args[0]!r} twice in one object; JSON keeps only the last, "
+                "so declare each field (and each member) once"
+            ) from None
+        except RecursionError:
+            raise BlinkInputError("the field updates' JSON nests too deeply to read") from None
         except ValueError as err:
             raise BlinkInputError(f"the field updates are not valid JSON: {err}") from None
     if isinstance(updates, Mapping):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import requests
 
-from blinkops_provider.exceptions import BlinkApiError, BlinkInputError
+from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkResponseError
 from blinkops_provider.hooks._workers import WorkerPool
 from blinkops_provider.models import FieldUpdate, TableField
 
@@ -19,23 +19,29 @@ __all__ = ["FieldUpdates", "check_concurrency", "run_batch"]
 
 @dataclass
 class FieldUpdates:
-    """What :meth:`BlinkHook.update_table_fields` did, in the given order.
+    """What :meth:`BlinkHook.update_table_fields` did, keyed by the declared field names.
 
-    :ivar updated: the fields as Blink stored them.
+    :ivar updated: the fields as Blink stored them (those whose answer could be read).
     :ivar failed: field name -> the error that update ended with.
-    :ivar not_sent: fields never sent, because ``fail_fast`` stopped the batch.
-    :ivar order: every field name, as given.
+    :ivar not_sent: fields never sent (``fail_fast`` stopped the batch, or it was interrupted).
+    :ivar order: every field name, as declared.
+    :ivar applied: field name -> the field as Blink stored it, or None when Blink confirmed the
+        update (a 2xx) with an answer that could not be read.
+    :ivar unknown: fields in flight when the batch was interrupted (a timeout, a signal): sent,
+        and perhaps applied, but no answer was seen.
     """
 
     updated: list[TableField]
     failed: dict[str, BlinkApiError]
     not_sent: list[str]
     order: list[str]
+    applied: dict[str, TableField | None] = field(default_factory=dict)
+    unknown: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         """Whether every update was applied."""
-        return not self.failed and not self.not_sent
+        return not self.failed and not self.not_sent and not self.unknown
 
 
 def check_concurrency(value: Any) -> None:
@@ -56,46 +62,87 @@ def run_batch(
     max_concurrency: int,
     fail_fast: bool,
     log: logging.Logger | Any,
+    interrupted: Callable[[FieldUpdates], None] | None = None,
 ) -> FieldUpdates:
     """Send every update of ``batch`` through ``put``, ``max_concurrency`` at a time.
 
     One that fails does not stop the others unless ``fail_fast``: then no new update starts, and
-    those in flight finish. Progress is logged as updates complete (``120/200 fields applied``).
+    those in flight finish. Every outcome is keyed by the declared name, whatever the server
+    echoes. Any exception of a worker is that field's failure, as a typed error. Progress is
+    logged as updates complete (``120/200 fields applied``).
+
+    :param interrupted: called with what is known so far (fields in flight as ``unknown``) when
+        the batch is interrupted by any exception (a task timeout, a signal, Ctrl-C), which then
+        goes on up.
     """
-    outcome: dict[str, TableField | BlinkApiError] = {}
+    outcome: dict[str, TableField | BlinkApiError | None] = {}
     queued = iter(batch)
     total, failures, step = len(batch), 0, max(1, len(batch) // 10)
     stopping = False
-    with WorkerPool(min(max_concurrency, max(total, 1)), new_session, "blink-fields") as pool:
-        pending: dict[Future[TableField], str] = {}
-
-        def fill() -> None:
-            while not stopping and len(pending) < max_concurrency:
-                entry = next(queued, None)
-                if entry is None:
-                    return
-                pending[pool.submit(put, *entry)] = entry[0]
-
-        fill()
-        while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
-                name = pending.pop(future)
-                try:
-                    outcome[name] = future.result()
-                except BlinkApiError as err:
-                    outcome[name] = err
-                    failures += 1
-                    stopping = stopping or fail_fast
-                if len(outcome) % step == 0 or len(outcome) == total:
-                    failed = f", {failures} failed" if failures else ""
-                    log.info("%d/%d fields applied%s", len(outcome) - failures, total, failed)
-            fill()
+    pending: dict[Future[TableField], str] = {}
     order = [name for name, _ in batch]
-    done = [(name, outcome[name]) for name in order if name in outcome]
-    return FieldUpdates(
-        updated=[result for _, result in done if isinstance(result, TableField)],
-        failed={name: result for name, result in done if isinstance(result, BlinkApiError)},
-        not_sent=[name for name in order if name not in outcome],
-        order=order,
-    )
+
+    def report() -> FieldUpdates:
+        in_flight = set(pending.values())
+        applied: dict[str, TableField | None] = {}
+        failed: dict[str, BlinkApiError] = {}
+        for name in order:
+            if name in outcome:
+                result = outcome[name]
+                if isinstance(result, BlinkApiError):
+                    failed[name] = result
+                else:
+                    applied[name] = result
+        return FieldUpdates(
+            updated=[result for result in applied.values() if result is not None],
+            failed=failed,
+            not_sent=[name for name in order if name not in outcome and name not in in_flight],
+            order=order,
+            applied=applied,
+            unknown=[name for name in order if name in in_flight],
+        )
+
+    try:
+        with WorkerPool(min(max_concurrency, max(total, 1)), new_session, "blink-fields") as pool:
+
+            def fill() -> None:
+                while not stopping and len(pending) < max_concurrency:
+                    entry = next(queued, None)
+                    if entry is None:
+                        return
+                    pending[pool.submit(put, *entry)] = entry[0]
+
+            fill()
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    name = pending[future]
+                    outcome[name] = _outcome(future)
+                    del pending[future]
+                    if isinstance(outcome[name], BlinkApiError):
+                        failures += 1
+                        stopping = stopping or fail_fast
+                    if len(outcome) % step == 0 or len(outcome) == total:
+                        failed = f", {failures} failed" if failures else ""
+                        log.info("%d/%d fields applied%s", len(outcome) - failures, total, failed)
+                fill()
+    except BaseException:
+        if interrupted is not None:
+            interrupted(report())
+        raise
+    return report()
+
+
+def _outcome(future: Future[TableField]) -> TableField | BlinkApiError | None:
+    """A finished update: the stored field; None when Blink confirmed it (2xx) with an answer
+    that could not be read; or the error, typed, whatever the worker raised."""
+    try:
+        return future.result()
+    except BlinkResponseError as err:
+        if err.status is not None and 200 <= err.status < 300:
+            return None
+        return err
+    except BlinkApiError as err:
+        return err
+    except Exception as err:  # a bug, or a library's surprise: this field's failure, not the batch's
+        return BlinkApiError(f"the update failed in the provider ({type(err).__name__})")

@@ -27,6 +27,13 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 EXCERPT_CHARS = 200
 """How much of an unexpected body an error message quotes."""
 
+MAX_DEPTH = 200
+"""The deepest nesting of arrays and objects a body may have: pydantic-core's limit, which every
+body is parsed with. A deeper body is a :class:`BlinkResponseError`, never a ``RecursionError``."""
+
+MAX_ERROR_BODY = 1 << 20
+"""The largest error body (in bytes) read for Blink's error wrapper; a larger one is only quoted."""
+
 Scrub = Callable[[str], str]
 
 
@@ -37,15 +44,28 @@ def excerpt(response: requests.Response, scrub: Scrub) -> str:
     return text or "<empty body>"
 
 
-def scrub_deep(value: Any, scrub: Scrub) -> Any:
-    """``value`` with every string in it (keys of objects included) passed through ``scrub``."""
+def scrub_deep(value: Any, scrub: Scrub, depth: int = 0) -> Any:
+    """``value`` with every string in it (keys of objects included) passed through ``scrub``;
+    what nests deeper than :data:`MAX_DEPTH` is replaced by a placeholder."""
     if isinstance(value, str):
         return scrub(value)
+    if isinstance(value, (list, dict)) and depth >= MAX_DEPTH:
+        return f"<nested deeper than {MAX_DEPTH} levels>"
     if isinstance(value, list):
-        return [scrub_deep(item, scrub) for item in value]
+        return [scrub_deep(item, scrub, depth + 1) for item in value]
     if isinstance(value, dict):
-        return {scrub_deep(key, scrub): scrub_deep(item, scrub) for key, item in value.items()}
+        return {scrub_deep(key, scrub, depth + 1): scrub_deep(item, scrub, depth + 1) for key, item in value.items()}
     return value
+
+
+def describe_invalid(err: ValidationError, scrub: Scrub) -> str:
+    """A validation error as one line, without the input, its locations and messages scrubbed
+    (a member name of a body may be anything the server sent, a key included)."""
+    problems = []
+    for error in err.errors(include_url=False, include_input=False, include_context=False)[:5]:
+        where = ".".join(str(part) for part in error["loc"]) or "body"
+        problems.append(scrub(f"{where}: {error['msg']}"))
+    return "; ".join(problems)
 
 
 def _content_type(response: requests.Response) -> str:
@@ -65,8 +85,9 @@ def parse_model(response: requests.Response, model: type[ModelT], *, method: str
         if first["type"] == "json_invalid":
             problem = "is not JSON"
         else:
-            where = ".".join(str(part) for part in first["loc"]) or "body"
-            problem = f"is not a {model.__name__} ({where}: {first['msg']})"
+            problem = f"is not a {model.__name__} ({describe_invalid(err, scrub)})"
+    except RecursionError:
+        problem = f"nests deeper than {MAX_DEPTH} levels"
     raise BlinkResponseError(
         f"the response body {problem}; content type {_content_type(response)}, body starts: {excerpt(response, scrub)}",
         status=response.status_code,
@@ -116,10 +137,11 @@ def parse_json(response: requests.Response, *, method: str, path: str, scrub: Sc
         with _collector_paused():
             return from_json(response.content or b"")
     except ValueError:
-        pass
+        problem = "is not JSON"
+    except RecursionError:
+        problem = f"nests deeper than {MAX_DEPTH} levels"
     raise BlinkResponseError(
-        f"the response body is not JSON; content type {_content_type(response)}, "
-        f"body starts: {excerpt(response, scrub)}",
+        f"the response body {problem}; content type {_content_type(response)}, body starts: {excerpt(response, scrub)}",
         status=response.status_code,
         method=method,
         path=path,
@@ -127,9 +149,11 @@ def parse_json(response: requests.Response, *, method: str, path: str, scrub: Sc
 
 
 def _error_wrapper(response: requests.Response) -> ErrorWrapper | None:
+    if len(response.content) > MAX_ERROR_BODY:
+        return None
     try:
-        data = response.json()
-    except ValueError:
+        data = from_json(response.content or b"")  # bounded: MAX_DEPTH levels at most
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
         return None

@@ -17,12 +17,16 @@ and a session factory, so tests inject fakes rather than patching attributes.
 from __future__ import annotations
 
 import datetime as dt
+import html
+import json
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 import requests
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
@@ -44,6 +48,16 @@ from blinkops_provider.hooks._retry import (
 )
 
 __all__ = ["AttemptTimedOut", "Clock", "Transport"]
+
+
+def key_forms(key: str) -> tuple[str, ...]:
+    """The forms a key may come back in, longest first: raw, JSON-escaped (``/`` as ``\\/`` too,
+    non-ASCII as ``\\uXXXX``), percent-encoded (either case, ``+`` for spaces), and HTML-escaped."""
+    forms = {key, json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1], html.escape(key)}
+    forms |= {form.replace("/", "\\/") for form in list(forms)}
+    for encoded in (quote(key, safe=""), quote_plus(key, safe="")):
+        forms |= {encoded, re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), encoded)}
+    return tuple(sorted((form for form in forms if form), key=len, reverse=True))
 
 
 def _utcnow() -> dt.datetime:
@@ -164,8 +178,15 @@ class Transport:
         return session
 
     def scrub(self, text: str) -> str:
-        """``text`` with the API key replaced by ``***``."""
-        return text.replace(self.settings.api_key, "***")
+        """``text`` with the API key replaced by ``***`` in every form a server may echo it."""
+        for form in self._key_forms:
+            if form in text:
+                text = text.replace(form, "***")
+        return text
+
+    @cached_property
+    def _key_forms(self) -> tuple[str, ...]:
+        return key_forms(self.settings.api_key)
 
     def send(
         self,

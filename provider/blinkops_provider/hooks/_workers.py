@@ -50,5 +50,8 @@ class WorkerPool:
     def __enter__(self) -> WorkerPool:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if kind is None:
+            self.close()
+        else:  # interrupted: do not wait for calls in flight (their sessions go with their threads)
+            self._executor.shutdown(wait=False, cancel_futures=True)

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import requests
 from airflow.providers.common.compat.sdk import BaseHook, mask_secret
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from blinkops_provider import DEFAULT_HEADER
 from blinkops_provider.exceptions import (
@@ -18,6 +18,7 @@ from blinkops_provider.exceptions import (
     BlinkAuthError,
     BlinkConfigurationError,
     BlinkInputError,
+    BlinkResponseError,
     BlinkTransientError,
 )
 from blinkops_provider.hooks import _walk
@@ -28,7 +29,7 @@ from blinkops_provider.hooks._connection import (
     as_timeout,
     build_base_url,
 )
-from blinkops_provider.hooks._responses import parse_json, parse_model
+from blinkops_provider.hooks._responses import describe_invalid, parse_json, parse_model
 from blinkops_provider.hooks._transport import Clock, Transport
 from blinkops_provider.hooks._walk import CataloguePage
 from blinkops_provider.models import (
@@ -263,6 +264,20 @@ class BlinkHook(BaseHook):
             listing every problem, before any request.
         :raises BlinkConfigurationError: the connection cannot be used (before any request).
         """
+        return self._apply_fields(ws_id, table, updates, max_concurrency=max_concurrency, fail_fast=fail_fast)
+
+    def _apply_fields(
+        self,
+        ws_id: str,
+        table: str,
+        updates: Any,
+        *,
+        max_concurrency: int,
+        fail_fast: bool,
+        interrupted: Callable[[FieldUpdates], None] | None = None,
+    ) -> FieldUpdates:
+        """:meth:`update_table_fields`, telling ``interrupted`` what is known when an exception
+        (a task timeout, a signal) interrupts the batch (the operator pushes its XCom then)."""
         _segment(ws_id, "ws_id")
         _segment(table, "table")
         check_concurrency(max_concurrency)
@@ -275,6 +290,7 @@ class BlinkHook(BaseHook):
             max_concurrency=max_concurrency,
             fail_fast=fail_fast,
             log=self.log,
+            interrupted=interrupted,
         )
 
     def list_connection_types(
@@ -373,8 +389,22 @@ class BlinkHook(BaseHook):
                 limit=page_size,
                 offset=page.returned - len(page.items),
                 total=page.total,
-                results=[ConnectionType.model_validate(item) for item in page.items],
+                results=[self._connection_type(item, page.number, n) for n, item in enumerate(page.items)],
             )
+
+    def _connection_type(self, item: Mapping[str, Any], page: int, position: int) -> ConnectionType:
+        """One listed item as a model; a wrongly typed one is a :class:`BlinkResponseError` whose
+        message names where, never the value (which may be anything the server sent)."""
+        try:
+            return ConnectionType.model_validate(item)
+        except ValidationError as err:
+            problem = describe_invalid(err, self.transport.scrub)
+            raise BlinkResponseError(
+                f"the listing is not a page of connection types: page {page}, results[{position}]: {problem}",
+                status=200,
+                method="GET",
+                path=_walk.PATH,
+            ) from None
 
     def iter_connection_types(
         self,

@@ -114,7 +114,9 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     :param blink_conn_id: the ``blink`` connection to use.
     :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
     :returns: (XCom ``return_value``, pushed also when the task fails)
-        ``{"ws_id", "table", "updated": [names], "failed": [{"field", "status", "message"}]}``.
+        ``{"ws_id", "table", "updated": [names], "failed": [{"field", "status", "message"}],
+        "unknown": [names]}``, keyed by the declared names; pushed on every way out (a failure,
+        ``execution_timeout``, a signal), with the fields in flight then as ``unknown``.
     :raises BlinkInputError: invalid entries, before any request.
     :raises BlinkClientError: some fields failed, every one with a 4xx: no Airflow retry helps.
     :raises BlinkApiError: some fields failed, at least one transiently: Airflow's retries apply
@@ -147,8 +149,17 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         batch = validate_field_updates(self.fields, require_type_and_name=True)
-        result = self.hook.update_table_fields(
-            self.ws_id, self.table, dict(batch), max_concurrency=self.max_concurrency, fail_fast=self.fail_fast
+
+        def push(result: FieldUpdates) -> None:  # every way out: failure, timeout, signal
+            context["ti"].xcom_push(key="return_value", value=self._report(result))
+
+        result = self.hook._apply_fields(
+            self.ws_id,
+            self.table,
+            dict(batch),
+            max_concurrency=self.max_concurrency,
+            fail_fast=self.fail_fast,
+            interrupted=push,
         )
         summary = self._report(result)
         if result.ok:
@@ -157,20 +168,26 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         raise self._failure(result)
 
     def _report(self, result: FieldUpdates) -> dict[str, Any]:
-        """Log one line per field in the declared order; the XCom summary."""
-        updated = {field.name: field for field in result.updated}
+        """Log one line per field in the declared order, keyed by the declared names; the XCom summary."""
         failed: list[dict[str, Any]] = []
         self.log.info(
-            "Schema of %s/%s: %d of %d fields applied", self.ws_id, self.table, len(updated), len(result.order)
+            "Schema of %s/%s: %d of %d fields applied", self.ws_id, self.table, len(result.applied), len(result.order)
         )
         for name in result.order:
-            if name in updated:
-                field = updated[name]
-                self.log.info("  %s: applied (%s, %r)", name, field.type, field.display_name)
+            if name in result.applied:
+                stored = result.applied[name]
+                if stored is None:
+                    self.log.info("  %s: applied; answer unreadable (Blink confirmed it with a 2xx)", name)
+                else:
+                    self.log.info("  %s: applied (%s, %r)", name, stored.type, stored.display_name)
+                continue
+            if name in result.unknown:
+                self.log.warning("  %s: unknown: in flight when the task was interrupted (perhaps applied)", name)
                 continue
             error = result.failed.get(name)
             status = error.status if error is not None else None
-            message = str(error.message) if error is not None else "not sent: fail_fast stopped the batch"
+            stopped = "fail_fast stopped the batch" if self.fail_fast else "the task was interrupted"
+            message = str(error.message) if error is not None else f"not sent: {stopped}"
             if error is not None and error.details and error.details != error.message:
                 message = f"{message} ({error.details})"
             self.log.error("  %s: failed%s: %s", name, f" with {status}" if status else "", message)
@@ -178,14 +195,16 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         return {
             "ws_id": self.ws_id,
             "table": self.table,
-            "updated": [n for n in result.order if n in updated],
+            "updated": [name for name in result.order if name in result.applied],
             "failed": failed,
+            "unknown": list(result.unknown),
         }
 
     @staticmethod
     def _failure(result: FieldUpdates) -> BlinkApiError:
-        names = ", ".join(repr(name) for name in [*result.failed, *result.not_sent])
-        message = f"{len(result.failed) + len(result.not_sent)} of {len(result.order)} field(s) not applied: {names}"
+        names = ", ".join(repr(name) for name in [*result.failed, *result.not_sent, *result.unknown])
+        missing = len(result.failed) + len(result.not_sent) + len(result.unknown)
+        message = f"{missing} of {len(result.order)} field(s) not applied: {names}"
         if all(isinstance(error, BlinkClientError) for error in result.failed.values()):
             return BlinkClientError(message)  # every failure was a 4xx: retrying the task cannot help
         return BlinkApiError(message)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from pydantic import ValidationError
@@ -57,7 +60,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # Signals are handled from the first moment: one that comes while the store is seeded or the
+    # server built only asks the sandbox to stop once it can, and it then exits 0, its store whole.
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda signum, frame: stop.set())
     args = build_parser().parse_args(argv)
     try:
         check_dependencies()  # before anything is printed
@@ -98,13 +116,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as err:
         print(f"blink-sandbox: cannot listen on {args.host}:{args.port}: {err}", file=sys.stderr)
         return 1
+    if not _loopback(args.host):
+        print(
+            f"WARNING: listening on {args.host}, not only on this machine: anyone who can reach it can use "
+            "the API key and the admin token printed below. Use --host 127.0.0.1 unless you mean it.",
+            flush=True,
+        )
     print(f"Blink sandbox listening on {sandbox.url}", flush=True)
     print(f"  base URL:    {sandbox.base_url}")
     print(f"  API key:     {sandbox.api_key}   (header BLINK-API-KEY)")
     print(f"  admin token: {sandbox.admin_token}   (header X-Sandbox-Token, {sandbox.url}/_sandbox/...)")
     print(f"  connection:  export AIRFLOW_CONN_BLINK_DEFAULT='{sandbox.connection_json()}'")
     print("Stop with Ctrl-C.", flush=True)
-    sandbox.serve_forever()
+    sandbox.serve_forever(stop)
     print("Blink sandbox stopped.", flush=True)
     return 0
 

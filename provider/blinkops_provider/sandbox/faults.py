@@ -154,13 +154,20 @@ _SECRET_HEADER = re.compile(rb"key|token|secret|auth|passw|cookie|session", re.I
 """Header names whose values the request log masks, besides the key header itself."""
 
 
+LOGGED_BODY_BYTES = 2000
+"""The most of a request body the request log keeps, JSON or not (the log stays small)."""
+
+
 def _describe_body(body: bytes) -> Any:
+    """A request body as the log keeps it: parsed JSON when short, else its first bytes as text."""
     if not body:
         return None
+    if len(body) > LOGGED_BODY_BYTES:
+        return body[:LOGGED_BODY_BYTES].decode("utf-8", "replace") + f"... ({len(body)} bytes in all)"
     try:
         return json.loads(body)
-    except ValueError:
-        return body[:2000].decode("utf-8", "replace")
+    except (ValueError, RecursionError):
+        return body.decode("utf-8", "replace")
 
 
 class FaultMiddleware:

@@ -165,16 +165,21 @@ class BlinkSandbox:
         self._socket.close()
         self.store.close()
 
-    def serve_forever(self) -> None:
-        """Serve in this thread until SIGINT or SIGTERM, then release everything."""
+    def serve_forever(self, stop: threading.Event | None = None) -> None:
+        """Serve in this thread until SIGINT or SIGTERM, then release everything.
+
+        :param stop: set by a signal that came before serving began (the CLI handles signals from
+            its first moment): then the sandbox stops at once, its store closed cleanly.
+        """
         server = self._server = self._make_server()
 
-        def stop(signum: int, frame: object) -> None:
+        def on_signal(signum: int, frame: object) -> None:
             server.should_exit = True
 
-        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            server.run(sockets=[self._socket])
+            if stop is None or not stop.is_set():
+                server.run(sockets=[self._socket])
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
