@@ -5,7 +5,7 @@ Applies a declared schema to the fields of one Blink table: `blink_table_schema_
 beside this file lists each field with its type, display name and attributes. One
 `UpdateTableFieldsOperator` task checks every entry first (nothing is sent if any is wrong), then
 applies them 16 at a time; a failing field does not stop the others. Its log ends with one line
-per field, and its XCom holds `{"ws_id", "table", "updated", "failed"}`, pushed also when the
+per field, and its XCom holds `{"ws_id", "table", "updated", "failed", "unknown"}`, pushed also when the
 task fails.
 
 **Trigger** it by hand with the params `ws_id` (workspace id) and `table` (table name), and
