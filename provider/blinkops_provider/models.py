@@ -73,12 +73,25 @@ def validate_input(model: type[ModelT], data: Any, what: str) -> ModelT:
         raise BlinkInputError(f"invalid {what}: {describe_errors(err.errors())}") from None
 
 
+SHOWN_VALUE_CHARS = 40
+"""How much of a wrong input value a message echoes."""
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= SHOWN_VALUE_CHARS else text[: SHOWN_VALUE_CHARS - 3] + "..."
+
+
 def describe_errors(errors: Iterable[Mapping[str, Any]]) -> str:
-    """Pydantic's error list as one line: ``where: what is wrong; ...``, without echoing the input."""
+    """Pydantic's error list of a user's input as one line: ``where: what is wrong (got <value>); ...``,
+    each wrong value cut to :data:`SHOWN_VALUE_CHARS` characters (what a user typed, not a secret:
+    responses are described without their values)."""
     problems = []
     for error in errors:
         where = ".".join(str(part) for part in error["loc"])
         message = str(error["msg"]).removeprefix("Value error, ")
+        if "input" in error and error["input"] is not None and not isinstance(error["input"], (dict, list)):
+            message = f"{message} (got {_shown(error['input'])})"
         problems.append(f"{where}: {message}" if where else message)
     return "; ".join(problems)
 
@@ -436,6 +449,7 @@ def validate_field_updates(updates: Any, *, require_type_and_name: bool = False)
             problems.append(f"{where}: {describe_errors(err.errors())}")
     if problems:
         raise BlinkInputError(
-            f"{len(problems)} of {len(entries)} field update(s) are invalid, so none was sent: " + "; ".join(problems)
+            f"{len(problems)} of {len(entries)} field update(s) are invalid, so none was sent:"
+            + "".join(f"\n  - {problem}" for problem in problems)
         )
     return valid

@@ -10,7 +10,7 @@ from typing import Any
 
 import requests
 
-from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkResponseError
+from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkInputError, BlinkResponseError
 from blinkops_provider.hooks._workers import WorkerPool
 from blinkops_provider.models import FieldUpdate, TableField
 
@@ -67,7 +67,8 @@ def run_batch(
     """Send every update of ``batch`` through ``put``, ``max_concurrency`` at a time.
 
     One that fails does not stop the others unless ``fail_fast``: then no new update starts, and
-    those in flight finish. Every outcome is keyed by the declared name, whatever the server
+    those in flight finish. A 401 or 403 stops the batch the same way, whatever ``fail_fast``
+    says: every other update would be refused too. Every outcome is keyed by the declared name, whatever the server
     echoes. Any exception of a worker is that field's failure, as a typed error. Progress is
     logged as updates complete (``120/200 fields applied``).
 
@@ -78,7 +79,7 @@ def run_batch(
     outcome: dict[str, TableField | BlinkApiError | None] = {}
     queued = iter(batch)
     total, failures, step = len(batch), 0, max(1, len(batch) // 10)
-    stopping = False
+    stopping = refused = False
     pending: dict[Future[TableField], str] = {}
     order = [name for name, _ in batch]
 
@@ -122,6 +123,14 @@ def run_batch(
                     if isinstance(outcome[name], BlinkApiError):
                         failures += 1
                         stopping = stopping or fail_fast
+                    result = outcome[name]
+                    if isinstance(result, BlinkAuthError) and not refused:
+                        refused = stopping = True  # every other update would be refused the same way
+                        log.error(
+                            "Blink refused the API key (%s): no further field is sent; check the connection's "
+                            "API key (password) and its header name (extra header_name)",
+                            result.status,
+                        )
                     if len(outcome) % step == 0 or len(outcome) == total:
                         failed = f", {failures} failed" if failures else ""
                         log.info("%d/%d fields applied%s", len(outcome) - failures, total, failed)

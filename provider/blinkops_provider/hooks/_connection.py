@@ -160,6 +160,8 @@ class ConnectionSettings:
     header: str
     verify: bool
     timeout: Timeout
+    scheme_assumed: bool = False
+    """The connection's host named no scheme, so ``https://`` was assumed."""
 
     @property
     def deadline(self) -> float:
@@ -196,6 +198,7 @@ class ConnectionSettings:
         conn_timeout = option("timeout")
         return cls(
             base_url=build_base_url(conn.host, conn.port),
+            scheme_assumed=bool((conn.host or "").strip()) and "://" not in (conn.host or ""),
             api_key=api_key,
             header=header,
             verify=True if verify is None else as_bool(verify, "extra 'verify_ssl'"),

@@ -103,6 +103,20 @@ def _cause(exc: BaseException) -> BaseException | None:
     return getattr(reason, "reason", None) or reason
 
 
+def _unreachable(exc: BaseException) -> bool:
+    """Whether nothing answered at all: no connection could be made, or none in time."""
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return True
+    if isinstance(exc, requests.exceptions.SSLError) or not isinstance(exc, requests.ConnectionError):
+        return False
+    if isinstance(exc, (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError)):
+        return False
+    cause = _cause(exc)
+    return not isinstance(cause, ProtocolError) and (
+        not isinstance(cause, ConnectionError) or isinstance(cause, NewConnectionError)
+    )
+
+
 def describe(exc: BaseException | None, host: str) -> str:
     """A one-line account of a failed attempt that names no URL, query or key: by its type."""
     if isinstance(exc, RetryableResponse):
@@ -231,13 +245,25 @@ class Transport:
         except requests.RequestException as exc:
             attempts = retrying.statistics.get("attempt_number", 1)
             if isinstance(exc, requests.exceptions.SSLError):
+                if self.settings.scheme_assumed:
+                    hint = (
+                        f"the Base URL names no scheme, so https:// was assumed: if the server speaks plain "
+                        f"HTTP, set the connection's Base URL to http://{self.host}; otherwise check the "
+                        "server's certificate or the connection's extra verify_ssl"
+                    )
+                else:
+                    hint = (
+                        "check the server's certificate, the CA bundle (REQUESTS_CA_BUNDLE), or the "
+                        "connection's extra verify_ssl"
+                    )
                 raise BlinkConfigurationError(
-                    f"TLS with {self.origin} failed ({type(exc).__name__}), after {attempts} attempt(s): "
-                    "check the server's certificate, the CA bundle (REQUESTS_CA_BUNDLE), or the "
-                    "connection's extra verify_ssl"
+                    f"TLS with {self.origin} failed ({type(exc).__name__}), after {attempts} attempt(s): {hint}"
                 ) from None
             cls = BlinkTransientError if is_retryable(exc) else BlinkApiError
-            raise cls(f"{describe(exc, self.host)}, after {attempts} attempt(s)", method=method, path=path) from None
+            message = f"{describe(exc, self.host)}, after {attempts} attempt(s)"
+            if _unreachable(exc):
+                message += f"; check the connection's Base URL (host), now {self.settings.base_url}"
+            raise cls(message, method=method, path=path) from None
         if 300 <= response.status_code < 400:
             status = self.scrub(f"{response.status_code} {response.reason or ''}".rstrip())
             raise BlinkApiError(

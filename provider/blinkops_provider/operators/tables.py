@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from blinkops_provider.exceptions import BlinkApiError, BlinkClientError, BlinkInputError
+from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkClientError, BlinkInputError
 from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook, FieldUpdates, check_concurrency
 from blinkops_provider.models import FieldType, FieldUpdate, validate_field_updates, validate_input
 from blinkops_provider.operators._base import BaseBlinkOperator
@@ -186,7 +186,10 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
                 continue
             error = result.failed.get(name)
             status = error.status if error is not None else None
-            stopped = "fail_fast stopped the batch" if self.fail_fast else "the task was interrupted"
+            if any(isinstance(error, BlinkAuthError) for error in result.failed.values()):
+                stopped = "Blink refused the API key"
+            else:
+                stopped = "fail_fast stopped the batch" if self.fail_fast else "the task was interrupted"
             message = str(error.message) if error is not None else f"not sent: {stopped}"
             if error is not None and error.details and error.details != error.message:
                 message = f"{message} ({error.details})"
