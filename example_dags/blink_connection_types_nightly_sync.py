@@ -3,10 +3,12 @@
 
 Every night, `snapshot` fetches Blink's connection-type catalogue (filtered and projected with
 RQL) and writes it, whole, to a dated JSON file: `<snapshot root>/connection_types/<ds>.json`.
-`diff` compares it with the latest earlier snapshot (by id: added, removed, changed), writes the
-diff beside it (`<ds>.diff.json`), and emits an event on the asset `blink-connection-types` whose
-extra holds the counts. Schedule downstream DAGs on that asset to react to catalogue changes. The
-first run, with no earlier snapshot, reports everything as added.
+`diff` compares it with the latest snapshot dated before it (by id: added, removed, changed; a
+rerun for the same day compares the same way and writes the same result), writes the diff beside
+it (`<ds>.diff.json`), logs the summary, returns the ids (at most 100 of each kind, with how many
+more) as XCom, and emits an event on the asset `blink-connection-types` whose extra holds the
+counts. Schedule downstream DAGs on that asset to react to catalogue changes. The first run,
+with no earlier snapshot, reports everything as added.
 
 **Adapt it**: set the Airflow Variable `blink_snapshot_root` to where snapshots belong (a local
 folder or an object-storage URI such as `s3://bucket/blink`; default `/tmp/blink_snapshots`),
@@ -58,28 +60,33 @@ with DAG(
     # [START howto_catalogue_diff_asset]
     @task(outlets=[CATALOGUE])
     def diff(summary: dict[str, Any]) -> dict[str, Any]:
-        """Compare with the previous snapshot and announce the counts on the asset."""
+        """Compare with the latest snapshot before this one; log the summary and announce the
+        counts on the asset. Returns (XCom) the ids added, removed and changed, at most 100 of
+        each, with how many more there are (the whole lists are in ``<ds>.diff.json``)."""
         import json
+        import logging
 
         from airflow.providers.common.compat.sdk import ObjectStoragePath
 
         from blinkops_provider.catalogue import diff_catalogues, previous_snapshot, read_snapshot
 
         current = ObjectStoragePath(summary["path"])
-        previous = previous_snapshot(current)
+        previous = previous_snapshot(current)  # dated before this one: a rerun compares the same way
         changes = diff_catalogues(read_snapshot(previous) if previous else None, read_snapshot(current))
-        report = {**changes.counts, "total": summary["total"], "snapshot": str(current),
-                  "previous": str(previous) if previous else None}  # fmt: skip
+        report = {
+            **changes.counts,
+            "total": summary["total"],
+            "snapshot": str(current),
+            "previous": str(previous) if previous else None,
+        }
         current.with_name(current.name.replace(".json", ".diff.json")).write_text(
             json.dumps({**report, **changes.to_dict()}, indent=1)
         )
         get_current_context()["outlet_events"][CATALOGUE].extra = report
-        print(
-            f"Catalogue {current.name}: {report['added']} added, {report['removed']} removed, "
-            f"{report['changed']} changed, {report['unchanged']} unchanged "
-            f"(previous: {previous.name if previous else 'none'})"
+        logging.getLogger("airflow.task").info(
+            "Catalogue %s: %s (previous: %s)", current.name, changes.describe(), previous.name if previous else "none"
         )
-        return report
+        return {**changes.to_xcom(), "snapshot": str(current), "previous": report["previous"]}
 
     diff(snapshot.output)
     # [END howto_catalogue_diff_asset]

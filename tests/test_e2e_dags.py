@@ -139,6 +139,11 @@ def test_a_filter_template_that_renders_to_no_condition_lists_everything(
     assert all("name" not in json.dumps(q.get("filter")) for q in sent)  # only the walk's own id ranges
 
 
+def task_of(run: Any, task_id: str) -> Any:
+    (ti,) = [ti for ti in run.get_task_instances() if ti.task_id == task_id]
+    return ti
+
+
 def xcom_of(ti: Any, dag: Any) -> Any:
     """A task instance's return_value from the metadata DB (Airflow 2.11 and 3)."""
     try:
@@ -206,6 +211,17 @@ def test_nightly_sync_snapshots_and_diffs(
     extras = [event for event in asset_events("blink-connection-types")]
     assert [(e["added"], e["removed"], e["changed"]) for e in extras] == [(200, 0, 0), (3, 2, 4)]
     assert extras[-1]["snapshot"].endswith("2026-11-21.json")
+    returned = xcom_of(task_of(second, "diff"), dag)
+    assert {kind: returned[kind] for kind in ("added", "removed", "changed")} == changes
+    assert returned["more"] == {"added": 0, "removed": 0, "changed": 0}
+    first_returned = xcom_of(task_of(first, "diff"), dag)
+    assert len(first_returned["added"]) == 100 and first_returned["more"]["added"] == 100  # capped
+
+    # A rerun for the same day compares with the day before again, and writes the same result.
+    written = (folder / "2026-11-21.diff.json").read_text()
+    again = run_on(dag, pendulum.datetime(2026, 11, 21, tz="UTC"))
+    assert state(again) == "success"
+    assert (folder / "2026-11-21.diff.json").read_text() == written
 
 
 def asset_events(name: str) -> list[dict[str, Any]]:

@@ -8,9 +8,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CatalogueDiff", "diff_catalogues", "previous_snapshot", "read_snapshot"]
+__all__ = ["XCOM_IDS", "CatalogueDiff", "diff_catalogues", "previous_snapshot", "read_snapshot"]
 
 _SNAPSHOT_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}\.json$")
+
+XCOM_IDS = 100
+"""The most ids of each kind (added, removed, changed) that :meth:`CatalogueDiff.to_xcom` keeps."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,20 @@ class CatalogueDiff:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the ids and the counts."""
         return {"added": self.added, "removed": self.removed, "changed": self.changed, "counts": self.counts}
+
+    def to_xcom(self, cap: int = XCOM_IDS) -> dict[str, Any]:
+        """A small JSON-ready dict for XCom: at most ``cap`` ids of each kind, how many more there
+        are (``more``), and the counts. The whole lists belong in the ``.diff.json`` file."""
+        kinds = {"added": self.added, "removed": self.removed, "changed": self.changed}
+        return {
+            **{kind: ids[:cap] for kind, ids in kinds.items()},
+            "more": {kind: max(0, len(ids) - cap) for kind, ids in kinds.items()},
+            "counts": self.counts,
+        }
+
+    def describe(self) -> str:
+        """One line: ``3 added, 2 removed, 4 changed, 194 unchanged``."""
+        return ", ".join(f"{count} {kind}" for kind, count in self.counts.items())
 
 
 def diff_catalogues(
