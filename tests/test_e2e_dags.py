@@ -217,9 +217,10 @@ def test_nightly_sync_snapshots_and_diffs(
     first_returned = xcom_of(task_of(first, "diff"), dag)
     assert len(first_returned["added"]) == 100 and first_returned["more"]["added"] == 100  # capped
 
-    # A rerun for the same day compares with the day before again, and writes the same result.
+    # A second run the same day (a manual trigger at noon: another run, the same ds) compares with
+    # the day before again, and writes the same result.
     written = (folder / "2026-11-21.diff.json").read_text()
-    again = run_on(dag, pendulum.datetime(2026, 11, 21, tz="UTC"))
+    again = run_on(dag, pendulum.datetime(2026, 11, 21, 12, tz="UTC"))
     assert state(again) == "success"
     assert (folder / "2026-11-21.diff.json").read_text() == written
 
