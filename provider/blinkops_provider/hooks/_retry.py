@@ -110,8 +110,3 @@ class SharedPause:
         """Seconds left of the pause, 0 when there is none."""
         with self._lock:
             return max(0.0, self._until - self.clock())
-
-
-def asked_to_wait(exc: BaseException | None) -> bool:
-    """Whether a failed attempt carried a ``Retry-After`` (a wait meant for every worker)."""
-    return isinstance(exc, RetryableResponse) and bool(exc.response.headers.get("Retry-After"))
