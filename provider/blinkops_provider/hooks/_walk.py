@@ -541,29 +541,27 @@ class CatalogueWalk:
         after the one before (the catalogue moved) ends the ranges: the walk goes on page by page."""
         start: Any = last[0]
         ranges: deque[tuple[Any, Any, Future[Any]]] = deque()
+        moved = False
         while True:
-            while start is not None and len(ranges) < workers:
+            while start is not None and not moved and len(ranges) < workers:
                 probe = next(probes, None)
                 found = check_envelope(probe.result()).items if probe is not None else []
                 end = found[0].get(KEY) if found else None
                 if end is not None and precedes((start,), (end,), self.keys) is not True:
                     self.log.info("the catalogue moved while it was split into ranges; walking on page by page")
+                    moved = True
+                    probes.cancel()
                     break
                 query = self.request(KEYSET, (start,), 0, self.page_size, end)
                 assert query is not None
                 ranges.append((start, end, submit(query)))
                 start = end
-            else:
-                if not ranges:
-                    return
-                begin, end, first = ranges.popleft()
-                yield from self._walk(KEYSET, submit, state, after=(begin,), upto=end, pending=first)
-                continue
-            probes.cancel()
-            for begin, end, first in ranges:
-                yield from self._walk(KEYSET, submit, state, after=(begin,), upto=end, pending=first)
+            if not ranges:
+                break
+            begin, end, first = ranges.popleft()
+            yield from self._walk(KEYSET, submit, state, after=(begin,), upto=end, pending=first)
+        if moved:  # the ranges asked for cover up to start: page by page from there
             yield from self._walk(KEYSET, submit, state, after=(start,))
-            return
 
     def _done(
         self, items: list[dict[str, Any]], page: Envelope, limit: int, offset: int, number: int
