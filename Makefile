@@ -3,7 +3,7 @@
 #   make test AIRFLOW_VERSION=2.11.2   the same on Airflow 2.11 (.venv-airflow-2.11.2, pinned by .ci/)
 #   make test-py313                    pytest on Python 3.13, the newest supported (.venv-py3.13, locked)
 #   make test-lowest                   the built wheel with its lowest declared dependencies, then pytest
-#   make ui-test                       the connection form in Airflow 3's UI, in headless Chromium (an extra check)
+#   make ui-test                       the connection form and the plan review in Airflow 3's UI, in headless Chromium
 #   make demo                          the main job: both example DAGs end to end against the sandbox
 #   make docs                          the documentation site (Sphinx, warnings are errors) in docs/_build/html
 #   make bench                         the benchmarks (prints measured figures)

@@ -6,9 +6,10 @@ RQL) and writes it, whole, to a dated JSON file: `<snapshot root>/connection_typ
 `diff` compares it with the latest snapshot dated before it (by id: added, removed, changed; a
 rerun for the same day compares the same way and writes the same result), writes the diff beside
 it (`<ds>.diff.json`), logs the summary, returns the ids (at most 100 of each kind, with how many
-more) as XCom, and emits an event on the asset `blink-connection-types` whose extra holds the
-counts. Schedule downstream DAGs on that asset to react to catalogue changes. The first run,
-with no earlier snapshot, reports everything as added.
+more) as XCom, and emits an event on the catalogue's asset, `blink://<host>/connection_types`
+(`blink_catalogue_asset()`; it replaces the asset `blink-connection-types` of earlier versions),
+whose extra holds the counts. Schedule downstream DAGs on that asset to react to catalogue
+changes. The first run, with no earlier snapshot, reports everything as added.
 
 **Adapt it**: set the Airflow Variable `blink_snapshot_root` to where snapshots belong (a local
 folder or an object-storage URI such as `s3://bucket/blink`; default `/tmp/blink_snapshots`),
@@ -21,11 +22,12 @@ from __future__ import annotations
 from typing import Any
 
 import pendulum
-from airflow.providers.common.compat.sdk import DAG, Asset, Param, get_current_context, task
+from airflow.providers.common.compat.sdk import DAG, AssetAlias, Param, get_current_context, task
 
+from blinkops_provider.assets import CATALOGUE_ALIAS
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 
-CATALOGUE = Asset("blink-connection-types")
+CATALOGUE = AssetAlias(CATALOGUE_ALIAS)  # the event goes to blink://<the connection's host>/connection_types
 SNAPSHOT_PATH = "{{ var.value.get('blink_snapshot_root', '/tmp/blink_snapshots') }}/connection_types/{{ ds }}.json"
 
 with DAG(
@@ -68,6 +70,7 @@ with DAG(
 
         from airflow.providers.common.compat.sdk import ObjectStoragePath
 
+        from blinkops_provider.assets import blink_catalogue_asset
         from blinkops_provider.catalogue import diff_catalogues, previous_snapshot, read_snapshot
 
         current = ObjectStoragePath(summary["path"])
@@ -82,7 +85,7 @@ with DAG(
         current.with_name(current.name.replace(".json", ".diff.json")).write_text(
             json.dumps({**report, **changes.to_dict()}, indent=1)
         )
-        get_current_context()["outlet_events"][CATALOGUE].extra = report
+        get_current_context()["outlet_events"][CATALOGUE].add(blink_catalogue_asset(), extra=report)
         logging.getLogger("airflow.task").info(
             "Catalogue %s: %s (previous: %s)", current.name, changes.describe(), previous.name if previous else "none"
         )

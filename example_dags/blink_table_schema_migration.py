@@ -1,23 +1,30 @@
 """
-### Blink table schema migration
+### Blink table schema migration: plan, review, apply
 
-Applies a declared schema to the fields of one Blink table: `blink_table_schema_migration.json`
-beside this file lists each field with its type, display name and attributes. One
-`UpdateTableFieldsOperator` task checks every entry first (nothing is sent if any is wrong), then
-applies them 16 at a time; a failing field does not stop the others. Its log ends with one line
-per field, and its XCom holds `{"ws_id", "table", "updated", "failed", "unknown"}`, pushed also when the
-task fails.
+Applies a declared schema to the fields of one Blink table, the way a migration tool does:
+1. `load_schema` reads the declaration: the `schema` param (JSON in the trigger form) when given,
+   else the file `schema_file` (by default `blink_table_schema_migration.json` beside this file).
+   Every entry is checked here; an error names the source and the entry or JSON position.
+2. `plan` compares it with the record of this DAG's last apply to that table and logs each field
+   as `add`, `change` (with the members that differ) or `unchanged`. It sends nothing. The
+   baseline is that record, not Blink's current state: Blink's API cannot read a table's fields,
+   so changes made in Blink's UI are not seen.
+3. `review` (Airflow 3.1 and later) waits for a person to approve the plan, shown in the UI's
+   Required Actions. Rejecting it skips the apply. On Airflow 2.11 the plan goes straight on.
+4. `apply_schema` sends every declared field, 16 at a time (a field update is a full
+   replacement, so sending an unchanged one again corrects drift), reports each as `added`,
+   `changed`, `unchanged` or `failed`, and records the fields Blink confirmed. Its XCom holds
+   `{"ws_id", "table", "updated", "failed", "unknown", "outcomes"}`, pushed also when it fails.
 
-**Trigger** it by hand with the params `ws_id` (workspace id) and `table` (table name), and
-optionally `schema_file` (another declaration, same format).
+**Trigger** it with the params `ws_id` and `table`, and `schema` or `schema_file`.
 
-**Adapt it**: point `schema_file` at your own declaration. Each entry needs `field`, `type`
-(the field's current type: Blink refuses to change it) and `display_name`; `attributes` is
-optional (`default_value`, `include_time`, `options`, `table_reference`). A field update replaces
-the field's settings, so declare everything you want to keep. For one task per field instead
-(one red task per failing field, at the cost of a worker per field), map
-`UpdateTableFieldOperator` over the entries: see the operator's documentation. The
-`blink_default` connection is used; set `blink_conn_id` on the operator to use another.
+**Adapt it**: set the Airflow Variable `blink_schema_records` to where the records belong (a
+folder every worker reaches, or an object-storage URI such as `s3://bucket/blink/records`;
+default `/tmp/blink_schema_records`): one file per table, `<ws_id>/<table>.json`. Each entry
+needs `field`, `type` (the field's current type: Blink refuses to change it) and `display_name`;
+`attributes` is optional (`default_value`, `include_time`, `options`, `table_reference`). Set
+`only_changed=True` on `apply_schema` to send only what the plan adds or changes. The
+`blink_default` connection is used; set `blink_conn_id` on the operators to use another.
 """
 
 from __future__ import annotations
@@ -30,7 +37,14 @@ from airflow.providers.common.compat.sdk import DAG, Param, get_current_context,
 
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 
+try:  # Airflow 3.1+: the human-in-the-loop approval (the standard provider refuses to import before)
+    from airflow.providers.standard.operators.hitl import ApprovalOperator
+except Exception:  # ImportError, or the provider's "needs Airflow 3.1+"
+    ApprovalOperator = None
+
 SCHEMA_FILE = Path(__file__).with_name("blink_table_schema_migration.json")  # read when the task runs
+RECORDS = "{{ var.value.get('blink_schema_records', '/tmp/blink_schema_records') }}"
+RECORD_PATH = RECORDS + "/{{ params.ws_id }}/{{ params.table }}.json"  # one record per table
 
 with DAG(
     dag_id="blink_table_schema_migration",
@@ -40,7 +54,13 @@ with DAG(
     params={
         "ws_id": Param("ws-demo", type="string", minLength=1, description="Blink workspace id"),
         "table": Param("Incidents", type="string", minLength=1, description="Name of the table"),
-        "schema_file": Param(str(SCHEMA_FILE), type="string", description="The declared schema (JSON)"),
+        "schema": Param(
+            None,
+            type=["null", "object", "array"],
+            description='The declared schema as JSON, {"fields": [...]} or the list of entries; '
+            "when empty, schema_file is read",
+        ),
+        "schema_file": Param(str(SCHEMA_FILE), type="string", description="The declared schema (a JSON file)"),
     },
     tags=["blink", "example"],
     doc_md=__doc__,
@@ -48,20 +68,53 @@ with DAG(
 
     @task
     def load_schema() -> list[dict[str, Any]]:
-        """Read the declaration (the operator checks every entry before any request)."""
-        import json
+        """The declaration, checked (the error names the param or file, and the position)."""
+        from blinkops_provider.exceptions import BlinkInputError
+        from blinkops_provider.schema import declared_schema
 
         params = get_current_context()["params"]
-        fields: list[dict[str, Any]] = json.loads(Path(params["schema_file"]).read_text())["fields"]
-        return fields
+        if params.get("schema"):
+            return declared_schema(params["schema"], source="the 'schema' param")
+        path = Path(params["schema_file"])
+        try:
+            text = path.read_bytes()
+        except OSError as err:
+            raise BlinkInputError(f"schema file {str(path)!r} cannot be read: {err.strerror}") from None
+        return declared_schema(text, source=f"schema file {str(path)!r}")
+
+    schema = load_schema()
+
+    # [START howto_operator_plan_table_fields]
+    plan = UpdateTableFieldsOperator(
+        task_id="plan",
+        ws_id="{{ params.ws_id }}",
+        table="{{ params.table }}",
+        fields=schema,
+        record_path=RECORD_PATH,
+        plan_only=True,
+    )
+    # [END howto_operator_plan_table_fields]
 
     # [START howto_operator_update_table_fields]
     apply_schema = UpdateTableFieldsOperator(
         task_id="apply_schema",
         ws_id="{{ params.ws_id }}",
         table="{{ params.table }}",
-        fields=load_schema(),
+        fields=schema,
+        record_path=RECORD_PATH,
         max_concurrency=16,
         retries=1,
     )
     # [END howto_operator_update_table_fields]
+
+    if ApprovalOperator is not None:
+        # [START howto_review_plan]
+        review = ApprovalOperator(
+            task_id="review",
+            subject="Apply this schema plan to {{ params.ws_id }}/{{ params.table }}?",
+            body="{{ ti.xcom_pull(task_ids='plan')['text'] }}",
+        )
+        # [END howto_review_plan]
+        plan >> review >> apply_schema
+    else:
+        plan >> apply_schema

@@ -81,16 +81,31 @@ def change_catalogue(sandbox: Any) -> dict[str, list[str]]:
     return ids
 
 
-def batch_summary(log: Path) -> list[str]:
-    """UpdateTableFieldsOperator's account of the migration, taken from the task's log: the
-    'Schema of ...: n of m fields applied' line and one line per field."""
+def migration_summary(log: Path, *, per_field: bool) -> list[str]:
+    """The migration's account of itself, taken from its log: the plan (its summary line, and with
+    ``per_field`` its table), then UpdateTableFieldsOperator's 'Schema of ...' line (and one line
+    per field)."""
     summary: list[str] = []
+    patterns = [
+        (r"(Plan for \S+: .*\))", False),
+        (r"(\| (?!field \|)[^|]+\| (?:add|change|unchanged) \|[^|]*\|)", True),
+        (r"(Schema of \S+: \d+ of \d+ fields applied.*?)(?:\s+\[airflow|$)", False),
+        (r"\s{2}([^\s\]|][^:]*: (?:added|changed|unchanged|applied|failed).*?)(?:\s+\[airflow|$)", True),
+    ]
+    plans, last = 0, None
     for line in log.read_text(errors="replace").splitlines():
-        found = re.search(r"(Schema of \S+: \d+ of \d+ fields applied)", line)
-        if found:
-            summary = [found.group(1)]
-        elif summary and (field := re.search(r"\s{2}([^\s\]][^:]*: (?:applied|failed).*?)(?:\s+\[airflow|$)", line)):
-            summary.append(f"  {field.group(1)}")
+        for number, (pattern, detail) in enumerate(patterns):
+            found = re.search(pattern, line)
+            if not found:
+                continue
+            if found.group(1) == last:  # Airflow 2.11's `dags test` prints each task log line twice
+                break
+            last = found.group(1)
+            plans += number == 0
+            shown = plans == 1 or number > 1  # the plan task's plan (the apply logs it again)
+            if shown and (per_field or not detail):
+                summary.append(f"  {found.group(1)}" if detail else found.group(1))
+            break
     return summary
 
 
@@ -116,7 +131,8 @@ def main() -> int:
     on_tenant = bool(tenant_url and tenant_key)
     snapshots = home / "blink_snapshots"
     logs = home / "demo-logs"
-    for stale in (home / "airflow.db", snapshots, logs):  # a fresh start every time
+    records = home / "blink_schema_records"
+    for stale in (home / "airflow.db", snapshots, records, logs):  # a fresh start every time
         if stale.is_dir():
             shutil.rmtree(stale)
         elif stale.exists():
@@ -128,6 +144,7 @@ def main() -> int:
         "AIRFLOW__CORE__DAGS_FOLDER": str(HERE),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW_VAR_BLINK_SNAPSHOT_ROOT": str(snapshots),
+        "AIRFLOW_VAR_BLINK_SCHEMA_RECORDS": str(records),
     }
     airflow = [sys.executable, "-m", "airflow"]
     today = dt.datetime.now(dt.UTC).date()
@@ -154,11 +171,16 @@ def main() -> int:
         check_connection(env)
 
         if ws_id and table:
-            run(f"Schema migration of {ws_id}/{table} ({MIGRATION})",
-                [*airflow, "dags", "test", MIGRATION, "-c", json.dumps({"ws_id": ws_id, "table": table})],
-                env, logs / f"{MIGRATION}.log")  # fmt: skip
-            for line in batch_summary(logs / f"{MIGRATION}.log"):
-                say(f"    {line}")
+            conf = json.dumps({"ws_id": ws_id, "table": table})
+            now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+            for number, when in enumerate((now - dt.timedelta(minutes=1), now), start=1):
+                log = logs / f"{MIGRATION}-{number}.log"
+                # The plan's review is approved here as a person would in the UI (Airflow 3.1+).
+                test = [*airflow, "dags", "test", MIGRATION, when.isoformat(), "-c", conf]
+                run(f"Schema migration of {ws_id}/{table}, run {number}: plan, review, apply ({MIGRATION})",
+                    [*test, "--mark-success-pattern", "review"], env, log)  # fmt: skip
+                for line in migration_summary(log, per_field=number == 1):
+                    say(f"    {line}")
         else:
             say(f"- Skipping {MIGRATION}: set BLINK_WS_ID and BLINK_TABLE to migrate a table of your tenant")
 
@@ -179,11 +201,13 @@ def main() -> int:
             matching, declared = fields_as_declared(sandbox, ws_id, table)  # type: ignore[arg-type]
             say(f"  Fields updated:   {matching} of {declared} fields of {ws_id}/{table} now as declared")
         elif ws_id and table:
-            say(f"  Fields updated:   see {logs / (MIGRATION + '.log')}")
+            say(f"  Fields updated:   see {logs}/{MIGRATION}-*.log")
         say(f"  Catalogue size:   {len(latest)} connection types on {days[1]}")
         say(f"  Diff {days[0]} -> {days[1]}: {diff['added']} added, {diff['removed']} removed, "
             f"{diff['changed']} changed, {diff['unchanged']} unchanged")  # fmt: skip
         say(f"  Snapshots:        {folder}/ (<date>.json, <date>.diff.json)")
+        if ws_id and table:
+            say(f"  Schema record:    {records}/{ws_id}/{table}.json (the plan's baseline)")
         say(f"  Logs:             {logs}/")
         return 0
     except DemoFailed as err:

@@ -161,9 +161,10 @@ def test_an_unexpected_exception_in_a_worker_is_that_fields_failure(blink_conn: 
 
 
 @pytest.mark.parametrize("interruption", [AirflowTaskTimeout, KeyboardInterrupt])
-def test_the_xcom_is_pushed_when_the_batch_is_interrupted(blink_conn: None, interruption: type) -> None:
+def test_the_xcom_is_pushed_when_the_batch_is_interrupted(blink_conn: None, interruption: type, tmp_path: Path) -> None:
     """As Airflow's execution_timeout (SIGALRM) or a stop (SIGINT) does: the signal's handler
-    raises in the task's main thread while a field is in flight."""
+    raises in the task's main thread while a field is in flight. The schema record gets the
+    fields Blink confirmed, and only those."""
     release = threading.Event()
     in_flight = threading.Event()
 
@@ -187,6 +188,7 @@ def test_the_xcom_is_pushed_when_the_batch_is_interrupted(blink_conn: None, inte
         table="Incidents",
         fields=[entry(n) for n in names],
         max_concurrency=1,
+        record_path=str(tmp_path / "record.json"),
         hook_params={"retry_limit": 1},
     )
     op.hook = BlinkHook(session_factory=Slow, retry_limit=1)  # the operator's hook, with the slow session
@@ -205,6 +207,8 @@ def test_the_xcom_is_pushed_when_the_batch_is_interrupted(blink_conn: None, inte
     assert summary["unknown"] == ["slow"]
     assert [f["field"] for f in summary["failed"]] == ["c", "d", "e"]  # not sent
     assert all("not sent" in f["message"] for f in summary["failed"])
+    assert summary["outcomes"] == {"a": "added", "b": "added", "slow": "unknown", **dict.fromkeys("cde", "failed")}
+    assert set(json.loads((tmp_path / "record.json").read_text())["fields"]) == {"a", "b"}
 
 
 # -- 6. a 2xx whose answer cannot be read was applied -------------------------------------------

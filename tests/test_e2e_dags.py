@@ -16,6 +16,7 @@ from urllib.parse import parse_qs
 import pendulum
 import pytest
 
+from blinkops_provider.assets import asset_host
 from blinkops_provider.sandbox import BlinkSandbox
 from tests.conftest import EXAMPLE_DAGS
 
@@ -45,14 +46,30 @@ def run_on(dag: Any, day: pendulum.DateTime) -> Any:
     return dag.test(**{keyword: day})
 
 
+@pytest.fixture
+def records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the migration example keeps its schema records (the blink_schema_records Variable)."""
+    monkeypatch.setenv("AIRFLOW_VAR_BLINK_SCHEMA_RECORDS", str(tmp_path / "records"))
+    return tmp_path / "records"
+
+
+def migrate(dag: Any = None, **conf: Any) -> Any:
+    """A run of the migration example, its review approved as a person would (on Airflow 3.1+,
+    the approval task is marked a success; on 2.11 there is none)."""
+    dag = dag or load_dag("blink_table_schema_migration.py")
+    if hasattr(dag, "sync_to_db"):  # Airflow 2.11: register the outlet alias as the scheduler would
+        dag.sync_to_db()
+    return dag.test(run_conf={"ws_id": "ws-demo", "table": "Incidents", **conf}, mark_success_pattern="review")
+
+
 def state(run: Any) -> str:
     return str(getattr(run.state, "value", run.state))
 
 
 def test_schema_migration_applies_every_declared_field(
-    blink_sandbox: BlinkSandbox, capfd: pytest.CaptureFixture[str]
+    blink_sandbox: BlinkSandbox, capfd: pytest.CaptureFixture[str], records: Path
 ) -> None:
-    run = load_dag("blink_table_schema_migration.py").test(run_conf={"ws_id": "ws-demo", "table": "Incidents"})
+    run = migrate()
     assert state(run) == "success"
     # The summary is in the task's main log, not in the collapsed group Airflow opens after execute().
     printed = "".join(capfd.readouterr())
@@ -70,14 +87,12 @@ def test_schema_migration_applies_every_declared_field(
     assert len(puts) == len(SCHEMA)
 
 
-def test_a_failing_field_fails_alone(blink_sandbox: BlinkSandbox, tmp_path: Path) -> None:
+def test_a_failing_field_fails_alone(blink_sandbox: BlinkSandbox, tmp_path: Path, records: Path) -> None:
     schema = [dict(entry) for entry in SCHEMA]
     broken = next(entry for entry in schema if entry["field"] == "Severity")
     broken["type"] = "text"  # a type change: Blink answers 400
     (tmp_path / "schema.json").write_text(json.dumps({"fields": schema}))
-    run = load_dag("blink_table_schema_migration.py").test(
-        run_conf={"ws_id": "ws-demo", "table": "Incidents", "schema_file": str(tmp_path / "schema.json")}
-    )
+    run = migrate(schema_file=str(tmp_path / "schema.json"))
     assert state(run) == "failed"
     fields = {field["name"]: field for field in blink_sandbox.store.fields("ws-demo", "Incidents")}
     assert fields["Severity"]["display_name"] == "Severity"  # untouched: the seed's
@@ -89,18 +104,125 @@ def test_a_failing_field_fails_alone(blink_sandbox: BlinkSandbox, tmp_path: Path
     assert len([r for r in blink_sandbox.requests if r["method"] == "PUT"]) == len(schema)
 
 
-def test_the_batch_summary_reaches_xcom_even_when_the_task_fails(blink_sandbox: BlinkSandbox, tmp_path: Path) -> None:
+def test_the_batch_summary_reaches_xcom_even_when_the_task_fails(
+    blink_sandbox: BlinkSandbox, tmp_path: Path, records: Path
+) -> None:
     schema = [dict(entry) for entry in SCHEMA]
     next(entry for entry in schema if entry["field"] == "Owner")["type"] = "text"  # a type change: 400
     (tmp_path / "schema.json").write_text(json.dumps({"fields": schema}))
     dag = load_dag("blink_table_schema_migration.py")
-    run = dag.test(run_conf={"ws_id": "ws-demo", "table": "Incidents", "schema_file": str(tmp_path / "schema.json")})
+    run = migrate(dag, schema_file=str(tmp_path / "schema.json"))
     assert state(run) == "failed"
     (ti,) = [ti for ti in run.get_task_instances() if ti.task_id == "apply_schema"]
     summary = xcom_of(ti, dag)
     assert summary["updated"] == [entry["field"] for entry in schema if entry["field"] != "Owner"]
     assert [(f["field"], f["status"]) for f in summary["failed"]] == [("Owner", 400)]
     assert "changing the type is not allowed" in summary["failed"][0]["message"]
+
+
+def test_the_plan_is_all_added_then_all_unchanged(blink_sandbox: BlinkSandbox, records: Path) -> None:
+    dag = load_dag("blink_table_schema_migration.py")
+    names = [entry["field"] for entry in SCHEMA]
+    first = migrate(dag)
+    assert state(first) == "success"
+    plan = xcom_of(task_of(first, "plan"), dag)
+    assert [(f["field"], f["action"]) for f in plan["fields"]] == [(name, "add") for name in names]
+    assert xcom_of(task_of(first, "apply_schema"), dag)["outcomes"] == dict.fromkeys(names, "added")
+    assert (records / "ws-demo" / "Incidents.json").is_file()
+
+    second = migrate(dag)
+    assert state(second) == "success"
+    plan = xcom_of(task_of(second, "plan"), dag)
+    assert {f["action"] for f in plan["fields"]} == {"unchanged"}
+    assert "not Blink's current state" in plan["text"]
+    assert xcom_of(task_of(second, "apply_schema"), dag)["outcomes"] == dict.fromkeys(names, "unchanged")
+
+
+def test_the_schema_may_be_given_inline_as_a_param(blink_sandbox: BlinkSandbox, records: Path) -> None:
+    dag = load_dag("blink_table_schema_migration.py")
+    inline = {"fields": [{"field": "Title", "type": "text", "display_name": "Incident title"}]}
+    run = migrate(dag, schema=inline)
+    assert state(run) == "success"
+    assert xcom_of(task_of(run, "apply_schema"), dag)["outcomes"] == {"Title": "added"}
+    fields = {field["name"]: field for field in blink_sandbox.store.fields("ws-demo", "Incidents")}
+    assert fields["Title"]["display_name"] == "Incident title"
+
+
+@pytest.mark.parametrize(
+    ("conf", "expected"),
+    [
+        ({"schema": [{"field": "Title", "type": "txt", "display_name": "T"}]}, "the 'schema' param: 1 of 1"),
+        ({"schema_file": "BROKEN"}, "schema file '{path}' is not valid JSON: Expecting ',' delimiter at line 3"),
+    ],
+)
+def test_a_wrong_schema_names_its_source_and_position(
+    blink_sandbox: BlinkSandbox,
+    records: Path,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    conf: dict[str, Any],
+    expected: str,
+) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"fields": [\n  {"field": "Title", "type": "text", "display_name": "T"}\n  {"field": "x"}\n]}')
+    conf = {key: str(broken) if value == "BROKEN" else value for key, value in conf.items()}
+    run = migrate(**conf)
+    assert state(run) == "failed"
+    assert state(task_of(run, "load_schema")) == "failed"
+    assert expected.format(path=broken) in "".join(capfd.readouterr())
+    assert not [r for r in blink_sandbox.requests if r["method"] == "PUT"]
+
+
+DOWNSTREAM_DAG = """
+import pendulum
+from airflow.providers.common.compat.sdk import DAG, task
+from blinkops_provider.assets import blink_table_asset
+
+with DAG(
+    "blink_incidents_schema_changed",
+    schedule=[blink_table_asset("ws-demo", "Incidents")],
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+) as dag:
+
+    @task
+    def react() -> None:
+        pass
+
+    react()
+"""
+
+
+def test_a_dag_scheduled_on_the_table_asset_is_queued_by_the_migration(
+    blink_sandbox: BlinkSandbox, records: Path, tmp_path: Path
+) -> None:
+    """The run the scheduler would start: the migration's event, through the operator's alias,
+    queues the DAG scheduled on blink_table_asset("ws-demo", "Incidents")."""
+    import airflow
+    from airflow import settings
+    from sqlalchemy import text
+
+    dags = tmp_path / "dags"
+    dags.mkdir()
+    (dags / "downstream.py").write_text(DOWNSTREAM_DAG)
+    env = {**os.environ, "AIRFLOW__CORE__DAGS_FOLDER": str(dags)}
+    for command in (["dags", "reserialize"], ["dags", "unpause", "blink_incidents_schema_changed"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "airflow", *command], capture_output=True, text=True, timeout=600, env=env
+        )
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert state(migrate()) == "success"
+
+    uri = f"blink://{asset_host(blink_sandbox.base_url)}/ws-demo/Incidents"
+    kind = "dataset" if airflow.__version__.startswith("2.") else "asset"
+    queued = text(
+        f"SELECT q.target_dag_id FROM {kind}_dag_run_queue q JOIN {kind} a ON a.id = q.{kind}_id WHERE a.uri = :uri"
+    )
+    with settings.engine.connect() as connection:
+        assert [row[0] for row in connection.execute(queued, {"uri": uri})] == ["blink_incidents_schema_changed"]
+    extra = asset_events(uri)[-1]  # this run's (earlier tests migrated the same table)
+    assert extra["added_count"] == 10 and extra["added"][0] == "Title" and "unchanged" not in extra
+    assert (extra["ws_id"], extra["table"]) == ("ws-demo", "Incidents")
 
 
 EMPTY_FILTER_DAG = """
@@ -208,7 +330,8 @@ def test_nightly_sync_snapshots_and_diffs(
     assert diff["counts"] == {"added": 3, "removed": 2, "changed": 4, "unchanged": 194}
     assert {key: diff[key] for key in ("added", "removed", "changed")} == changes
     assert diff["previous"].endswith("2026-11-20.json")
-    extras = [event for event in asset_events("blink-connection-types")]
+    catalogue = f"blink://{asset_host(blink_sandbox.base_url)}/connection_types"  # replaces blink-connection-types
+    extras = [event for event in asset_events(catalogue)]
     assert [(e["added"], e["removed"], e["changed"]) for e in extras] == [(200, 0, 0), (3, 2, 4)]
     assert extras[-1]["snapshot"].endswith("2026-11-21.json")
     returned = xcom_of(task_of(second, "diff"), dag)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -9,6 +10,7 @@ import sys
 import textwrap
 from typing import Any
 
+import airflow
 import pytest
 
 from tests.conftest import EXAMPLE_DAGS
@@ -56,15 +58,21 @@ PROBE = textwrap.dedent(
     """
 )
 
+AIRFLOW = tuple(int(part) for part in airflow.__version__.split(".")[:2])
+HAS_APPROVAL = AIRFLOW >= (3, 1) and importlib.util.find_spec("airflow.providers.standard") is not None
+"""Airflow 3.1 and later have the human-in-the-loop approval the migration reviews its plan with."""
+
 EXPECTED = {
     "blink_table_schema_migration.py": {
         "dag_id": "blink_table_schema_migration",
         "tasks": {
             "load_schema": "_PythonDecoratedOperator",
+            "plan": "UpdateTableFieldsOperator",
             "apply_schema": "UpdateTableFieldsOperator",
+            **({"review": "ApprovalOperator"} if HAS_APPROVAL else {}),
         },
         "schedule": "None",
-        "params": ["schema_file", "table", "ws_id"],
+        "params": ["schema", "schema_file", "table", "ws_id"],
     },
     "blink_connection_types_nightly_sync.py": {
         "dag_id": "blink_connection_types_nightly_sync",

@@ -87,6 +87,7 @@ def test_fields_may_be_the_json_a_template_renders(blink_conn: None) -> None:
             "updated": ["title"],
             "failed": [],
             "unknown": [],
+            "outcomes": {"title": "applied"},
         }
 
 
@@ -94,12 +95,12 @@ def test_operator_contract() -> None:
     import inspect
 
     signature = inspect.signature(UpdateTableFieldsOperator.__init__)
-    assert list(signature.parameters)[1:] == [
-        "ws_id", "table", "fields", "max_concurrency", "fail_fast", "blink_conn_id", "hook_params", "kwargs",
-    ]  # fmt: skip
+    # record_path, only_changed and plan_only came with the plan: keyword-only, so no caller breaks
+    declared = "ws_id table fields max_concurrency fail_fast record_path only_changed plan_only blink_conn_id"
+    assert list(signature.parameters)[1:] == [*declared.split(), "hook_params", "kwargs"]
     assert signature.parameters["max_concurrency"].default == 16
     assert signature.parameters["fail_fast"].default is False
-    assert UpdateTableFieldsOperator.template_fields == ("ws_id", "table", "fields")
+    assert UpdateTableFieldsOperator.template_fields == ("ws_id", "table", "fields", "record_path")
     assert UpdateTableFieldsOperator.template_fields_renderers == {"fields": "json"}
     with pytest.raises(BlinkInputError, match="max_concurrency must be an integer from 1 to 32"):
         UpdateTableFieldsOperator(task_id="t", ws_id="w", table="t", fields=[], max_concurrency=0)
@@ -203,6 +204,7 @@ def test_partial_failure_applies_the_rest_and_reports_each_field(blink_conn: Non
                                                      "(field 'c' not found)"},
         ],
         "unknown": [],
+        "outcomes": {"a": "applied", "b": "failed", "c": "failed", "d": "applied"},
     }  # fmt: skip
     import re
 

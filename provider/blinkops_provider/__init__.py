@@ -18,6 +18,14 @@ MAX_LIMIT = 1000
 __all__ = ["__version__", "get_provider_info"]
 
 
+_BLINK_URIS = {
+    "schemes": ["blink"],
+    "handler": "blinkops_provider.assets.normalize_uri",
+    "factory": "blinkops_provider.assets.create_asset",
+    "to_openlineage_converter": "blinkops_provider.assets.convert_asset_to_openlineage",
+}
+
+
 def get_provider_info() -> dict[str, Any]:
     """Describe the provider to Airflow (the ``apache_airflow_provider`` entry point)."""
     return {
@@ -42,6 +50,9 @@ def get_provider_info() -> dict[str, Any]:
                 ],
             }
         ],
+        # The blink:// scheme: "asset-uris" on Airflow 3, "dataset-uris" on 2.11.
+        "asset-uris": [_BLINK_URIS],
+        "dataset-uris": [_BLINK_URIS],
         "connection-types": [
             {
                 "connection-type": "blink",

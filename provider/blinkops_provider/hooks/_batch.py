@@ -13,6 +13,7 @@ import requests
 from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkInputError, BlinkResponseError
 from blinkops_provider.hooks._workers import WorkerPool
 from blinkops_provider.models import FieldUpdate, TableField
+from blinkops_provider.schema import ADD, CHANGE, UNCHANGED, SchemaPlan
 
 __all__ = ["FieldUpdates", "check_concurrency", "run_batch"]
 
@@ -29,6 +30,8 @@ class FieldUpdates:
         update (a 2xx) with an answer that could not be read.
     :ivar unknown: fields in flight when the batch was interrupted (a timeout, a signal): sent,
         and perhaps applied, but no answer was seen.
+    :ivar plan: the plan the batch was applied with (when a ``record_path`` was given).
+    :ivar skipped: fields not sent because the plan found them unchanged (``only_changed``).
     """
 
     updated: list[TableField]
@@ -37,11 +40,30 @@ class FieldUpdates:
     order: list[str]
     applied: dict[str, TableField | None] = field(default_factory=dict)
     unknown: list[str] = field(default_factory=list)
+    plan: SchemaPlan | None = None
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        """Whether every update was applied."""
+        """Whether every update was applied (or, with ``only_changed``, skipped as unchanged)."""
         return not self.failed and not self.not_sent and not self.unknown
+
+    def outcome(self, name: str) -> str:
+        """What happened to a declared field: ``added``, ``changed`` or ``unchanged`` (as
+        planned, and confirmed by Blink or skipped), ``applied`` (confirmed, with no plan),
+        ``failed`` (refused, or not sent) or ``unknown`` (in flight when interrupted)."""
+        if name in self.applied:
+            return _DONE[self.plan.action(name)] if self.plan is not None else "applied"
+        if name in self.skipped:
+            return "unchanged"
+        return "unknown" if name in self.unknown else "failed"
+
+    def outcomes(self) -> dict[str, str]:
+        """Every declared field's :meth:`outcome`, in the declared order."""
+        return {name: self.outcome(name) for name in self.order}
+
+
+_DONE = {ADD: "added", CHANGE: "changed", UNCHANGED: "unchanged"}
 
 
 def check_concurrency(value: Any) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, ClassVar, TypeVar
@@ -42,6 +44,7 @@ from blinkops_provider.models import (
     validate_input,
 )
 from blinkops_provider.rql import MAX_LIMIT, RQLQuery, check_field_types, check_paging
+from blinkops_provider.schema import UNCHANGED, SchemaPlan, SchemaRecord
 
 __all__ = ["BlinkHook", "Clock", "FieldUpdates", "build_base_url", "check_concurrency"]
 
@@ -234,6 +237,38 @@ class BlinkHook(BaseHook):
             session=session,
         )
 
+    def plan_table_fields(
+        self,
+        ws_id: str,
+        table: str,
+        updates: Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | str,
+        *,
+        record_path: str | os.PathLike[str],
+    ) -> SchemaPlan:
+        """What applying ``updates`` would do to each field, against the record of the last apply
+        this provider made to the table. Sends no request to Blink.
+
+        The baseline is that record, not Blink's current state (Blink's API cannot read a
+        table's fields): changes made in Blink's UI are not seen. See :mod:`blinkops_provider.schema`.
+
+        :param updates: as for :meth:`update_table_fields`.
+        :param record_path: the record of this table (a local path or an object-storage URI),
+            written by :meth:`update_table_fields` with the same ``record_path``; none there yet
+            plans every field as ``add``.
+        :returns: each field as ``add``, ``change`` (with the members that differ) or ``unchanged``.
+        :raises BlinkInputError: invalid updates, or a file at ``record_path`` that is not this
+            table's record.
+        """
+        _segment(ws_id, "ws_id")
+        _segment(table, "table")
+        plan, _ = self._record(ws_id, table, record_path).plan(validate_field_updates(updates))
+        return plan
+
+    def _record(self, ws_id: str, table: str, record_path: str | os.PathLike[str]) -> SchemaRecord:
+        if not isinstance(record_path, (str, os.PathLike)) or not os.fspath(record_path).strip():
+            raise BlinkInputError(f"record_path must be a file path or an object-storage URI, got {record_path!r}")
+        return SchemaRecord(record_path, blink=self.base_url, ws_id=ws_id, table=table)
+
     def update_table_fields(
         self,
         ws_id: str,
@@ -242,6 +277,8 @@ class BlinkHook(BaseHook):
         *,
         max_concurrency: int = DEFAULT_UPDATE_CONCURRENCY,
         fail_fast: bool = False,
+        record_path: str | os.PathLike[str] | None = None,
+        only_changed: bool = False,
     ) -> FieldUpdates:
         """Apply many field updates to one table, ``max_concurrency`` at a time.
 
@@ -259,12 +296,27 @@ class BlinkHook(BaseHook):
             trip run about 7x faster than one by one at 16, 4.5x to 6x at 8, about 3x at 4, and
             32 is no faster on the sandbox (README, Benchmarks).
             Lower it for a tenant with a tight rate limit.
+        :param record_path: keep a record of what was applied there (see
+            :meth:`plan_table_fields`): the plan is logged first, each field's outcome is then
+            ``added``, ``changed`` or ``unchanged``, and the record is updated for the fields
+            Blink confirmed (a 2xx), and only those.
+        :param only_changed: send only the fields the plan finds to add or change (needs
+            ``record_path``). By default every declared field is sent: an update is a full
+            replacement, so sending it again corrects a change made in Blink since.
         :returns: the updated fields and the failed ones, in the given order.
         :raises BlinkInputError: an invalid name, update, duplicate field or ``max_concurrency``,
             listing every problem, before any request.
         :raises BlinkConfigurationError: the connection cannot be used (before any request).
         """
-        return self._apply_fields(ws_id, table, updates, max_concurrency=max_concurrency, fail_fast=fail_fast)
+        return self._apply_fields(
+            ws_id,
+            table,
+            updates,
+            max_concurrency=max_concurrency,
+            fail_fast=fail_fast,
+            record_path=record_path,
+            only_changed=only_changed,
+        )
 
     def _apply_fields(
         self,
@@ -274,6 +326,8 @@ class BlinkHook(BaseHook):
         *,
         max_concurrency: int,
         fail_fast: bool,
+        record_path: str | os.PathLike[str] | None = None,
+        only_changed: bool = False,
         interrupted: Callable[[FieldUpdates], None] | None = None,
     ) -> FieldUpdates:
         """:meth:`update_table_fields`, telling ``interrupted`` what is known when an exception
@@ -281,17 +335,54 @@ class BlinkHook(BaseHook):
         _segment(ws_id, "ws_id")
         _segment(table, "table")
         check_concurrency(max_concurrency)
+        if only_changed and record_path is None:
+            raise BlinkInputError(
+                "only_changed needs a record_path: without the record of the last apply, no field is known unchanged"
+            )
         batch = validate_field_updates(updates)
         transport = self.transport  # a broken connection fails once, here, not once per field
-        return run_batch(
-            batch,
+        record = None if record_path is None else self._record(ws_id, table, record_path)
+        plan, recorded = record.plan(batch) if record is not None else (None, {})
+        if plan is not None:
+            plan.log_to(self.log)
+        skipped = [name for name, _ in batch if only_changed and plan is not None and plan.action(name) == UNCHANGED]
+        bodies = {name: update.to_body() for name, update in batch}
+
+        def complete(result: FieldUpdates) -> FieldUpdates:
+            result = dataclasses.replace(result, order=list(bodies), plan=plan, skipped=skipped)
+            if record is not None and result.applied:
+                record.write({**recorded, **{name: bodies[name] for name in result.applied}}, now=self.clock.now())
+            return result
+
+        def on_interrupt(partial: FieldUpdates) -> None:
+            try:
+                result = complete(partial)
+            except Exception as err:  # the interruption goes on up; the record stays as it was
+                self.log.error("The schema record at %s was not updated: %s", record_path, type(err).__name__)
+                result = dataclasses.replace(partial, order=list(bodies), plan=plan, skipped=skipped)
+            if interrupted is not None:
+                interrupted(result)
+
+        result = run_batch(
+            [(name, update) for name, update in batch if name not in skipped],
             lambda name, update, session: self._put_field(ws_id, table, name, update, session),
             transport.new_session,
             max_concurrency=max_concurrency,
             fail_fast=fail_fast,
             log=self.log,
-            interrupted=interrupted,
+            interrupted=on_interrupt,
         )
+        try:
+            return complete(result)
+        except Exception as err:
+            if interrupted is not None:
+                interrupted(dataclasses.replace(result, order=list(bodies), plan=plan, skipped=skipped))
+            why = str(err) if isinstance(err, BlinkInputError) else type(err).__name__
+            raise BlinkApiError(
+                f"the fields were sent, but the schema record could not be updated ({why}); the next plan would "
+                "be wrong, so the task fails. A retry applies the schema again (safe: updates are full "
+                "replacements) and records it"
+            ) from None
 
     def list_connection_types(
         self,

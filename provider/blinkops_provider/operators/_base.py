@@ -21,6 +21,32 @@ HOOK_PARAMS = tuple(
 (not the collaborators tests inject)."""
 
 
+EVENT_NAMES = 100
+"""The most field names of each outcome an asset event's extra lists (the counts cover all)."""
+
+
+def event_extra(ws_id: str, table: str, grouped: dict[str, list[str]]) -> dict[str, Any]:
+    """A table event's extra: ``ws_id``, ``table``, the names of each outcome but ``unchanged``
+    (at most :data:`EVENT_NAMES`) and ``<outcome>_count``. Flat, with tuples for the names:
+    Airflow 2.11 hashes the values of an extra added through an alias."""
+    extra: dict[str, Any] = {"ws_id": ws_id, "table": table}
+    for outcome, names in grouped.items():
+        if outcome != "unchanged":
+            extra[outcome] = tuple(names[:EVENT_NAMES])
+        extra[f"{outcome}_count"] = len(names)
+    return extra
+
+
+def with_alias(declared: Any, name: str) -> list[Any]:
+    """The inlets or outlets given, with the asset alias ``name`` added when it is not there."""
+    from airflow.providers.common.compat.sdk import AssetAlias
+
+    items = list(declared) if isinstance(declared, (list, tuple)) else [] if declared is None else [declared]
+    if not any(isinstance(item, AssetAlias) and item.name == name for item in items):
+        items.append(AssetAlias(name))
+    return items
+
+
 class BaseBlinkOperator(BaseOperator):
     """Base of the Blink operators.
 
@@ -50,3 +76,17 @@ class BaseBlinkOperator(BaseOperator):
     def hook(self) -> BlinkHook:
         """The hook, made on first use (never at DAG-parse time)."""
         return BlinkHook(blink_conn_id=self.blink_conn_id, **self.hook_params)
+
+    def announce_table(self, context: Any, ws_id: str, table: str, grouped: dict[str, list[str]]) -> None:
+        """Add the event of the table's ``blink://`` asset through the operator's outlet alias
+        (:data:`~blinkops_provider.assets.TABLES_ALIAS`), with the fields of each outcome
+        (:func:`event_extra`); Airflow records it when the task succeeds."""
+        from airflow.providers.common.compat.sdk import AssetAlias
+
+        from blinkops_provider.assets import TABLES_ALIAS, blink_table_asset
+
+        events = context.get("outlet_events")
+        if events is None:  # a bare execute() outside Airflow
+            return
+        asset = blink_table_asset(ws_id, table, host=self.hook.base_url)
+        events[AssetAlias(TABLES_ALIAS)].add(asset, extra=event_extra(ws_id, table, grouped))

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import secrets
-import stat
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
 
 from pydantic_core import to_json
 
-from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider._storage import replacing, storage_path
+from blinkops_provider.assets import CATALOGUE_ALIAS, catalogue_lineage
 from blinkops_provider.hooks._walk import KEYSET, CataloguePage
 from blinkops_provider.hooks.blink import DEFAULT_WALK_CONCURRENCY, BlinkHook, check_concurrency
-from blinkops_provider.operators._base import BaseBlinkOperator
+from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
 from blinkops_provider.rql import MAX_LIMIT, check_paging
 
 if TYPE_CHECKING:
@@ -71,6 +67,7 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         hook_params: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        kwargs["inlets"] = with_alias(kwargs.get("inlets"), CATALOGUE_ALIAS)
         super().__init__(blink_conn_id=blink_conn_id, hook_params=hook_params, **kwargs)
         check_paging(page_size, max_items)
         check_concurrency(max_concurrency)
@@ -83,9 +80,7 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         self.max_concurrency = max_concurrency
 
     def execute(self, context: Context) -> list[dict[str, Any]] | dict[str, Any]:
-        local = _local_path(str(self.output_path)) if self.output_path else None
-        if local is not None:
-            local = _regular_file(local)  # refused before any request
+        target = storage_path(str(self.output_path)) if self.output_path else None  # checked before any request
         pages = self.hook.walk_connection_types(
             filter=self.filter,
             sort=self.sort,
@@ -94,8 +89,8 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
             max_items=self.max_items,
             max_concurrency=self.max_concurrency,
         )
-        if self.output_path:
-            return self._write(pages, local if local is not None else str(self.output_path))
+        if target is not None:
+            return self._write(pages, target)
         items: list[dict[str, Any]] = []
         paging = KEYSET
         for page in pages:
@@ -110,85 +105,31 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
             )
         return items
 
-    def _write(self, pages: Iterable[CataloguePage], output_path: Path | str) -> dict[str, Any]:
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage: the catalogue as an input dataset and, with ``output_path``, the snapshot
+        as an output dataset (no request: the hook already knows its Base URL)."""
+        return catalogue_lineage(self.hook.base_url, str(self.output_path) if self.output_path else None)
+
+    def _write(self, pages: Iterable[CataloguePage], target: Any) -> dict[str, Any]:
         """Stream the catalogue to a file of this run's own, then move it into place.
 
         Nothing half-written stays: on any failure the partial file is removed, and the target
         (a previous snapshot, say) is left as it was. Each item is written as the JSON object
         Blink sent, one per line, serialised by pydantic-core without a model. A local path is
         written with the standard library (no object-storage discovery); any other through
-        Airflow's ``ObjectStoragePath``.
+        Airflow's ``ObjectStoragePath`` (see :mod:`blinkops_provider._storage`).
         """
-        target: Any
-        if isinstance(output_path, Path):
-            target = output_path
-        else:
-            from airflow.providers.common.compat.sdk import ObjectStoragePath
-
-            target = ObjectStoragePath(output_path)
-            if target.exists() and not target.is_file():
-                raise BlinkInputError(f"output_path {output_path!r} exists and is not a file; give a file path")
-        partial = target.with_name(f"{target.name}.{secrets.token_hex(6)}.partial")
-        target.parent.mkdir(parents=True, exist_ok=True)
         count, total, paging = 0, 0, KEYSET
-        try:
-            with partial.open("wb") as out:
-                out.write(b"[")
-                for page in pages:
-                    if page.items:
-                        out.write(b",\n" if count else b"\n")
-                        out.write(b",\n".join([to_json(item) for item in page.items]))  # UTF-8 JSON
-                        count += len(page.items)
-                    total = page.total if page.total is not None else count
-                    paging = page.paging
-                out.write(b"\n]\n")
-            if isinstance(output_path, Path):  # (ObjectStoragePath may be a Path too, on Airflow 2.11)
-                os.replace(partial, target)
-            else:
-                partial.replace(target)
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
+        with replacing(target) as out:
+            out.write(b"[")
+            for page in pages:
+                if page.items:
+                    out.write(b",\n" if count else b"\n")
+                    out.write(b",\n".join([to_json(item) for item in page.items]))  # UTF-8 JSON
+                    count += len(page.items)
+                total = page.total if page.total is not None else count
+                paging = page.paging
+            out.write(b"\n]\n")
         total = max(total, count)
         self.log.info("Wrote %d of %d connection types to %s (paging: %s)", count, total, target, paging)
         return {"path": str(target), "count": count, "total": total, "paging": paging}
-
-
-def _local_path(output_path: str) -> Path | None:
-    """The local file an ``output_path`` names (a plain path or a ``file://`` URI), else None."""
-    parts = urlsplit(output_path)
-    if parts.scheme == "file" and parts.netloc in ("", "localhost"):
-        return Path(unquote(parts.path))
-    if parts.scheme and len(parts.scheme) > 1:  # s3://..., gs://... (a drive letter is one character)
-        return None
-    return Path(output_path)
-
-
-def _regular_file(path: Path) -> Path:
-    """Where a local snapshot is written: a symlink is written through to its target (the link
-    stays); a path that exists and is not a regular file (a device, pipe, socket or directory) is
-    refused, never replaced.
-
-    :raises BlinkInputError: the path (or what it links to) exists and is not a regular file.
-    """
-    target = path.resolve() if path.is_symlink() else path
-    try:
-        mode = target.stat().st_mode
-    except FileNotFoundError:
-        return target
-    if not stat.S_ISREG(mode):
-        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-        raise BlinkInputError(
-            f"output_path {str(path)!r} is {kind}, not a regular file; the snapshot replaces its target, "
-            "so give the path of a file (new or existing)"
-        )
-    return target
-
-
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a named pipe"),
-    (stat.S_ISSOCK, "a socket"),
-)

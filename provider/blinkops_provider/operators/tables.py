@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from blinkops_provider.assets import TABLES_ALIAS, table_lineage
 from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkClientError, BlinkInputError
 from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook, FieldUpdates, check_concurrency
 from blinkops_provider.models import FieldType, FieldUpdate, validate_field_updates, validate_input
-from blinkops_provider.operators._base import BaseBlinkOperator
+from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
 from blinkops_provider.rql import parse_json_object
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
 
 __all__ = ["UpdateTableFieldOperator", "UpdateTableFieldsOperator"]
+
+_OUTCOMES = ("added", "changed", "unchanged", "applied", "failed", "unknown")
 
 
 class UpdateTableFieldOperator(BaseBlinkOperator):
@@ -56,6 +60,7 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
         hook_params: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        kwargs["outlets"] = with_alias(kwargs.get("outlets"), TABLES_ALIAS)
         super().__init__(blink_conn_id=blink_conn_id, hook_params=hook_params, **kwargs)
         self.ws_id = ws_id
         self.table = table
@@ -84,6 +89,7 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         update = self.build_update()
+        self._declared = [{"field": self.field, **update.to_body()}]  # for lineage
         updated = self.hook.update_table_field(self.ws_id, self.table, self.field, update)
         self.log.info(
             "Updated field %r of table %r in workspace %r (type %s)",
@@ -92,7 +98,12 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
             self.ws_id,
             updated.type,
         )
+        self.announce_table(context, self.ws_id, self.table, {"applied": [self.field]})
         return updated.to_json_dict()
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage: the table as an output dataset with the field's schema (no request)."""
+        return table_lineage(self.hook.base_url, str(self.ws_id), str(self.table), self._declared)
 
 
 class UpdateTableFieldsOperator(BaseBlinkOperator):
@@ -111,19 +122,34 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     :param max_concurrency: updates in flight at once, 1 to 32 (default 16, measured; see
         :meth:`~blinkops_provider.hooks.blink.BlinkHook.update_table_fields`).
     :param fail_fast: after the first failure, start no new update (those in flight finish).
+    :param record_path: where the record of this table's last apply is kept: a local path (shared
+        by the workers) or an object-storage URI such as ``s3://bucket/blink/Incidents.json``, one
+        per table. With it, the task logs the plan first (each field ``add``, ``change`` with the
+        members that differ, or ``unchanged``, against that record: Blink's current state cannot
+        be read), reports each field as ``added``, ``changed``, ``unchanged`` or ``failed``, and
+        updates the record for the fields Blink confirmed. See :mod:`blinkops_provider.schema`.
+    :param only_changed: send only the fields the plan finds to add or change (needs
+        ``record_path``). By default every declared field is sent: an update is a full
+        replacement, so sending it again corrects a change made in Blink since.
+    :param plan_only: log the plan and return it, and send nothing (needs ``record_path``):
+        the first task of a plan, review, apply DAG.
     :param blink_conn_id: the ``blink`` connection to use.
     :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
     :returns: (XCom ``return_value``, pushed also when the task fails)
         ``{"ws_id", "table", "updated": [names], "failed": [{"field", "status", "message"}],
-        "unknown": [names]}``, keyed by the declared names; pushed on every way out (a failure,
-        ``execution_timeout``, a signal), with the fields in flight then as ``unknown``.
+        "unknown": [names], "outcomes": {name: outcome}}``, keyed by the declared names, where an
+        outcome is ``added``, ``changed``, ``unchanged`` (with ``record_path``), ``applied``
+        (without), ``failed`` or ``unknown``; pushed on every way out (a failure,
+        ``execution_timeout``, a signal), with the fields in flight then as ``unknown``. With
+        ``plan_only``, the plan: ``{"ws_id", "table", "record", "recorded_at", "baseline",
+        "fields": [{"field", "action", "members"}], "counts", "undeclared", "text"}``.
     :raises BlinkInputError: invalid entries, before any request.
     :raises BlinkClientError: some fields failed, every one with a 4xx: no Airflow retry helps.
     :raises BlinkApiError: some fields failed, at least one transiently: Airflow's retries apply
         (updates are full replacements, so applying the schema again is safe).
     """
 
-    template_fields: Sequence[str] = ("ws_id", "table", "fields")
+    template_fields: Sequence[str] = ("ws_id", "table", "fields", "record_path")
     template_fields_renderers = {"fields": "json"}
     ui_color = "#d8e9ff"
 
@@ -135,20 +161,40 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         fields: list[dict[str, Any]] | str,
         max_concurrency: int = DEFAULT_UPDATE_CONCURRENCY,
         fail_fast: bool = False,
+        record_path: str | None = None,
+        only_changed: bool = False,
+        plan_only: bool = False,
         blink_conn_id: str = BlinkHook.default_conn_name,
         hook_params: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        kwargs["outlets"] = with_alias(kwargs.get("outlets"), TABLES_ALIAS)
         super().__init__(blink_conn_id=blink_conn_id, hook_params=hook_params, **kwargs)
         check_concurrency(max_concurrency)
+        for name, value in (("only_changed", only_changed), ("plan_only", plan_only)):
+            if not isinstance(value, bool):
+                raise BlinkInputError(f"{name} must be True or False, got {value!r}")
+            if value and not record_path:
+                raise BlinkInputError(
+                    f"{name}=True needs record_path: the plan compares the declared schema with the record "
+                    "of the last apply kept there"
+                )
         self.ws_id = ws_id
         self.table = table
         self.fields = fields
         self.max_concurrency = max_concurrency
         self.fail_fast = fail_fast
+        self.record_path = record_path
+        self.only_changed = only_changed
+        self.plan_only = plan_only
 
     def execute(self, context: Context) -> dict[str, Any]:
         batch = validate_field_updates(self.fields, require_type_and_name=True)
+        self._declared = [{"field": name, **update.to_body()} for name, update in batch]  # for lineage
+        if self.plan_only:
+            plan = self.hook.plan_table_fields(self.ws_id, self.table, dict(batch), record_path=str(self.record_path))
+            plan.log_to(self.log)
+            return plan.to_xcom()
 
         def push(result: FieldUpdates) -> None:  # every way out: failure, timeout, signal
             context["ti"].xcom_push(key="return_value", value=self._report(result))
@@ -159,10 +205,16 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             dict(batch),
             max_concurrency=self.max_concurrency,
             fail_fast=self.fail_fast,
+            record_path=str(self.record_path) if self.record_path else None,
+            only_changed=self.only_changed,
             interrupted=push,
         )
         summary = self._report(result)
         if result.ok:
+            grouped: dict[str, list[str]] = {}
+            for name, outcome in summary["outcomes"].items():
+                grouped.setdefault(outcome, []).append(name)
+            self.announce_table(context, self.ws_id, self.table, grouped)
             return summary
         context["ti"].xcom_push(key="return_value", value=summary)
         raise self._failure(result)
@@ -170,16 +222,31 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     def _report(self, result: FieldUpdates) -> dict[str, Any]:
         """Log one line per field in the declared order, keyed by the declared names; the XCom summary."""
         failed: list[dict[str, Any]] = []
+        outcomes = result.outcomes()
+        counts = Counter(outcomes.values())
+        tally = ", ".join(f"{counts[word]} {word}" for word in _OUTCOMES if counts[word])
         self.log.info(
-            "Schema of %s/%s: %d of %d fields applied", self.ws_id, self.table, len(result.applied), len(result.order)
+            "Schema of %s/%s: %d of %d fields applied (%s)",
+            self.ws_id,
+            self.table,
+            len(result.applied) + len(result.skipped),
+            len(result.order),
+            tally,
         )
         for name in result.order:
+            outcome = outcomes[name]
+            if name in result.skipped:
+                self.log.info("  %s: unchanged (not sent: only_changed)", name)
+                continue
             if name in result.applied:
                 stored = result.applied[name]
+                plan = result.plan
+                members = plan.members(name) if plan is not None else ()
+                detail = f"; {', '.join(members)}" if members else ""
                 if stored is None:
-                    self.log.info("  %s: applied; answer unreadable (Blink confirmed it with a 2xx)", name)
+                    self.log.info("  %s: %s%s; answer unreadable (Blink confirmed it, 2xx)", name, outcome, detail)
                 else:
-                    self.log.info("  %s: applied (%s, %r)", name, stored.type, stored.display_name)
+                    self.log.info("  %s: %s (%s, %r%s)", name, outcome, stored.type, stored.display_name, detail)
                 continue
             if name in result.unknown:
                 self.log.warning("  %s: unknown: in flight when the task was interrupted (perhaps applied)", name)
@@ -201,7 +268,17 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             "updated": [name for name in result.order if name in result.applied],
             "failed": failed,
             "unknown": list(result.unknown),
+            "outcomes": outcomes,
         }
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage: the table as an output dataset with the declared schema (no request;
+        what ``execute`` checked). A plan changes nothing: no dataset."""
+        from airflow.providers.openlineage.extractors import OperatorLineage
+
+        if self.plan_only or not getattr(self, "_declared", None):
+            return OperatorLineage()
+        return table_lineage(self.hook.base_url, str(self.ws_id), str(self.table), self._declared)
 
     @staticmethod
     def _failure(result: FieldUpdates) -> BlinkApiError:

@@ -1,0 +1,104 @@
+"""Where the provider reads and writes its files: a local path with the standard library (no
+object-storage discovery), anything else (``s3://...``) through Airflow's ``ObjectStoragePath``.
+A file is written to a partial file of its own and moved into place, so a reader never sees half
+of it and a failure leaves the previous file as it was."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import unquote, urlsplit
+
+from blinkops_provider.exceptions import BlinkInputError
+
+__all__ = ["local_path", "regular_file", "replacing", "storage_path"]
+
+
+def local_path(location: str) -> Path | None:
+    """The local file a location names (a plain path or a ``file://`` URI), else None."""
+    parts = urlsplit(location)
+    if parts.scheme == "file" and parts.netloc in ("", "localhost"):
+        return Path(unquote(parts.path))
+    if parts.scheme and len(parts.scheme) > 1:  # s3://..., gs://... (a drive letter is one character)
+        return None
+    return Path(location)
+
+
+def regular_file(path: Path, what: str = "output_path") -> Path:
+    """Where a local file is written: a symlink is written through to its target (the link
+    stays); a path that exists and is not a regular file (a device, pipe, socket or directory) is
+    refused, never replaced.
+
+    :raises BlinkInputError: the path (or what it links to) exists and is not a regular file.
+    """
+    target = path.resolve() if path.is_symlink() else path
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return target
+    except NotADirectoryError:
+        raise BlinkInputError(
+            f"{what} {str(path)!r} cannot be written: a folder on its way is a file; give a path under folders"
+        ) from None
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+        raise BlinkInputError(
+            f"{what} {str(path)!r} is {kind}, not a regular file; the file replaces its target, "
+            "so give the path of a file (new or existing)"
+        )
+    return target
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def storage_path(location: str | os.PathLike[str], what: str = "output_path") -> Any:
+    """A ``pathlib.Path`` for a local location (checked with :func:`regular_file`), else an
+    ``ObjectStoragePath`` (refused when it exists and is not a file).
+
+    :raises BlinkInputError: the location exists and is not a regular file.
+    """
+    if isinstance(location, Path):
+        return regular_file(location, what)
+    local = local_path(os.fspath(location))
+    if local is not None:
+        return regular_file(local, what)
+    from airflow.providers.common.compat.sdk import ObjectStoragePath
+
+    target = ObjectStoragePath(os.fspath(location))
+    if target.exists() and not target.is_file():
+        raise BlinkInputError(f"{what} {os.fspath(location)!r} exists and is not a file; give a file path")
+    return target
+
+
+_LOCAL = type(Path())
+"""The class of a plain local path (``PosixPath`` or ``WindowsPath``)."""
+
+
+@contextmanager
+def replacing(target: Any) -> Iterator[IO[bytes]]:
+    """A binary file to write ``target``'s new content to. When the block ends normally, it
+    replaces ``target`` in one move; on any exception it is removed and ``target`` is untouched."""
+    partial = target.with_name(f"{target.name}.{secrets.token_hex(6)}.partial")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with partial.open("wb") as out:
+            yield out
+        if type(target) is _LOCAL:  # (ObjectStoragePath is a Path subclass on Airflow 2.11)
+            os.replace(partial, target)
+        else:
+            partial.replace(target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise

@@ -1,0 +1,189 @@
+"""The blink:// asset URI scheme, its helpers, and the operators' asset events (#19)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+import airflow
+import pytest
+import requests_mock as rm
+from airflow.providers.common.compat.sdk import Asset, AssetAlias
+
+from blinkops_provider import get_provider_info
+from blinkops_provider.assets import (
+    CATALOGUE_ALIAS,
+    TABLES_ALIAS,
+    asset_host,
+    blink_catalogue_asset,
+    blink_table_asset,
+    create_asset,
+    normalize_uri,
+)
+from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
+from blinkops_provider.operators.tables import UpdateTableFieldOperator, UpdateTableFieldsOperator
+from tests.test_field_updates import TABLE_URL, FakeTI, entry, field_json
+
+
+def normalized(uri: str) -> str:
+    return normalize_uri(urlsplit(uri)).geturl()
+
+
+@pytest.mark.parametrize(
+    ("uri", "expected"),
+    [
+        ("blink://APP.BlinkOps.com/ws-1/Incidents", "blink://app.blinkops.com/ws-1/Incidents"),
+        ("blink://app.blinkops.com:443/api/v1/ws-1/Incidents/", "blink://app.blinkops.com/ws-1/Incidents"),
+        ("blink://127.0.0.1:8080/api/v1/connection_types", "blink://127.0.0.1:8080/connection_types"),
+        ("blink://h/ws%201/My%2FTable", "blink://h/ws%201/My%2FTable"),
+    ],
+)
+def test_the_normaliser_lowercases_the_host_and_drops_port_443_and_the_api_prefix(uri: str, expected: str) -> None:
+    assert normalized(uri) == expected
+    assert normalized(expected) == expected  # stable
+
+
+@pytest.mark.parametrize(
+    ("uri", "problem"),
+    [
+        ("blink:///ws-1/Incidents", "has no host"),
+        ("blink://key:secret@h/ws-1/T", "carries credentials"),
+        ("blink://h:99999/ws-1/T", "invalid port"),
+        ("blink://h/ws-1", "names neither a table nor the catalogue"),
+        ("blink://h/ws-1/T/extra", "names neither a table nor the catalogue"),
+        ("blink://h/ws-1/T?x=1", "has a query or fragment"),
+    ],
+)
+def test_a_malformed_uri_is_refused_saying_what_is_allowed(uri: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem) as caught:
+        normalized(uri)
+    assert "blink://<host>/<ws_id>/<table> or blink://<host>/connection_types" in str(caught.value)
+    assert "secret" not in str(caught.value)
+
+
+def test_airflow_normalises_blink_assets_through_the_registered_scheme() -> None:
+    assert (
+        Asset(uri="blink://APP.blinkops.com:443/api/v1/ws-1/Incidents").uri == "blink://app.blinkops.com/ws-1/Incidents"
+    )
+    if airflow.__version__.startswith("2."):  # Airflow 2.11 warns where 3 refuses
+        with pytest.warns(UserWarning, match="names neither a table nor the catalogue"):
+            Asset(uri="blink://app.blinkops.com/ws-1")
+    else:
+        with pytest.raises(ValueError, match="names neither a table nor the catalogue"):
+            Asset(uri="blink://app.blinkops.com/ws-1")
+    info = get_provider_info()
+    (entry_,) = info["asset-uris"]
+    assert entry_["schemes"] == ["blink"] and entry_["handler"] == "blinkops_provider.assets.normalize_uri"
+    assert info["dataset-uris"] == info["asset-uris"]  # the name Airflow 2.11 reads
+
+
+def test_the_helpers_build_assets_from_a_host_or_a_connection(blink_conn: None) -> None:
+    assert blink_table_asset("ws-1", "Incidents", host="https://App.BlinkOps.com/api/v1").uri == (
+        "blink://app.blinkops.com/ws-1/Incidents"
+    )
+    assert blink_table_asset("ws 1", "A/B", host="h").uri == "blink://h/ws%201/A%2FB"
+    assert blink_table_asset("ws-1", "Incidents").uri == "blink://blink.test/ws-1/Incidents"  # blink_default
+    assert blink_catalogue_asset().uri == "blink://blink.test/connection_types"
+    assert create_asset(host="h").uri == "blink://h/connection_types"
+    assert create_asset(host="h", ws_id="w", table="t").uri == "blink://h/w/t"
+    assert asset_host("http://127.0.0.1:8080") == "127.0.0.1:8080"
+    with pytest.raises(ValueError, match="needs a workspace id and a table name"):
+        blink_table_asset("", "Incidents", host="h")
+
+
+# -- the operators' events ----------------------------------------------------------------------
+
+
+class Events(dict[Any, Any]):
+    """``context["outlet_events"]``: one accessor per alias, recording what is added."""
+
+    def __missing__(self, key: Any) -> Any:
+        accessor = self[key] = Added()
+        return accessor
+
+
+class Added(list[tuple[str, dict[str, Any]]]):
+    def add(self, asset: Any, extra: dict[str, Any] | None = None) -> None:
+        self.append((asset.uri, extra or {}))
+
+
+def test_the_table_operators_declare_the_tables_alias_and_keep_given_outlets() -> None:
+    given = Asset(uri="s3://bucket/key")
+    op = UpdateTableFieldsOperator(task_id="a", ws_id="w", table="t", fields=[], outlets=[given])
+    assert op.outlets == [given, AssetAlias(TABLES_ALIAS)]
+    single = UpdateTableFieldOperator(task_id="b", ws_id="w", table="t", field="f", field_type="text", display_name="F")
+    assert single.outlets == [AssetAlias(TABLES_ALIAS)]
+    sync = ConnectionTypesToXComOperator(task_id="c")
+    assert sync.inlets == [AssetAlias(CATALOGUE_ALIAS)]
+
+
+def test_a_successful_batch_emits_the_tables_event_with_outcomes(blink_conn: None) -> None:
+    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")])
+    events = Events()
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json=field_json)
+        op.execute({"ti": FakeTI(), "outlet_events": events})
+    (alias,) = events
+    assert alias == AssetAlias(TABLES_ALIAS)
+    assert events[alias] == [
+        (
+            "blink://blink.test/ws-1/Incidents",
+            {"ws_id": "ws-1", "table": "Incidents", "applied": ("a", "b"), "applied_count": 2},
+        )
+    ]
+
+
+def test_a_failed_batch_emits_no_event(blink_conn: None) -> None:
+    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")])
+    events = Events()
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json=field_json)
+        m.put(f"{TABLE_URL}/b", status_code=400, json={"message": "no"})
+        with pytest.raises(Exception, match="1 of 2 field"):
+            op.execute({"ti": FakeTI(), "outlet_events": events})
+    assert not any(events.values())
+
+
+def test_the_single_field_operator_emits_the_tables_event(blink_conn: None) -> None:
+    op = UpdateTableFieldOperator(
+        task_id="one", ws_id="ws-1", table="Incidents", field="a", field_type="text", display_name="A"
+    )
+    events = Events()
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json=field_json)
+        op.execute({"outlet_events": events})
+    assert events[AssetAlias(TABLES_ALIAS)] == [
+        (
+            "blink://blink.test/ws-1/Incidents",
+            {"ws_id": "ws-1", "table": "Incidents", "applied": ("a",), "applied_count": 1},
+        )
+    ]
+
+
+NO_EXTRA = """
+import json, os, sys
+os.environ["AIRFLOW_CONN_BLINK_DEFAULT"] = json.dumps({"conn_type": "blink", "host": "https://blink.test", "password": "k"})
+import requests_mock
+from blinkops_provider.operators.tables import UpdateTableFieldsOperator
+from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
+op = UpdateTableFieldsOperator(task_id="a", ws_id="w", table="t", fields=[{"field": "f", "type": "text", "display_name": "F"}])
+with requests_mock.Mocker() as m:
+    m.put(requests_mock.ANY, json={"name": "f", "type": "text", "display_name": "F"})
+    op.execute({"outlet_events": type("Events", (dict,), {"__missing__": lambda self, key: type("A", (list,), {"add": lambda self, *a, **k: self.append(a)})()})()})
+ConnectionTypesToXComOperator(task_id="c")
+# Airflow's provider discovery reads every provider's info module; the lineage code is elsewhere.
+discovery = ("airflow.providers.openlineage", "airflow.providers.openlineage.get_provider_info")
+print(json.dumps(sorted(name for name in sys.modules if "openlineage" in name and name not in discovery)))
+"""
+
+
+def test_the_operators_import_nothing_of_openlineage_when_they_run() -> None:
+    """Without the [openlineage] extra nothing changes: the operators never import it themselves
+    (only OpenLineage's listener calls the lineage methods, where it is installed)."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", NO_EXTRA], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []

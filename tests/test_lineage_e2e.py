@@ -1,0 +1,81 @@
+"""OpenLineage end to end: the example DAGs run with ``airflow dags test`` and OpenLineage's file
+transport; the events they emit carry the datasets of the table and of the catalogue (the
+[openlineage] extra; tests/conftest.py leaves this module out without it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from blinkops_provider.assets import asset_host
+from blinkops_provider.sandbox import BlinkSandbox
+
+pytestmark = pytest.mark.usefixtures("airflow_db")
+
+
+@pytest.fixture(scope="module")
+def airflow_db() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def run_with_lineage(dag_id: str, tmp_path: Path, *args: str) -> list[dict[str, Any]]:
+    """``airflow dags test`` with OpenLineage writing its events to a file; the events."""
+    events = tmp_path / "openlineage.jsonl"
+    env = {
+        **os.environ,
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "file", "log_file_path": str(events), "append": True}),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": "blink-e2e",
+        "AIRFLOW_VAR_BLINK_SNAPSHOT_ROOT": str(tmp_path / "snapshots"),
+        "AIRFLOW_VAR_BLINK_SCHEMA_RECORDS": str(tmp_path / "records"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "airflow", "dags", "test", dag_id, *args],
+        capture_output=True, text=True, timeout=600, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert events.exists(), (done.stdout + done.stderr)[-3000:]
+    return [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
+
+
+def completed(events: list[dict[str, Any]], task_id: str) -> dict[str, Any]:
+    (event,) = [e for e in events if e["eventType"] == "COMPLETE" and e["job"]["name"].endswith(f".{task_id}")]
+    return event
+
+
+def test_the_migration_emits_the_table_with_its_schema(blink_sandbox: BlinkSandbox, tmp_path: Path) -> None:
+    conf = json.dumps({"ws_id": "ws-demo", "table": "Incidents"})
+    events = run_with_lineage("blink_table_schema_migration", tmp_path, "-c", conf, "--mark-success-pattern", "review")
+    (output,) = completed(events, "apply_schema")["outputs"]
+    assert (output["namespace"], output["name"]) == (
+        f"blink://{asset_host(blink_sandbox.base_url)}",
+        "ws-demo/Incidents",
+    )
+    fields = output["facets"]["schema"]["fields"]
+    assert [(f["name"], f["type"], f["description"]) for f in fields[:2]] == [
+        ("Title", "text", "Title"),
+        ("Description", "long-text", "What happened"),
+    ]
+    assert len(fields) == 10
+    assert completed(events, "plan")["outputs"] == []  # a plan changes nothing
+
+
+def test_the_sync_emits_the_catalogue_in_and_the_snapshot_out(blink_sandbox: BlinkSandbox, tmp_path: Path) -> None:
+    events = run_with_lineage("blink_connection_types_nightly_sync", tmp_path, "2026-11-20")
+    event = completed(events, "snapshot")
+    (source,) = event["inputs"]
+    assert (source["namespace"], source["name"]) == (
+        f"blink://{asset_host(blink_sandbox.base_url)}",
+        "connection_types",
+    )
+    (snapshot,) = event["outputs"]
+    assert snapshot["namespace"] == "file"
+    assert snapshot["name"] == str(tmp_path / "snapshots" / "connection_types" / "2026-11-20.json")

@@ -1,0 +1,114 @@
+"""Plan, review, apply in Airflow 3's UI: the migration example waits for a person to approve its
+plan, and a real browser approves it (``make ui-test``).
+
+The DAG runs with ``airflow dags test`` against the api-server's metadata DB: the run waits at
+``review`` until the approval is recorded through the UI, as Airflow documents for testing
+human-in-the-loop tasks. The screenshot of the review is the one docs/operators/update_table_fields.md shows.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from blinkops_provider.assets import asset_host
+from blinkops_provider.sandbox import BlinkSandbox
+from tests.conftest import EXAMPLE_DAGS
+from tests.test_e2e_dags import DOWNSTREAM_DAG
+from tests.ui.conftest import SHOTS, AirflowUI
+from tests.ui.test_connection_form import button, press, waiting
+
+pytestmark = pytest.mark.ui
+
+DAG_ID = "blink_table_schema_migration"
+
+
+def waiting_review(ui: AirflowUI, run: subprocess.Popen[bytes], log: Path) -> dict[str, Any]:
+    """The review's human-in-the-loop request, once the run has reached it."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        answer = ui.api("GET", f"/dags/{DAG_ID}/dagRuns/~/hitlDetails")
+        if answer.ok:
+            pending = [d for d in answer.json()["hitl_details"] if not d.get("response_received")]
+            if pending:
+                return dict(pending[0])
+        try:  # waiting on the run lets an early end fail at once
+            code = run.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            continue
+        raise AssertionError(f"the run ended ({code}) before its review:\n{log.read_text()[-3000:]}")
+    raise AssertionError(f"no review was requested:\n{log.read_text()[-3000:]}")
+
+
+def test_the_plan_is_reviewed_and_approved_in_the_ui(
+    airflow_ui: AirflowUI, sandbox: BlinkSandbox, browser: Any, tmp_path: Path
+) -> None:
+    env = {
+        **airflow_ui.env,
+        "AIRFLOW__CORE__DAGS_FOLDER": str(EXAMPLE_DAGS),
+        "AIRFLOW_CONN_BLINK_DEFAULT": sandbox.connection_json(),
+        "AIRFLOW_VAR_BLINK_SCHEMA_RECORDS": str(tmp_path / "records"),
+    }
+    # A DAG scheduled on the table's asset, as a downstream team would write it (registered first).
+    downstream = Path(airflow_ui.env["AIRFLOW__CORE__DAGS_FOLDER"])
+    downstream.mkdir(parents=True, exist_ok=True)
+    (downstream / "downstream.py").write_text(DOWNSTREAM_DAG)
+    registered = subprocess.run(
+        [sys.executable, "-m", "airflow", "dags", "reserialize"],
+        env={**env, "AIRFLOW__CORE__DAGS_FOLDER": str(downstream)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert registered.returncode == 0, registered.stderr[-3000:]
+    conf = json.dumps({"ws_id": "ws-demo", "table": "Incidents"})
+    log = tmp_path / "dags-test.log"
+    with log.open("wb") as out:
+        run = subprocess.Popen(
+            [sys.executable, "-m", "airflow", "dags", "test", DAG_ID, "-c", conf],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        review = waiting_review(airflow_ui, run, log)
+        assert not [r for r in sandbox.requests if r["method"] == "PUT"]  # nothing applied before the approval
+        assert "Plan for ws-demo/Incidents: 10 to add" in review["body"]
+        ti = review["task_instance"]
+        browser.get(f"{airflow_ui.url}/dags/{DAG_ID}/runs/{ti['dag_run_id']}/tasks/review/required_actions")
+        button(browser, "Approve")
+        waiting(browser).until(lambda driver: "Title" in driver.page_source, "the plan is not shown")
+        assert "not Blink's current state" in browser.page_source
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(str(SHOTS / "plan-review.png"))
+        press(browser, "Approve")
+        assert run.wait(timeout=180) == 0, log.read_text()[-3000:]
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    puts = [r for r in sandbox.requests if r["method"] == "PUT"]
+    assert len(puts) == 10
+    assert "Schema of ws-demo/Incidents: 10 of 10 fields applied (10 added)" in log.read_text()
+
+    # The table's asset, made by the event the apply emitted through its alias: the asset graph.
+    uri = f"blink://{asset_host(sandbox.base_url)}/ws-demo/Incidents"
+    browser.get(f"{airflow_ui.url}/assets")
+
+    def open_asset(driver: Any) -> bool:
+        link = next((a for a in driver.find_elements(By.TAG_NAME, "a") if a.text == uri), None)
+        if link is None:
+            return False
+        link.click()
+        return True
+
+    waiting(browser).until(open_asset, f"no asset {uri}")
+    waiting(browser).until(lambda driver: "apply_schema" in driver.page_source, "no graph of the asset")
+    browser.save_screenshot(str(SHOTS / "asset-graph.png"))
