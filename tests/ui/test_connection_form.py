@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
@@ -23,6 +24,11 @@ pytestmark = pytest.mark.ui
 WAIT = 60  # seconds a page may take to show what is waited for
 
 
+def waiting(browser: Any) -> WebDriverWait[Any]:
+    """A wait that looks again when the page re-renders an element it was reading (React does)."""
+    return WebDriverWait(browser, WAIT, ignored_exceptions=(StaleElementReferenceException,))
+
+
 def button(browser: Any, text: str) -> Any:
     """The button whose text or aria-label is ``text``, once it shows."""
 
@@ -32,7 +38,17 @@ def button(browser: Any, text: str) -> Any:
                 return candidate
         return False
 
-    return WebDriverWait(browser, WAIT).until(find, f"no button {text!r}")
+    return waiting(browser).until(find, f"no button {text!r}")
+
+
+def press(browser: Any, text: str) -> None:
+    """Click the button ``text``, finding it again if the page re-rendered it in between."""
+
+    def click(driver: Any) -> bool:
+        button(driver, text).click()
+        return True
+
+    waiting(browser).until(click, f"could not click {text!r}")
 
 
 def label_text(element: Any) -> str:
@@ -42,7 +58,7 @@ def label_text(element: Any) -> str:
 
 def field_for(browser: Any, label: str) -> Any:
     """The input a label belongs to."""
-    tag = WebDriverWait(browser, WAIT).until(
+    tag = waiting(browser).until(
         lambda driver: next((e for e in driver.find_elements(By.TAG_NAME, "label") if label_text(e) == label), False),
         f"no label {label!r}",
     )
@@ -62,11 +78,11 @@ def stored_connection(ui: AirflowUI, conn_id: str) -> dict[str, Any]:
 
 def test_a_connection_made_in_the_form_works(airflow_ui: AirflowUI, sandbox: BlinkSandbox, browser: Any) -> None:
     browser.get(f"{airflow_ui.url}/connections")
-    button(browser, "Add Connection").click()
+    press(browser, "Add Connection")
     browser.find_element(By.NAME, "connection_id").send_keys("blink_ui")
     kind = field_for(browser, "Connection Type")
     kind.send_keys("Blink")
-    WebDriverWait(browser, WAIT).until(lambda driver: "Blink" in driver.page_source)
+    waiting(browser).until(lambda driver: "Blink" in driver.page_source)
     kind.send_keys(Keys.ENTER)
 
     # The form is Blink's: relabelled, with login, schema and port hidden.
@@ -81,8 +97,8 @@ def test_a_connection_made_in_the_form_works(airflow_ui: AirflowUI, sandbox: Bli
     browser.save_screenshot(str(SHOTS / "connection-form.png"))
 
     # The extra fields show their defaults, and the timeout is a text field (not a number spinner).
-    button(browser, "Extra Fields").click()
-    header = WebDriverWait(browser, WAIT).until(
+    press(browser, "Extra Fields")
+    header = waiting(browser).until(
         lambda driver: next(
             (e for e in driver.find_elements(By.NAME, "element_header_name") if e.is_displayed()), False
         )
@@ -95,8 +111,8 @@ def test_a_connection_made_in_the_form_works(airflow_ui: AirflowUI, sandbox: Bli
     assert {"API key header", "Verify TLS certificates", "Timeout (seconds)"} <= labels(browser)
     browser.save_screenshot(str(SHOTS / "connection-form-extra-fields.png"))
 
-    button(browser, "Save").click()
-    WebDriverWait(browser, WAIT).until(
+    press(browser, "Save")
+    waiting(browser).until(
         lambda _: airflow_ui.api("GET", "/connections/blink_ui").status_code == 200, "the connection was not saved"
     )
     browser.save_screenshot(str(SHOTS / "connection-list.png"))
@@ -163,11 +179,16 @@ def test_the_list_test_button_meets_airflows_port_bug(
     )
     assert created.status_code == 201, created.text
     browser.get(f"{airflow_ui.url}/connections")
-    row = WebDriverWait(browser, WAIT).until(
-        lambda driver: next((r for r in driver.find_elements(By.TAG_NAME, "tr") if "blink_list" in r.text), False)
-    )
-    row.find_element(By.CSS_SELECTOR, "button[aria-label='Test Connection']").click()
-    WebDriverWait(browser, WAIT).until(lambda driver: "Test Connection Failed" in driver.page_source)
+
+    def test_in_row(driver: Any) -> bool:
+        row = next((r for r in driver.find_elements(By.TAG_NAME, "tr") if "blink_list" in r.text), None)
+        if row is None:
+            return False
+        row.find_element(By.CSS_SELECTOR, "button[aria-label='Test Connection']").click()
+        return True
+
+    waiting(browser).until(test_in_row, "no test button in the row of blink_list")
+    waiting(browser).until(lambda driver: "Test Connection Failed" in driver.page_source)
     assert "Bad Request" in browser.page_source
     browser.save_screenshot(str(SHOTS / "connection-list-test-button.png"))
     # What troubleshooting recommends instead works: the REST API's test of the stored connection.
