@@ -210,3 +210,30 @@ def test_requests_stay_under_4_kb_when_a_sorted_walk_fetches_what_it_passed_over
     assert len(ids) == len(set(ids))
     assert max(len(urlsplit(url).query) for url in server.urls) < 4096 - len(LIST_URL)
     assert any("$or" in json.dumps(q.get("filter")) and q["sort"] == ["id"] for q in server.requests[-3:])
+
+
+def test_a_ranged_walk_of_an_unchanged_catalogue_does_not_report_a_change(hook: Any, all_output: Any) -> None:
+    """The ranges report their own counts; the last, open-ended one the catalogue's remainder,
+    which must be compared with what the ranges before it left, not with page 2's figure."""
+    server = OddServer(catalogue())
+    assert walk(hook, server, page_size=100, max_concurrency=4) == EVERY
+    assert any('"$lte"' in url or "%24lte" in url for url in server.urls)  # the walk did go by ranges
+    output = all_output()
+    assert "page 25/25: 2500 of 2500" in output
+    assert "the catalogue changed" not in output
+
+
+def test_a_catalogue_that_grows_during_a_ranged_walk_is_reported(hook: Any, all_output: Any) -> None:
+    server = OddServer(catalogue())
+    later = [{"id": f"cu-{i:05d}", "name": "late", "oauth": False} for i in range(30)]
+
+    def grow(request: Any, context: Any) -> Any:
+        if len(server.requests) == 12:  # while the ranges are being walked, after the one they end in
+            server.items.extend(later)
+        return server(request, context)
+
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=grow)
+        ids = [item.get("id") for page in hook.walk_connection_types(page_size=100) for item in page.items]
+    assert sorted(set(ids)) == ids and ids[: len(EVERY)] == EVERY
+    assert "the catalogue changed during the walk" in all_output()

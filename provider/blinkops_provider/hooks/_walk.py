@@ -42,7 +42,12 @@ changes, and falls back to *offset* paging on a server that does not honour it.
 
 **Speed.** Items stay the plain dicts pydantic-core parsed them into: no model is built per item.
 The next page is requested, by a worker thread with its own HTTP session, while the caller still
-processes the current one. (Blink's real catalogue is a few hundred types: one page.)
+processes the current one. An id-ordered walk (no user ``sort``, no ``max_items``) with
+``max_concurrency`` above 1 goes on, once page 2 has shown that the server honours the keyset
+condition, in consecutive id *ranges* of about a page each, several asked for at once: one-item
+probes at an offset find where each range ends, each range is walked and checked like any keyset
+walk, and the ranges are yielded in order (:meth:`CatalogueWalk._ranged`). Blink's real catalogue
+is a few hundred types, one page, so the ranges only serve large catalogues.
 """
 
 from __future__ import annotations
@@ -471,7 +476,9 @@ class CatalogueWalk:
                     )
                 state.skipped += len(items) - len(new)
             done, reported = self._done(items, page, limit, 0 if keyset else offset, state.number)
-            if upto is None:  # a range reports its own count, not the catalogue's
+            if upto is not None:  # a range reports its own count, not the catalogue's
+                state.expected = None if state.expected is None else state.expected - len(items)
+            else:
                 if keyset and None not in (reported, state.expected) and reported != state.expected:
                     self.log.info(
                         "the catalogue changed during the walk: the server reports %d connection types still "

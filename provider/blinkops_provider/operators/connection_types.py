@@ -9,6 +9,7 @@ from pydantic_core import to_json
 
 from blinkops_provider._storage import replacing, storage_path
 from blinkops_provider.assets import CATALOGUE_ALIAS, catalogue_lineage
+from blinkops_provider.hooks._responses import collector_paused
 from blinkops_provider.hooks._walk import KEYSET, CataloguePage
 from blinkops_provider.hooks.blink import DEFAULT_WALK_CONCURRENCY, BlinkHook, check_concurrency
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
@@ -90,12 +91,14 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
             max_concurrency=self.max_concurrency,
         )
         if target is not None:
-            return self._write(pages, target)
+            with collector_paused():  # the walk's objects hold no cycles: no collection scans them
+                return self._write(pages, target)
         items: list[dict[str, Any]] = []
         paging = KEYSET
-        for page in pages:
-            items.extend(page.items)
-            paging = page.paging
+        with collector_paused():
+            for page in pages:
+                items.extend(page.items)
+                paging = page.paging
         self.log.info("Fetched %d connection types (paging: %s)", len(items), paging)
         if len(items) > LARGE_XCOM_ITEMS:
             self.log.warning(
