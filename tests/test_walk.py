@@ -11,7 +11,7 @@ import requests
 import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkResponseError
-from blinkops_provider.hooks._walk import position_filter
+from blinkops_provider.hooks._walk import _out_of_order, _rises_by_code_point, _SortKey, check_order, position_filter
 from tests.fake_listing import FakeListing
 from tests.sandbox.reference import evaluate
 
@@ -404,3 +404,44 @@ def test_no_session_is_used_by_two_threads_at_once(make_hook: Any) -> None:
     assert peak["sessions"] == 4
     assert peak["per_session"] == 1
     assert len(peak["threads"]) > 1
+
+
+# -- the order check's fast path ------------------------------------------------------------------
+
+
+def _random_value(rng: random.Random) -> Any:
+    kind = rng.random()
+    if kind < 0.7:
+        return "".join(rng.choice("aAbB_-é0") for _ in range(rng.randint(0, 3)))
+    if kind < 0.8:
+        return rng.randint(-2, 2)
+    if kind < 0.9:
+        return rng.choice([True, False, None, 1.0])
+    return [rng.randint(0, 1)]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_order_check_fast_path_agrees_with_the_pair_by_pair_check(seed: int) -> None:
+    """A page whose sort values rise strictly by code point is accepted at C speed; the check
+    pair by pair (code point and case-insensitive) must find nothing wrong in any such page,
+    and the whole check gives the same answer as the pair-by-pair one on every page."""
+    rng = random.Random(seed)
+    names = ["name", "id"][-rng.randint(1, 2) :]
+    keys = [_SortKey(name, descending=rng.random() < 0.2) for name in names]
+    for _ in range(200):
+        rows = [{name: _random_value(rng) for name in names} for _ in range(rng.randint(0, 6))]
+        if rng.random() < 0.5:  # mostly-ordered pages, as servers send them
+            rows.sort(key=lambda row: tuple(str(row[n]) for n in names), reverse=keys[0].descending)
+        after = tuple(_random_value(rng) for _ in names) if rng.random() < 0.5 else None
+        slow = _out_of_order(rows, keys, after, 1)
+        if _rises_by_code_point(rows, keys, after):
+            assert slow is None, (rows, after)
+        assert check_order(rows, keys, after, 1) == slow
+
+
+def test_the_fast_path_takes_the_common_id_ordered_page() -> None:
+    rows = [{"id": f"ct-{i:04d}"} for i in range(1000)]
+    assert _rises_by_code_point(rows, [_SortKey("id", False)], ("ct-",))
+    assert not _rises_by_code_point(rows[::-1], [_SortKey("id", False)], None)
+    assert not _rises_by_code_point(rows, [_SortKey("id", True)], None)
+    assert not _rises_by_code_point([{"id": 1}, {"id": 2}], [_SortKey("id", False)], None)

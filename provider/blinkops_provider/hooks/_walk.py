@@ -59,6 +59,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from itertools import chain, pairwise
 from typing import Any
 from urllib.parse import quote
 
@@ -210,6 +211,14 @@ def check_order(
 ) -> str | None:
     """What is wrong with a page's order, or None: each item after the one before it, and the
     first one after ``after`` (the walk's position, when the page was asked for what follows it)."""
+    if _rises_by_code_point(items, keys, after):
+        return None  # then no pair is out of order both ways (the common case, checked at C speed)
+    return _out_of_order(items, keys, after, number)
+
+
+def _out_of_order(
+    items: list[dict[str, Any]], keys: list[_SortKey], after: tuple[Any, ...] | None, number: int
+) -> str | None:
     previous = after
     for position, item in enumerate(items):
         values = tuple(item.get(k.name) for k in keys)
@@ -219,6 +228,28 @@ def check_order(
             return f"page {number} is not in the requested order at {item.get(KEY)!r}"
         previous = values
     return None
+
+
+def _rises_by_code_point(items: list[dict[str, Any]], keys: list[_SortKey], after: tuple[Any, ...] | None) -> bool:
+    """Whether the page's sort values (``after`` first) are strings that rise strictly by code
+    point on ascending keys: :func:`precedes` then never finds a pair out of order."""
+    if any(key.descending for key in keys):
+        return False
+    values: list[Any]
+    if len(keys) == 1:  # the id-ordered walk: scalars, no tuple per item
+        name = keys[0].name
+        values = [item.get(name) for item in items]
+        types = set(map(type, values))
+        if after is not None:
+            values.insert(0, after[0])
+    else:
+        values = [tuple(item.get(key.name) for key in keys) for item in items]
+        types = set(map(type, chain.from_iterable(values)))
+        if after is not None:
+            values.insert(0, after)
+    if after is not None:
+        types.update(map(type, after))
+    return types <= {str} and all(a < b for a, b in pairwise(values))
 
 
 def check_position(item: Mapping[str, Any], keys: list[_SortKey], number: int) -> tuple[Any, ...]:
