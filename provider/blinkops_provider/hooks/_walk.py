@@ -56,7 +56,7 @@ import json
 import logging
 import math
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from itertools import chain, pairwise
@@ -235,21 +235,15 @@ def _rises_by_code_point(items: list[dict[str, Any]], keys: list[_SortKey], afte
     point on ascending keys: :func:`precedes` then never finds a pair out of order."""
     if any(key.descending for key in keys):
         return False
-    values: list[Any]
+    head = [] if after is None else [after]
     if len(keys) == 1:  # the id-ordered walk: scalars, no tuple per item
         name = keys[0].name
-        values = [item.get(name) for item in items]
-        types = set(map(type, values))
-        if after is not None:
-            values.insert(0, after[0])
+        values: list[Any] = [row[0] for row in head] + [item.get(name) for item in items]
+        flat: Iterable[Any] = values
     else:
-        values = [tuple(item.get(key.name) for key in keys) for item in items]
-        types = set(map(type, chain.from_iterable(values)))
-        if after is not None:
-            values.insert(0, after)
-    if after is not None:
-        types.update(map(type, after))
-    return types <= {str} and all(a < b for a, b in pairwise(values))
+        values = head + [tuple(item.get(key.name) for key in keys) for item in items]
+        flat = chain.from_iterable(values)
+    return set(map(type, flat)) <= {str} and all(a < b for a, b in pairwise(values))
 
 
 def check_position(item: Mapping[str, Any], keys: list[_SortKey], number: int) -> tuple[Any, ...]:

@@ -90,12 +90,11 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
             max_items=self.max_items,
             max_concurrency=self.max_concurrency,
         )
-        if target is not None:
-            with collector_paused():  # the walk's objects hold no cycles: no collection scans them
-                return self._write(pages, target)
         items: list[dict[str, Any]] = []
         paging = KEYSET
-        with collector_paused():
+        with collector_paused():  # the walk's objects hold no cycles: no collection need scan them
+            if target is not None:
+                return self._write(pages, target)
             for page in pages:
                 items.extend(page.items)
                 paging = page.paging
