@@ -20,7 +20,8 @@ Applies a declared schema to the fields of one Blink table, the way a migration 
 
 **Adapt it**: set the Airflow Variable `blink_schema_records` to where the records belong (a
 folder every worker reaches, or an object-storage URI such as `s3://bucket/blink/records`;
-default `/tmp/blink_schema_records`): one file per table, `<ws_id>/<table>.json`. Each entry
+default `/tmp/blink_schema_records`): one file per table, `<ws_id>/<table>.json`, each name
+percent-encoded as one segment (`/` and `..` too), so no name leaves the folder or shares a file. Each entry
 needs `field`, `type` (the field's current type: Blink refuses to change it) and `display_name`;
 `attributes` is optional (`default_value`, `include_time`, `options`, `table_reference`). Set
 `only_changed=True` on `apply_schema` to send only what the plan adds or changes. The
@@ -44,7 +45,7 @@ except Exception:  # ImportError, or the provider's "needs Airflow 3.1+"
 
 SCHEMA_FILE = Path(__file__).with_name("blink_table_schema_migration.json")  # read when the task runs
 RECORDS = "{{ var.value.get('blink_schema_records', '/tmp/blink_schema_records') }}"
-RECORD_PATH = RECORDS + "/{{ params.ws_id }}/{{ params.table }}.json"  # one record per table
+RECORD_PATH = RECORDS + "/"  # a folder: each table's record is <ws_id>/<table>.json inside it, names encoded
 
 with DAG(
     dag_id="blink_table_schema_migration",

@@ -187,3 +187,98 @@ def test_the_operators_import_nothing_of_openlineage_when_they_run() -> None:
     done = subprocess.run([sys.executable, "-c", NO_EXTRA], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_with_a_record_the_event_extra_has_every_documented_member_zeros_included(
+    blink_conn: None, tmp_path: Any
+) -> None:
+    op = UpdateTableFieldsOperator(
+        task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")], record_path=f"{tmp_path}/"
+    )
+    events = Events()
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json=field_json)
+        op.execute({"ti": FakeTI(), "outlet_events": events})
+        op.execute({"ti": FakeTI(), "outlet_events": events})  # the second apply: all unchanged
+    first, second = (extra for _, extra in events[AssetAlias(TABLES_ALIAS)])
+    assert first == {
+        "ws_id": "ws-1",
+        "table": "Incidents",
+        "applied": ("a", "b"),
+        "applied_count": 2,
+        "added": ("a", "b"),
+        "added_count": 2,
+        "changed": (),
+        "changed_count": 0,
+        "unchanged_count": 0,
+    }
+    assert (second["applied_count"], second["added_count"], second["unchanged_count"]) == (2, 0, 2)
+
+
+class Accessor:
+    def __init__(self) -> None:
+        self.extra: dict[str, Any] = {}
+        self.added: list[Any] = []
+
+    def add(self, asset: Any, extra: dict[str, Any] | None = None) -> None:
+        self.added.append(asset)
+
+
+class Accessors(dict[Any, Any]):
+    def __missing__(self, key: Any) -> Any:
+        accessor = self[key] = Accessor()
+        return accessor
+
+
+def test_a_declared_table_asset_gets_the_event_itself_so_airflow_lists_the_task_as_its_producer(
+    blink_conn: None,
+) -> None:
+    declared = blink_table_asset("ws-1", "Incidents", host="https://BLINK.test:443")
+    op = UpdateTableFieldsOperator(
+        task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a")], outlets=[declared]
+    )
+    events = Accessors()
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json=field_json)
+        op.execute({"ti": FakeTI(), "outlet_events": events})
+    assert events[declared].extra == {"ws_id": "ws-1", "table": "Incidents", "applied": ("a",), "applied_count": 1}
+    assert events[AssetAlias(TABLES_ALIAS)].added == []  # not announced twice
+
+
+def test_an_announcement_that_fails_does_not_fail_the_applied_task(blink_conn: None, all_output: Any) -> None:
+    class Broken(dict[Any, Any]):
+        def __missing__(self, key: Any) -> Any:
+            raise RuntimeError("the event store is away")
+
+    op = UpdateTableFieldOperator(
+        task_id="one", ws_id="ws-1", table="Incidents", field="a", field_type="text", display_name="A"
+    )
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json=field_json)
+        assert op.execute({"outlet_events": Broken()})["name"] == "a"
+    assert "The table's asset event was not added (RuntimeError: the event store is away)" in all_output()
+
+
+def test_an_ipv6_base_url_applies_and_announces_the_bracketed_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.conftest import set_connection
+
+    set_connection(monkeypatch, host="http://[::1]:18080")
+    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="In cidents", fields=[entry("a")])
+    events = Events()
+    with rm.Mocker() as m:
+        m.put("http://[::1]:18080/api/v1/workspace/ws-1/table/In%20cidents/fields/a", json=field_json)
+        op.execute({"ti": FakeTI(), "outlet_events": events})
+    ((uri, _),) = events[AssetAlias(TABLES_ALIAS)]
+    assert uri == "blink://[::1]:18080/ws-1/In%20cidents"
+
+
+def test_airflow_and_the_helper_agree_on_every_spelling() -> None:
+    helper = blink_table_asset("ws demo", "a/b", host="https://App.BlinkOps.com:443/api/v1").uri
+    for spelling in (
+        "blink://app.blinkops.com/ws%20demo/a%2fb",
+        "blink://APP.blinkops.com:443/api/v1/ws%20demo/a%2Fb/",
+        "blink://app.blinkops.com/ws%20demo/a%2F%62",
+    ):
+        assert Asset(uri=spelling).uri == helper == "blink://app.blinkops.com/ws%20demo/a%2Fb"
+    if not airflow.__version__.startswith("2."):  # Airflow 2.11 refuses a URI that is not ASCII itself
+        assert Asset(uri="blink://h/ws/Inc idents Über").uri == blink_table_asset("ws", "Inc idents Über", host="h").uri

@@ -193,11 +193,36 @@ with DAG(
 """
 
 
+def _has_ipv6_loopback() -> bool:
+    import socket
+
+    try:
+        socket.create_server(("::1", 0), family=socket.AF_INET6).close()
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    "loopback",
+    [
+        "127.0.0.1",
+        pytest.param(
+            "::1",
+            marks=[
+                pytest.mark.blink_sandbox(host="::1"),  # Base URL http://[::1]:<port>
+                pytest.mark.skipif(not _has_ipv6_loopback(), reason="this machine has no IPv6 loopback (::1)"),
+            ],
+        ),
+    ],
+)
 def test_a_dag_scheduled_on_the_table_asset_is_queued_by_the_migration(
-    blink_sandbox: BlinkSandbox, records: Path, tmp_path: Path
+    loopback: str, blink_sandbox: BlinkSandbox, records: Path, tmp_path: Path
 ) -> None:
     """The run the scheduler would start: the migration's event, through the operator's alias,
-    queues the DAG scheduled on blink_table_asset("ws-demo", "Incidents")."""
+    queues the DAG scheduled on blink_table_asset("ws-demo", "Incidents"), on an IPv4 and an
+    IPv6 Base URL alike (the asset's host keeps the IPv6 brackets)."""
+    assert blink_sandbox.host == loopback
     import airflow
     from airflow import settings
     from sqlalchemy import text
@@ -214,6 +239,7 @@ def test_a_dag_scheduled_on_the_table_asset_is_queued_by_the_migration(
     assert state(migrate()) == "success"
 
     uri = f"blink://{asset_host(blink_sandbox.base_url)}/ws-demo/Incidents"
+    assert uri.startswith("blink://[::1]:" if loopback == "::1" else "blink://127.0.0.1:")
     kind = "dataset" if airflow.__version__.startswith("2.") else "asset"
     queued = text(
         f"SELECT q.target_dag_id FROM {kind}_dag_run_queue q JOIN {kind} a ON a.id = q.{kind}_id WHERE a.uri = :uri"

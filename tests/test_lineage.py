@@ -57,7 +57,7 @@ def test_the_single_field_operator_reports_its_field(blink_conn: None) -> None:
         m.put(rm.ANY, json=field_json)
         op.execute({})
     (output,) = op.get_openlineage_facets_on_complete(None).outputs
-    assert (output.namespace, output.name) == ("blink://blink.test", "ws 1/Incidents")
+    assert (output.namespace, output.name) == ("blink://blink.test", "ws%201/Incidents")  # one encoded segment each
     assert schema_of(output) == [("Title", "text", "Title")]
 
 
@@ -93,3 +93,33 @@ def test_the_openlineage_converter_names_namespace_and_dataset() -> None:
     assert (dataset.namespace, dataset.name) == ("blink://h:8443", "ws-1/Incidents")
     dataset = convert_asset_to_openlineage(Asset(uri="blink://h/connection_types"))
     assert (dataset.namespace, dataset.name) == ("blink://h", "connection_types")
+
+
+def test_the_snapshot_namespace_carries_no_airflow_connection_id(blink_conn: None) -> None:
+    op = ConnectionTypesToXComOperator(task_id="sync", output_path="s3://aws_default@my-bucket/blink/2026-11-24.json")
+    (snapshot,) = op.get_openlineage_facets_on_complete(None).outputs
+    assert (snapshot.namespace, snapshot.name) == ("s3://my-bucket", "blink/2026-11-24.json")
+
+
+def test_distinct_tables_are_distinct_datasets_and_the_converter_agrees_with_the_operator(
+    blink_conn: None,
+) -> None:
+    from blinkops_provider.assets import blink_table_asset, table_lineage
+
+    datasets = set()
+    for ws_id, table in (("a", "b/c"), ("a/b", "c")):
+        (output,) = table_lineage(BASE, ws_id, table, SCHEMA).outputs
+        converted = convert_asset_to_openlineage(blink_table_asset(ws_id, table, host=BASE))
+        assert (output.namespace, output.name) == (converted.namespace, converted.name)
+        datasets.add((output.namespace, output.name))
+    assert datasets == {("blink://blink.test", "a/b%2Fc"), ("blink://blink.test", "a%2Fb/c")}
+
+
+def test_an_ipv6_namespace_is_a_uri_with_its_host() -> None:
+    from urllib.parse import urlsplit
+
+    from blinkops_provider.assets import table_lineage
+
+    (output,) = table_lineage("http://[::1]:18080/api/v1", "ws", "t", SCHEMA).outputs
+    assert output.namespace == "blink://[::1]:18080"
+    assert (urlsplit(output.namespace).hostname, urlsplit(output.namespace).port) == ("::1", 18080)

@@ -103,3 +103,23 @@ def test_a_walk_that_fails_midway_leaves_no_object_and_the_previous_one_alone(
         op.execute({})
     assert keys(client, name) == ["catalogue/previous.json"]  # no new object, no partial one
     assert client.get_object(Bucket=name, Key="catalogue/previous.json")["Body"].read() == b"[]\n"
+
+
+def test_schema_records_in_an_s3_folder_stay_in_it_one_key_per_table(bucket: tuple[Any, str]) -> None:
+    """record_path as a folder on object storage: names with '/', '..', spaces and non-ASCII each
+    get a key of their own under the folder, and each reads back as its own table's record."""
+    import datetime as dt
+
+    from blinkops_provider.schema import SchemaRecord, record_location
+
+    client, name = bucket
+    folder = f"s3://aws_default@{name}/records/"
+    tables = [("a", "b/c"), ("a/b", "c"), ("ws", ".."), ("ws", "Inc idents Über")]
+    for ws_id, table in tables:
+        record = SchemaRecord(record_location(folder, ws_id, table), blink="h", ws_id=ws_id, table=table)
+        record.write({table: {"type": "text"}}, now=dt.datetime(2026, 11, 24, tzinfo=dt.UTC))
+    stored = keys(client, name)
+    assert len(stored) == len(tables) and all(key.startswith("records/") for key in stored)
+    for ws_id, table in tables:
+        record = SchemaRecord(record_location(folder, ws_id, table), blink="h", ws_id=ws_id, table=table)
+        assert record.read()[0] == {table: {"type": "text"}}

@@ -3,10 +3,12 @@
 - ``blink://<host>/<ws_id>/<table>``: a table (its schema, which the migration operators change);
 - ``blink://<host>/connection_types``: the connection-type catalogue.
 
-``<host>`` is the host of the connection's Base URL, lowercased, with its port unless it is 443;
-``/api/v1`` is not part of it. ``<ws_id>`` and ``<table>`` are percent-encoded, so any table name
-fits one path segment. The scheme is registered with Airflow through the provider info
-(``asset-uris``), which runs :func:`normalize_uri` on every ``blink://`` asset a DAG declares.
+``<host>``, ``<ws_id>`` and ``<table>`` are in the canonical forms of :mod:`blinkops_provider.names`:
+the host lowercased, IPv6 in brackets, no default port, no ``/api/v1``; the workspace and the
+table each one percent-encoded segment, so any name fits and two names never share a URI. The
+scheme is registered with Airflow through the provider info (``asset-uris``), which runs
+:func:`normalize_uri` on every ``blink://`` asset a DAG declares: every spelling of one table
+comes to one URI.
 
 The operators learn the host when they run, so they declare an asset *alias* as their outlet
 (:data:`TABLES_ALIAS`, :data:`CATALOGUE_ALIAS`) and add the event of the concrete asset through
@@ -17,9 +19,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import SplitResult, quote, unquote, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from blinkops_provider import API_PREFIX
+from blinkops_provider.names import blink_host, canonical_segment, host_of, table_ref
 
 __all__ = [
     "CATALOGUE_ALIAS",
@@ -31,12 +34,12 @@ __all__ = [
     "convert_asset_to_openlineage",
     "create_asset",
     "normalize_uri",
+    "storage_dataset",
     "table_uri",
 ]
 
 SCHEME = "blink"
 CATALOGUE = "connection_types"
-DEFAULT_PORT = 443
 
 TABLES_ALIAS = "blink-tables"
 """The asset alias the table operators emit their table's event through (their default outlet)."""
@@ -49,50 +52,47 @@ _FORMS = f"blink://<host>/<ws_id>/<table> or blink://<host>/{CATALOGUE}"
 
 
 def asset_host(base_url: str) -> str:
-    """The ``<host>`` of a Base URL: lowercased, with its port unless it is 443.
+    """The ``<host>`` of a Base URL (or a bare host): :func:`blinkops_provider.names.blink_host`.
 
-    :raises ValueError: the URL has no host.
+    :raises ValueError: the URL has no usable host.
     """
-    parts = urlsplit(base_url if "://" in base_url else f"https://{base_url}")
-    return _netloc(parts, base_url)
-
-
-def _netloc(parts: SplitResult, shown: str) -> str:
-    if "@" in parts.netloc:  # checked first: the URI is not echoed, it may hold a secret
-        raise ValueError(f"a Blink asset URI that carries credentials (user:password@) is refused; it is {_FORMS}")
-    if not parts.hostname:
-        raise ValueError(f"{shown!r} has no host; a Blink asset URI is {_FORMS}")
     try:
-        port = parts.port
-    except ValueError:
-        raise ValueError(f"{shown!r} has an invalid port; a Blink asset URI is {_FORMS}") from None
-    return parts.hostname if port in (None, DEFAULT_PORT) else f"{parts.hostname}:{port}"
+        return blink_host(base_url)
+    except ValueError as err:
+        raise ValueError(f"{err}; a Blink asset URI is {_FORMS}") from None
 
 
 def normalize_uri(uri: SplitResult) -> SplitResult:
-    """Airflow's hook for ``blink://`` URIs: the host lowercased, port 443 and ``/api/v1``
-    dropped, and the path checked.
+    """Airflow's hook for ``blink://`` URIs: any spelling of a table or the catalogue in its
+    canonical form (host lowercased, IPv6 bracketed, port 443 and a leading ``/api/v1``
+    dropped, each name one percent-encoded segment with upper-case hex).
 
     :raises ValueError: not one of the two forms (Airflow then refuses the asset, with this message).
     """
-    shown = uri.geturl()
-    netloc = _netloc(uri, shown)
+    shown = "the URI" if "@" in uri.netloc else repr(uri.geturl())  # it may hold a secret
+    try:
+        netloc = host_of(uri)
+    except ValueError as err:
+        raise ValueError(f"{shown} {err}; a Blink asset URI is {_FORMS}") from None
     if uri.query or uri.fragment:
-        raise ValueError(f"{shown!r} has a query or fragment; a Blink asset URI is {_FORMS}")
-    path = uri.path.rstrip("/")
-    if path == API_PREFIX or path.startswith(f"{API_PREFIX}/"):
-        path = path[len(API_PREFIX) :]
-    segments = path.lstrip("/").split("/")
-    if segments != [CATALOGUE] and (len(segments) != 2 or not all(map(unquote, segments))):
-        raise ValueError(f"{shown!r} names neither a table nor the catalogue; a Blink asset URI is {_FORMS}")
-    return SplitResult(SCHEME, netloc, "/" + "/".join(segments), "", "")
+        raise ValueError(f"{shown} has a query or fragment; a Blink asset URI is {_FORMS}")
+    segments = uri.path.rstrip("/").lstrip("/").split("/")
+    if len(segments) > 2 and "/" + "/".join(segments[:2]) == API_PREFIX:  # the base path, never a name
+        segments = segments[2:]
+    if segments != [CATALOGUE] and (len(segments) != 2 or not all(segments)):
+        raise ValueError(f"{shown} names neither a table nor the catalogue; a Blink asset URI is {_FORMS}")
+    try:
+        path = "/".join(canonical_segment(part) for part in segments)
+    except ValueError as err:
+        raise ValueError(f"{shown}: {err}; a Blink asset URI is {_FORMS}") from None
+    return SplitResult(SCHEME, netloc, f"/{path}", "", "")
 
 
 def table_uri(host: str, ws_id: str, table: str) -> str:
     """``blink://<host>/<ws_id>/<table>``, percent-encoded."""
     if not ws_id or not table:
         raise ValueError("a Blink table asset needs a workspace id and a table name")
-    return f"{SCHEME}://{asset_host(host)}/{quote(ws_id, safe='')}/{quote(table, safe='')}"
+    return normalize_uri(SplitResult(SCHEME, asset_host(host), f"/{table_ref(ws_id, table)}", "", "")).geturl()
 
 
 def _host(host: str | None, blink_conn_id: str) -> str:
@@ -132,7 +132,9 @@ def blink_catalogue_asset(
     (``host`` as for :func:`blink_table_asset`)."""
     from airflow.providers.common.compat.sdk import Asset
 
-    return Asset(uri=f"{SCHEME}://{_host(host, blink_conn_id)}/{CATALOGUE}", extra=extra or {})
+    return Asset(
+        uri=normalize_uri(urlsplit(f"{SCHEME}://{_host(host, blink_conn_id)}/{CATALOGUE}")).geturl(), extra=extra or {}
+    )
 
 
 def create_asset(
@@ -150,7 +152,7 @@ def convert_asset_to_openlineage(asset: Any, lineage_context: Any = None) -> Any
     from airflow.providers.common.compat.openlineage.facet import Dataset
 
     parts = normalize_uri(urlsplit(asset.uri))
-    return Dataset(namespace=f"{SCHEME}://{parts.netloc}", name=unquote(parts.path.lstrip("/")))
+    return Dataset(namespace=f"{SCHEME}://{parts.netloc}", name=parts.path.lstrip("/"))
 
 
 # -- OpenLineage (the [openlineage] extra; imported only when the OpenLineage provider asks) --------
@@ -174,25 +176,34 @@ def table_lineage(base_url: str, ws_id: str, table: str, fields: list[dict[str, 
             for entry in fields
         ]
     )
-    host = asset_host(base_url)
-    output = Dataset(namespace=f"{SCHEME}://{host}", name=f"{ws_id}/{table}", facets={"schema": schema})
+    output = Dataset(
+        namespace=f"{SCHEME}://{asset_host(base_url)}", name=table_ref(ws_id, table), facets={"schema": schema}
+    )
     return OperatorLineage(outputs=[output])
+
+
+def storage_dataset(location: str) -> tuple[str, str]:
+    """The OpenLineage ``(namespace, name)`` of a file the provider writes, by OpenLineage's
+    naming conventions: ``file`` and the absolute path for a local file; ``<scheme>://<bucket>``
+    and the key for object storage (``s3://bucket``, ``gs://bucket``), without the Airflow
+    connection id that ``ObjectStoragePath`` lets a URL carry (``s3://aws_default@bucket/key``)."""
+    parts = urlsplit(location)
+    if parts.scheme in ("", "file") or len(parts.scheme) == 1:  # a path, or a drive letter
+        local = unquote(parts.path) if parts.scheme == "file" else location
+        return "file", str(Path(local).absolute())
+    bucket = parts.netloc.rpartition("@")[2]
+    return f"{parts.scheme.lower()}://{bucket}", parts.path.lstrip("/")
 
 
 def catalogue_lineage(base_url: str, output_path: str | None) -> Any:
     """The lineage of a catalogue sync: the catalogue as an input dataset and, with an
-    ``output_path``, the snapshot as an output dataset named as OpenLineage names that storage
-    (``file`` and the path; ``s3://bucket`` and the key; ``<scheme>://<bucket>`` and the path)."""
+    ``output_path``, the snapshot as an output dataset (:func:`storage_dataset`)."""
     from airflow.providers.common.compat.openlineage.facet import Dataset
     from airflow.providers.openlineage.extractors import OperatorLineage
 
     inputs = [Dataset(namespace=f"{SCHEME}://{asset_host(base_url)}", name=CATALOGUE)]
     outputs = []
     if output_path:
-        parts = urlsplit(output_path)
-        if parts.scheme in ("", "file") or len(parts.scheme) == 1:
-            local = unquote(parts.path) if parts.scheme == "file" else output_path
-            outputs.append(Dataset(namespace="file", name=str(Path(local).absolute())))
-        else:
-            outputs.append(Dataset(namespace=f"{parts.scheme}://{parts.netloc}", name=parts.path.lstrip("/")))
+        namespace, name = storage_dataset(output_path)
+        outputs.append(Dataset(namespace=namespace, name=name))
     return OperatorLineage(inputs=inputs, outputs=outputs)

@@ -7,8 +7,13 @@ applied through this record), ``change`` (with the members that differ) or ``unc
 
 The record is a small JSON file at a path the user names: a local path (with several workers, a
 shared one) or any URI Airflow's ``ObjectStoragePath`` reads (``s3://bucket/blink/records/
-Incidents.json``). It holds, per field, the body last sent and confirmed by Blink (a 2xx), and
-names the Blink, workspace and table it is for, so one record cannot be used for another table.
+Incidents.json``). A path that ends in ``/`` names a folder of records: each table's record is
+then ``<folder>/<ws_id>/<table>.json``, the names in the canonical segment form of
+:mod:`blinkops_provider.names` (``/`` and ``..`` encoded), so no name escapes the folder and no two
+tables share a file (:func:`record_location`). The record holds, per field, the body last sent
+and confirmed by Blink (a 2xx), and names the Blink (its canonical host: any spelling of the
+same Base URL is the same Blink), workspace and table it is for, so one record cannot be used
+for another table.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 from blinkops_provider._storage import replacing, storage_path
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import FieldUpdate, _RepeatedMember, _unique_members, validate_field_updates
+from blinkops_provider.names import blink_host, segment
 
 __all__ = [
     "ADD",
@@ -35,6 +41,7 @@ __all__ = [
     "SchemaRecord",
     "declared_schema",
     "plan_fields",
+    "record_location",
 ]
 
 ADD, CHANGE, UNCHANGED = "add", "change", "unchanged"
@@ -45,6 +52,36 @@ BASELINE = (
 )
 
 RECORD_FORMAT = "blinkops-schema-record/1"
+_FORMAT_NAME, _, _FORMAT_VERSION = RECORD_FORMAT.rpartition("/")
+
+
+def record_location(record_path: str | os.PathLike[str], ws_id: str, table: str) -> str:
+    """Where the record of ``ws_id``/``table`` is kept, given ``record_path``.
+
+    - A path ending in ``/`` is a folder of records: the result is
+      ``<folder>/<ws_id>/<table>.json``, each name one canonical segment
+      (:func:`blinkops_provider.names.segment`), so it stays in the folder and is the table's own.
+    - Any other path is the record itself, as given; it may hold no ``.`` or ``..`` segment.
+
+    :raises BlinkInputError: an empty or non-text ``record_path``, a dot segment in a file path,
+        or a workspace or table name that cannot name a file (empty, a lone surrogate).
+    """
+    if not isinstance(record_path, (str, os.PathLike)) or not os.fspath(record_path).strip():
+        raise BlinkInputError(
+            f"record_path must be a file path, a folder ending in '/', or an object-storage URI, got {record_path!r}"
+        )
+    location = os.fspath(record_path)
+    if location.endswith(("/", os.sep)):
+        try:
+            return f"{location}{segment(ws_id, 'workspace id')}/{segment(table, 'table name')}.json"
+        except ValueError as err:
+            raise BlinkInputError(f"the schema record cannot be placed in {location!r}: {err}") from None
+    if {".", ".."} & set(location.replace(os.sep, "/").split("/")):
+        raise BlinkInputError(
+            f"record_path {location!r} has a '.' or '..' segment; give a path without them, or a folder "
+            "ending in '/' (each table's record is then placed inside it, where no name can escape it)"
+        )
+    return location
 
 
 @dataclass(frozen=True)
@@ -199,11 +236,19 @@ def differing_members(declared: Mapping[str, Any], recorded: Mapping[str, Any]) 
     return members
 
 
+def _canonical(blink: Any) -> Any:
+    """A recorded Blink in canonical form (records before 0.2 hold the Base URL as it was spelt)."""
+    try:
+        return blink_host(blink) if isinstance(blink, str) else blink
+    except ValueError:
+        return blink
+
+
 class SchemaRecord:
     """What this provider last applied to one table, kept as JSON at ``location``.
 
     :param location: a local path or an object-storage URI, one per table.
-    :param blink: the Blink it is for (the connection's base URL).
+    :param blink: the Blink it is for (the connection's base URL; any spelling of it).
     :param ws_id: the workspace.
     :param table: the table.
     """
@@ -211,6 +256,8 @@ class SchemaRecord:
     def __init__(self, location: str | os.PathLike[str], *, blink: str, ws_id: str, table: str) -> None:
         self.location = os.fspath(location)
         self.blink, self.ws_id, self.table = blink, ws_id, table
+        self.host = blink_host(blink)
+        """The Blink's canonical name (:func:`blinkops_provider.names.blink_host`), as recorded."""
 
     def read(self) -> tuple[dict[str, dict[str, Any]], str | None]:
         """The recorded field bodies and when they were recorded; ``({}, None)`` when there is no
@@ -229,17 +276,23 @@ class SchemaRecord:
             raise BlinkInputError(
                 f"{where} is not valid JSON ({err}); move it away to start again (every field is then planned as add)"
             ) from None
-        ours = isinstance(data, dict) and data.get("format") == RECORD_FORMAT
-        if not ours or not isinstance(data.get("fields"), dict):
+        written = data.get("format") if isinstance(data, dict) else None
+        name, _, version = str(written).rpartition("/")
+        if name == _FORMAT_NAME and version.isdigit() and int(version) > int(_FORMAT_VERSION):
+            raise BlinkInputError(
+                f"{where} is of a newer format ({written!r}) than this provider reads ({RECORD_FORMAT!r}); "
+                "upgrade airflow-provider-blinkops on every worker"
+            )
+        if written != RECORD_FORMAT or not isinstance(data.get("fields"), dict):
             raise BlinkInputError(
                 f"{where} is not a schema record written by this provider (format {RECORD_FORMAT!r}); "
                 "give record_path a file of its own"
             )
-        owner = (data.get("blink"), data.get("ws_id"), data.get("table"))
-        if owner != (self.blink, self.ws_id, self.table):
+        owner = (_canonical(data.get("blink")), data.get("ws_id"), data.get("table"))
+        if owner != (self.host, self.ws_id, self.table):
             raise BlinkInputError(
                 f"{where} is for table {owner[2]!r} of workspace {owner[1]!r} at {owner[0]}, not {self.table!r} of "
-                f"{self.ws_id!r} at {self.blink}; give each table its own record_path"
+                f"{self.ws_id!r} at {self.host}; give each table its own record_path (a folder ending in '/' does)"
             )
         fields = {str(name): body for name, body in data["fields"].items() if isinstance(body, dict)}
         recorded_at = data.get("recorded_at")
@@ -249,7 +302,7 @@ class SchemaRecord:
         """Replace the record with ``fields`` (name -> body sent), in one move."""
         data = {
             "format": RECORD_FORMAT,
-            "blink": self.blink,
+            "blink": self.host,
             "ws_id": self.ws_id,
             "table": self.table,
             "recorded_at": now.astimezone(dt.UTC).isoformat(timespec="seconds"),

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from blinkops_provider import API_PREFIX, DEFAULT_HEADER
 from blinkops_provider.exceptions import BlinkConfigurationError
+from blinkops_provider.names import blink_host
 
 DEFAULT_BASE_URL = "https://app.blinkops.com/api/v1"
 DEFAULT_TIMEOUT = (10.0, 60.0)
@@ -72,7 +73,14 @@ def build_base_url(host: str | None, port: int | None = None) -> str:
     path = parts.path.rstrip("/")
     if not path.endswith(API_PREFIX):
         path += API_PREFIX
-    return f"{parts.scheme}://{netloc}{path}"
+    base_url = f"{parts.scheme}://{netloc}{path}"
+    try:
+        blink_host(base_url)  # the name assets, lineage and records give this Blink: checked now, not after an apply
+    except ValueError as err:
+        raise BlinkConfigurationError(
+            f"the connection's host (Base URL) {shown!r} cannot name a Blink ({err}); use e.g. https://app.blinkops.com"
+        ) from None
+    return base_url
 
 
 HEADER_EXTRA = "header_name"

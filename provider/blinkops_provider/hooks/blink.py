@@ -8,7 +8,6 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, ClassVar, TypeVar
-from urllib.parse import quote
 
 import requests
 from airflow.providers.common.compat.sdk import BaseHook, mask_secret
@@ -43,8 +42,9 @@ from blinkops_provider.models import (
     validate_field_updates,
     validate_input,
 )
+from blinkops_provider.names import segment
 from blinkops_provider.rql import MAX_LIMIT, RQLQuery, check_field_types, check_paging
-from blinkops_provider.schema import UNCHANGED, SchemaPlan, SchemaRecord
+from blinkops_provider.schema import UNCHANGED, SchemaPlan, SchemaRecord, record_location
 
 __all__ = ["BlinkHook", "Clock", "FieldUpdates", "build_base_url", "check_concurrency"]
 
@@ -71,10 +71,9 @@ def _segment(value: object, what: str) -> str:
     if value in (".", ".."):
         raise BlinkInputError(f"{what} cannot be {value!r}: URL paths resolve it as a directory step")
     try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise BlinkInputError(f"{what} contains a lone surrogate (not valid Unicode)") from None
-    return quote(value, safe="")
+        return segment(value, what)
+    except ValueError as err:
+        raise BlinkInputError(str(err)) from None
 
 
 _CONNECTION_TYPE_FIELDS = scalar_fields(ConnectionType)
@@ -265,9 +264,7 @@ class BlinkHook(BaseHook):
         return plan
 
     def _record(self, ws_id: str, table: str, record_path: str | os.PathLike[str]) -> SchemaRecord:
-        if not isinstance(record_path, (str, os.PathLike)) or not os.fspath(record_path).strip():
-            raise BlinkInputError(f"record_path must be a file path or an object-storage URI, got {record_path!r}")
-        return SchemaRecord(record_path, blink=self.base_url, ws_id=ws_id, table=table)
+        return SchemaRecord(record_location(record_path, ws_id, table), blink=self.base_url, ws_id=ws_id, table=table)
 
     def update_table_fields(
         self,
@@ -358,7 +355,7 @@ class BlinkHook(BaseHook):
             try:
                 result = complete(partial)
             except Exception as err:  # the interruption goes on up; the record stays as it was
-                self.log.error("The schema record at %s was not updated: %s", record_path, type(err).__name__)
+                self.log.error("The schema record at %s was not updated: %s", record.location, type(err).__name__)
                 result = dataclasses.replace(partial, order=list(bodies), plan=plan, skipped=skipped)
             if interrupted is not None:
                 interrupted(result)
@@ -379,7 +376,8 @@ class BlinkHook(BaseHook):
                 interrupted(dataclasses.replace(result, order=list(bodies), plan=plan, skipped=skipped))
             why = str(err) if isinstance(err, BlinkInputError) else type(err).__name__
             raise BlinkApiError(
-                f"the fields were sent, but the schema record could not be updated ({why}); the next plan would "
+                f"the fields were sent, but the schema record at {record.location!r} could not be updated ({why}); "
+                "the next plan would "
                 "be wrong, so the task fails. A retry applies the schema again (safe: updates are full "
                 "replacements) and records it"
             ) from None

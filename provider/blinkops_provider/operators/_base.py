@@ -25,15 +25,30 @@ EVENT_NAMES = 100
 """The most field names of each outcome an asset event's extra lists (the counts cover all)."""
 
 
-def event_extra(ws_id: str, table: str, grouped: dict[str, list[str]]) -> dict[str, Any]:
-    """A table event's extra: ``ws_id``, ``table``, the names of each outcome but ``unchanged``
-    (at most :data:`EVENT_NAMES`) and ``<outcome>_count``. Flat, with tuples for the names:
-    Airflow 2.11 hashes the values of an extra added through an alias."""
-    extra: dict[str, Any] = {"ws_id": ws_id, "table": table}
-    for outcome, names in grouped.items():
-        if outcome != "unchanged":
+def event_extra(
+    ws_id: str, table: str, applied: list[str], planned: dict[str, list[str]] | None = None
+) -> dict[str, Any]:
+    """A table event's extra, flat, with tuples for the names (Airflow 2.11 hashes the values of
+    an extra added through an alias):
+
+    - always ``ws_id``, ``table``, ``applied`` (the fields Blink confirmed, at most
+      :data:`EVENT_NAMES` names) and ``applied_count``;
+    - with a plan (a ``record_path``): ``added`` and ``changed`` (names, at most
+      :data:`EVENT_NAMES` each), ``added_count``, ``changed_count`` and ``unchanged_count``,
+      zeros included.
+    """
+    extra: dict[str, Any] = {
+        "ws_id": ws_id,
+        "table": table,
+        "applied": tuple(applied[:EVENT_NAMES]),
+        "applied_count": len(applied),
+    }
+    if planned is not None:
+        for outcome in ("added", "changed"):
+            names = planned.get(outcome, [])
             extra[outcome] = tuple(names[:EVENT_NAMES])
-        extra[f"{outcome}_count"] = len(names)
+            extra[f"{outcome}_count"] = len(names)
+        extra["unchanged_count"] = len(planned.get("unchanged", []))
     return extra
 
 
@@ -77,10 +92,19 @@ class BaseBlinkOperator(BaseOperator):
         """The hook, made on first use (never at DAG-parse time)."""
         return BlinkHook(blink_conn_id=self.blink_conn_id, **self.hook_params)
 
-    def announce_table(self, context: Any, ws_id: str, table: str, grouped: dict[str, list[str]]) -> None:
-        """Add the event of the table's ``blink://`` asset through the operator's outlet alias
-        (:data:`~blinkops_provider.assets.TABLES_ALIAS`), with the fields of each outcome
-        (:func:`event_extra`); Airflow records it when the task succeeds."""
+    def announce_table(
+        self,
+        context: Any,
+        ws_id: str,
+        table: str,
+        applied: list[str],
+        planned: dict[str, list[str]] | None = None,
+    ) -> None:
+        """Add the event of the table's ``blink://`` asset, with :func:`event_extra`: on that asset
+        when the task declares it among its outlets (Airflow then lists the task as a producer),
+        else through the operator's alias :data:`~blinkops_provider.assets.TABLES_ALIAS`. Airflow
+        records it when the task succeeds. A failure here is logged, never raised: the fields
+        were applied, and the task must not fail for its announcement."""
         from airflow.providers.common.compat.sdk import AssetAlias
 
         from blinkops_provider.assets import TABLES_ALIAS, blink_table_asset
@@ -88,5 +112,15 @@ class BaseBlinkOperator(BaseOperator):
         events = context.get("outlet_events")
         if events is None:  # a bare execute() outside Airflow
             return
-        asset = blink_table_asset(ws_id, table, host=self.hook.base_url)
-        events[AssetAlias(TABLES_ALIAS)].add(asset, extra=event_extra(ws_id, table, grouped))
+        try:
+            asset = blink_table_asset(ws_id, table, host=self.hook.base_url)
+            extra = event_extra(ws_id, table, applied, planned)
+            declared = next((item for item in self.outlets if getattr(item, "uri", None) == asset.uri), None)
+            if declared is not None:
+                events[declared].extra.update(extra)
+            else:
+                events[AssetAlias(TABLES_ALIAS)].add(asset, extra=extra)
+        except Exception as err:  # the apply succeeded: its announcement must not undo that
+            self.log.warning(
+                "The table's asset event was not added (%s: %s); the fields were applied", type(err).__name__, err
+            )

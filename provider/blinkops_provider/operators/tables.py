@@ -98,7 +98,7 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
             self.ws_id,
             updated.type,
         )
-        self.announce_table(context, self.ws_id, self.table, {"applied": [self.field]})
+        self.announce_table(context, self.ws_id, self.table, [self.field])
         return updated.to_json_dict()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
@@ -211,10 +211,12 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         )
         summary = self._report(result)
         if result.ok:
-            grouped: dict[str, list[str]] = {}
-            for name, outcome in summary["outcomes"].items():
-                grouped.setdefault(outcome, []).append(name)
-            self.announce_table(context, self.ws_id, self.table, grouped)
+            planned: dict[str, list[str]] | None = None
+            if result.plan is not None:
+                planned = {}
+                for name, outcome in summary["outcomes"].items():
+                    planned.setdefault(outcome, []).append(name)
+            self.announce_table(context, self.ws_id, self.table, summary["updated"], planned)
             return summary
         context["ti"].xcom_push(key="return_value", value=summary)
         raise self._failure(result)
