@@ -51,9 +51,7 @@ OTHER_BLINK = [
 
 
 @pytest.mark.parametrize(("one", "other"), SAME_BLINK)
-def test_spellings_of_one_blink_give_one_asset_one_dataset_and_one_record(
-    one: str, other: str, tmp_path: Path
-) -> None:
+def test_spellings_of_one_blink_give_one_asset_one_dataset_and_one_record(one: str, other: str, tmp_path: Path) -> None:
     assert blink_host(one) == blink_host(other)
     assert names_of(one, "ws-1", "Incidents", tmp_path) == names_of(other, "ws-1", "Incidents", tmp_path)
     # A record written through one spelling is that Blink's record for the other.
@@ -196,7 +194,7 @@ def test_a_record_file_path_with_a_dot_segment_is_refused(tmp_path: Path) -> Non
 
 
 def test_a_record_folder_refuses_a_name_that_cannot_name_a_file(tmp_path: Path) -> None:
-    with pytest.raises(BlinkInputError, match="cannot be placed in .*lone surrogate"):
+    with pytest.raises(BlinkInputError, match=r"cannot be placed in .*lone surrogate"):
         record_location(f"{tmp_path}/", "ws", "\udcff")
 
 

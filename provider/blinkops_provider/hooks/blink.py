@@ -340,6 +340,7 @@ class BlinkHook(BaseHook):
         transport = self.transport  # a broken connection fails once, here, not once per field
         record = None if record_path is None else self._record(ws_id, table, record_path)
         plan, recorded = record.plan(batch) if record is not None else (None, {})
+        where = record.location if record is not None else ""
         if plan is not None:
             plan.log_to(self.log)
         skipped = [name for name, _ in batch if only_changed and plan is not None and plan.action(name) == UNCHANGED]
@@ -355,7 +356,7 @@ class BlinkHook(BaseHook):
             try:
                 result = complete(partial)
             except Exception as err:  # the interruption goes on up; the record stays as it was
-                self.log.error("The schema record at %s was not updated: %s", record.location, type(err).__name__)
+                self.log.error("The schema record at %s was not updated: %s", where, type(err).__name__)
                 result = dataclasses.replace(partial, order=list(bodies), plan=plan, skipped=skipped)
             if interrupted is not None:
                 interrupted(result)
@@ -376,7 +377,7 @@ class BlinkHook(BaseHook):
                 interrupted(dataclasses.replace(result, order=list(bodies), plan=plan, skipped=skipped))
             why = str(err) if isinstance(err, BlinkInputError) else type(err).__name__
             raise BlinkApiError(
-                f"the fields were sent, but the schema record at {record.location!r} could not be updated ({why}); "
+                f"the fields were sent, but the schema record at {where!r} could not be updated ({why}); "
                 "the next plan would "
                 "be wrong, so the task fails. A retry applies the schema again (safe: updates are full "
                 "replacements) and records it"
