@@ -199,7 +199,15 @@ def test_with_a_record_the_event_extra_has_every_documented_member_zeros_include
     with rm.Mocker() as m:
         m.put(rm.ANY, json=field_json)
         op.execute({"ti": FakeTI(), "outlet_events": events})
-        op.execute({"ti": FakeTI(), "outlet_events": events})  # the second apply: all unchanged
+        op.execute({"ti": FakeTI(), "outlet_events": events})  # the second apply: all unchanged, no event
+        changed = UpdateTableFieldsOperator(
+            task_id="apply",
+            ws_id="ws-1",
+            table="Incidents",
+            fields=[entry("a"), entry("b", display_name="Bee")],
+            record_path=f"{tmp_path}/",
+        )
+        changed.execute({"ti": FakeTI(), "outlet_events": events})
     first, second = (extra for _, extra in events[AssetAlias(TABLES_ALIAS)])
     assert first == {
         "ws_id": "ws-1",
@@ -212,7 +220,13 @@ def test_with_a_record_the_event_extra_has_every_documented_member_zeros_include
         "changed_count": 0,
         "unchanged_count": 0,
     }
-    assert (second["applied_count"], second["added_count"], second["unchanged_count"]) == (2, 0, 2)
+    assert second["changed"] == ("b",)
+    assert (second["applied_count"], second["added_count"], second["changed_count"], second["unchanged_count"]) == (
+        2,
+        0,
+        1,
+        1,
+    )
 
 
 class Accessor:

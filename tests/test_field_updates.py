@@ -95,13 +95,15 @@ def test_operator_contract() -> None:
     import inspect
 
     signature = inspect.signature(UpdateTableFieldsOperator.__init__)
-    # record_path, only_changed and plan_only came with the plan: keyword-only, so no caller breaks
-    declared = "ws_id table fields max_concurrency fail_fast record_path only_changed plan_only blink_conn_id"
+    # record_path, only_changed and plan_only came with the plan, plan and lock_wait with its identity and
+    # lock: keyword-only, so no caller breaks
+    declared = "ws_id table fields max_concurrency fail_fast record_path only_changed plan_only plan lock_wait"
+    declared += " blink_conn_id"
     assert list(signature.parameters)[1:] == [*declared.split(), "hook_params", "kwargs"]
     assert signature.parameters["max_concurrency"].default == 16
     assert signature.parameters["fail_fast"].default is False
-    assert UpdateTableFieldsOperator.template_fields == ("ws_id", "table", "fields", "record_path")
-    assert UpdateTableFieldsOperator.template_fields_renderers == {"fields": "json"}
+    assert UpdateTableFieldsOperator.template_fields == ("ws_id", "table", "fields", "record_path", "plan")
+    assert UpdateTableFieldsOperator.template_fields_renderers == {"fields": "json", "plan": "json"}
     with pytest.raises(BlinkInputError, match="max_concurrency must be an integer from 1 to 32"):
         UpdateTableFieldsOperator(task_id="t", ws_id="w", table="t", fields=[], max_concurrency=0)
 

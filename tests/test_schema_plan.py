@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -86,7 +87,7 @@ def test_after_an_apply_the_plan_is_unchanged_then_names_the_members_that_differ
         ("Severity", "change", ("display_name", "attributes.options")),
         ("Due", "unchanged", ()),
     ]
-    assert plan.counts == {"add": 0, "change": 1, "unchanged": 2}
+    assert plan.counts == {"add": 0, "change": 1, "unchanged": 2, "refused": 0, "destructive": 0}
 
 
 def test_the_plan_says_its_baseline_is_the_last_recorded_apply(hook: Any, record: Path) -> None:
@@ -95,7 +96,10 @@ def test_the_plan_says_its_baseline_is_the_last_recorded_apply(hook: Any, record
     text = plan.describe()
     assert BASELINE in text
     assert "not Blink's current state" in BASELINE
-    assert "| Severity | change | display_name, attributes.options |" in text
+    assert (
+        "| Severity | change | display_name: 'Severity' → 'How bad'; attributes.options: [\"Low\", \"High\"] → "
+        '["Low", "High", "Critical"] |' in text
+    )
     assert "Recorded but no longer declared (left as they are): 'Due'" in text
     xcom = plan.to_xcom()
     assert json.loads(json.dumps(xcom)) == xcom  # JSON-ready
@@ -170,8 +174,8 @@ def test_a_record_of_another_table_or_not_a_record_is_refused_before_any_request
 
 def test_a_record_that_cannot_be_written_fails_the_task_for_a_retry(hook: Any, record: Path) -> None:
     def block_the_record(request: Any, context: Any) -> dict[str, Any]:
-        if not record.parent.is_file():  # its folder becomes a file while the batch runs
-            record.parent.write_text("")
+        if not record.exists():  # the record's place becomes a folder while the batch runs
+            record.mkdir()
         return field_json(request, context)
 
     with rm.Mocker() as m:
@@ -205,10 +209,11 @@ def test_plan_only_returns_the_plan_and_sends_nothing(blink_conn: None, record: 
         task_id="plan", ws_id="ws-1", table="Incidents", fields=SCHEMA, record_path=str(record), plan_only=True
     )
     with rm.Mocker() as m:
+        m.get(rm.ANY, json={"results": [], "total": 0})
         plan = op.execute({"ti": FakeTI()})
-    assert m.call_count == 0
+    assert [request.method for request in m.request_history] == ["GET"]  # the key's check, nothing else
     assert [f["action"] for f in plan["fields"]] == ["add", "add", "add"]
-    assert plan["counts"] == {"add": 3, "change": 0, "unchanged": 0}
+    assert plan["counts"] == {"add": 3, "change": 0, "unchanged": 0, "refused": 0, "destructive": 0}
     assert plan["baseline"] == BASELINE and BASELINE in plan["text"]
 
 
@@ -226,7 +231,10 @@ def test_the_operator_reports_outcomes_added_then_unchanged(blink_conn: None, re
     assert run()["outcomes"] == {"Title": "unchanged", "Severity": "unchanged", "Due": "unchanged"}
     lines = provider_log()
     assert any("3 of 3 fields applied (3 unchanged)" in line for line in lines)
-    assert any("Plan for ws-1/Incidents: 0 to add, 0 to change, 3 unchanged" in line for line in lines)
+    assert any(
+        re.search(r"Plan [0-9a-f]{16} for ws-1/Incidents: 0 to add, 0 to change \(0 destructive\), 3 unchanged", line)
+        for line in lines
+    )
 
 
 def test_plan_only_and_only_changed_need_a_record_path() -> None:

@@ -25,8 +25,10 @@ __all__ = [
     "BlinkClientError",
     "BlinkConfigurationError",
     "BlinkInputError",
+    "BlinkLockedError",
     "BlinkNotFoundError",
     "BlinkResponseError",
+    "BlinkStalePlanError",
     "BlinkTransientError",
 ]
 
@@ -124,3 +126,13 @@ class BlinkAuthError(BlinkClientError):
 
 class BlinkNotFoundError(BlinkClientError):
     """404: the workspace, table, field or listing named in the request does not exist."""
+
+
+class BlinkStalePlanError(BlinkInputError):
+    """The approved plan is not what would be applied now (the record or the schema changed
+    since): nothing is sent, and the task fails without a retry."""
+
+
+class BlinkLockedError(AirflowException):
+    """Another apply of the same table holds its lock: nothing is sent. Airflow's retries apply
+    (the other apply will be done by then)."""

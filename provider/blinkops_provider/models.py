@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.names import segment
 
 __all__ = [
     "ActionToRunParamValues",
@@ -431,6 +432,11 @@ def validate_field_updates(updates: Any, *, require_type_and_name: bool = False)
             problems.append(f"entry {position}: 'field' must be a field name, got {name!r}")
             continue
         where = f"entry {position} ({name!r})"
+        try:
+            segment(name, "field name")
+        except ValueError as err:
+            problems.append(f"{where}: {err}; it cannot be sent in the request's path")
+            continue
         if name in first_seen:
             problems.append(f"{where}: field {name!r} is declared twice (entries {first_seen[name]} and {position})")
             continue

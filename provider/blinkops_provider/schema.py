@@ -19,15 +19,18 @@ for another table.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import secrets
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from blinkops_provider._storage import replacing, storage_path
-from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.exceptions import BlinkInputError, BlinkLockedError, BlinkStalePlanError
 from blinkops_provider.models import FieldUpdate, _RepeatedMember, _unique_members, validate_field_updates
 from blinkops_provider.names import blink_host, segment
 
@@ -35,6 +38,7 @@ __all__ = [
     "ADD",
     "BASELINE",
     "CHANGE",
+    "REFUSED",
     "UNCHANGED",
     "FieldPlan",
     "SchemaPlan",
@@ -44,7 +48,15 @@ __all__ = [
     "record_location",
 ]
 
-ADD, CHANGE, UNCHANGED = "add", "change", "unchanged"
+ADD, CHANGE, UNCHANGED, REFUSED = "add", "change", "unchanged", "refused"
+ACTIONS = (ADD, CHANGE, UNCHANGED, REFUSED)
+
+SHOWN = 60
+"""The most characters of one value a plan row shows (then ``…``)."""
+
+LOCK_LEASE = 1800.0
+"""How long, in seconds, an apply's lock on a table holds unless released: a lock left by a
+killed task is taken over after this."""
 
 BASELINE = (
     "The baseline is the last apply this provider recorded, not Blink's current state: Blink's API "
@@ -86,12 +98,37 @@ def record_location(record_path: str | os.PathLike[str], ws_id: str, table: str)
 
 @dataclass(frozen=True)
 class FieldPlan:
-    """What the apply will do to one field: ``add``, ``change`` (``members`` lists what differs,
-    e.g. ``display_name``, ``attributes.options``) or ``unchanged``."""
+    """What the apply will do to one field.
+
+    :ivar action: ``add``, ``change``, ``unchanged`` or ``refused`` (a change Blink refuses, such
+        as a type change: not sent).
+    :ivar members: what differs, e.g. ``display_name``, ``attributes.options``.
+    :ivar values: ``(member, before, after)`` for each member shown to a reviewer (before is
+        None for an ``add``).
+    :ivar risk: why a ``change`` is destructive (it can orphan existing values), or why a field
+        is ``refused``; empty otherwise.
+    """
 
     field: str
     action: str
     members: tuple[str, ...] = ()
+    values: tuple[tuple[str, Any, Any], ...] = ()
+    risk: str = ""
+
+    @property
+    def destructive(self) -> bool:
+        """A change that can orphan data already in the table."""
+        return self.action == CHANGE and bool(self.risk)
+
+    def to_xcom(self) -> dict[str, Any]:
+        return {
+            "field": self.field,
+            "action": self.action,
+            "members": list(self.members),
+            "values": [{"member": m, "before": b, "after": a} for m, b, a in self.values],
+            "destructive": self.destructive,
+            "risk": self.risk,
+        }
 
 
 @dataclass(frozen=True)
@@ -103,6 +140,8 @@ class SchemaPlan:
     :ivar fields: one :class:`FieldPlan` per declared field, in the declared order.
     :ivar undeclared: fields in the record that the schema no longer declares (left as they are:
         a field update cannot delete a field).
+    :ivar schema_digest: a digest of the target (Blink, workspace, table) and the declared schema.
+    :ivar record_digest: a digest of the baseline: the record's fields and when they were recorded.
     """
 
     ws_id: str
@@ -111,6 +150,15 @@ class SchemaPlan:
     recorded_at: str | None
     fields: tuple[FieldPlan, ...]
     undeclared: tuple[str, ...] = ()
+    schema_digest: str = ""
+    record_digest: str = ""
+
+    @property
+    def fingerprint(self) -> str:
+        """The plan's identity: 16 hex digits of the target, the declared schema and the baseline.
+        The same inputs give the same fingerprint; an apply given an approved plan sends nothing
+        unless its own plan has the same one."""
+        return _digest([self.schema_digest, self.record_digest])
 
     @cached_property
     def _by_field(self) -> dict[str, FieldPlan]:
@@ -121,28 +169,57 @@ class SchemaPlan:
         return self._by_field[field].action
 
     def members(self, field: str) -> tuple[str, ...]:
-        """The members that differ for a declared field (empty unless ``change``)."""
+        """The members that differ for a declared field (empty unless ``change`` or ``refused``)."""
         return self._by_field[field].members
+
+    def risk(self, field: str) -> str:
+        """Why a field is refused or its change destructive (empty otherwise)."""
+        return self._by_field[field].risk
 
     @property
     def counts(self) -> dict[str, int]:
-        """``{"add": n, "change": n, "unchanged": n}``."""
-        return {action: sum(plan.action == action for plan in self.fields) for action in (ADD, CHANGE, UNCHANGED)}
+        """``{"add": n, "change": n, "unchanged": n, "refused": n, "destructive": n}`` (the
+        destructive ones are among the changes)."""
+        counts = {action: 0 for action in ACTIONS}
+        for plan in self.fields:
+            counts[plan.action] += 1
+        counts["destructive"] = sum(plan.destructive for plan in self.fields)
+        return counts
+
+    @property
+    def has_changes(self) -> bool:
+        """Whether the apply would add, change or refuse anything: something for a person to review."""
+        return any(plan.action != UNCHANGED for plan in self.fields)
 
     def describe(self) -> str:
-        """The plan as text for the log and for a reviewer: a summary line, the baseline, and a
-        table of the fields (Markdown, which reads as plain text too)."""
+        """The plan as text for the log and for a reviewer: a summary line, refused and
+        destructive changes first, the baseline, and a table of the fields with their values
+        (Markdown, which reads as plain text too)."""
         counts = self.counts
         since = f"recorded {self.recorded_at}" if self.recorded_at else "none recorded yet"
         lines = [
-            f"Plan for {self.ws_id}/{self.table}: {counts[ADD]} to add, {counts[CHANGE]} to change, "
-            f"{counts[UNCHANGED]} unchanged (last apply: {since}, at {self.record})",
+            f"Plan {self.fingerprint} for {self.ws_id}/{self.table}: {counts[ADD]} to add, {counts[CHANGE]} to "
+            f"change ({counts['destructive']} destructive), {counts[UNCHANGED]} unchanged, {counts[REFUSED]} "
+            f"refused (last apply: {since}, at {self.record})",
+        ]
+        refused = [plan for plan in self.fields if plan.action == REFUSED]
+        destructive = [plan for plan in self.fields if plan.destructive]
+        if refused:
+            lines += [
+                "",
+                "**Refused** (Blink refuses these changes; the apply does not send them and reports them failed):",
+            ]
+            lines += [f"- {_cell(plan.field)}: {plan.risk}" for plan in refused]
+        if destructive:
+            lines += ["", "**Destructive** (these changes can orphan values already in the table):"]
+            lines += [f"- {_cell(plan.field)}: {plan.risk}" for plan in destructive]
+        lines += [
             "",
             BASELINE,
             "",
-            "| field | action | members that differ |",
+            "| field | action | details |",
             "|---|---|---|",
-            *(f"| {_cell(plan.field)} | {plan.action} | {', '.join(plan.members)} |" for plan in self.fields),
+            *(f"| {_cell(plan.field)} | {_action_cell(plan)} | {_details(plan)} |" for plan in self.fields),
         ]
         if self.undeclared:
             names = ", ".join(map(repr, self.undeclared))
@@ -150,28 +227,102 @@ class SchemaPlan:
         return "\n".join(lines)
 
     def log_to(self, log: Any) -> None:
-        """Log :meth:`describe`, one line per record (so every log view keeps the table's lines)."""
-        for line in self.describe().splitlines():
-            if line:
+        """Log the plan: its summary, refused and destructive changes, and each field that is
+        added or changed, one line each; unchanged fields are counted, not listed."""
+        text = self.describe().split("\n| field | action | details |")[0]
+        for line in text.splitlines():
+            if line and line != BASELINE:
                 log.info("%s", line)
+        for plan in self.fields:
+            if plan.action in (ADD, CHANGE):
+                log.info("  %s: %s %s", plan.field, _action_cell(plan), _details(plan))
+        if self.counts[UNCHANGED]:
+            log.info("  (%d field(s) unchanged)", self.counts[UNCHANGED])
 
     def to_xcom(self) -> dict[str, Any]:
-        """A JSON-ready dict: the fields with their actions, the counts, the baseline and the text."""
+        """A JSON-ready dict: the identity, the fields with their actions and values, the counts,
+        the baseline and the text."""
         return {
+            "fingerprint": self.fingerprint,
+            "schema_digest": self.schema_digest,
+            "record_digest": self.record_digest,
             "ws_id": self.ws_id,
             "table": self.table,
             "record": self.record,
             "recorded_at": self.recorded_at,
             "baseline": BASELINE,
-            "fields": [{"field": p.field, "action": p.action, "members": list(p.members)} for p in self.fields],
+            "fields": [plan.to_xcom() for plan in self.fields],
             "counts": self.counts,
+            "has_changes": self.has_changes,
             "undeclared": list(self.undeclared),
             "text": self.describe(),
         }
 
+    def check_approved(self, approved: Mapping[str, Any] | str) -> None:
+        """Refuse to apply anything but the approved plan.
+
+        :param approved: the approved plan's XCom (:meth:`to_xcom`), or its fingerprint.
+        :raises BlinkStalePlanError: this plan is not the approved one, saying what changed since:
+            the record (when, and which fields are planned differently now), or the schema.
+        """
+        if isinstance(approved, str):
+            if approved.strip() == self.fingerprint:
+                return
+            why = [f"the approved plan's fingerprint is {approved.strip()!r}"]
+        else:
+            if approved.get("fingerprint") == self.fingerprint:
+                return
+            then = {entry.get("field"): entry for entry in approved.get("fields") or [] if isinstance(entry, Mapping)}
+            now = {plan.field: plan.to_xcom() for plan in self.fields}
+            names: dict[Any, None] = dict.fromkeys([*then, *now])
+            moved = [str(name) for name in names if then.get(name) != now.get(name)]
+            listed = ", ".join(map(repr, moved[:20])) + (f" and {len(moved) - 20} more" if len(moved) > 20 else "")
+            why = []
+            if (approved.get("ws_id"), approved.get("table")) != (self.ws_id, self.table):
+                why.append(f"it was made for {approved.get('ws_id')}/{approved.get('table')}")
+            if approved.get("record_digest") != self.record_digest:
+                why.append(
+                    f"the record at {self.record} changed since the plan (last apply then: "
+                    f"{approved.get('recorded_at') or 'none'}; now: {self.recorded_at or 'none'})"
+                )
+            if approved.get("schema_digest") != self.schema_digest:
+                why.append("the declared schema changed since the plan")
+            if moved:
+                why.append(f"fields planned differently now: {listed}")
+        raise BlinkStalePlanError(
+            f"the approved plan is not what would be applied now (plan {self.fingerprint}): {'; '.join(why)}. "
+            "Nothing was sent: plan again and review the new plan"
+        )
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
+
+
+def _action_cell(plan: FieldPlan) -> str:
+    return "change (destructive)" if plan.destructive else plan.action
+
+
+def _details(plan: FieldPlan) -> str:
+    if plan.action == ADD:
+        return _cell(", ".join(f"{member} {_shown(after)}" for member, _, after in plan.values))
+    shown = "; ".join(f"{member}: {_shown(before)} → {_shown(after)}" for member, before, after in plan.values)
+    return _cell(f"{shown} ({plan.risk})" if plan.action == REFUSED else shown)
+
+
+_BREAKS = {ord(ch): f"\\u{ord(ch):04x}" for ch in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text as one Markdown table cell: a backslash and ``|`` escaped, and every character that
+    could break the line (``\\n``, ``\\r``, VT, FF, NEL, U+2028, U+2029, ...) written as its escape."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").translate(_BREAKS)
 
 
 def declared_schema(value: Any, *, source: str) -> list[dict[str, Any]]:
@@ -212,16 +363,49 @@ def declared_schema(value: Any, *, source: str) -> list[dict[str, Any]]:
 
 
 def plan_fields(declared: Iterable[tuple[str, FieldUpdate]], recorded: Mapping[str, Any]) -> list[FieldPlan]:
-    """Each declared field against its recorded body: ``add``, ``change`` or ``unchanged``."""
+    """Each declared field against its recorded body: ``add``, ``change`` (destructive when it
+    can orphan data), ``unchanged``, or ``refused`` (a type change, which Blink refuses)."""
     plans = []
     for name, update in declared:
-        before = recorded.get(name)
+        after, before = update.to_body(), recorded.get(name)
         if not isinstance(before, Mapping):
-            plans.append(FieldPlan(name, ADD))
+            shown = tuple((member, None, after[member]) for member in ("type", "display_name") if member in after)
+            plans.append(FieldPlan(name, ADD, values=shown))
             continue
-        members = differing_members(update.to_body(), before)
-        plans.append(FieldPlan(name, CHANGE, tuple(members)) if members else FieldPlan(name, UNCHANGED))
+        members = differing_members(after, before)
+        if not members:
+            plans.append(FieldPlan(name, UNCHANGED))
+            continue
+        values = tuple((member, _member(before, member), _member(after, member)) for member in members)
+        if "type" in members and before.get("type") is not None:
+            why = f"the type would change from {before['type']!r} to {after.get('type')!r}; Blink refuses type changes"
+            plans.append(FieldPlan(name, REFUSED, tuple(members), values, why))
+            continue
+        plans.append(FieldPlan(name, CHANGE, tuple(members), values, _destruction(after, before)))
     return plans
+
+
+def _member(body: Mapping[str, Any], member: str) -> Any:
+    if member.startswith("attributes."):
+        attributes = body.get("attributes")
+        return attributes.get(member.split(".", 1)[1]) if isinstance(attributes, Mapping) else None
+    return body.get(member)
+
+
+def _destruction(after: Mapping[str, Any], before: Mapping[str, Any]) -> str:
+    """Why a change can orphan values already in the table: options removed from a select, or
+    another table referenced; empty when it cannot."""
+    risks = []
+    old_options, new_options = _member(before, "attributes.options"), _member(after, "attributes.options")
+    if isinstance(old_options, list):
+        kept = new_options if isinstance(new_options, list) else []
+        removed = [option for option in old_options if option not in kept]
+        if removed:
+            risks.append(f"options removed: {', '.join(map(_shown, removed))} (values using them are orphaned)")
+    old_ref, new_ref = _member(before, "attributes.table_reference"), _member(after, "attributes.table_reference")
+    if old_ref is not None and new_ref != old_ref:
+        risks.append(f"the reference moves from {_shown(old_ref)} to {_shown(new_ref)} (existing links break)")
+    return "; ".join(risks)
 
 
 def differing_members(declared: Mapping[str, Any], recorded: Mapping[str, Any]) -> list[str]:
@@ -315,6 +499,7 @@ class SchemaRecord:
         """The plan for ``declared``, and the recorded bodies it was made against."""
         recorded, recorded_at = self.read()
         names = {name for name, _ in declared}
+        target = [self.host, self.ws_id, self.table]
         plan = SchemaPlan(
             ws_id=self.ws_id,
             table=self.table,
@@ -322,5 +507,100 @@ class SchemaRecord:
             recorded_at=recorded_at,
             fields=tuple(plan_fields(declared, recorded)),
             undeclared=tuple(name for name in recorded if name not in names),
+            schema_digest=_digest([target, [[name, update.to_body()] for name, update in declared]]),
+            record_digest=_digest([recorded_at, recorded]),
         )
         return plan, recorded
+
+    @contextmanager
+    def locked(
+        self,
+        *,
+        owner: str,
+        wait: float = 0.0,
+        lease: float = LOCK_LEASE,
+        now: Callable[[], dt.datetime],
+        sleep: Callable[[float], None],
+        log: Any = None,
+    ) -> Iterator[None]:
+        """Hold this table's lock (``<record>.lock`` beside the record) for the block.
+
+        The lock is a small file made with an exclusive create (``open(..., "xb")``), which a
+        local or shared POSIX file system and S3 (a conditional write, ``If-None-Match: *``)
+        perform atomically: of two applies, one gets it. It names its holder, since when, and a
+        lease: a lock older than ``lease`` seconds (left by a killed task) is taken over, with
+        a warning. It is released on every way out, only if it is still this holder's.
+
+        :param owner: who holds it, shown to whoever waits (the task instance).
+        :param wait: how long to wait for another holder, in seconds (0: fail at once).
+        :raises BlinkLockedError: another apply holds the lock, naming it and since when.
+        """
+        path = storage_path(f"{self.location}.lock", "record_path")
+        token = secrets.token_hex(8)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        started = now()
+        while True:
+            stamp = now().astimezone(dt.UTC)
+            body = {
+                "owner": owner,
+                "token": token,
+                "since": stamp.isoformat(timespec="seconds"),
+                "expires": (stamp + dt.timedelta(seconds=lease)).isoformat(timespec="seconds"),
+            }
+            try:
+                with path.open("xb") as out:
+                    out.write(json.dumps(body).encode("utf-8"))
+                break
+            except FileExistsError:
+                pass
+            except (ValueError, NotImplementedError):  # a store with no exclusive create
+                if log is not None:
+                    log.warning(
+                        "The store of %s cannot create a file exclusively, so two applies of this table are not "
+                        "kept apart: run them one at a time with the DAG's max_active_runs=1 or a pool of one slot",
+                        self.location,
+                    )
+                yield
+                return
+            holder = _read_lock(path)
+            expires = _when(holder.get("expires"))
+            if expires is None or expires <= stamp:
+                if log is not None:
+                    log.warning(
+                        "Taking over the lock on %s held by %s since %s: its lease ran out at %s",
+                        self.location,
+                        holder.get("owner", "an unknown holder"),
+                        holder.get("since", "an unknown time"),
+                        holder.get("expires", "an unknown time"),
+                    )
+                path.unlink(missing_ok=True)
+                continue
+            if (now() - started).total_seconds() >= wait:
+                raise BlinkLockedError(
+                    f"{self.ws_id}/{self.table} is being applied by {holder.get('owner', 'another task')} "
+                    f"(since {holder.get('since', 'an unknown time')}; its lock at {path} expires "
+                    f"{holder.get('expires')}); nothing was sent. Try again when it is done"
+                    + (f" (waited {wait:g} s)" if wait else "")
+                    + "; a lock left by a killed task is taken over when its lease runs out, or remove the file"
+                )
+            sleep(min(1.0, max(wait, 0.01)))
+        try:
+            yield
+        finally:
+            if _read_lock(path).get("token") == token:
+                path.unlink(missing_ok=True)
+
+
+def _read_lock(path: Any) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _when(text: Any) -> dt.datetime | None:
+    try:
+        return dt.datetime.fromisoformat(text) if isinstance(text, str) else None
+    except ValueError:
+        return None

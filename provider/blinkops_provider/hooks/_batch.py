@@ -149,9 +149,12 @@ def run_batch(
                     if isinstance(result, BlinkAuthError) and not refused:
                         refused = stopping = True  # every other update would be refused the same way
                         log.error(
-                            "Blink refused the API key (%s): no further field is sent; check the connection's "
-                            "API key (password) and its header name (extra header_name)",
+                            "Blink refused the API key (%s): no further field is sent (%d already in flight, "
+                            "whose answers are awaited; %d not sent); check the connection's API key (password) "
+                            "and its header name (extra header_name)",
                             result.status,
+                            len(pending),
+                            total - len(outcome) - len(pending),
                         )
                     if len(outcome) % step == 0 or len(outcome) == total:
                         failed = f", {failures} failed" if failures else ""

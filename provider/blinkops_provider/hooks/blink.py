@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, ClassVar, TypeVar
@@ -17,6 +18,7 @@ from blinkops_provider import DEFAULT_HEADER
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
+    BlinkBadRequestError,
     BlinkConfigurationError,
     BlinkInputError,
     BlinkResponseError,
@@ -44,7 +46,7 @@ from blinkops_provider.models import (
 )
 from blinkops_provider.names import segment
 from blinkops_provider.rql import MAX_LIMIT, RQLQuery, check_field_types, check_paging
-from blinkops_provider.schema import UNCHANGED, SchemaPlan, SchemaRecord, record_location
+from blinkops_provider.schema import REFUSED, UNCHANGED, SchemaPlan, SchemaRecord, record_location
 
 __all__ = ["BlinkHook", "Clock", "FieldUpdates", "build_base_url", "check_concurrency"]
 
@@ -276,6 +278,8 @@ class BlinkHook(BaseHook):
         fail_fast: bool = False,
         record_path: str | os.PathLike[str] | None = None,
         only_changed: bool = False,
+        plan: Mapping[str, Any] | str | None = None,
+        lock_wait: float = 0.0,
     ) -> FieldUpdates:
         """Apply many field updates to one table, ``max_concurrency`` at a time.
 
@@ -299,11 +303,19 @@ class BlinkHook(BaseHook):
             Blink confirmed (a 2xx), and only those.
         :param only_changed: send only the fields the plan finds to add or change (needs
             ``record_path``). By default every declared field is sent: an update is a full
-            replacement, so sending it again corrects a change made in Blink since.
+            replacement, so sending it again corrects a change made in Blink since. A field the
+            plan finds ``refused`` (a type change) is never sent: it is reported failed, with why.
+        :param plan: the approved plan (the XCom of :meth:`SchemaPlan.to_xcom
+            <blinkops_provider.schema.SchemaPlan.to_xcom>`, or its fingerprint; needs
+            ``record_path``): the apply plans again and sends nothing unless it is the same plan.
+        :param lock_wait: with ``record_path``, how long to wait, in seconds, for another apply of
+            the same table to release its lock (default 0: fail at once, naming the holder).
         :returns: the updated fields and the failed ones, in the given order.
         :raises BlinkInputError: an invalid name, update, duplicate field or ``max_concurrency``,
             listing every problem, before any request.
         :raises BlinkConfigurationError: the connection cannot be used (before any request).
+        :raises BlinkStalePlanError: ``plan`` is not what would be applied now (before any request).
+        :raises BlinkLockedError: another apply holds the table's lock (before any request).
         """
         return self._apply_fields(
             ws_id,
@@ -313,6 +325,8 @@ class BlinkHook(BaseHook):
             fail_fast=fail_fast,
             record_path=record_path,
             only_changed=only_changed,
+            plan=plan,
+            lock_wait=lock_wait,
         )
 
     def _apply_fields(
@@ -325,6 +339,9 @@ class BlinkHook(BaseHook):
         fail_fast: bool,
         record_path: str | os.PathLike[str] | None = None,
         only_changed: bool = False,
+        plan: Mapping[str, Any] | str | None = None,
+        lock_wait: float = 0.0,
+        lock_owner: str | None = None,
         interrupted: Callable[[FieldUpdates], None] | None = None,
     ) -> FieldUpdates:
         """:meth:`update_table_fields`, telling ``interrupted`` what is known when an exception
@@ -332,22 +349,53 @@ class BlinkHook(BaseHook):
         _segment(ws_id, "ws_id")
         _segment(table, "table")
         check_concurrency(max_concurrency)
-        if only_changed and record_path is None:
-            raise BlinkInputError(
-                "only_changed needs a record_path: without the record of the last apply, no field is known unchanged"
-            )
+        for name, given in (("only_changed", only_changed), ("plan", plan is not None)):
+            if given and record_path is None:
+                raise BlinkInputError(
+                    f"{name} needs a record_path: the plan compares the declared schema with the record of the last "
+                    "apply kept there"
+                )
         batch = validate_field_updates(updates)
-        transport = self.transport  # a broken connection fails once, here, not once per field
-        record = None if record_path is None else self._record(ws_id, table, record_path)
-        plan, recorded = record.plan(batch) if record is not None else (None, {})
-        where = record.location if record is not None else ""
-        if plan is not None:
-            plan.log_to(self.log)
+        self.transport  # noqa: B018 - a broken connection fails once, here, not once per field
+        if record_path is None:
+            return self._send_fields(ws_id, table, batch, None, {}, max_concurrency, fail_fast, False, interrupted)
+        record = self._record(ws_id, table, record_path)
+        owner = lock_owner or f"{socket.gethostname()} (pid {os.getpid()})"
+        with record.locked(owner=owner, wait=lock_wait, now=self.clock.now, sleep=self.clock.sleep, log=self.log):
+            planned, recorded = record.plan(batch)
+            if plan is not None:
+                planned.check_approved(plan)  # before anything is sent
+            planned.log_to(self.log)
+            return self._send_fields(
+                ws_id, table, batch, record, recorded, max_concurrency, fail_fast, only_changed, interrupted, planned
+            )
+
+    def _send_fields(
+        self,
+        ws_id: str,
+        table: str,
+        batch: list[tuple[str, FieldUpdate]],
+        record: SchemaRecord | None,
+        recorded: dict[str, dict[str, Any]],
+        max_concurrency: int,
+        fail_fast: bool,
+        only_changed: bool,
+        interrupted: Callable[[FieldUpdates], None] | None,
+        plan: SchemaPlan | None = None,
+    ) -> FieldUpdates:
+        """Send the batch (less what the plan refuses or, with ``only_changed``, finds unchanged)
+        and record what Blink confirmed."""
+        refused = {name: plan.risk(name) for name, _ in batch if plan is not None and plan.action(name) == REFUSED}
         skipped = [name for name, _ in batch if only_changed and plan is not None and plan.action(name) == UNCHANGED]
+        left_out = set(skipped) | set(refused)
         bodies = {name: update.to_body() for name, update in batch}
+        where = record.location if record is not None else ""
 
         def complete(result: FieldUpdates) -> FieldUpdates:
-            result = dataclasses.replace(result, order=list(bodies), plan=plan, skipped=skipped)
+            failed = {**{name: BlinkBadRequestError(f"not sent: {why}") for name, why in refused.items()}}
+            result = dataclasses.replace(
+                result, order=list(bodies), plan=plan, skipped=skipped, failed={**failed, **result.failed}
+            )
             if record is not None and result.applied:
                 record.write({**recorded, **{name: bodies[name] for name in result.applied}}, now=self.clock.now())
             return result
@@ -362,9 +410,9 @@ class BlinkHook(BaseHook):
                 interrupted(result)
 
         result = run_batch(
-            [(name, update) for name, update in batch if name not in skipped],
+            [(name, update) for name, update in batch if name not in left_out],
             lambda name, update, session: self._put_field(ws_id, table, name, update, session),
-            transport.new_session,
+            self.transport.new_session,
             max_concurrency=max_concurrency,
             fail_fast=fail_fast,
             log=self.log,
@@ -378,9 +426,8 @@ class BlinkHook(BaseHook):
             why = str(err) if isinstance(err, BlinkInputError) else type(err).__name__
             raise BlinkApiError(
                 f"the fields were sent, but the schema record at {where!r} could not be updated ({why}); "
-                "the next plan would "
-                "be wrong, so the task fails. A retry applies the schema again (safe: updates are full "
-                "replacements) and records it"
+                "the next plan would be wrong, so the task fails. A retry applies the schema again (safe: updates "
+                "are full replacements) and records it"
             ) from None
 
     def list_connection_types(
@@ -511,6 +558,21 @@ class BlinkHook(BaseHook):
             filter=filter, sort=sort, select=select, page_size=page_size, max_items=max_items
         ):
             yield from page.results
+
+    def check_key(self) -> None:
+        """Check, with one small listing, that Blink accepts the connection's API key (a plan
+        sends nothing else, so without this a wrong key would be found only after review).
+
+        :raises BlinkAuthError: Blink refused the key (401 or 403), naming what to fix.
+        """
+        try:
+            self.list_connection_types(limit=1)
+        except BlinkAuthError as err:
+            raise BlinkAuthError(
+                f"Blink refused the API key of the connection {self.blink_conn_id!r} ({err.status}); check its API "
+                f"key (password) and its header name (extra header_name, now {self._settings.header!r})",
+                status=err.status,
+            ) from None
 
     # -- Airflow UI ---------------------------------------------------------------------
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -16,7 +19,40 @@ from blinkops_provider.rql import parse_json_object
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
 
-__all__ = ["UpdateTableFieldOperator", "UpdateTableFieldsOperator"]
+__all__ = ["UpdateTableFieldOperator", "UpdateTableFieldsOperator", "approved_plan"]
+
+_FINGERPRINT = re.compile(r"[0-9a-f]{16}")
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def approved_plan(value: Any) -> dict[str, Any] | str | None:
+    """The ``plan`` argument as the apply checks it: the plan's XCom (a dict, its JSON text, or
+    the Python text a template renders of it) or its 16-hex-digit fingerprint.
+
+    :raises BlinkInputError: anything else, saying what is allowed.
+    """
+    if value is None or isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if _FINGERPRINT.fullmatch(text):
+            return text
+        for read in (json.loads, ast.literal_eval):
+            try:
+                parsed = read(text)
+            except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
+                continue
+            if isinstance(parsed, dict) and "fingerprint" in parsed:
+                return parsed
+    shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:79] + "…"
+    raise BlinkInputError(
+        f"plan must be the plan task's XCom (plan=plan_task.output, or its JSON) or its 16-hex-digit fingerprint, "
+        f"got {shown}"
+    )
+
 
 _OUTCOMES = ("added", "changed", "unchanged", "applied", "failed", "unknown")
 
@@ -131,8 +167,15 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     :param only_changed: send only the fields the plan finds to add or change (needs
         ``record_path``). By default every declared field is sent: an update is a full
         replacement, so sending it again corrects a change made in Blink since.
-    :param plan_only: log the plan and return it, and send nothing (needs ``record_path``):
-        the first task of a plan, review, apply DAG.
+    :param plan_only: check that Blink accepts the connection's key (one small request), log
+        the plan and return it, and send nothing else (needs ``record_path``): the first task of
+        a plan, review, apply DAG.
+    :param plan: the approved plan, to apply it and nothing else (needs ``record_path``): the plan
+        task's XCom (``plan=plan_task.output``, or its JSON text) or its ``fingerprint``. The
+        apply plans again under the table's lock and, if the record or the schema changed since,
+        fails with :class:`~blinkops_provider.exceptions.BlinkStalePlanError` and sends nothing.
+    :param lock_wait: seconds to wait for another apply of the same table to finish (default 0:
+        fail at once, naming who holds the table's lock and since when; Airflow's retries apply).
     :param blink_conn_id: the ``blink`` connection to use.
     :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
     :returns: (XCom ``return_value``, pushed also when the task fails)
@@ -141,16 +184,21 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         outcome is ``added``, ``changed``, ``unchanged`` (with ``record_path``), ``applied``
         (without), ``failed`` or ``unknown``; pushed on every way out (a failure,
         ``execution_timeout``, a signal), with the fields in flight then as ``unknown``. With
-        ``plan_only``, the plan: ``{"ws_id", "table", "record", "recorded_at", "baseline",
-        "fields": [{"field", "action", "members"}], "counts", "undeclared", "text"}``.
+        ``plan_only``, the plan (:meth:`~blinkops_provider.schema.SchemaPlan.to_xcom`):
+        ``{"fingerprint", "schema_digest", "record_digest", "ws_id", "table", "record",
+        "recorded_at", "baseline", "fields": [{"field", "action", "members", "values",
+        "destructive", "risk"}], "counts", "has_changes", "undeclared", "text"}``.
     :raises BlinkInputError: invalid entries, before any request.
-    :raises BlinkClientError: some fields failed, every one with a 4xx: no Airflow retry helps.
+    :raises BlinkStalePlanError: ``plan`` is not what would be applied now, before any request.
+    :raises BlinkLockedError: another apply of the table holds its lock, before any request.
+    :raises BlinkClientError: some fields failed, every one with a 4xx (or refused by the plan):
+        no Airflow retry helps.
     :raises BlinkApiError: some fields failed, at least one transiently: Airflow's retries apply
         (updates are full replacements, so applying the schema again is safe).
     """
 
-    template_fields: Sequence[str] = ("ws_id", "table", "fields", "record_path")
-    template_fields_renderers = {"fields": "json"}
+    template_fields: Sequence[str] = ("ws_id", "table", "fields", "record_path", "plan")
+    template_fields_renderers = {"fields": "json", "plan": "json"}
     ui_color = "#d8e9ff"
 
     def __init__(
@@ -164,6 +212,8 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         record_path: str | None = None,
         only_changed: bool = False,
         plan_only: bool = False,
+        plan: dict[str, Any] | str | None = None,
+        lock_wait: float = 0.0,
         blink_conn_id: str = BlinkHook.default_conn_name,
         hook_params: dict[str, Any] | None = None,
         **kwargs: Any,
@@ -171,7 +221,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         kwargs["outlets"] = with_alias(kwargs.get("outlets"), TABLES_ALIAS)
         super().__init__(blink_conn_id=blink_conn_id, hook_params=hook_params, **kwargs)
         check_concurrency(max_concurrency)
-        for name, value in (("only_changed", only_changed), ("plan_only", plan_only)):
+        for name, value in (("only_changed", only_changed), ("plan_only", plan_only), ("plan", plan is not None)):
             if not isinstance(value, bool):
                 raise BlinkInputError(f"{name} must be True or False, got {value!r}")
             if value and not record_path:
@@ -187,11 +237,17 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         self.record_path = record_path
         self.only_changed = only_changed
         self.plan_only = plan_only
+        self.plan = plan
+        if isinstance(lock_wait, bool) or not isinstance(lock_wait, (int, float)) or not 0 <= lock_wait <= 3600:
+            raise BlinkInputError(f"lock_wait must be a number of seconds from 0 to 3600, got {lock_wait!r}")
+        self.lock_wait = float(lock_wait)
 
     def execute(self, context: Context) -> dict[str, Any]:
         batch = validate_field_updates(self.fields, require_type_and_name=True)
+        approved = approved_plan(self.plan)  # checked before any request
         self._declared = [{"field": name, **update.to_body()} for name, update in batch]  # for lineage
         if self.plan_only:
+            self.hook.check_key()  # before anyone is asked to review
             plan = self.hook.plan_table_fields(self.ws_id, self.table, dict(batch), record_path=str(self.record_path))
             plan.log_to(self.log)
             return plan.to_xcom()
@@ -199,6 +255,10 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         def push(result: FieldUpdates) -> None:  # every way out: failure, timeout, signal
             context["ti"].xcom_push(key="return_value", value=self._report(result))
 
+        ti = context.get("ti")
+        ids = [getattr(ti, name, None) for name in ("dag_id", "run_id", "task_id")]
+        named = [str(part) for part in ids if _is_text(part)]
+        owner = "/".join(named) + f" (try {getattr(ti, 'try_number', '?')})" if len(named) == 3 else None
         result = self.hook._apply_fields(
             self.ws_id,
             self.table,
@@ -207,6 +267,9 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             fail_fast=self.fail_fast,
             record_path=str(self.record_path) if self.record_path else None,
             only_changed=self.only_changed,
+            plan=approved,
+            lock_wait=self.lock_wait,
+            lock_owner=owner,
             interrupted=push,
         )
         summary = self._report(result)
@@ -216,13 +279,18 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
                 planned = {}
                 for name, outcome in summary["outcomes"].items():
                     planned.setdefault(outcome, []).append(name)
-            self.announce_table(context, self.ws_id, self.table, summary["updated"], planned)
+            if planned is None or planned.get("added") or planned.get("changed"):
+                self.announce_table(context, self.ws_id, self.table, summary["updated"], planned)
+            else:
+                self.log.info("No field was added or changed: no asset event for %s/%s", self.ws_id, self.table)
             return summary
         context["ti"].xcom_push(key="return_value", value=summary)
         raise self._failure(result)
 
     def _report(self, result: FieldUpdates) -> dict[str, Any]:
-        """Log one line per field in the declared order, keyed by the declared names; the XCom summary."""
+        """Log the outcome, keyed by the declared names: a summary line, then one line per field
+        added, changed, failed or unknown (unchanged fields are counted, not listed); the XCom
+        summary. Linear in the number of fields."""
         failed: list[dict[str, Any]] = []
         outcomes = result.outcomes()
         counts = Counter(outcomes.values())
@@ -235,14 +303,18 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             len(result.order),
             tally,
         )
+        unknown, plan = set(result.unknown), result.plan
+        auth = next((error for error in result.failed.values() if isinstance(error, BlinkAuthError)), None)
+        if auth is not None:
+            stopped = f"Blink refused the API key ({auth.status})"
+        else:
+            stopped = "fail_fast stopped the batch" if self.fail_fast else "the task was interrupted"
         for name in result.order:
             outcome = outcomes[name]
-            if name in result.skipped:
-                self.log.info("  %s: unchanged (not sent: only_changed)", name)
+            if outcome == "unchanged":
                 continue
             if name in result.applied:
                 stored = result.applied[name]
-                plan = result.plan
                 members = plan.members(name) if plan is not None else ()
                 detail = f"; {', '.join(members)}" if members else ""
                 if stored is None:
@@ -250,20 +322,18 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
                 else:
                     self.log.info("  %s: %s (%s, %r%s)", name, outcome, stored.type, stored.display_name, detail)
                 continue
-            if name in result.unknown:
+            if name in unknown:
                 self.log.warning("  %s: unknown: in flight when the task was interrupted (perhaps applied)", name)
                 continue
             error = result.failed.get(name)
             status = error.status if error is not None else None
-            if any(isinstance(error, BlinkAuthError) for error in result.failed.values()):
-                stopped = "Blink refused the API key"
-            else:
-                stopped = "fail_fast stopped the batch" if self.fail_fast else "the task was interrupted"
             message = str(error.message) if error is not None else f"not sent: {stopped}"
             if error is not None and error.details and error.details != error.message:
                 message = f"{message} ({error.details})"
             self.log.error("  %s: failed%s: %s", name, f" with {status}" if status else "", message)
             failed.append({"field": name, "status": status, "message": message})
+        if counts["unchanged"]:
+            self.log.info("  (%d field(s) unchanged)", counts["unchanged"])
         return {
             "ws_id": self.ws_id,
             "table": self.table,
@@ -284,9 +354,18 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
 
     @staticmethod
     def _failure(result: FieldUpdates) -> BlinkApiError:
-        names = ", ".join(repr(name) for name in [*result.failed, *result.not_sent, *result.unknown])
-        missing = len(result.failed) + len(result.not_sent) + len(result.unknown)
-        message = f"{missing} of {len(result.order)} field(s) not applied: {names}"
+        missing = [*result.failed, *result.not_sent, *result.unknown]
+        names = ", ".join(repr(name) for name in missing[:20]) + (
+            f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+        )
+        message = f"{len(missing)} of {len(result.order)} field(s) not applied: {names}"
+        auth = next((error for error in result.failed.values() if isinstance(error, BlinkAuthError)), None)
+        if auth is not None:
+            return BlinkAuthError(
+                f"Blink refused the API key ({auth.status}): check the connection's API key (password) and its "
+                f"header name (extra header_name); {message}",
+                status=auth.status,
+            )
         if all(isinstance(error, BlinkClientError) for error in result.failed.values()):
             return BlinkClientError(message)  # every failure was a 4xx: retrying the task cannot help
         return BlinkApiError(message)
