@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -104,3 +105,48 @@ def provider_log(caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture
         return [line for line in capsys.readouterr().out.splitlines() if "blinkops_provider" in line]
 
     return lines
+
+
+# -- object storage: a local S3 API (moto in server mode on 127.0.0.1) --------------------------
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, str]:
+    """A fresh bucket, and ``aws_default`` pointing at the local S3 API."""
+    import boto3
+
+    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
+                        ("AWS_DEFAULT_REGION", "us-east-1")):  # fmt: skip
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_AWS_DEFAULT",
+        json.dumps(
+            {
+                "conn_type": "aws",
+                "login": "testing",
+                "password": "testing",
+                "extra": {"endpoint_url": s3_endpoint, "region_name": "us-east-1"},
+            }
+        ),
+    )
+    client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
+    name = f"snapshots-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=name)
+    return client, name
+
+
+def keys(client: Any, bucket: str) -> list[str]:
+    return sorted(obj["Key"] for obj in client.list_objects_v2(Bucket=bucket).get("Contents", []))

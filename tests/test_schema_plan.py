@@ -12,9 +12,16 @@ from urllib.parse import unquote
 import pytest
 import requests_mock as rm
 
-from blinkops_provider.exceptions import BlinkApiError, BlinkClientError, BlinkInputError
+from blinkops_provider.exceptions import (
+    BlinkApiError,
+    BlinkClientError,
+    BlinkInputError,
+    BlinkLockedError,
+    BlinkStalePlanError,
+)
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 from blinkops_provider.schema import BASELINE, SchemaRecord, differing_members
+from tests.conftest import keys
 
 BASE = "https://blink.test/api/v1"
 TABLE_URL = f"{BASE}/workspace/ws-1/table/Incidents/fields"
@@ -243,3 +250,378 @@ def test_plan_only_and_only_changed_need_a_record_path() -> None:
             UpdateTableFieldsOperator(task_id="t", ws_id="w", table="t", fields=[], **{flag: True})
     with pytest.raises(BlinkInputError, match="plan_only must be True or False"):
         UpdateTableFieldsOperator(task_id="t", ws_id="w", table="t", fields=[], record_path="r", plan_only="yes")
+
+
+# -- the plan's identity: the approved plan is the applied plan (#24) ---------------------------
+
+
+def test_a_plan_has_a_stable_fingerprint_in_its_xcom_and_text(hook: Any, record: Path) -> None:
+    first = hook.plan_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
+    again = hook.plan_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
+    assert re.fullmatch(r"[0-9a-f]{16}", first.fingerprint) and first.fingerprint == again.fingerprint
+    assert first.to_xcom()["fingerprint"] == first.fingerprint and first.fingerprint in first.describe()
+    other = hook.plan_table_fields("ws-2", "Incidents", SCHEMA, record_path=str(record.with_name("o.json")))
+    assert other.fingerprint != first.fingerprint  # another target
+
+
+@pytest.mark.parametrize("given", ["xcom", "fingerprint"])
+def test_the_apply_of_the_approved_plan_sends_it(hook: Any, record: Path, given: str) -> None:
+    approved = hook.plan_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record)).to_xcom()
+    result, sent = apply(hook, SCHEMA, record, plan=approved if given == "xcom" else approved["fingerprint"])
+    assert result.ok and sent == ["Due", "Severity", "Title"]
+
+
+def stale_cases(hook: Any, record: str) -> list[tuple[str, dict[str, Any], list[dict[str, Any]], str]]:
+    """(what changed, the approved plan, the schema the apply is given, the expected reason)."""
+    approved = hook.plan_table_fields("ws-1", "Incidents", SCHEMA, record_path=record).to_xcom()
+    return [
+        ("schema", approved, changed_schema(), "the declared schema changed since the plan"),
+        ("record", approved, SCHEMA, "the record at .* changed since the plan"),
+    ]
+
+
+def assert_stale_refused(hook: Any, record: str) -> None:
+    (_, approved, changed, reason), record_case = stale_cases(hook, record)
+    with rm.Mocker() as m:
+        with pytest.raises(BlinkStalePlanError, match=f"{reason}.*Nothing was sent: plan again"):
+            hook.update_table_fields("ws-1", "Incidents", changed, record_path=record, plan=approved)
+        assert m.call_count == 0
+    # Another run applies (the record changes) while the approved plan waits in review.
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json=field_json)
+        hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=record)
+    with rm.Mocker() as m:
+        with pytest.raises(
+            BlinkStalePlanError, match=r"changed since the plan \(last apply then: none; now: 20"
+        ) as caught:
+            hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=record, plan=record_case[1])
+        assert m.call_count == 0
+    assert "fields planned differently now: 'Title', 'Severity', 'Due'" in str(caught.value)
+    with rm.Mocker() as m, pytest.raises(BlinkStalePlanError, match="fingerprint is '0123456789abcdef'"):
+        hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=record, plan="0123456789abcdef")
+    assert m.call_count == 0
+
+
+def test_a_stale_plan_is_refused_with_nothing_sent(hook: Any, record: Path) -> None:
+    assert_stale_refused(hook, str(record))
+
+
+def test_plan_needs_a_record_and_a_wrong_plan_value_is_refused_before_any_request(blink_conn: None) -> None:
+    with pytest.raises(BlinkInputError, match="plan=True needs record_path"):
+        UpdateTableFieldsOperator(task_id="t", ws_id="w", table="t", fields=[], plan="0123456789abcdef")
+    op = UpdateTableFieldsOperator(task_id="t", ws_id="w", table="t", fields=SCHEMA, record_path="r", plan="oops")
+    with rm.Mocker() as m, pytest.raises(BlinkInputError, match="plan must be the plan task's XCom"):
+        op.execute({"ti": FakeTI()})
+    assert m.call_count == 0
+
+
+def test_the_operator_accepts_the_plan_as_a_template_renders_it(blink_conn: None, record: Path) -> None:
+    """``plan="{{ ti.xcom_pull(task_ids='plan') }}"`` renders the dict as Python text."""
+    with rm.Mocker() as m:
+        m.get(rm.ANY, json={"results": [], "total": 0})
+        xcom = UpdateTableFieldsOperator(
+            task_id="plan", ws_id="ws-1", table="Incidents", fields=SCHEMA, record_path=str(record), plan_only=True
+        ).execute({"ti": FakeTI()})
+        m.put(rm.ANY, json=field_json)
+        for rendered in (str(xcom), json.dumps(xcom)):
+            op = UpdateTableFieldsOperator(
+                task_id="apply", ws_id="ws-1", table="Incidents", fields=SCHEMA, record_path=str(record), plan=rendered
+            )
+            assert op.execute({"ti": FakeTI()})["updated"] == ["Title", "Severity", "Due"]
+            record.unlink()  # the same plan again: its baseline was no record
+
+
+# -- one apply per table at a time -----------------------------------------------------------------
+
+
+def test_a_second_apply_of_a_locked_table_fails_naming_the_holder_with_nothing_sent(hook: Any, record: Path) -> None:
+    holder = SchemaRecord(record, blink=BASE, ws_id="ws-1", table="Incidents")
+    taken = dt.datetime.now(dt.UTC).replace(microsecond=0)  # the hook tells the lease's time by the real clock
+    with holder.locked(owner="dag/run-1/apply (try 1)", now=lambda: taken, sleep=lambda s: None):
+        with (
+            rm.Mocker() as m,
+            pytest.raises(BlinkLockedError, match=r"being applied by dag/run-1/apply \(try 1\)") as e,
+        ):
+            hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
+        assert m.call_count == 0
+    assert f"since {taken.isoformat()}" in str(e.value)
+    result, sent = apply(hook, SCHEMA, record)  # released: the next apply goes through
+    assert result.ok and len(sent) == 3 and not Path(f"{record}.lock").exists()
+
+
+def test_an_apply_waits_for_the_lock_when_told_to(make_hook: Any, record: Path, sleeps: Any) -> None:
+    holder = SchemaRecord(record, blink=BASE, ws_id="ws-1", table="Incidents")
+    lock = holder.locked(owner="other", now=lambda: NOW, sleep=lambda s: None)
+    lock.__enter__()
+
+    def release_after_two_waits(seconds: float) -> None:
+        sleeps(seconds)
+        if len(sleeps) == 2:
+            lock.__exit__(None, None, None)
+
+    clock = sleeps.as_clock(sleep=release_after_two_waits, now=lambda: NOW + dt.timedelta(seconds=sleeps.clock - 1000))
+    hook = make_hook(clock=clock)
+    result, sent = apply(hook, SCHEMA, record, lock_wait=30)
+    assert result.ok and len(sent) == 3 and sleeps == [1.0, 1.0]
+
+
+def test_a_lock_whose_lease_ran_out_is_taken_over(hook: Any, record: Path, provider_log: Any) -> None:
+    record.parent.mkdir(parents=True)
+    Path(f"{record}.lock").write_text(
+        json.dumps({"owner": "a killed task", "token": "x", "since": "2026-01-01T00:00:00+00:00",
+                    "expires": "2026-01-01T00:30:00+00:00"})
+    )  # fmt: skip
+    result, sent = apply(hook, SCHEMA, record)
+    assert result.ok and len(sent) == 3 and not Path(f"{record}.lock").exists()
+    assert any("Taking over the lock" in line and "a killed task" in line for line in provider_log())
+
+
+def test_two_concurrent_applies_one_applies_the_other_refuses(make_hook: Any, record: Path) -> None:
+    import threading
+
+    first_inside, release = threading.Event(), threading.Event()
+
+    def slow_put(request: Any, context: Any) -> dict[str, Any]:
+        first_inside.set()
+        release.wait(10)
+        return field_json(request, context)
+
+    outcome: dict[str, Any] = {}
+
+    def first() -> None:
+        outcome["first"] = make_hook().update_table_fields(
+            "ws-1", "Incidents", SCHEMA, record_path=str(record), max_concurrency=1
+        )
+
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json=slow_put)
+        thread = threading.Thread(target=first)
+        thread.start()
+        assert first_inside.wait(10)
+        with pytest.raises(BlinkLockedError):
+            make_hook().update_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
+        release.set()
+        thread.join(10)
+    assert outcome["first"].ok and m.call_count == 3  # the second sent nothing
+
+
+# -- risk rules ----------------------------------------------------------------------------------
+
+
+def test_a_type_change_is_planned_refused_and_never_sent(hook: Any, record: Path) -> None:
+    apply(hook, SCHEMA, record)
+    retyped = json.loads(json.dumps(SCHEMA))
+    retyped[0]["type"] = "long-text"
+    plan = hook.plan_table_fields("ws-1", "Incidents", retyped, record_path=str(record))
+    assert plan.action("Title") == "refused" and plan.counts["refused"] == 1
+    assert "from 'text' to 'long-text'; Blink refuses type changes" in plan.risk("Title")
+    assert plan.describe().index("**Refused**") < plan.describe().index("| field | action | details |")
+    result, sent = apply(hook, retyped, record)
+    assert sent == ["Due", "Severity"] and not result.ok
+    assert result.outcomes()["Title"] == "failed" and "Blink refuses type changes" in result.failed["Title"].message
+
+
+@pytest.mark.parametrize(
+    ("change", "risk"),
+    [
+        ({"options": ["Low"], "default_value": "Low"}, "options removed: 'High'"),
+        ({"options": ["Low", "High", "Critical"], "default_value": "Low"}, ""),
+    ],
+)
+def test_removing_select_options_is_destructive_and_listed_first(
+    hook: Any, record: Path, change: dict[str, Any], risk: str
+) -> None:
+    apply(hook, SCHEMA, record)
+    changed = json.loads(json.dumps(SCHEMA))
+    changed[1]["attributes"] = change
+    plan = hook.plan_table_fields("ws-1", "Incidents", changed, record_path=str(record))
+    assert plan.action("Severity") == "change" and plan.risk("Severity").startswith(risk)
+    assert plan.counts["destructive"] == (1 if risk else 0)
+    assert ("**Destructive**" in plan.describe()) is bool(risk)
+
+
+def test_a_new_table_reference_is_destructive(hook: Any, record: Path) -> None:
+    users = {"table_name": "Users", "display_name_field": "Name"}
+    linked = [
+        {"field": "Owner", "type": "reference", "display_name": "Owner", "attributes": {"table_reference": users}}
+    ]
+    apply(hook, linked, record)
+    linked[0]["attributes"]["table_reference"] = {**users, "table_name": "People"}
+    plan = hook.plan_table_fields("ws-1", "Incidents", linked, record_path=str(record))
+    assert 'the reference moves from {"table_name": "Users"' in plan.risk("Owner")
+    assert plan.counts["destructive"] == 1
+
+
+# -- what a reviewer sees ------------------------------------------------------------------------
+
+
+def test_plan_rows_show_the_values_cut_to_a_bounded_length(hook: Any, record: Path) -> None:
+    apply(hook, SCHEMA, record)
+    changed = json.loads(json.dumps(SCHEMA))
+    changed[1]["attributes"]["default_value"] = "High"
+    changed[2]["display_name"] = "x" * 500
+    changed.append({"field": "Notes", "type": "long-text", "display_name": "Notes"})
+    text = hook.plan_table_fields("ws-1", "Incidents", changed, record_path=str(record)).describe()
+    assert "| Severity | change | attributes.default_value: 'Low' → 'High' |" in text
+    assert "| Notes | add | type 'long-text', display_name 'Notes' |" in text
+    due = next(line for line in text.splitlines() if line.startswith("| Due |"))
+    assert "display_name: 'Due by' → 'xxx" in due and "…" in due and len(due) < 200
+
+
+@pytest.mark.parametrize("name", ["a\rb", "a\u2028b", "a\x85b", "a\x0bb", "a\\|b", "a|b", "a\nb", "a\u2029b"])
+def test_plan_cells_survive_every_line_break_and_backslash(hook: Any, record: Path, name: str) -> None:
+    text = hook.plan_table_fields(
+        "ws-1", "Incidents", [{"field": name, "type": "text", "display_name": name}], record_path=str(record)
+    ).describe()
+    (row,) = [line for line in text.splitlines() if line.startswith("| a")]
+    assert len(re.split(r"(?<!\\)\|", row)) == 5  # four cells' borders: field, action, details
+    assert row.count("add") == 1
+
+
+def test_a_refused_key_fails_the_plan_step_with_the_connection_hint(blink_conn: None, record: Path) -> None:
+    from blinkops_provider.exceptions import BlinkAuthError
+
+    op = UpdateTableFieldsOperator(
+        task_id="plan", ws_id="ws-1", table="Incidents", fields=SCHEMA, record_path=str(record), plan_only=True
+    )
+    with rm.Mocker() as m:
+        m.get(rm.ANY, status_code=401, json={"message": "bad key"})
+        with pytest.raises(BlinkAuthError, match=r"refused the API key of the connection 'blink_default' \(401\)"):
+            op.execute({"ti": FakeTI()})
+    assert not record.exists()
+
+
+def test_a_batch_stopped_by_a_refused_key_names_the_cause_and_what_was_in_flight(
+    blink_conn: None, provider_log: Any
+) -> None:
+    from blinkops_provider.exceptions import BlinkAuthError
+
+    fields = [{"field": f"f{i}", "type": "text", "display_name": f"F{i}"} for i in range(40)]
+    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=fields, max_concurrency=4)
+    with rm.Mocker() as m:
+        m.put(rm.ANY, status_code=401, json={"message": "bad key"})
+        with pytest.raises(
+            BlinkAuthError, match=r"^401: Blink refused the API key \(401\).*40 of 40 field\(s\) not applied"
+        ):
+            op.execute({"ti": FakeTI()})
+    assert m.call_count <= 4  # no new update after the first refusal
+    assert any(re.search(r"no further field is sent \(\d already in flight", line) for line in provider_log())
+
+
+# -- edge cases ------------------------------------------------------------------------------------
+
+
+def test_a_name_that_cannot_be_sent_fails_the_whole_batch_before_any_request(hook: Any, record: Path) -> None:
+    bad = [*SCHEMA, {"field": "a\udcffb", "type": "text", "display_name": "X"}]
+    with rm.Mocker() as m, pytest.raises(BlinkInputError, match=r"none was sent:\n.*lone surrogate"):
+        hook.update_table_fields("ws-1", "Incidents", bad, record_path=str(record))
+    assert m.call_count == 0 and not record.exists()
+
+
+def test_a_record_of_a_newer_format_says_so(hook: Any, record: Path) -> None:
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"format": "blinkops-schema-record/2", "fields": {}}))
+    with pytest.raises(BlinkInputError, match=r"newer format \('blinkops-schema-record/2'\).*upgrade"):
+        hook.plan_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
+
+
+def test_an_unwritable_record_names_its_location(hook: Any, record: Path) -> None:
+    def block(request: Any, context: Any) -> dict[str, Any]:
+        if not record.exists():
+            record.mkdir()
+        return field_json(request, context)
+
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json=block)
+        with pytest.raises(
+            BlinkApiError, match=f"the schema record at '{re.escape(str(record))}' could not be updated"
+        ):
+            hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record), max_concurrency=1)
+
+
+# -- on object storage (s3:// through moto) ----------------------------------------------------
+
+
+def test_schema_records_in_an_s3_folder_stay_in_it_one_key_per_table(bucket: tuple[Any, str]) -> None:
+    """record_path as a folder on object storage: names with '/', '..', spaces and non-ASCII each
+    get a key of their own under the folder, and each reads back as its own table's record."""
+    import datetime as dt
+
+    from blinkops_provider.schema import SchemaRecord, record_location
+
+    client, name = bucket
+    folder = f"s3://aws_default@{name}/records/"
+    tables = [("a", "b/c"), ("a/b", "c"), ("ws", ".."), ("ws", "Inc idents Über")]
+    for ws_id, table in tables:
+        record = SchemaRecord(record_location(folder, ws_id, table), blink="h", ws_id=ws_id, table=table)
+        record.write({table: {"type": "text"}}, now=dt.datetime(2026, 11, 24, tzinfo=dt.UTC))
+    stored = keys(client, name)
+    assert len(stored) == len(tables) and all(key.startswith("records/") for key in stored)
+    for ws_id, table in tables:
+        record = SchemaRecord(record_location(folder, ws_id, table), blink="h", ws_id=ws_id, table=table)
+        assert record.read()[0] == {table: {"type": "text"}}
+
+
+@pytest.fixture
+def s3_record(bucket: tuple[Any, str]) -> str:
+    return f"s3://aws_default@{bucket[1]}/records/ws-1/Incidents.json"
+
+
+def test_on_s3_a_stale_plan_is_refused_with_nothing_sent(hook: Any, s3_record: str) -> None:
+    assert_stale_refused(hook, s3_record)
+
+
+def test_on_s3_a_locked_table_refuses_a_second_apply_and_an_expired_lock_is_taken_over(
+    hook: Any, s3_record: str, bucket: tuple[Any, str]
+) -> None:
+    client, name = bucket
+    holder = SchemaRecord(s3_record, blink=BASE, ws_id="ws-1", table="Incidents")
+    with holder.locked(owner="the other run", now=lambda: dt.datetime.now(dt.UTC), sleep=lambda s: None):
+        assert keys(client, name) == ["records/ws-1/Incidents.json.lock"]
+        with rm.Mocker(real_http=True) as m, pytest.raises(BlinkLockedError, match="being applied by the other run"):
+            hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=s3_record)
+        assert not [call for call in m.request_history if "blink.test" in call.url]
+        third = holder.locked(owner="a third", now=lambda: dt.datetime.now(dt.UTC), sleep=lambda s: None)
+        with pytest.raises(BlinkLockedError), third:
+            pass
+    assert keys(client, name) == []  # released
+    client.put_object(
+        Bucket=name,
+        Key="records/ws-1/Incidents.json.lock",
+        Body=json.dumps({"owner": "a killed task", "since": "2026-01-01T00:00:00+00:00",
+                         "expires": "2026-01-01T00:30:00+00:00"}),
+    )  # fmt: skip
+    with rm.Mocker(real_http=True) as m:
+        m.put(re.compile("blink.test"), json=field_json)
+        result = hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=s3_record)
+    assert result.ok and keys(client, name) == ["records/ws-1/Incidents.json"]
+
+
+def test_on_s3_two_concurrent_applies_one_applies_the_other_refuses(make_hook: Any, s3_record: str) -> None:
+    import threading
+
+    first_inside, release = threading.Event(), threading.Event()
+
+    def slow_put(request: Any, context: Any) -> dict[str, Any]:
+        first_inside.set()
+        release.wait(10)
+        return field_json(request, context)
+
+    outcome: dict[str, Any] = {}
+
+    def first() -> None:
+        outcome["first"] = make_hook().update_table_fields(
+            "ws-1", "Incidents", SCHEMA, record_path=s3_record, max_concurrency=1
+        )
+
+    with rm.Mocker(real_http=True) as m:
+        m.put(re.compile("blink.test"), json=slow_put)
+        thread = threading.Thread(target=first)
+        thread.start()
+        assert first_inside.wait(20)
+        with pytest.raises(BlinkLockedError):
+            make_hook().update_table_fields("ws-1", "Incidents", SCHEMA, record_path=s3_record)
+        release.set()
+        thread.join(20)
+    assert outcome["first"].ok
+    assert len([call for call in m.request_history if "blink.test" in call.url]) == 3
