@@ -5,16 +5,23 @@ Applies a declared schema to the fields of one Blink table, the way a migration 
 1. `load_schema` reads the declaration: the `schema` param (JSON in the trigger form) when given,
    else the file `schema_file` (by default `blink_table_schema_migration.json` beside this file).
    Every entry is checked here; an error names the source and the entry or JSON position.
-2. `plan` compares it with the record of this DAG's last apply to that table and logs each field
-   as `add`, `change` (with the members that differ) or `unchanged`. It sends nothing. The
-   baseline is that record, not Blink's current state: Blink's API cannot read a table's fields,
-   so changes made in Blink's UI are not seen.
-3. `review` (Airflow 3.1 and later) waits for a person to approve the plan, shown in the UI's
-   Required Actions. Rejecting it skips the apply. On Airflow 2.11 the plan goes straight on.
-4. `apply_schema` sends every declared field, 16 at a time (a field update is a full
-   replacement, so sending an unchanged one again corrects drift), reports each as `added`,
-   `changed`, `unchanged` or `failed`, and records the fields Blink confirmed. Its XCom holds
-   `{"ws_id", "table", "updated", "failed", "unknown", "outcomes"}`, pushed also when it fails.
+2. `plan` checks that Blink accepts the connection's key, compares the declaration with the
+   record of this DAG's last apply to that table, and logs each field as `add`, `change` (old →
+   new; flagged destructive when it removes select options or moves a reference), `unchanged`,
+   or `refused` (a type change, which Blink refuses). It sends nothing else. The plan has a
+   fingerprint. The baseline is that record, not Blink's current state: Blink's API cannot read
+   a table's fields, so changes made in Blink's UI are not seen.
+3. `needs_review` lets the plan go to `review` only when it adds, changes or refuses something.
+4. `review` (Airflow 3.1 and later) waits for a person to approve the plan, shown in the UI's
+   Required Actions with destructive and refused changes first. Rejecting it skips the apply. On
+   Airflow 2.11 the plan goes straight on.
+5. `apply_schema` applies exactly the reviewed plan (`plan=plan.output`): under the table's lock
+   it plans again and, if the record or the schema changed since the review, fails and sends
+   nothing. Then it sends every declared field but the refused ones, 16 at a time (a field update
+   is a full replacement, so sending an unchanged one again corrects drift), reports each as
+   `added`, `changed`, `unchanged` or `failed`, and records the fields Blink confirmed. Its XCom
+   holds `{"ws_id", "table", "updated", "failed", "unknown", "outcomes"}`, pushed also when it
+   fails.
 
 **Trigger** it with the params `ws_id` and `table`, and `schema` or `schema_file`.
 
@@ -24,8 +31,9 @@ default `/tmp/blink_schema_records`): one file per table, `<ws_id>/<table>.json`
 percent-encoded as one segment (`/` and `..` too), so no name leaves the folder or shares a file. Each entry
 needs `field`, `type` (the field's current type: Blink refuses to change it) and `display_name`;
 `attributes` is optional (`default_value`, `include_time`, `options`, `table_reference`). Set
-`only_changed=True` on `apply_schema` to send only what the plan adds or changes. The
-`blink_default` connection is used; set `blink_conn_id` on the operators to use another.
+`only_changed=True` on `apply_schema` to send only what the plan adds or changes. Give `review`
+`assigned_users` (who may approve) and `notifiers` (who is told). The `blink_default`
+connection is used; set `blink_conn_id` on the operators to use another.
 """
 
 from __future__ import annotations
@@ -103,19 +111,27 @@ with DAG(
         table="{{ params.table }}",
         fields=schema,
         record_path=RECORD_PATH,
+        plan=plan.output,  # the reviewed plan, and nothing else
         max_concurrency=16,
         retries=1,
+        trigger_rule="none_failed_min_one_success",  # also when the review was not needed
     )
     # [END howto_operator_update_table_fields]
 
     if ApprovalOperator is not None:
         # [START howto_review_plan]
+        @task.short_circuit(ignore_downstream_trigger_rules=False)
+        def needs_review(plan: dict[str, Any]) -> bool:
+            """Ask a person only when the plan adds, changes or refuses something."""
+            return bool(plan["has_changes"])
+
         review = ApprovalOperator(
             task_id="review",
-            subject="Apply this schema plan to {{ params.ws_id }}/{{ params.table }}?",
+            subject="Apply plan {{ ti.xcom_pull(task_ids='plan')['fingerprint'] }} to "
+            "{{ params.ws_id }}/{{ params.table }}?",
             body="{{ ti.xcom_pull(task_ids='plan')['text'] }}",
         )
         # [END howto_review_plan]
-        plan >> review >> apply_schema
+        needs_review(plan.output) >> review >> apply_schema
     else:
         plan >> apply_schema

@@ -87,8 +87,11 @@ def migration_summary(log: Path, *, per_field: bool) -> list[str]:
     per field)."""
     summary: list[str] = []
     patterns = [
-        (r"(Plan for \S+: .*\))", False),
-        (r"(\| (?!field \|)[^|]+\| (?:add|change|unchanged) \|[^|]*\|)", True),
+        (r"(Plan [0-9a-f]{16} for \S+: .*\))", False),
+        (
+            r"\s{2}([^\s\]|][^:]*: (?:add|change|change \(destructive\)) .*?|\(\d+ field\(s\) unchanged\))(?:\s+\[airflow|$)",
+            True,
+        ),
         (r"(Schema of \S+: \d+ of \d+ fields applied.*?)(?:\s+\[airflow|$)", False),
         (r"\s{2}([^\s\]|][^:]*: (?:added|changed|unchanged|applied|failed).*?)(?:\s+\[airflow|$)", True),
     ]

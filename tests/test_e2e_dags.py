@@ -136,6 +136,8 @@ def test_the_plan_is_all_added_then_all_unchanged(blink_sandbox: BlinkSandbox, r
     assert {f["action"] for f in plan["fields"]} == {"unchanged"}
     assert "not Blink's current state" in plan["text"]
     assert xcom_of(task_of(second, "apply_schema"), dag)["outcomes"] == dict.fromkeys(names, "unchanged")
+    if "review" in dag.task_ids:  # Airflow 3.1+: a person is asked only when there is something to review
+        assert (state(task_of(first, "review")), state(task_of(second, "review"))) == ("success", "skipped")
 
 
 def test_the_schema_may_be_given_inline_as_a_param(blink_sandbox: BlinkSandbox, records: Path) -> None:

@@ -69,7 +69,9 @@ EXPECTED = {
             "load_schema": "_PythonDecoratedOperator",
             "plan": "UpdateTableFieldsOperator",
             "apply_schema": "UpdateTableFieldsOperator",
-            **({"review": "ApprovalOperator"} if HAS_APPROVAL else {}),
+            **(
+                {"needs_review": "_ShortCircuitDecoratedOperator", "review": "ApprovalOperator"} if HAS_APPROVAL else {}
+            ),
         },
         "schedule": "None",
         "params": ["schema", "schema_file", "table", "ws_id"],
