@@ -88,10 +88,7 @@ def migration_summary(log: Path, *, per_field: bool) -> list[str]:
     summary: list[str] = []
     patterns = [
         (r"(Plan [0-9a-f]{16} for \S+: .*\))", False),
-        (
-            r"\s{2}([^\s\]|][^:]*: (?:add|change|change \(destructive\)) .*?|\(\d+ field\(s\) unchanged\))(?:\s+\[airflow|$)",
-            True,
-        ),
+        (r"\s{2}([^\s\]|][^:]*: (?:add|change|change \(destructive\)) .*?)(?:\s+\[airflow|$)", True),
         (r"(Schema of \S+: \d+ of \d+ fields applied.*?)(?:\s+\[airflow|$)", False),
         (r"\s{2}([^\s\]|][^:]*: (?:added|changed|unchanged|applied|failed).*?)(?:\s+\[airflow|$)", True),
     ]
