@@ -10,6 +10,11 @@ and medians printed, with the latency floor ``ceil(updates / concurrency) x RTT`
 
 The ways: ``one by one`` (``BlinkHook.update_table_field`` in a loop) and
 ``UpdateTableFieldsOperator`` at several ``max_concurrency`` values, its default among them.
+
+Then the scaling run: ``UpdateTableFieldsOperator`` as a migration runs it (a ``record_path``, so
+the plan, the table's lock, the record and the per-field report, with its log on), at its
+default concurrency, at 200 and 5,000 fields (40 and 400 in the smoke run). It prints the time
+and the task's CPU per field of each size; the target is time per field within 1.2x.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ def declared(count: int, round_: int) -> list[dict[str, Any]]:
     return [{"field": f"f{i:03d}", "type": "text", "display_name": f"Field {i} r{round_}"} for i in range(count)]
 
 
-def child(way: str, base: str, count: int, round_: int) -> None:
+def child(way: str, base: str, count: int, round_: int, records: str | None = None) -> None:
     import logging
 
     import airflow  # noqa: F401  (imported before the clock starts, as in a task)
@@ -48,11 +53,16 @@ def child(way: str, base: str, count: int, round_: int) -> None:
     from blinkops_provider.hooks.blink import BlinkHook
     from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 
-    logging.disable(logging.INFO)
+    if records is None:
+        logging.disable(logging.INFO)
     os.environ["AIRFLOW_CONN_BLINK_DEFAULT"] = json.dumps({"conn_type": "blink", "host": base, "password": KEY})
     fields = declared(count, round_)
-    started = time.perf_counter()
-    if way == "one by one":
+    started, cpu = time.perf_counter(), time.process_time()
+    if records is not None:  # the scaling run: a migration with its record, plan, lock and report
+        op = UpdateTableFieldsOperator(task_id="apply", ws_id=WS, table=f"{TABLE}{count}", fields=fields,
+                                       record_path=f"{records}/")  # fmt: skip
+        applied = len(op.execute({})["updated"])
+    elif way == "one by one":
         hook = BlinkHook()
         for entry in fields:
             hook.update_table_field(WS, TABLE, entry["field"], {k: v for k, v in entry.items() if k != "field"})
@@ -62,7 +72,7 @@ def child(way: str, base: str, count: int, round_: int) -> None:
         op = UpdateTableFieldsOperator(task_id="apply", ws_id=WS, table=TABLE, fields=fields,
                                        max_concurrency=concurrency)  # fmt: skip
         applied = len(op.execute({})["updated"])
-    print(json.dumps({"seconds": time.perf_counter() - started, "count": applied}))
+    print(json.dumps({"seconds": time.perf_counter() - started, "cpu": time.process_time() - cpu, "count": applied}))
 
 
 def main() -> int:
@@ -73,9 +83,10 @@ def main() -> int:
     parser.add_argument("--base", help=argparse.SUPPRESS)
     parser.add_argument("--count", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--records", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.base, args.count, args.round)
+        child(args.child, args.base, args.count, args.round, args.records)
         return 0
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-bench-"))
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
@@ -117,7 +128,50 @@ def main() -> int:
     note = " (smoke size: the target is for the full run)" if args.smoke else ""
     print(f"target: the default ({DEFAULT_UPDATE_CONCURRENCY}) >= 5x faster than one by one: {one / default:.1f}x  "
           f"{verdict}{note}")  # fmt: skip
+    scaling((40, 400) if args.smoke else (200, 5_000), rounds, delay_ms, DEFAULT_UPDATE_CONCURRENCY, note)
     return 0
+
+
+def scaling(sizes: tuple[int, int], rounds: int, delay_ms: float, concurrency: int, note: str) -> None:
+    """A migration's batch at two sizes, interleaved: time and CPU per field should stay flat."""
+    from blinkops_provider.sandbox import BlinkSandbox
+
+    runs: dict[int, list[tuple[float, float]]] = {size: [] for size in sizes}
+    with ExitStack() as stack:
+        sandbox = stack.enter_context(BlinkSandbox(connection_types=0, api_key=KEY))
+        for size in sizes:
+            sandbox.store.add_table(WS, f"{TABLE}{size}", [{"name": f"f{i:03d}", "type": "text", "display_name": f"f{i}",
+                                                            "attributes": {}} for i in range(size)])  # fmt: skip
+        proxy = _start(stack, [sys.executable, str(HERE / "latency_proxy.py"), "--target", f"127.0.0.1:{sandbox.port}",
+                               "--delay-ms", str(delay_ms)], r"listening on (\d+)")  # fmt: skip
+        records = stack.enter_context(tempfile.TemporaryDirectory(prefix="blink-bench-records-"))
+        for round_ in range(rounds):
+            for size in sizes:
+                done = subprocess.run([sys.executable, __file__, "--child", "scaling", "--base",
+                                       f"http://127.0.0.1:{proxy[1]}", "--count", str(size), "--round", str(round_),
+                                       "--records", records], capture_output=True, text=True, check=False)  # fmt: skip
+                if done.returncode != 0:
+                    raise SystemExit(f"scaling, {size} fields, failed:\n{done.stderr[-3000:]}")
+                figures = json.loads(done.stdout.strip().splitlines()[-1])
+                if figures["count"] != size:
+                    raise SystemExit(f"scaling: {figures['count']} of {size} applied")
+                runs[size].append((figures["seconds"], figures["cpu"]))
+    rtt = 2 * delay_ms / 1000
+    print(f"\nScaling: UpdateTableFieldsOperator with record_path (plan, lock, record, report; log on), "
+          f"max_concurrency={concurrency}, RTT {2 * delay_ms:g} ms, {rounds} interleaved round(s), medians")  # fmt: skip
+    print(f"{'fields':>7}{'seconds':>10}{'ms/field':>10}{'CPU ms/field':>14}{'floor ms/field':>16}")
+    per_field = {}
+    for size in sizes:
+        seconds = statistics.median(run[0] for run in runs[size])
+        cpu = statistics.median(run[1] for run in runs[size])
+        per_field[size] = (seconds / size, cpu / size)
+        floor = math.ceil(size / concurrency) * rtt / size
+        print(f"{size:>7}{seconds:>10.3f}{1000 * seconds / size:>10.3f}{1000 * cpu / size:>14.3f}{1000 * floor:>16.3f}")
+    small, large = sizes
+    ratio, cpu_ratio = (per_field[large][i] / per_field[small][i] for i in (0, 1))
+    verdict = "met" if ratio <= 1.2 else "NOT MET"
+    print(f"target: time per field at {large:,} within 1.2x of {small:,}: {ratio:.2f}x  {verdict}{note} "
+          f"(CPU per field: {cpu_ratio:.2f}x)")  # fmt: skip
 
 
 if __name__ == "__main__":
