@@ -1,9 +1,11 @@
-"""Plan, review, apply in Airflow 3's UI: the migration example waits for a person to approve its
-plan, and a real browser approves it (``make ui-test``).
+"""Plan, review, apply in Airflow 3's UI: the migration example waits for a person to approve a
+plan that changes something, and a real browser approves it; a plan that changes nothing asks
+no one (``make ui-test``).
 
 The DAG runs with ``airflow dags test`` against the api-server's metadata DB: the run waits at
 ``review`` until the approval is recorded through the UI, as Airflow documents for testing
-human-in-the-loop tasks. The screenshot of the review is the one docs/operators/update_table_fields.md shows.
+human-in-the-loop tasks. The screenshot of the review of a destructive change is the one
+docs/operators/update_table_fields.md shows.
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ def waiting_review(ui: AirflowUI, run: subprocess.Popen[bytes], log: Path) -> di
     raise AssertionError(f"no review was requested:\n{log.read_text()[-3000:]}")
 
 
+def ui_reviews(ui: AirflowUI) -> list[dict[str, Any]]:
+    answer = ui.api("GET", f"/dags/{DAG_ID}/dagRuns/~/hitlDetails")
+    assert answer.ok, answer.text
+    return list(answer.json()["hitl_details"])
+
+
 def test_the_plan_is_reviewed_and_approved_in_the_ui(
     airflow_ui: AirflowUI, sandbox: BlinkSandbox, browser: Any, tmp_path: Path
 ) -> None:
@@ -68,35 +76,60 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
         timeout=600,
     )
     assert registered.returncode == 0, registered.stderr[-3000:]
-    conf = json.dumps({"ws_id": "ws-demo", "table": "Incidents"})
-    log = tmp_path / "dags-test.log"
-    with log.open("wb") as out:
-        run = subprocess.Popen(
-            [sys.executable, "-m", "airflow", "dags", "test", DAG_ID, "-c", conf],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        review = waiting_review(airflow_ui, run, log)
-        assert not [r for r in sandbox.requests if r["method"] == "PUT"]  # nothing applied before the approval
-        assert "Plan for ws-demo/Incidents: 10 to add" in review["body"]
-        ti = review["task_instance"]
-        browser.get(f"{airflow_ui.url}/dags/{DAG_ID}/runs/{ti['dag_run_id']}/tasks/review/required_actions")
-        button(browser, "Approve")
-        waiting(browser).until(lambda driver: "Title" in driver.page_source, "the plan is not shown")
-        assert "not Blink's current state" in browser.page_source
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        browser.save_screenshot(str(SHOTS / "plan-review.png"))
-        press(browser, "Approve")
-        assert run.wait(timeout=180) == 0, log.read_text()[-3000:]
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
+
+    def start(log: Path, **conf: Any) -> subprocess.Popen[bytes]:
+        with log.open("wb") as out:
+            arguments = json.dumps({"ws_id": "ws-demo", "table": "Incidents", **conf})
+            command = [sys.executable, "-m", "airflow", "dags", "test", DAG_ID, "-c", arguments]
+            return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+    def approve(
+        run: subprocess.Popen[bytes], log: Path, expected: str, shot: str | None = None, nothing_sent: bool = False
+    ) -> dict[str, Any]:
+        try:
+            review = waiting_review(airflow_ui, run, log)
+            if nothing_sent:
+                assert not [r for r in sandbox.requests if r["method"] == "PUT"]  # nothing before the approval
+            assert expected in review["body"], review["body"]
+            ti = review["task_instance"]
+            browser.get(f"{airflow_ui.url}/dags/{DAG_ID}/runs/{ti['dag_run_id']}/tasks/review/required_actions")
+            button(browser, "Approve")
+            waiting(browser).until(lambda driver: "Title" in driver.page_source, "the plan is not shown")
+            assert "not Blink's current state" in browser.page_source
+            if shot:
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                browser.save_screenshot(str(SHOTS / shot))
+            press(browser, "Approve")
+            assert run.wait(timeout=180) == 0, log.read_text()[-3000:]
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+        return review
+
+    # 1. Everything is new: a person is asked, and nothing is applied before the approval.
+    log = tmp_path / "run-1.log"
+    approve(start(log), log, "10 to add, 0 to change (0 destructive)", nothing_sent=True)
     puts = [r for r in sandbox.requests if r["method"] == "PUT"]
     assert len(puts) == 10
     assert "Schema of ws-demo/Incidents: 10 of 10 fields applied (10 added)" in log.read_text()
+
+    # 2. Nothing changed: no one is asked, and the apply goes on (it corrects drift).
+    log = tmp_path / "run-2.log"
+    assert start(log).wait(timeout=300) == 0, log.read_text()[-3000:]
+    reviews = ui_reviews(airflow_ui)
+    assert len(reviews) == 1, reviews  # still only run 1's
+    assert "Schema of ws-demo/Incidents: 10 of 10 fields applied (10 unchanged)" in log.read_text()
+
+    # 3. An option removed from a select: the review leads with the destructive change.
+    schema = json.loads((EXAMPLE_DAGS / "blink_table_schema_migration.json").read_text())
+    severity = next(entry for entry in schema["fields"] if entry["field"] == "Severity")
+    removed = severity["attributes"]["options"].pop()
+    log = tmp_path / "run-3.log"
+    review = approve(start(log, schema=schema), log, "**Destructive**", shot="plan-review.png")
+    assert review["body"].index("**Destructive**") < review["body"].index("| field | action | details |")
+    assert f"options removed: {removed!r}" in review["body"]
+    assert "Schema of ws-demo/Incidents: 10 of 10 fields applied (1 changed, 9 unchanged)" in log.read_text()
 
     # The table's asset, made by the event the apply emitted through its alias: the asset graph.
     uri = f"blink://{asset_host(sandbox.base_url)}/ws-demo/Incidents"
