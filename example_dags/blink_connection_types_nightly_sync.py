@@ -70,7 +70,7 @@ with DAG(
 
         from airflow.providers.common.compat.sdk import ObjectStoragePath
 
-        from blinkops_provider.assets import blink_catalogue_asset
+        from blinkops_provider.assets import add_alias_event, blink_catalogue_asset
         from blinkops_provider.catalogue import diff_catalogues, previous_snapshot, read_snapshot
 
         current = ObjectStoragePath(summary["path"])
@@ -85,7 +85,7 @@ with DAG(
         current.with_name(current.name.replace(".json", ".diff.json")).write_text(
             json.dumps({**report, **changes.to_dict()}, indent=1)
         )
-        get_current_context()["outlet_events"][CATALOGUE].add(blink_catalogue_asset(), extra=report)
+        add_alias_event(get_current_context()["outlet_events"], CATALOGUE_ALIAS, blink_catalogue_asset(), report)
         logging.getLogger("airflow.task").info(
             "Catalogue %s: %s (previous: %s)", current.name, changes.describe(), previous.name if previous else "none"
         )

@@ -57,8 +57,6 @@ def migrate(dag: Any = None, **conf: Any) -> Any:
     """A run of the migration example, its review approved as a person would (on Airflow 3.1+,
     the approval task is marked a success; on 2.11 there is none)."""
     dag = dag or load_dag("blink_table_schema_migration.py")
-    if hasattr(dag, "sync_to_db"):  # Airflow 2.11: register the outlet alias as the scheduler would
-        dag.sync_to_db()
     return dag.test(run_conf={"ws_id": "ws-demo", "table": "Incidents", **conf}, mark_success_pattern="review")
 
 
@@ -332,8 +330,6 @@ def test_nightly_sync_snapshots_and_diffs(
 ) -> None:
     monkeypatch.setenv("AIRFLOW_VAR_BLINK_SNAPSHOT_ROOT", str(tmp_path))
     dag = load_dag("blink_connection_types_nightly_sync.py")
-    if hasattr(dag, "sync_to_db"):  # Airflow 2.11: register the dataset as the scheduler would
-        dag.sync_to_db()
     first = run_on(dag, pendulum.datetime(2026, 11, 20, tz="UTC"))
     assert state(first) == "success"
     changes = change_catalogue(blink_sandbox)

@@ -28,6 +28,7 @@ __all__ = [
     "CATALOGUE_ALIAS",
     "SCHEME",
     "TABLES_ALIAS",
+    "add_alias_event",
     "asset_host",
     "blink_catalogue_asset",
     "blink_table_asset",
@@ -135,6 +136,40 @@ def blink_catalogue_asset(
     return Asset(
         uri=normalize_uri(urlsplit(f"{SCHEME}://{_host(host, blink_conn_id)}/{CATALOGUE}")).geturl(), extra=extra or {}
     )
+
+
+def add_alias_event(outlet_events: Any, alias: str, asset: Any, extra: dict[str, Any] | None = None) -> None:
+    """Add ``asset``'s event through the asset alias named ``alias`` (one of the task's outlets),
+    on Airflow 2.11 and 3.x alike: ``add_alias_event(context["outlet_events"], CATALOGUE_ALIAS,
+    blink_catalogue_asset(), extra={...})``.
+
+    On Airflow 2 it first makes sure the metadata DB knows the alias. Airflow 2 records an alias
+    event only for an alias already in its DB, which only a DAG sync writes (the DAG processor,
+    ``sync_to_db``), and fails the run otherwise (apache/airflow#42495): the first ``dag.test()``
+    or ``airflow dags test`` on a fresh DB failed. Tasks on Airflow 2 reach the DB; Airflow 3
+    registers aliases itself.
+    """
+    from airflow.providers.common.compat.sdk import AssetAlias
+
+    if _airflow_major() == 2:
+        _register_alias_on_airflow_2(alias)
+    outlet_events[AssetAlias(alias)].add(asset, extra=extra or {})
+
+
+def _airflow_major() -> int:
+    import airflow
+
+    return int(airflow.__version__.split(".", 1)[0])
+
+
+def _register_alias_on_airflow_2(name: str) -> None:
+    from airflow.models.dataset import DatasetAliasModel  # Airflow 2 only; no public API writes an alias
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        if session.scalar(select(DatasetAliasModel.id).where(DatasetAliasModel.name == name).limit(1)) is None:
+            session.add(DatasetAliasModel(name=name))
 
 
 def create_asset(

@@ -105,9 +105,7 @@ class BaseBlinkOperator(BaseOperator):
         else through the operator's alias :data:`~blinkops_provider.assets.TABLES_ALIAS`. Airflow
         records it when the task succeeds. A failure here is logged, never raised: the fields
         were applied, and the task must not fail for its announcement."""
-        from airflow.providers.common.compat.sdk import AssetAlias
-
-        from blinkops_provider.assets import TABLES_ALIAS, blink_table_asset
+        from blinkops_provider.assets import TABLES_ALIAS, add_alias_event, blink_table_asset
 
         events = context.get("outlet_events")
         if events is None:  # a bare execute() outside Airflow
@@ -119,7 +117,7 @@ class BaseBlinkOperator(BaseOperator):
             if declared is not None:
                 events[declared].extra.update(extra)
             else:
-                events[AssetAlias(TABLES_ALIAS)].add(asset, extra=extra)
+                add_alias_event(events, TABLES_ALIAS, asset, extra)
         except Exception as err:  # the apply succeeded: its announcement must not undo that
             self.log.warning(
                 "The table's asset event was not added (%s: %s); the fields were applied", type(err).__name__, err
