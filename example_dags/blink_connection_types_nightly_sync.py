@@ -2,14 +2,19 @@
 ### Blink connection-type catalogue: nightly sync
 
 Every night, `snapshot` fetches Blink's connection-type catalogue (filtered and projected with
-RQL) and writes it, whole, to a dated JSON file: `<snapshot root>/connection_types/<ds>.json`.
-`diff` compares it with the latest snapshot dated before it (by id: added, removed, changed; a
-rerun for the same day compares the same way and writes the same result), writes the diff beside
-it (`<ds>.diff.json`), logs the summary, returns the ids (at most 100 of each kind, with how many
-more) as XCom, and emits an event on the catalogue's asset, `blink://<host>/connection_types`
-(`blink_catalogue_asset()`; it replaces the asset `blink-connection-types` of earlier versions),
-whose extra holds the counts. Schedule downstream DAGs on that asset to react to catalogue
-changes. The first run, with no earlier snapshot, reports everything as added.
+RQL) and writes it, whole, to a JSON file of this run's own:
+`<snapshot root>/connection_types/<when>__<run id>.json`, named so that runs sort as they were
+scheduled to run (`snapshot_name`). `diff` compares it with the latest snapshot of an earlier
+run, whatever its date (by id: added, removed, changed): a second run the same day reports what
+changed since the first, and a retry or a clear of a run rewrites only its own snapshot and
+gives the same diff. It writes the diff beside it (`<name>.diff.json`), keeps the latest
+`keep_snapshots` snapshots (param, default 90) and deletes older ones, logs the summary, returns
+the ids (at most 100 of each kind, with how many more) as XCom, and emits an event on the
+catalogue's asset, `blink://<host>/connection_types` (`blink_catalogue_asset()`; it replaces the
+asset `blink-connection-types` of earlier versions), whose extra holds the counts. Schedule
+downstream DAGs on that asset to react to catalogue changes. The first run, with no earlier
+snapshot, reports everything as added. One run at a time (`max_active_runs=1`), so a
+scheduled and a manual run never write at once.
 
 **Adapt it**: set the Airflow Variable `blink_snapshot_root` to where snapshots belong (a local
 folder or an object-storage URI such as `s3://bucket/blink`; default `/tmp/blink_snapshots`),
@@ -25,17 +30,24 @@ import pendulum
 from airflow.providers.common.compat.sdk import DAG, AssetAlias, Param, get_current_context, task
 
 from blinkops_provider.assets import CATALOGUE_ALIAS
+from blinkops_provider.catalogue import snapshot_name
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 
 CATALOGUE = AssetAlias(CATALOGUE_ALIAS)  # the event goes to blink://<the connection's host>/connection_types
-SNAPSHOT_PATH = "{{ var.value.get('blink_snapshot_root', '/tmp/blink_snapshots') }}/connection_types/{{ ds }}.json"
+SNAPSHOT_ROOT = "{{ var.value.get('blink_snapshot_root', '/tmp/blink_snapshots') }}"
+SNAPSHOT_PATH = SNAPSHOT_ROOT + "/connection_types/{{ snapshot_name(dag_run) }}"  # this run's own file
 
 with DAG(
     dag_id="blink_connection_types_nightly_sync",
     schedule="@daily",
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
-    params={"name_like": Param("%", type="string", description="RQL $like pattern on the name")},
+    max_active_runs=1,
+    user_defined_macros={"snapshot_name": snapshot_name},
+    params={
+        "name_like": Param("%", type="string", description="RQL $like pattern on the name"),
+        "keep_snapshots": Param(90, type="integer", minimum=2, description="How many snapshots to keep"),
+    },
     tags=["blink", "example"],
     doc_md=__doc__,
 ) as dag:
@@ -71,10 +83,10 @@ with DAG(
         from airflow.providers.common.compat.sdk import ObjectStoragePath
 
         from blinkops_provider.assets import add_alias_event, blink_catalogue_asset
-        from blinkops_provider.catalogue import diff_catalogues, previous_snapshot, read_snapshot
+        from blinkops_provider.catalogue import diff_catalogues, previous_snapshot, prune_snapshots, read_snapshot
 
         current = ObjectStoragePath(summary["path"])
-        previous = previous_snapshot(current)  # dated before this one: a rerun compares the same way
+        previous = previous_snapshot(current)  # an earlier run's: a retry compares the same way
         changes = diff_catalogues(read_snapshot(previous) if previous else None, read_snapshot(current))
         report = {
             **changes.counts,
@@ -82,13 +94,16 @@ with DAG(
             "snapshot": str(current),
             "previous": str(previous) if previous else None,
         }
-        current.with_name(current.name.replace(".json", ".diff.json")).write_text(
+        current.with_name(current.name.removesuffix(".json") + ".diff.json").write_text(
             json.dumps({**report, **changes.to_dict()}, indent=1)
         )
+        pruned = prune_snapshots(current, int(get_current_context()["params"]["keep_snapshots"]))
         add_alias_event(get_current_context()["outlet_events"], CATALOGUE_ALIAS, blink_catalogue_asset(), report)
-        logging.getLogger("airflow.task").info(
-            "Catalogue %s: %s (previous: %s)", current.name, changes.describe(), previous.name if previous else "none"
-        )
+        log = logging.getLogger("airflow.task")
+        before = previous.name if previous else "none"
+        log.info("Catalogue %s: %s (previous: %s)", current.name, changes.describe(), before)
+        if pruned:
+            log.info("Deleted %d old snapshot(s), the oldest %s", len(pruned), pruned[0])
         return {**changes.to_xcom(), "snapshot": str(current), "previous": report["previous"]}
 
     diff(snapshot.output)

@@ -193,8 +193,9 @@ def main() -> int:
             logs / f"{SYNC}-{days[1]}.log")  # fmt: skip
 
         folder = snapshots / "connection_types"
-        latest = json.loads((folder / f"{days[1]}.json").read_text())
-        diff = json.loads((folder / f"{days[1]}.diff.json").read_text())["counts"]
+        snapshots_made = sorted(p for p in folder.glob("*.json") if not p.name.endswith(".diff.json"))
+        latest = json.loads(snapshots_made[-1].read_text())  # each run's own snapshot; names sort as runs do
+        diff = json.loads(snapshots_made[-1].with_suffix(".diff.json").read_text())["counts"]
         say("")
         say(f"Demo finished in {time.monotonic() - started:.0f} s" + (f" against {tenant_url}" if on_tenant else ""))
         if sandbox is not None:
@@ -205,7 +206,7 @@ def main() -> int:
         say(f"  Catalogue size:   {len(latest)} connection types on {days[1]}")
         say(f"  Diff {days[0]} -> {days[1]}: {diff['added']} added, {diff['removed']} removed, "
             f"{diff['changed']} changed, {diff['unchanged']} unchanged")  # fmt: skip
-        say(f"  Snapshots:        {folder}/ (<date>.json, <date>.diff.json)")
+        say(f"  Snapshots:        {folder}/ (one per run: <when>__<run id>.json and .diff.json)")
         if ws_id and table:
             say(f"  Schema record:    {records}/{ws_id}/{table}.json (the plan's baseline)")
         say(f"  Logs:             {logs}/")

@@ -1,11 +1,19 @@
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
 import pytest
 
-from blinkops_provider.catalogue import CatalogueDiff, diff_catalogues, previous_snapshot, read_snapshot
+from blinkops_provider.catalogue import (
+    CatalogueDiff,
+    diff_catalogues,
+    previous_snapshot,
+    prune_snapshots,
+    read_snapshot,
+    snapshot_name,
+)
 
 A = {"id": "a", "name": "aws"}
 B = {"id": "b", "name": "gcp"}
@@ -64,3 +72,56 @@ def test_read_snapshot(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(ValueError, match="a JSON array was expected"):
         read_snapshot(str(tmp_path / "bad.json"))
+
+
+class Run:
+    def __init__(self, run_id: str, **when: dt.datetime | None) -> None:
+        self.run_id = run_id
+        for name, value in when.items():
+            setattr(self, name, value)
+
+
+def test_snapshot_names_sort_as_runs_were_scheduled_then_by_run_id() -> None:
+    utc = dt.UTC
+    nightly = Run("scheduled__2026-11-21T00:00:00+00:00", run_after=dt.datetime(2026, 11, 21, tzinfo=utc))
+    noon = Run("manual__2026-11-21T12:00:03.5+00:00", run_after=dt.datetime(2026, 11, 21, 12, 0, 3, tzinfo=utc))
+    event = Run("asset_triggered__2026-11-21T12:00:03.5+00:00", run_after=noon.run_after)  # type: ignore[attr-defined]
+    airflow2 = Run("manual__x", logical_date=None, execution_date=dt.datetime(2026, 11, 20, 23, tzinfo=utc))
+    names = [snapshot_name(run) for run in (airflow2, nightly, event, noon)]
+    assert names == sorted(names)
+    assert names[1] == "2026-11-21T000000Z__scheduled__2026-11-21T00-00-00-00-00.json"
+    assert names[0].startswith("2026-11-20T230000Z__manual__x")
+    with pytest.raises(ValueError, match="has no run_after or logical date"):
+        snapshot_name(Run("r", run_after=None, logical_date=None))
+
+
+def test_each_run_compares_with_the_latest_earlier_look_and_a_rerun_compares_the_same_way(tmp_path: Path) -> None:
+    folder = tmp_path / "connection_types"
+    folder.mkdir()
+    legacy, night, noon = (
+        "2026-11-20.json",
+        "2026-11-21T000000Z__scheduled__a.json",
+        "2026-11-21T120000Z__manual__b.json",
+    )
+    for name in (legacy, night, noon, "2026-11-21T000000Z__scheduled__a.diff.json"):
+        (folder / name).write_text("[]")
+    assert previous_snapshot(folder / noon) == folder / night  # the same day's earlier look
+    assert previous_snapshot(folder / night) == folder / legacy  # a snapshot named before 0.2 still counts
+    (folder / night).write_text('[{"id": "a"}]')  # a retry of the night run rewrites its own file
+    assert previous_snapshot(folder / night) == folder / legacy
+    assert previous_snapshot(folder / noon) == folder / night
+
+
+def test_pruning_keeps_the_latest_snapshots_with_their_diffs(tmp_path: Path) -> None:
+    folder = tmp_path / "connection_types"
+    folder.mkdir()
+    names = [f"2026-11-{day}T000000Z__scheduled__{day}" for day in (20, 21, 22, 23)]
+    for name in names:
+        (folder / f"{name}.json").write_text("[]")
+        (folder / f"{name}.diff.json").write_text("{}")
+    assert prune_snapshots(folder / f"{names[-1]}.json", 2) == [f"{names[0]}.json", f"{names[1]}.json"]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        f"{n}{s}" for n in names[2:] for s in (".json", ".diff.json")
+    )
+    with pytest.raises(ValueError, match="at least 2"):
+        prune_snapshots(folder / f"{names[-1]}.json", 1)

@@ -337,39 +337,48 @@ def test_nightly_sync_snapshots_and_diffs(
     assert state(second) == "success"
 
     folder = tmp_path / "connection_types"
-    assert sorted(p.name for p in folder.iterdir()) == [
-        "2026-11-20.diff.json", "2026-11-20.json", "2026-11-21.diff.json", "2026-11-21.json",
-    ]  # fmt: skip
-    first_snapshot = json.loads((folder / "2026-11-20.json").read_text())
-    second_snapshot = json.loads((folder / "2026-11-21.json").read_text())
+    names = sorted(p.name for p in folder.iterdir())
+    assert len(names) == 4 and [name.endswith(".diff.json") for name in names] == [True, False, True, False]
+    first_name, second_name = (name for name in names if not name.endswith(".diff.json"))
+    assert first_name.startswith("2026-11-20T000000Z__") and second_name.startswith("2026-11-21T000000Z__")
+    first_snapshot = json.loads((folder / first_name).read_text())
+    second_snapshot = json.loads((folder / second_name).read_text())
     assert len(first_snapshot) == 200
     assert len(second_snapshot) == 201
     assert [item["name"] for item in second_snapshot] == sorted(item["name"] for item in second_snapshot)
     assert set(second_snapshot[0]) <= {"id", "name", "display_name", "plugin_name", "oauth_supported",
                                        "documentation_link", "updated_at", "metadata"}  # fmt: skip
-    first_diff = json.loads((folder / "2026-11-20.diff.json").read_text())
+    first_diff = json.loads((folder / first_name).with_suffix(".diff.json").read_text())
     assert first_diff["counts"] == {"added": 200, "removed": 0, "changed": 0, "unchanged": 0}
     assert first_diff["previous"] is None
-    diff = json.loads((folder / "2026-11-21.diff.json").read_text())
+    diff = json.loads((folder / second_name).with_suffix(".diff.json").read_text())
     assert diff["counts"] == {"added": 3, "removed": 2, "changed": 4, "unchanged": 194}
     assert {key: diff[key] for key in ("added", "removed", "changed")} == changes
-    assert diff["previous"].endswith("2026-11-20.json")
+    assert diff["previous"].endswith(first_name)
     catalogue = f"blink://{asset_host(blink_sandbox.base_url)}/connection_types"  # replaces blink-connection-types
     extras = [event for event in asset_events(catalogue)]
     assert [(e["added"], e["removed"], e["changed"]) for e in extras] == [(200, 0, 0), (3, 2, 4)]
-    assert extras[-1]["snapshot"].endswith("2026-11-21.json")
+    assert extras[-1]["snapshot"].endswith(second_name)
     returned = xcom_of(task_of(second, "diff"), dag)
     assert {kind: returned[kind] for kind in ("added", "removed", "changed")} == changes
     assert returned["more"] == {"added": 0, "removed": 0, "changed": 0}
     first_returned = xcom_of(task_of(first, "diff"), dag)
     assert len(first_returned["added"]) == 100 and first_returned["more"]["added"] == 100  # capped
 
-    # A second run the same day (a manual trigger at noon: another run, the same ds) compares with
-    # the day before again, and writes the same result.
-    written = (folder / "2026-11-21.diff.json").read_text()
-    again = run_on(dag, pendulum.datetime(2026, 11, 21, 12, tz="UTC"))
-    assert state(again) == "success"
-    assert (folder / "2026-11-21.diff.json").read_text() == written
+    # The catalogue changes again, and a second run the same day (at noon) reports that change,
+    # against the morning's look, not the day before's; the morning's diff is kept.
+    written = (folder / second_name).with_suffix(".diff.json").read_text()
+    blink_sandbox.store.upsert_connection_types(
+        [{"id": "ct-same-day", "name": "zz-same-day", "display_name": "Same day", "plugin_name": "zz",
+          "oauth_supported": False}]
+    )  # fmt: skip
+    noon = run_on(dag, pendulum.datetime(2026, 11, 21, 12, tz="UTC"))
+    assert state(noon) == "success"
+    (noon_name,) = [p.name for p in folder.glob("2026-11-21T120000Z__*.json") if not p.name.endswith(".diff.json")]
+    noon_diff = json.loads((folder / noon_name).with_suffix(".diff.json").read_text())
+    assert noon_diff["counts"] == {"added": 1, "removed": 0, "changed": 0, "unchanged": 201}
+    assert noon_diff["added"] == ["ct-same-day"] and noon_diff["previous"].endswith(second_name)
+    assert (folder / second_name).with_suffix(".diff.json").read_text() == written
 
 
 def asset_events(name: str) -> list[dict[str, Any]]:

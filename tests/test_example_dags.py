@@ -80,7 +80,7 @@ EXPECTED = {
         "dag_id": "blink_connection_types_nightly_sync",
         "tasks": {"snapshot": "ConnectionTypesToXComOperator", "diff": "_PythonDecoratedOperator"},
         "schedule": "@daily",
-        "params": ["name_like"],
+        "params": ["keep_snapshots", "name_like"],
     },
 }
 

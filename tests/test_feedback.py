@@ -34,7 +34,7 @@ def test_a_refused_key_stops_the_batch(blink_conn: None, provider_log: Any, stat
     failed = ti.pushed["return_value"]["failed"]
     assert [f["field"] for f in failed] == names
     assert sum(f["status"] == status for f in failed) == sent
-    assert all(f["message"] == "not sent: Blink refused the API key" for f in failed[sent:])
+    assert all(f["message"] == f"not sent: Blink refused the API key ({status})" for f in failed[sent:])
     hints = [line for line in provider_log() if "check the connection's API key" in line]
     assert len(hints) == 1
     assert "header name" in hints[0]

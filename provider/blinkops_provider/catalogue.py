@@ -1,16 +1,34 @@
-"""Comparing snapshots of the connection-type catalogue (the nightly sync's diff)."""
+"""Comparing snapshots of the connection-type catalogue (the nightly sync's diff).
+
+Each DAG run keeps its own snapshot, named by :func:`snapshot_name` so that names sort as the runs
+were scheduled to run (the logical date, or ``run_after`` for a run without one), then by run id:
+``2026-11-24T000000Z__scheduled__2026-11-24T00-00-00-00-00.json``. The diff of a run compares its
+snapshot with the latest one named before it (:func:`previous_snapshot`), whatever its date, so
+a second run the same day, or one started by an event, reports what changed since the previous
+look; a retry or a clear of the same run rewrites only its own snapshot and gives the same diff.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["XCOM_IDS", "CatalogueDiff", "diff_catalogues", "previous_snapshot", "read_snapshot"]
+__all__ = [
+    "XCOM_IDS",
+    "CatalogueDiff",
+    "diff_catalogues",
+    "previous_snapshot",
+    "prune_snapshots",
+    "read_snapshot",
+    "snapshot_name",
+]
 
-_SNAPSHOT_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}\.json$")
+_SNAPSHOT_NAME = re.compile(r"^(?!.*\.diff\.json$)\d{4}-\d{2}-\d{2}(T\d{6}Z__[A-Za-z0-9._-]+)?\.json$")
+"""A snapshot's file name: :func:`snapshot_name`'s, or ``YYYY-MM-DD.json`` (before 0.2)."""
 
 XCOM_IDS = 100
 """The most ids of each kind (added, removed, changed) that :meth:`CatalogueDiff.to_xcom` keeps."""
@@ -97,14 +115,55 @@ def read_snapshot(path: Any) -> list[dict[str, Any]]:
     return data
 
 
+def snapshot_name(dag_run: Any) -> str:
+    """The file name of a DAG run's snapshot: when the run was scheduled to run (its logical date;
+    ``run_after`` for an Airflow 3 run that has none), in UTC, then its run id with any character outside
+    ``A-Z a-z 0-9 . _ -`` written as ``-``. Names sort as the runs were scheduled, then by run id.
+    Use it in a template: ``output_path=".../connection_types/{{ snapshot_name(dag_run) }}"`` with
+    ``user_defined_macros={"snapshot_name": snapshot_name}`` on the DAG.
+
+    :raises ValueError: the run has neither a ``run_after`` nor a logical date.
+    """
+    when = next(
+        (
+            value
+            for name in ("logical_date", "execution_date", "run_after")
+            if isinstance(value := getattr(dag_run, name, None), dt.datetime)
+        ),
+        None,
+    )
+    if when is None:
+        raise ValueError(f"the DAG run {getattr(dag_run, 'run_id', dag_run)!r} has no run_after or logical date")
+    stamp = when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H%M%SZ")
+    return f"{stamp}__{re.sub(r'[^A-Za-z0-9._-]', '-', str(dag_run.run_id))}.json"
+
+
 def previous_snapshot(path: Any) -> Any | None:
-    """The latest dated snapshot (``YYYY-MM-DD.json``) in the same folder that is older than ``path``."""
+    """The latest snapshot in the same folder named before ``path`` (an earlier look), or None."""
     current = _as_path(path)
     folder = current.parent
     if not folder.exists():
         return None
     older = [p for p in folder.iterdir() if _SNAPSHOT_NAME.match(p.name) and p.name < current.name]
     return max(older, key=lambda p: p.name) if older else None
+
+
+def prune_snapshots(path: Any, keep: int) -> list[str]:
+    """Delete all but the ``keep`` latest snapshots in ``path``'s folder (``path`` among the kept),
+    each with its ``.diff.json``.
+
+    :returns: the names deleted, oldest first.
+    :raises ValueError: ``keep`` is not a whole number of at least 2 (a diff needs the previous look).
+    """
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 2:
+        raise ValueError(f"keep must be a whole number of snapshots, at least 2, got {keep!r}")
+    current = _as_path(path)
+    snapshots = sorted((p for p in current.parent.iterdir() if _SNAPSHOT_NAME.match(p.name)), key=lambda p: p.name)
+    stale = [p for p in snapshots[:-keep] if p.name != current.name]
+    for old in stale:
+        old.unlink(missing_ok=True)
+        old.with_name(old.name.removesuffix(".json") + ".diff.json").unlink(missing_ok=True)
+    return [p.name for p in stale]
 
 
 def _as_path(path: Any) -> Any:
