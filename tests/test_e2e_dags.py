@@ -396,3 +396,54 @@ def asset_events(name: str) -> list[dict[str, Any]]:
             json.loads(extra) if isinstance(extra, str) else extra
             for (extra,) in connection.execute(query, {"uri": name})
         ]
+
+
+RATE_LIMITED_DAG = """
+import datetime as dt
+from airflow.providers.common.compat.sdk import DAG
+from blinkops_provider.operators.tables import UpdateTableFieldOperator
+
+with DAG("blink_rate_limited", schedule=None) as dag:
+    UpdateTableFieldOperator(
+        task_id="title", ws_id="ws-demo", table="Incidents", field="Title", field_type="text", display_name="Title",
+        retries=1, retry_delay=dt.timedelta(minutes=10), hook_params={"retry_limit": 1},
+    )
+"""
+
+
+@pytest.mark.skipif(
+    not __import__("blinkops_provider.retry_policy").retry_policy.HAS_RETRY_POLICY,
+    reason="retry_policy needs Airflow 3.3 or later",
+)
+def test_a_rate_limited_task_is_retried_after_blinks_retry_after_not_its_retry_delay(
+    blink_sandbox: BlinkSandbox, tmp_path: Path
+) -> None:
+    """The task's one request gets a 429 with Retry-After: 2 (the hook does not retry: retry_limit
+    1); BlinkRetryPolicy has Airflow retry the task after 2 s, not after its 10 minutes."""
+    from airflow import settings
+    from sqlalchemy import text
+
+    (tmp_path / "rate_limited.py").write_text(RATE_LIMITED_DAG)
+    blink_sandbox.set_faults(sequence=[429], retry_after="2")
+    env = {**os.environ, "AIRFLOW__CORE__DAGS_FOLDER": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "airflow", "dags", "test", "blink_rate_limited"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert "retrying after its Retry-After, 2 s" in done.stdout + done.stderr
+    assert [r["status"] for r in blink_sandbox.requests if r["method"] == "PUT"] == [429, 200]
+    with settings.engine.connect() as connection:
+        history = (
+            "SELECT end_date, retry_delay_override FROM task_instance_history WHERE dag_id = :dag AND try_number = 1"
+        )
+        (first,) = connection.execute(text(history), {"dag": "blink_rate_limited"})
+        current = "SELECT try_number, start_date, state FROM task_instance WHERE dag_id = :dag"
+        (second,) = connection.execute(text(current), {"dag": "blink_rate_limited"})
+    assert first[1] == 2.0  # the policy's delay, as Airflow stored it
+    assert (second[0], second[2]) == (2, "success")
+    waited = pendulum.parse(str(second[1])) - pendulum.parse(str(first[0]))
+    assert waited.total_seconds() < 600  # not the task's retry_delay of 10 minutes

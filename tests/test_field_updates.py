@@ -216,17 +216,22 @@ def test_partial_failure_applies_the_rest_and_reports_each_field(blink_conn: Non
     assert any("2/4 fields applied, 2 failed" in line for line in lines)  # progress as updates complete
 
 
-def test_a_transient_failure_leaves_airflow_retries_in_play(blink_conn: None) -> None:
+@pytest.mark.parametrize(("first", "retried"), [(503, True), (400, False)])
+def test_only_a_batch_that_failed_transiently_leaves_airflow_retries_in_play(
+    blink_conn: None, first: int, retried: bool
+) -> None:
+    """A 503 alone: the task may be retried. Any 4xx among the failures: a retry would fail on it
+    again, so the task fails at once (an AirflowFailException)."""
     op = UpdateTableFieldsOperator(
         task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")],
         hook_params={"retry_limit": 1},
     )  # fmt: skip
     with rm.Mocker() as m:
-        m.put(f"{TABLE_URL}/a", status_code=400, json={"message": "no"})
+        m.put(f"{TABLE_URL}/a", status_code=first, json={"message": "no"})
         m.put(f"{TABLE_URL}/b", status_code=503)
         with pytest.raises(BlinkApiError) as caught:
             op.execute({"ti": FakeTI()})
-    assert not isinstance(caught.value, AirflowFailException)
+    assert isinstance(caught.value, AirflowFailException) is not retried
 
 
 def test_fail_fast_starts_nothing_new_after_a_failure(blink_conn: None) -> None:

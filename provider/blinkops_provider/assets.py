@@ -17,6 +17,7 @@ it. A DAG scheduled on :func:`blink_table_asset` runs after such an event, as on
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit
@@ -152,7 +153,15 @@ def add_alias_event(outlet_events: Any, alias: str, asset: Any, extra: dict[str,
     from airflow.providers.common.compat.sdk import AssetAlias
 
     if _airflow_major() == 2:
-        _register_alias_on_airflow_2(alias)
+        try:
+            _register_alias_on_airflow_2(alias)
+        except Exception as err:  # no metadata DB here (a bare execute()): the event is added all the same
+            logging.getLogger(__name__).warning(
+                "Could not register the asset alias %r in Airflow's metadata DB (%s); on Airflow 2 an event "
+                "through it fails the run unless the DAG was synced first (airflow dags reserialize)",
+                alias,
+                type(err).__name__,
+            )
     outlet_events[AssetAlias(alias)].add(asset, extra=extra or {})
 
 

@@ -63,6 +63,7 @@ class BlinkApiError(AirflowException):
         user_error: Any = None,
         method: str | None = None,
         path: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         self.message = message
         self.status = status
@@ -72,6 +73,8 @@ class BlinkApiError(AirflowException):
         self.user_error = user_error
         self.method = method
         self.path = path
+        self.retry_after = retry_after
+        """Seconds Blink asked to wait (its last ``Retry-After``), when it said."""
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -97,6 +100,7 @@ class BlinkApiError(AirflowException):
             "user_error": self.user_error,
             "method": self.method,
             "path": self.path,
+            "retry_after": self.retry_after,
         }
 
 

@@ -234,14 +234,19 @@ class Transport:
         try:
             response = retrying(self._attempt, session, method, url, params, json)
         except RetryableResponse as exc:
-            raise error_from_response(
+            error = error_from_response(
                 exc.response,
                 method=method,
                 path=path,
                 scrub=self.scrub,
                 subject=subject,
                 error_class=BlinkTransientError,
-            ) from None
+            )
+            attempts = retrying.statistics.get("attempt_number", 1)
+            error.retry_after = parse_retry_after(exc.response.headers.get("Retry-After"), self.clock.now())
+            asked = f"; Blink asked to wait {error.retry_after:g} s" if error.retry_after is not None else ""
+            error.message = f"{error.message} (gave up after {attempts} attempt(s){asked})"
+            raise error from None
         except requests.RequestException as exc:
             attempts = retrying.statistics.get("attempt_number", 1)
             if isinstance(exc, requests.exceptions.SSLError):

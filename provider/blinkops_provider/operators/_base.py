@@ -11,6 +11,7 @@ from airflow.providers.common.compat.sdk import BaseOperator
 
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.retry_policy import default_retry_policy
 
 HOOK_PARAMS = tuple(
     name
@@ -68,6 +69,10 @@ class BaseBlinkOperator(BaseOperator):
     :param blink_conn_id: the ``blink`` connection to use.
     :param hook_params: keyword arguments for :class:`~blinkops_provider.hooks.blink.BlinkHook`
         (``timeout``, ``retry_limit``, ``retry_delay``).
+
+    On Airflow 3.3 and later the operators take
+    :class:`~blinkops_provider.retry_policy.BlinkRetryPolicy` as their ``retry_policy`` unless
+    given one (``retry_policy=None`` turns it off).
     """
 
     template_fields: Sequence[str] = ()
@@ -79,6 +84,8 @@ class BaseBlinkOperator(BaseOperator):
         hook_params: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        if "retry_policy" not in kwargs and (policy := default_retry_policy()) is not None:
+            kwargs["retry_policy"] = policy  # Airflow 3.3+: Blink's failures decide the task's retries
         super().__init__(**kwargs)
         self.blink_conn_id = blink_conn_id
         self.hook_params = hook_params or {}

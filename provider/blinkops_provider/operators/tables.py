@@ -191,9 +191,9 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     :raises BlinkInputError: invalid entries, before any request.
     :raises BlinkStalePlanError: ``plan`` is not what would be applied now, before any request.
     :raises BlinkLockedError: another apply of the table holds its lock, before any request.
-    :raises BlinkClientError: some fields failed, every one with a 4xx (or refused by the plan):
-        no Airflow retry helps.
-    :raises BlinkApiError: some fields failed, at least one transiently: Airflow's retries apply
+    :raises BlinkClientError: some fields failed, at least one with a 4xx (or refused by the
+        plan): a retry would fail on it again, so the task fails without one.
+    :raises BlinkApiError: some fields failed, every one transiently: Airflow's retries apply
         (updates are full replacements, so applying the schema again is safe).
     """
 
@@ -366,6 +366,6 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
                 f"header name (extra header_name); {message}",
                 status=auth.status,
             )
-        if all(isinstance(error, BlinkClientError) for error in result.failed.values()):
-            return BlinkClientError(message)  # every failure was a 4xx: retrying the task cannot help
+        if any(isinstance(error, BlinkClientError) for error in result.failed.values()):
+            return BlinkClientError(message)  # a 4xx (or a refused change): a retry would fail on it again
         return BlinkApiError(message)
