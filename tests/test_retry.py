@@ -163,7 +163,7 @@ def test_exhausted_transient_error_keeps_the_last_body(make_hook: Any) -> None:
         with pytest.raises(BlinkTransientError) as err:
             make_hook().list_connection_types()
     assert (err.value.status, err.value.message, err.value.identifier) == (503, "maintenance", "MAINT")
-    assert str(err.value) == "GET /connection_types -> 503: maintenance (back at 3)"
+    assert str(err.value) == "GET /connection_types -> 503: maintenance (back at 3) (gave up after 3 attempt(s))"
 
 
 def test_bad_request_keeps_the_whole_error_wrapper(make_hook: Any) -> None:

@@ -64,6 +64,7 @@ class BlinkApiError(AirflowException):
         method: str | None = None,
         path: str | None = None,
         retry_after: float | None = None,
+        attempts: int | None = None,
     ) -> None:
         self.message = message
         self.status = status
@@ -75,6 +76,8 @@ class BlinkApiError(AirflowException):
         self.path = path
         self.retry_after = retry_after
         """Seconds Blink asked to wait (its last ``Retry-After``), when it said."""
+        self.attempts = attempts
+        """How many attempts the hook made before giving up, for an error it retried."""
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -85,6 +88,9 @@ class BlinkApiError(AirflowException):
             text = f"{self.status}: {text}"
         if self.method and self.path:
             text = f"{self.method} {self.path} -> {text}"
+        if self.attempts is not None:
+            asked = f"; Blink asked to wait {self.retry_after:g} s" if self.retry_after is not None else ""
+            text = f"{text} (gave up after {self.attempts} attempt(s){asked})"
         return text
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -101,6 +107,7 @@ class BlinkApiError(AirflowException):
             "method": self.method,
             "path": self.path,
             "retry_after": self.retry_after,
+            "attempts": self.attempts,
         }
 
 

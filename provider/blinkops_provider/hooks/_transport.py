@@ -242,10 +242,8 @@ class Transport:
                 subject=subject,
                 error_class=BlinkTransientError,
             )
-            attempts = retrying.statistics.get("attempt_number", 1)
+            error.attempts = retrying.statistics.get("attempt_number", 1)
             error.retry_after = parse_retry_after(exc.response.headers.get("Retry-After"), self.clock.now())
-            asked = f"; Blink asked to wait {error.retry_after:g} s" if error.retry_after is not None else ""
-            error.message = f"{error.message} (gave up after {attempts} attempt(s){asked})"
             raise error from None
         except requests.RequestException as exc:
             attempts = retrying.statistics.get("attempt_number", 1)

@@ -1,0 +1,138 @@
+"""BlinkCatalogueChangeTrigger against the sandbox: no change, a change, a restart, failures."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from blinkops_provider.exceptions import BlinkAuthError, BlinkInputError, BlinkTransientError
+from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_provider.triggers import STATE_KEY, BlinkCatalogueChangeTrigger, catalogue_fingerprint
+
+
+class Stop(Exception):
+    """Ends a test's polling (raised by the injected wait)."""
+
+
+class Waits(list[float]):
+    """The trigger's waits, recorded instead of slept; ``between`` runs after each poll, and the
+    trigger is stopped after ``polls`` polls."""
+
+    def __init__(self, polls: int, between: Callable[[int], None] = lambda poll: None) -> None:
+        super().__init__()
+        self.polls, self.between = polls, between
+
+    async def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+        if len(self) >= self.polls:
+            raise Stop
+        self.between(len(self))
+
+
+class Store:
+    """The watched asset's state store (Airflow 3.3), in memory and shared across restarts."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+    async def aget(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    async def aset(self, key: str, value: Any) -> None:
+        self.values[key] = value
+
+
+def events_of(trigger: BlinkCatalogueChangeTrigger) -> list[dict[str, Any]]:
+    """Every event the trigger fires until its injected wait stops it."""
+
+    async def collect() -> list[dict[str, Any]]:
+        fired = []
+        try:
+            async for event in trigger.run():
+                fired.append(event.payload)
+        except Stop:
+            pass
+        return fired
+
+    return asyncio.run(collect())
+
+
+def change(sandbox: BlinkSandbox) -> None:
+    sandbox.store.upsert_connection_types(
+        [{"id": "ct-watched", "name": "watched", "display_name": "Watched", "plugin_name": "w",
+          "oauth_supported": False}]
+    )  # fmt: skip
+
+
+def test_an_unchanged_catalogue_fires_nothing(blink_sandbox: BlinkSandbox) -> None:
+    waits = Waits(polls=3)
+    assert events_of(BlinkCatalogueChangeTrigger(poll_interval=30, sleep=waits)) == []
+    assert waits == [30.0, 30.0, 30.0]
+    assert len([r for r in blink_sandbox.requests if r["method"] == "GET"]) == 3  # one small request a poll
+
+
+def test_a_change_fires_one_event(blink_sandbox: BlinkSandbox) -> None:
+    before = catalogue_fingerprint("blink_default")
+    waits = Waits(polls=4, between=lambda poll: change(blink_sandbox) if poll == 1 else None)
+    (event,) = events_of(BlinkCatalogueChangeTrigger(poll_interval=30, sleep=waits))
+    assert event["previous"] == before and event["fingerprint"] == catalogue_fingerprint("blink_default")
+    assert event["fingerprint"].startswith("201:")  # one more type
+
+
+def test_a_restarted_trigger_does_not_fire_again_and_sees_a_change_made_while_down(
+    blink_sandbox: BlinkSandbox,
+) -> None:
+    store = Store()
+    first = BlinkCatalogueChangeTrigger(
+        sleep=Waits(polls=3, between=lambda p: change(blink_sandbox) if p == 1 else None)
+    )
+    first.asset_state_store = store  # what the triggerer sets on Airflow 3.3
+    assert len(events_of(first)) == 1
+    assert store.values[STATE_KEY] == catalogue_fingerprint("blink_default")
+    restarted = BlinkCatalogueChangeTrigger(sleep=Waits(polls=2))
+    restarted.asset_state_store = store
+    assert events_of(restarted) == []  # the change was already reported
+    blink_sandbox.store.delete_connection_types(["ct-watched"])  # while the triggerer is down
+    again = BlinkCatalogueChangeTrigger(sleep=Waits(polls=2))
+    again.asset_state_store = store
+    assert [event["fingerprint"].split(":")[0] for event in events_of(again)] == ["200"]
+
+
+def test_failures_in_a_row_stop_the_trigger_and_a_success_resets_the_count() -> None:
+    answers: list[Any] = [BlinkTransientError("503"), "1:a:x", BlinkTransientError("503"), BlinkTransientError("503")]
+
+    def flaky(conn_id: str) -> str:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return str(answer)
+
+    waits = Waits(polls=10)
+    trigger = BlinkCatalogueChangeTrigger(max_consecutive_failures=2, sleep=waits, fingerprint=flaky)
+    with pytest.raises(BlinkTransientError):
+        events_of(trigger)
+    assert len(waits) == 3 and answers == []  # failed, succeeded, failed, then the second failure in a row
+
+
+def test_a_refused_key_stops_the_trigger_at_once() -> None:
+    def refused(conn_id: str) -> str:
+        raise BlinkAuthError("no", status=401)
+
+    waits = Waits(polls=10)
+    with pytest.raises(BlinkAuthError):
+        events_of(BlinkCatalogueChangeTrigger(max_consecutive_failures=5, sleep=waits, fingerprint=refused))
+    assert waits == []
+
+
+def test_it_serialises_without_its_test_seams_and_checks_its_arguments() -> None:
+    path, kwargs = BlinkCatalogueChangeTrigger(blink_conn_id="b", poll_interval=60).serialize()
+    assert path == "blinkops_provider.triggers.BlinkCatalogueChangeTrigger"
+    assert kwargs == {"blink_conn_id": "b", "poll_interval": 60.0, "max_consecutive_failures": 5}
+    assert BlinkCatalogueChangeTrigger(**kwargs).serialize() == (path, kwargs)
+    with pytest.raises(BlinkInputError, match="poll_interval must be at least 1 second"):
+        BlinkCatalogueChangeTrigger(poll_interval=0)
+    with pytest.raises(BlinkInputError, match="max_consecutive_failures must be at least 1"):
+        BlinkCatalogueChangeTrigger(max_consecutive_failures=0)
