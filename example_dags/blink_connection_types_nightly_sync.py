@@ -20,6 +20,12 @@ scheduled and a manual run never write at once.
 folder or an object-storage URI such as `s3://bucket/blink`; default `/tmp/blink_snapshots`),
 change `name_like` (an RQL `$like` pattern) or the `filter` and `select` of `snapshot`. The
 snapshot goes to the file, not XCom: only `{path, count, total}` reaches the metadata database.
+
+**Event-driven** (Airflow 3.0 and later): this file also defines
+`blink_connection_types_on_change`, the same sync scheduled by an `AssetWatcher` whose
+`BlinkCatalogueChangeTrigger` polls the catalogue every 5 minutes with one small request and
+runs the DAG when it changes. It needs a running triggerer (`airflow triggerer`, or
+`airflow standalone`). On Airflow 3.3 the trigger keeps its last look in the asset's state store.
 """
 
 from __future__ import annotations
@@ -27,84 +33,108 @@ from __future__ import annotations
 from typing import Any
 
 import pendulum
-from airflow.providers.common.compat.sdk import DAG, AssetAlias, Param, get_current_context, task
+from airflow.providers.common.compat.sdk import DAG, Asset, AssetAlias, Param, get_current_context, task
 
 from blinkops_provider.assets import CATALOGUE_ALIAS
 from blinkops_provider.catalogue import snapshot_name
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
+from blinkops_provider.triggers import BlinkCatalogueChangeTrigger
+
+try:  # Airflow 3.0+: event-driven scheduling
+    from airflow.sdk import AssetWatcher
+except ImportError:  # Airflow 2.11: only the nightly DAG
+    AssetWatcher = None
 
 CATALOGUE = AssetAlias(CATALOGUE_ALIAS)  # the event goes to blink://<the connection's host>/connection_types
 SNAPSHOT_ROOT = "{{ var.value.get('blink_snapshot_root', '/tmp/blink_snapshots') }}"
 SNAPSHOT_PATH = SNAPSHOT_ROOT + "/connection_types/{{ snapshot_name(dag_run) }}"  # this run's own file
 
-with DAG(
-    dag_id="blink_connection_types_nightly_sync",
-    schedule="@daily",
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
-    user_defined_macros={"snapshot_name": snapshot_name},
-    params={
-        "name_like": Param("%", type="string", description="RQL $like pattern on the name"),
-        "keep_snapshots": Param(90, type="integer", minimum=2, description="How many snapshots to keep"),
-    },
-    tags=["blink", "example"],
-    doc_md=__doc__,
-) as dag:
-    # [START howto_operator_connection_types_to_xcom]
-    snapshot = ConnectionTypesToXComOperator(
-        task_id="snapshot",
-        filter={"name": {"$like": "{{ params.name_like }}"}},
-        sort=["name"],
-        select=[
-            "id",
-            "name",
-            "display_name",
-            "plugin_name",
-            "oauth_supported",
-            "documentation_link",
-            "updated_at",
-            "metadata",
-        ],
-        output_path=SNAPSHOT_PATH,
-        retries=2,
-    )
-    # [END howto_operator_connection_types_to_xcom]
 
-    # [START howto_catalogue_diff_asset]
-    @task(outlets=[CATALOGUE])
-    def diff(summary: dict[str, Any]) -> dict[str, Any]:
-        """Compare with the latest snapshot before this one; log the summary and announce the
-        counts on the asset. Returns (XCom) the ids added, removed and changed, at most 100 of
-        each, with how many more there are (the whole lists are in ``<ds>.diff.json``)."""
-        import json
-        import logging
-
-        from airflow.providers.common.compat.sdk import ObjectStoragePath
-
-        from blinkops_provider.assets import add_alias_event, blink_catalogue_asset
-        from blinkops_provider.catalogue import diff_catalogues, previous_snapshot, prune_snapshots, read_snapshot
-
-        current = ObjectStoragePath(summary["path"])
-        previous = previous_snapshot(current)  # an earlier run's: a retry compares the same way
-        changes = diff_catalogues(read_snapshot(previous) if previous else None, read_snapshot(current))
-        report = {
-            **changes.counts,
-            "total": summary["total"],
-            "snapshot": str(current),
-            "previous": str(previous) if previous else None,
-        }
-        current.with_name(current.name.removesuffix(".json") + ".diff.json").write_text(
-            json.dumps({**report, **changes.to_dict()}, indent=1)
+def catalogue_sync(dag_id: str, schedule: Any, doc_md: str | None) -> DAG:
+    """The sync: a snapshot of the catalogue, then its diff against the previous look."""
+    with DAG(
+        dag_id=dag_id,
+        schedule=schedule,
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        max_active_runs=1,
+        user_defined_macros={"snapshot_name": snapshot_name},
+        params={
+            "name_like": Param("%", type="string", description="RQL $like pattern on the name"),
+            "keep_snapshots": Param(90, type="integer", minimum=2, description="How many snapshots to keep"),
+        },
+        tags=["blink", "example"],
+        doc_md=doc_md,
+    ) as dag:
+        # [START howto_operator_connection_types_to_xcom]
+        snapshot = ConnectionTypesToXComOperator(
+            task_id="snapshot",
+            filter={"name": {"$like": "{{ params.name_like }}"}},
+            sort=["name"],
+            select=[
+                "id",
+                "name",
+                "display_name",
+                "plugin_name",
+                "oauth_supported",
+                "documentation_link",
+                "updated_at",
+                "metadata",
+            ],
+            output_path=SNAPSHOT_PATH,
+            retries=2,
         )
-        pruned = prune_snapshots(current, int(get_current_context()["params"]["keep_snapshots"]))
-        add_alias_event(get_current_context()["outlet_events"], CATALOGUE_ALIAS, blink_catalogue_asset(), report)
-        log = logging.getLogger("airflow.task")
-        before = previous.name if previous else "none"
-        log.info("Catalogue %s: %s (previous: %s)", current.name, changes.describe(), before)
-        if pruned:
-            log.info("Deleted %d old snapshot(s), the oldest %s", len(pruned), pruned[0])
-        return {**changes.to_xcom(), "snapshot": str(current), "previous": report["previous"]}
+        # [END howto_operator_connection_types_to_xcom]
 
-    diff(snapshot.output)
-    # [END howto_catalogue_diff_asset]
+        # [START howto_catalogue_diff_asset]
+        @task(outlets=[CATALOGUE])
+        def diff(summary: dict[str, Any]) -> dict[str, Any]:
+            """Compare with the latest snapshot before this one; log the summary and announce the
+            counts on the asset. Returns (XCom) the ids added, removed and changed, at most 100 of
+            each, with how many more there are (the whole lists are in ``<ds>.diff.json``)."""
+            import json
+            import logging
+
+            from airflow.providers.common.compat.sdk import ObjectStoragePath
+
+            from blinkops_provider.assets import add_alias_event, blink_catalogue_asset
+            from blinkops_provider.catalogue import diff_catalogues, previous_snapshot, prune_snapshots, read_snapshot
+
+            current = ObjectStoragePath(summary["path"])
+            previous = previous_snapshot(current)  # an earlier run's: a retry compares the same way
+            changes = diff_catalogues(read_snapshot(previous) if previous else None, read_snapshot(current))
+            report = {
+                **changes.counts,
+                "total": summary["total"],
+                "snapshot": str(current),
+                "previous": str(previous) if previous else None,
+            }
+            current.with_name(current.name.removesuffix(".json") + ".diff.json").write_text(
+                json.dumps({**report, **changes.to_dict()}, indent=1)
+            )
+            pruned = prune_snapshots(current, int(get_current_context()["params"]["keep_snapshots"]))
+            add_alias_event(get_current_context()["outlet_events"], CATALOGUE_ALIAS, blink_catalogue_asset(), report)
+            log = logging.getLogger("airflow.task")
+            before = previous.name if previous else "none"
+            log.info("Catalogue %s: %s (previous: %s)", current.name, changes.describe(), before)
+            if pruned:
+                log.info("Deleted %d old snapshot(s), the oldest %s", len(pruned), pruned[0])
+            return {**changes.to_xcom(), "snapshot": str(current), "previous": report["previous"]}
+
+        diff(snapshot.output)
+        # [END howto_catalogue_diff_asset]
+    return dag
+
+
+dag = catalogue_sync("blink_connection_types_nightly_sync", "@daily", __doc__)
+
+if AssetWatcher is not None:
+    # [START howto_trigger_catalogue_change]
+    CATALOGUE_CHANGES = Asset(
+        name="blink_catalogue_changes",
+        watchers=[
+            AssetWatcher(name="blink_catalogue_poll", trigger=BlinkCatalogueChangeTrigger(poll_interval=300)),
+        ],
+    )
+    on_change = catalogue_sync("blink_connection_types_on_change", [CATALOGUE_CHANGES], __doc__)
+    # [END howto_trigger_catalogue_change]

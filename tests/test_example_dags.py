@@ -111,3 +111,19 @@ def test_has_the_expected_shape(probe: dict[str, Any]) -> None:
     assert probe["catchup"] is False
     assert probe["doc_md"] is True
     assert probe["params"] == expected["params"]
+
+
+@pytest.mark.skipif(AIRFLOW < (3, 0), reason="AssetWatcher (event-driven scheduling) needs Airflow 3.0 or later")
+def test_the_event_driven_sync_is_scheduled_by_the_catalogue_trigger() -> None:
+    from blinkops_provider.triggers import BlinkCatalogueChangeTrigger
+
+    spec = importlib.util.spec_from_file_location("nightly", EXAMPLE_DAGS / "blink_connection_types_nightly_sync.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    on_change = module.on_change
+    assert on_change.dag_id == "blink_connection_types_on_change" and on_change.max_active_runs == 1
+    assert sorted(on_change.task_ids) == ["diff", "snapshot"]
+    (watcher,) = module.CATALOGUE_CHANGES.watchers
+    assert isinstance(watcher.trigger, BlinkCatalogueChangeTrigger) and watcher.trigger.poll_interval == 300
+    assert list(on_change.timetable.asset_condition.objects) == [module.CATALOGUE_CHANGES]
