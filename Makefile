@@ -5,6 +5,7 @@
 #   make test-lowest                   the built wheel with its lowest declared dependencies, then pytest
 #   make ui-test                       the connection form and the plan review in Airflow 3's UI, in headless Chromium
 #   make demo                          the main job: both example DAGs end to end against the sandbox
+#   make airflow-ui                    the example DAGs in Airflow 3's UI (airflow standalone, the sandbox); Ctrl-C stops
 #   make docs                          the documentation site (Sphinx, warnings are errors) in docs/_build/html
 #   make bench                         the benchmarks (prints measured figures)
 # Every target creates its environment with uv first when it is missing.
@@ -25,7 +26,7 @@ endif
 PY := $(VENV)/bin/python
 export UV_PROJECT_ENVIRONMENT := $(abspath .venv)
 
-.PHONY: help uv env lint typecheck pytest test test-py313 test-lowest ui-test demo docs bench pins-airflow2 clean
+.PHONY: help uv env lint typecheck pytest test test-py313 test-lowest ui-test demo airflow-ui docs bench pins-airflow2 clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -100,6 +101,10 @@ ui-test: env
 demo: env
 	AIRFLOW_HOME="$(CURDIR)/.airflow$(if $(AIRFLOW_VERSION),-$(AIRFLOW_VERSION))" $(PY) example_dags/demo.py
 
+# Airflow 3 only (the event-driven sync and the review need it). Records, snapshots and logs in .airflow-ui/.
+airflow-ui: env
+	AIRFLOW_HOME="$(CURDIR)/.airflow-ui" $(PY) example_dags/airflow_ui.py
+
 docs: env
 	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 	@echo "Documentation: docs/_build/html/index.html"
@@ -115,4 +120,4 @@ pins-airflow2: uv
 	@rm .ci/airflow-2.11.2-override.txt
 
 clean:
-	rm -rf .venv .venv-airflow-* .venv-py3.13 .venv-lowest dist .airflow .airflow-* .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv .venv-airflow-* .venv-py3.13 .venv-lowest dist .airflow .airflow-* .airflow-ui .pytest_cache .mypy_cache .ruff_cache

@@ -30,6 +30,7 @@ runs the DAG when it changes. It needs a running triggerer (`airflow triggerer`,
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pendulum
@@ -48,6 +49,7 @@ except ImportError:  # Airflow 2.11: only the nightly DAG
 CATALOGUE = AssetAlias(CATALOGUE_ALIAS)  # the event goes to blink://<the connection's host>/connection_types
 SNAPSHOT_ROOT = "{{ var.value.get('blink_snapshot_root', '/tmp/blink_snapshots') }}"
 SNAPSHOT_PATH = SNAPSHOT_ROOT + "/connection_types/{{ snapshot_name(dag_run) }}"  # this run's own file
+POLL_SECONDS = float(os.environ.get("BLINK_CATALOGUE_POLL_SECONDS", "300"))  # the event-driven sync's polls
 
 
 def catalogue_sync(dag_id: str, schedule: Any, doc_md: str | None) -> DAG:
@@ -133,7 +135,7 @@ if AssetWatcher is not None:
     CATALOGUE_CHANGES = Asset(
         name="blink_catalogue_changes",
         watchers=[
-            AssetWatcher(name="blink_catalogue_poll", trigger=BlinkCatalogueChangeTrigger(poll_interval=300)),
+            AssetWatcher(name="blink_catalogue_poll", trigger=BlinkCatalogueChangeTrigger(poll_interval=POLL_SECONDS)),
         ],
     )
     on_change = catalogue_sync("blink_connection_types_on_change", [CATALOGUE_CHANGES], __doc__)

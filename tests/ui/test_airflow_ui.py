@@ -1,0 +1,118 @@
+"""``make airflow-ui`` for real: Airflow 3 standalone with the example DAGs comes up, lists them,
+runs the event-driven sync when the catalogue changes (a real triggerer polling a real sandbox),
+and stops cleanly on Ctrl-C (``make ui-test``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from blinkops_provider.sandbox import BlinkSandbox
+from tests.conftest import EXAMPLE_DAGS
+
+pytestmark = pytest.mark.ui
+
+POLL = 3  # seconds between the trigger's polls
+ON_CHANGE = "blink_connection_types_on_change"
+
+
+def wait_for(what: str, check: Any, timeout: float, driver: subprocess.Popen[str], log: Path) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        if driver.poll() is not None:
+            break
+        time.sleep(1)
+    standalone = log.read_text(errors="replace")[-4000:] if log.exists() else "(no log)"
+    raise AssertionError(f"{what}: not within {timeout:.0f} s (driver exit {driver.poll()}):\n{standalone}")
+
+
+def test_make_airflow_ui_serves_the_examples_and_the_trigger_runs_the_sync_on_a_change(tmp_path: Path) -> None:
+    home = tmp_path / "airflow-ui"
+    with BlinkSandbox() as sandbox:
+        env = {
+            **os.environ,
+            "AIRFLOW_HOME": str(home),
+            "BLINK_BASE_URL": sandbox.url,
+            "BLINK_API_KEY": sandbox.api_key,
+            "BLINK_CATALOGUE_POLL_SECONDS": str(POLL),
+        }
+        for name in [name for name in env if name.startswith("AIRFLOW__") or name.startswith("AIRFLOW_CONN_")]:
+            env.pop(name)
+        out = tmp_path / "driver.out"
+        with out.open("w") as printed:
+            command = [sys.executable, str(EXAMPLE_DAGS / "airflow_ui.py")]
+            driver = subprocess.Popen(command, env=env, stdout=printed, stderr=subprocess.STDOUT, text=True)
+        log = home / "standalone.log"
+        try:
+            line = wait_for(
+                "the driver's URL",
+                lambda: next((ln for ln in out.read_text().splitlines() if ln.startswith("Airflow is up at ")), None),
+                300,
+                driver,
+                log,
+            )
+            url = line.removeprefix("Airflow is up at ").strip()
+            login = next(ln for ln in out.read_text().splitlines() if "Login:" in ln)
+            password = login.rsplit("password ", 1)[1].strip()
+            token = requests.post(f"{url}/auth/token", json={"username": "admin", "password": password}, timeout=10)
+            assert token.status_code in (200, 201), token.text
+            api = requests.Session()
+            api.headers["Authorization"] = f"Bearer {token.json()['access_token']}"
+
+            def dags() -> set[str]:
+                answer = api.get(f"{url}/api/v2/dags", timeout=10)
+                return {dag["dag_id"] for dag in answer.json().get("dags", [])} if answer.ok else set()
+
+            listed = wait_for("the example DAGs", lambda: ON_CHANGE in dags() and dags(), 180, driver, log)
+            assert {"blink_table_schema_migration", "blink_connection_types_nightly_sync", ON_CHANGE} <= listed
+
+            assert api.patch(f"{url}/api/v2/dags/{ON_CHANGE}", json={"is_paused": False}, timeout=10).ok
+            wait_for(
+                "the trigger's first poll (its baseline)",
+                lambda: "Watching the catalogue" in log.read_text(errors="replace"),
+                180,
+                driver,
+                log,
+            )
+
+            def runs() -> list[dict[str, Any]]:
+                answer = api.get(f"{url}/api/v2/dags/{ON_CHANGE}/dagRuns", timeout=10)
+                return list(answer.json().get("dag_runs", [])) if answer.ok else []
+
+            assert runs() == []  # the baseline fires nothing
+            added = {"id": "ct-ui", "name": "ui-added", "display_name": "UI", "plugin_name": "ui"}
+            sandbox.store.upsert_connection_types([{**added, "oauth_supported": False}])
+            changed = time.monotonic()
+            (run,) = wait_for("a run of the event-driven sync", runs, 120, driver, log)
+            assert run["run_type"] == "asset_triggered"
+            seen = time.monotonic() - changed
+            finished = wait_for(
+                "the run's end",
+                lambda: next((r for r in runs() if r["state"] in ("success", "failed")), None),
+                240,
+                driver,
+                log,
+            )
+            assert finished["state"] == "success", log.read_text(errors="replace")[-3000:]
+            diffs = list((home / "blink_snapshots" / "connection_types").glob("*.diff.json"))
+            assert [json.loads(d.read_text())["counts"]["added"] for d in diffs] == [201]  # its first look
+            print(f"the change was seen and a run queued {seen:.1f} s after it (polls every {POLL} s)")
+        finally:
+            if driver.poll() is None:
+                driver.send_signal(signal.SIGINT)
+            code = driver.wait(timeout=120)
+        printed_out = out.read_text()
+        assert code == 0, printed_out[-3000:]
+        assert printed_out.rstrip().endswith("- Stopped")
