@@ -27,7 +27,7 @@ STATE_KEY = "blinkops.catalogue_fingerprint"
 """The key of the last fingerprint in the watched asset's state store."""
 
 try:  # Airflow 3.0+: triggers for event-driven scheduling
-    from airflow.triggers.base import BaseEventTrigger, TriggerEvent
+    from airflow.triggers.base import BaseEventTrigger, TriggerEvent  # type: ignore[attr-defined]
 except ImportError:  # Airflow 2.11: the class imports, and an AssetWatcher cannot use it there
     from airflow.triggers.base import BaseTrigger as BaseEventTrigger  # type: ignore[assignment]
     from airflow.triggers.base import TriggerEvent
