@@ -52,15 +52,19 @@ class FieldUpdates:
         """What happened to a declared field: ``added``, ``changed`` or ``unchanged`` (as
         planned, and confirmed by Blink or skipped), ``applied`` (confirmed, with no plan),
         ``failed`` (refused, or not sent) or ``unknown`` (in flight when interrupted)."""
-        if name in self.applied:
-            return _DONE[self.plan.action(name)] if self.plan is not None else "applied"
-        if name in self.skipped:
-            return "unchanged"
-        return "unknown" if name in self.unknown else "failed"
+        return self._outcome(name, set(self.skipped), set(self.unknown))
 
     def outcomes(self) -> dict[str, str]:
-        """Every declared field's :meth:`outcome`, in the declared order."""
-        return {name: self.outcome(name) for name in self.order}
+        """Every declared field's :meth:`outcome`, in the declared order (linear in the fields)."""
+        skipped, unknown = set(self.skipped), set(self.unknown)
+        return {name: self._outcome(name, skipped, unknown) for name in self.order}
+
+    def _outcome(self, name: str, skipped: set[str], unknown: set[str]) -> str:
+        if name in self.applied:
+            return _DONE[self.plan.action(name)] if self.plan is not None else "applied"
+        if name in skipped:
+            return "unchanged"
+        return "unknown" if name in unknown else "failed"
 
 
 _DONE = {ADD: "added", CHANGE: "changed", UNCHANGED: "unchanged"}

@@ -392,7 +392,7 @@ class BlinkHook(BaseHook):
         where = record.location if record is not None else ""
 
         def complete(result: FieldUpdates) -> FieldUpdates:
-            failed = {**{name: BlinkBadRequestError(f"not sent: {why}") for name, why in refused.items()}}
+            failed = {name: BlinkBadRequestError(f"not sent: {why}") for name, why in refused.items()}
             result = dataclasses.replace(
                 result, order=list(bodies), plan=plan, skipped=skipped, failed={**failed, **result.failed}
             )
