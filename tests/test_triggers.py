@@ -136,3 +136,32 @@ def test_it_serialises_without_its_test_seams_and_checks_its_arguments() -> None
         BlinkCatalogueChangeTrigger(poll_interval=0)
     with pytest.raises(BlinkInputError, match="max_consecutive_failures must be at least 1"):
         BlinkCatalogueChangeTrigger(max_consecutive_failures=0)
+
+
+def test_a_blocking_state_store_is_read_and_written_off_the_event_loop(blink_sandbox: BlinkSandbox) -> None:
+    """Airflow 3.3.0 and 3.3.1 give only ``get``/``set``: they run in a worker thread."""
+    import threading
+
+    loop_threads: set[int] = set()
+    calls: list[tuple[str, bool]] = []
+
+    class BlockingStore:
+        values: dict[str, Any] = {}
+
+        def get(self, key: str, default: Any = None) -> Any:
+            calls.append(("get", threading.get_ident() in loop_threads))
+            return self.values.get(key, default)
+
+        def set(self, key: str, value: Any) -> None:
+            calls.append(("set", threading.get_ident() in loop_threads))
+            self.values[key] = value
+
+    async def sleep(seconds: float) -> None:
+        loop_threads.add(threading.get_ident())
+        raise Stop
+
+    trigger = BlinkCatalogueChangeTrigger(sleep=sleep)
+    trigger.asset_state_store = BlockingStore()
+    loop_threads.add(threading.get_ident())  # asyncio.run runs the loop in this thread
+    assert events_of(trigger) == []
+    assert calls == [("get", False), ("set", False)]

@@ -122,7 +122,10 @@ class BlinkCatalogueChangeTrigger(BaseEventTrigger):  # type: ignore[misc,valid-
         if store is None:
             return None
         try:
-            value = await store.aget(STATE_KEY, default=None) if hasattr(store, "aget") else store.get(STATE_KEY)
+            if hasattr(store, "aget"):  # Airflow 3.3.2+; before, only the blocking API, run off the loop
+                value = await store.aget(STATE_KEY, default=None)
+            else:
+                value = await asyncio.to_thread(store.get, STATE_KEY, default=None)
         except ValueError:  # the store needs the trigger to watch exactly one asset
             return None
         return value if isinstance(value, str) else None
