@@ -174,10 +174,9 @@ def _airflow_major() -> int:
 def _register_alias_on_airflow_2(name: str) -> None:
     from airflow.models.dataset import DatasetAliasModel  # Airflow 2 only; no public API writes an alias
     from airflow.utils.session import create_session
-    from sqlalchemy import select
 
-    with create_session() as session:
-        if session.scalar(select(DatasetAliasModel.id).where(DatasetAliasModel.name == name).limit(1)) is None:
+    with create_session() as session:  # the session's own query API: no SQLAlchemy import of ours
+        if session.query(DatasetAliasModel.id).filter_by(name=name).first() is None:
             session.add(DatasetAliasModel(name=name))
 
 
