@@ -138,18 +138,29 @@ def test_at_most_max_concurrency_updates_are_in_flight(blink_sandbox: Any) -> No
 
 
 def test_every_worker_has_a_session_of_its_own(make_hook: Any) -> None:
-    made: list[Any] = []
+    """Each worker thread sends on a session no other thread uses; the caller's sends nothing."""
+    users: dict[int, set[int]] = {}
 
     def tracked() -> Any:
-        made.append(requests.Session())
-        return made[-1]
+        session = requests.Session()
+        send = session.send
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            users.setdefault(id(session), set()).add(threading.get_ident())
+            return send(*args, **kwargs)
+
+        session.send = spy  # type: ignore[method-assign]
+        return session
 
     hook = make_hook(session_factory=tracked)
     with rm.Mocker() as m:
         m.put(rm.ANY, json=field_json)
-        hook.update_table_fields("ws-1", "Incidents", [entry(f"f{i}") for i in range(6)], max_concurrency=4)
-    assert len(made) == 4
-    assert "session" not in hook.__dict__  # the hook's own session was never used by a worker
+        hook.update_table_fields("ws-1", "Incidents", [entry(f"f{i}") for i in range(12)], max_concurrency=4)
+        assert m.call_count == 12
+    threads = [thread for used in users.values() for thread in used]
+    assert 1 <= len(users) <= 4
+    assert len(threads) == len(set(threads)) == len(users)  # one thread per session, one session per thread
+    assert threading.get_ident() not in threads
 
 
 def test_a_retry_after_pauses_every_worker(make_hook: Any) -> None:

@@ -11,7 +11,8 @@ import requests
 import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkResponseError
-from blinkops_provider.hooks._walk import _out_of_order, _rises_by_code_point, _SortKey, check_order, position_filter
+from blinkops_provider.hooks._walk import _out_of_order, _rises_by_code_point, check_order
+from blinkops_provider.rql import SortKey, position_filter
 from tests.fake_listing import FakeListing
 from tests.sandbox.reference import evaluate
 
@@ -72,9 +73,7 @@ def test_user_sort_and_filter_travel_on_every_page(hook: Any) -> None:
     ],
 )
 def test_position_filter(keys: list, values: tuple, expected: Any) -> None:
-    from blinkops_provider.hooks._walk import _SortKey
-
-    sort_keys = [_SortKey(n, d) for n, d in keys]
+    sort_keys = [SortKey(n, d) for n, d in keys]
     if expected is None:  # booleans: false < true, and $eq stands for "after"
         assert position_filter(sort_keys, (False, "a")) == {
             "$or": [{"b": {"$eq": True}}, {"b": {"$eq": False}, "id": {"$gt": "a"}}]
@@ -114,10 +113,23 @@ def test_max_items_zero_sends_nothing(hook: Any) -> None:
 # -- where it stops -----------------------------------------------------------------------
 
 
-def test_exact_multiple_stops_at_the_total(hook: Any) -> None:
+def test_a_full_last_page_is_confirmed_by_one_more_request(hook: Any, all_output: Any) -> None:
+    """A full page is never proof of the end, even when total agrees: one more request, empty."""
     listing = FakeListing(catalogue(20))
     assert len(walk_ids(hook, listing, page_size=10)) == 20
-    assert len(listing.requests) == 2
+    assert len(listing.requests) == 3
+    assert "page 3" not in all_output()  # the confirming empty answer is not a page
+
+
+def test_a_total_that_always_equals_the_page_loses_nothing(hook: Any) -> None:
+    """350 types, page size 100, a server reporting total 100 on every page: a full page whose
+    total equals its length is not taken as the end; the lying total ends in a clear error
+    rather than in 100 of 350 types."""
+    listing = FakeListing(catalogue(350))
+    listing.total_override = [100] * 10
+    with pytest.raises(BlinkApiError, match="empty page 5 but reports 100 more"):
+        walk_ids(hook, listing, page_size=100)
+    assert len(listing.requests) == 5
 
 
 def test_empty_catalogue_is_one_request(hook: Any) -> None:
@@ -163,7 +175,7 @@ def test_a_server_that_ignores_the_position_is_walked_by_offset(hook: Any, all_o
     listing.ignore_position = True
     assert walk_ids(hook, listing, page_size=10) == [item["id"] for item in catalogue(50)]
     # page 2 repeated page 1: not returned; the walk goes on by offset after the 10 it returned
-    assert [q["offset"] for q in listing.requests] == [0, 0, 10, 20, 30, 40]
+    assert [q["offset"] for q in listing.requests] == [0, 0, 10, 20, 30, 40, 50]  # 50: a full last page confirmed
     assert all("filter" not in q for q in listing.requests[2:])
     output = all_output()
     assert "page 2 starts with 'ct-00000', which is not after the walk's position" in output
@@ -316,69 +328,13 @@ def test_every_item_that_exists_throughout_comes_exactly_once(
 # -- concurrency --------------------------------------------------------------------------------
 
 
-def test_an_unsorted_walk_fetches_id_ranges_concurrently_in_order(hook: Any, all_output: Any) -> None:
-    listing = FakeListing(catalogue(95))
-    ids = walk_ids(hook, listing, page_size=10, max_concurrency=3)
-    assert ids == [item["id"] for item in catalogue(95)]
-    first, later = listing.requests[0], listing.requests[1:]  # page 2 and the probes run at once
-    probes = [q for q in later if q.get("select") == ["id"]]
-    (second,) = [q for q in later if q.get("select") != ["id"] and "$lte" not in json.dumps(q)][:1]
-    ranges = [q for q in later if q.get("select") != ["id"] and q is not second]
-    assert first == {"sort": ["id"], "limit": 10, "offset": 0}
-    # page 2 is an ordinary keyset page: it shows the server honours the id condition, and ...
-    assert second["filter"] == {"id": {"$gt": "ct-00009"}}
-    # ... while page 2 is on its way, 7 probes after page 1 find where each later range ends ...
-    assert sorted(q["offset"] for q in probes) == [19, 29, 39, 49, 59, 69, 79]
-    assert all(q["filter"] == {"id": {"$gt": "ct-00009"}} for q in probes)
-    assert all(q["select"] == ["id"] and q["limit"] == 1 for q in probes)
-    # ... and the 8 ranges are fetched, each once, none overlapping
-    ends = sorted(q["filter"]["id"].get("$lte", "~") for q in ranges)
-    assert ends == [f"ct-{i:05d}" for i in range(29, 90, 10)] + ["~"]
-
-
-def test_a_range_that_grows_is_walked_on_and_nothing_comes_twice(hook: Any) -> None:
-    listing = FakeListing(catalogue(40))
-
-    def insert(items: list[dict[str, Any]]) -> None:  # 15 new types inside the second range
-        items.extend({"id": f"ct-00015-{i:02d}", "name": "new", "oauth": False} for i in range(15))
-
-    listing.before_request[5] = insert  # after page 1 and its three probes
-    ids = walk_ids(hook, listing, page_size=10, max_concurrency=2)
-    assert len(ids) == len(set(ids))
-    assert {item["id"] for item in catalogue(40)} <= set(ids)
-    assert ids == sorted(ids)
-
-
-def test_probes_out_of_order_fall_back_to_page_by_page(hook: Any, all_output: Any) -> None:
-    listing = FakeListing(catalogue(50))
-    original = listing.__call__
-
-    def answer(request: Any, context: Any) -> dict[str, Any]:
-        page = original(request, context)
-        if listing.requests[-1].get("select") == ["id"] and listing.requests[-1]["offset"] == 19:
-            page["results"] = [{"id": "ct-00001"}]  # a probe that went backwards
-        return page
-
-    with rm.Mocker() as m:
-        m.get(LIST_URL, json=answer)
-        ids = [i["id"] for p in hook.walk_connection_types(page_size=10, max_concurrency=4) for i in p.items]
-    assert ids == [item["id"] for item in catalogue(50)]
-    assert "walking on page by page" in all_output()
-
-
-@pytest.mark.parametrize("value", [0, 33, "4", True, 2.0])
-def test_bad_concurrency_fails_before_any_request(hook: Any, value: Any) -> None:
-    with rm.Mocker() as m, pytest.raises(BlinkInputError, match="max_concurrency must be an integer from 1 to 32"):
-        hook.walk_connection_types(max_concurrency=value)
-    assert not m.called
-
-
-def test_no_session_is_used_by_two_threads_at_once(make_hook: Any) -> None:
+def _counting_sessions(peak: dict[str, Any]) -> Any:
+    """A session factory whose sessions count what they send, and from which threads."""
     import threading
 
     lock = threading.Lock()
     in_use: dict[int, int] = {}
-    peak = {"per_session": 0, "sessions": 0, "threads": set()}
+    peak.update(per_session=0, sessions=0, threads=set(), sent=0)
 
     def tracked() -> Any:
         session = requests.Session()
@@ -389,6 +345,7 @@ def test_no_session_is_used_by_two_threads_at_once(make_hook: Any) -> None:
                 in_use[id(session)] = in_use.get(id(session), 0) + 1
                 peak["per_session"] = max(peak["per_session"], in_use[id(session)])
                 peak["threads"].add(threading.get_ident())
+                peak["sent"] += 1
             try:
                 return send(*args, **kwargs)
             finally:
@@ -399,11 +356,89 @@ def test_no_session_is_used_by_two_threads_at_once(make_hook: Any) -> None:
         peak["sessions"] += 1
         return session
 
-    hook = make_hook(retry_delay=0.5, session_factory=tracked)
+    return tracked
+
+
+def test_a_one_page_catalogue_is_one_request_on_one_session_without_a_thread(make_hook: Any) -> None:
+    """Blink's real catalogue, a few hundred types: one request, on the caller's thread and
+    session, at the default max_concurrency; no worker thread is started."""
+    import threading
+
+    peak: dict[str, Any] = {}
+    hook = make_hook(session_factory=_counting_sessions(peak))
+    before = {t.name for t in threading.enumerate()}
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=FakeListing(catalogue(300)))
+        pages = list(hook.walk_connection_types())
+        started = {t.name for t in threading.enumerate()} - before
+    assert [len(page.items) for page in pages] == [300]
+    assert (peak["sent"], peak["sessions"]) == (1, 1)
+    assert peak["threads"] == {threading.get_ident()}
+    assert not any(name.startswith("blink-walk") for name in started)
+
+
+def test_the_next_page_is_asked_for_while_the_caller_has_this_one(hook: Any) -> None:
+    """Once an answer shows more pages, the next one is on its way before the caller gets this
+    one: when page 1 reaches the caller, page 2 has been asked for."""
+    listing = FakeListing(catalogue(25))
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=listing)
+        walk = hook.walk_connection_types(page_size=10, max_items=25, max_concurrency=2)  # page by page
+        first = next(walk)
+        deadline = 1000
+        while len(listing.requests) < 2 and deadline:  # the worker's request, without a sleep
+            deadline -= 1
+            threading_yield()
+        asked_while_holding_page_1 = len(listing.requests)
+        rest = list(walk)
+    assert len(first.items) == 10 and asked_while_holding_page_1 == 2
+    assert [item["id"] for page in [first, *rest] for item in page.items] == [i["id"] for i in catalogue(25)]
+    assert len(listing.requests) == 3
+
+
+def threading_yield() -> None:
+    import os
+
+    os.sched_yield()
+
+
+def test_a_large_unsorted_walk_goes_by_id_ranges_each_type_once_in_order(hook: Any) -> None:
+    """Past page 1, an id-ordered walk asks for several id ranges at once; whatever the probes
+    found, every type comes once, in id order (no assertion on where the probes looked)."""
+    listing = FakeListing(catalogue(95))
+    assert walk_ids(hook, listing, page_size=10, max_concurrency=3) == [item["id"] for item in catalogue(95)]
+    bounded = [q for q in listing.requests if "$lte" in json.dumps(q.get("filter"))]
+    assert bounded, "the walk went page by page"
+
+
+def test_a_range_that_grows_is_walked_on_and_nothing_comes_twice(hook: Any) -> None:
+    listing = FakeListing(catalogue(40))
+
+    def insert(items: list[dict[str, Any]]) -> None:  # 15 new types inside an early range
+        items.extend({"id": f"ct-00015-{i:02d}", "name": "new", "oauth": False} for i in range(15))
+
+    listing.before_request[4] = insert
+    ids = walk_ids(hook, listing, page_size=10, max_concurrency=2)
+    assert len(ids) == len(set(ids))
+    assert {item["id"] for item in catalogue(40)} <= set(ids)
+    assert ids == sorted(ids)
+
+
+@pytest.mark.parametrize("value", [0, 33, "4", True, 2.0])
+def test_bad_concurrency_fails_before_any_request(hook: Any, value: Any) -> None:
+    with rm.Mocker() as m, pytest.raises(BlinkInputError, match="max_concurrency must be an integer from 1 to 32"):
+        hook.walk_connection_types(max_concurrency=value)
+    assert not m.called
+
+
+def test_no_session_is_used_by_two_threads_at_once(make_hook: Any) -> None:
+    """The caller's thread and each worker that fetches ahead have their own session."""
+    peak: dict[str, Any] = {}
+    hook = make_hook(retry_delay=0.5, session_factory=_counting_sessions(peak))
     assert len(walk_ids(hook, FakeListing(catalogue(200)), page_size=10, max_concurrency=4)) == 200
-    assert peak["sessions"] == 4
+    assert 2 <= peak["sessions"] <= 1 + 4
     assert peak["per_session"] == 1
-    assert len(peak["threads"]) > 1
+    assert len(peak["threads"]) == peak["sessions"]
 
 
 # -- the order check's fast path ------------------------------------------------------------------
@@ -427,7 +462,7 @@ def test_the_order_check_fast_path_agrees_with_the_pair_by_pair_check(seed: int)
     and the whole check gives the same answer as the pair-by-pair one on every page."""
     rng = random.Random(seed)
     names = ["name", "id"][-rng.randint(1, 2) :]
-    keys = [_SortKey(name, descending=rng.random() < 0.2) for name in names]
+    keys = [SortKey(name, descending=rng.random() < 0.2) for name in names]
     for _ in range(200):
         rows = [{name: _random_value(rng) for name in names} for _ in range(rng.randint(0, 6))]
         if rng.random() < 0.5:  # mostly-ordered pages, as servers send them
@@ -436,12 +471,15 @@ def test_the_order_check_fast_path_agrees_with_the_pair_by_pair_check(seed: int)
         slow = _out_of_order(rows, keys, after, 1)
         if _rises_by_code_point(rows, keys, after):
             assert slow is None, (rows, after)
-        assert check_order(rows, keys, after, 1) == slow
+        whole = check_order(rows, keys, after, 1)
+        assert (whole is None) == (slow is None)
+        if whole is not None and slow is not None:
+            assert (whole.reason, whole.ignores_rql) == (slow.reason, slow.ignores_rql)
 
 
 def test_the_fast_path_takes_the_common_id_ordered_page() -> None:
     rows = [{"id": f"ct-{i:04d}"} for i in range(1000)]
-    assert _rises_by_code_point(rows, [_SortKey("id", False)], ("ct-",))
-    assert not _rises_by_code_point(rows[::-1], [_SortKey("id", False)], None)
-    assert not _rises_by_code_point(rows, [_SortKey("id", True)], None)
-    assert not _rises_by_code_point([{"id": 1}, {"id": 2}], [_SortKey("id", False)], None)
+    assert _rises_by_code_point(rows, [SortKey("id", False)], ("ct-",))
+    assert not _rises_by_code_point(rows[::-1], [SortKey("id", False)], None)
+    assert not _rises_by_code_point(rows, [SortKey("id", True)], None)
+    assert not _rises_by_code_point([{"id": 1}, {"id": 2}], [SortKey("id", False)], None)

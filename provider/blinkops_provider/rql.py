@@ -18,6 +18,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -26,13 +27,19 @@ from blinkops_provider import MAX_LIMIT
 from blinkops_provider.exceptions import BlinkInputError
 
 __all__ = [
+    "KEY",
     "MAX_LIMIT",
     "MAX_NESTING",
     "OPERATORS",
     "RQLQuery",
+    "SortKey",
+    "both",
     "check_field_types",
     "check_paging",
     "parse_json_object",
+    "position_filter",
+    "precedes",
+    "sort_keys",
 ]
 
 OPERATORS = ("$eq", "$neq", "$gt", "$lt", "$gte", "$lte", "$like")
@@ -274,3 +281,85 @@ class RQLQuery(BaseModel):
     def to_param(self) -> str:
         """The compact JSON text for the ``q`` query parameter."""
         return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
+
+
+# -- order and position: what "after" means in a sorted listing ------------------------------------
+
+KEY = "id"
+"""The unique, unchanging member every walk sorts on last."""
+
+
+@dataclass(frozen=True)
+class SortKey:
+    """One key of a sort: its member, and whether it sorts descending."""
+
+    name: str
+    descending: bool
+
+
+def sort_keys(sort: list[str] | None) -> list[SortKey]:
+    """The user's sort keys, then ``id`` (unique: keys after it never decide anything)."""
+    keys: list[SortKey] = []
+    for item in sort or ():
+        name = item.lstrip("+-")
+        if all(k.name != name for k in keys):
+            keys.append(SortKey(name, item.startswith("-")))
+        if name == KEY:
+            return keys
+    return [*keys, SortKey(KEY, False)]
+
+
+def _less(x: Any, y: Any) -> bool | None:
+    """Whether ``x`` sorts before ``y``; None when it cannot be told (types, or collations differ)."""
+    if isinstance(x, str) and isinstance(y, str):
+        by_code, folded = x < y, (x.casefold(), y.casefold())
+        if folded[0] != folded[1] and (folded[0] < folded[1]) != by_code:
+            return None  # code-point and case-insensitive order disagree: either may be the server's
+        return by_code
+    if type(x) in (int, float, bool) and type(y) in (int, float, bool):
+        return bool(x < y)
+    return None
+
+
+def precedes(a: tuple[Any, ...], b: tuple[Any, ...], keys: list[SortKey]) -> bool | None:
+    """Whether sort values ``a`` come strictly before ``b`` in the order of ``keys`` (False when
+    equal); None when it cannot be told."""
+    for key, x, y in zip(keys, a, b, strict=True):
+        if x == y and type(x) is type(y):
+            continue
+        less = _less(x, y)
+        if less is None:
+            less_back = _less(y, x)
+            if less_back is None:
+                return None
+            less = not less_back
+        return less != key.descending
+    return False
+
+
+def _after(key: SortKey, value: Any) -> dict[str, Any] | None:
+    """The predicate 'strictly after ``value``' for one key, or None when nothing can be."""
+    if isinstance(value, bool):  # RQL orders booleans false < true, but has no $gt for them
+        return {"$eq": not value} if value is key.descending else None
+    return {"$lt" if key.descending else "$gt": value}
+
+
+def position_filter(keys: list[SortKey], values: tuple[Any, ...]) -> Any:
+    """The RQL filter of 'after ``values`` in the order of ``keys``'; None when nothing can be."""
+    disjuncts = []
+    for index, key in enumerate(keys):
+        after = _after(key, values[index])
+        if after is not None:
+            condition: dict[str, Any] = {k.name: {"$eq": v} for k, v in zip(keys[:index], values[:index], strict=True)}
+            condition[key.name] = after
+            disjuncts.append(condition)
+    if not disjuncts:
+        return None
+    return disjuncts[0] if len(disjuncts) == 1 else {"$or": disjuncts}
+
+
+def both(first: Any, second: Any) -> Any:
+    """Two RQL filters ANDed (either may be None or empty)."""
+    if not first or not second:
+        return first or second
+    return {"$and": [first, second]}

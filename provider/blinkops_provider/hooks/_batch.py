@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-import requests
-
 from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkInputError, BlinkResponseError
-from blinkops_provider.hooks._workers import WorkerPool
 from blinkops_provider.models import FieldUpdate, TableField
 from blinkops_provider.schema import ADD, CHANGE, UNCHANGED, SchemaPlan
 
@@ -59,6 +56,17 @@ class FieldUpdates:
         skipped, unknown = set(self.skipped), set(self.unknown)
         return {name: self._outcome(name, skipped, unknown) for name in self.order}
 
+    def attach_to(self, exc: BaseException) -> None:
+        """Let ``exc``, which interrupted the batch, carry what was known then (see :meth:`carried_by`)."""
+        exc.field_updates = self  # type: ignore[attr-defined]
+
+    @staticmethod
+    def carried_by(exc: BaseException) -> FieldUpdates | None:
+        """What was known when ``exc`` interrupted a batch (a task timeout, a signal, a failed
+        record), with the fields in flight then as ``unknown``; None for any other exception."""
+        carried = getattr(exc, "field_updates", None)
+        return carried if isinstance(carried, FieldUpdates) else None
+
     def _outcome(self, name: str, skipped: set[str], unknown: set[str]) -> str:
         if name in self.applied:
             return _DONE[self.plan.action(name)] if self.plan is not None else "applied"
@@ -76,46 +84,100 @@ def check_concurrency(value: Any) -> None:
         raise BlinkInputError(f"max_concurrency must be an integer from 1 to 32, got {value!r}")
 
 
-Put = Callable[..., TableField]
-"""``put(name, update, session=...)``: one field update on the request path."""
+Put = Callable[[str, FieldUpdate], TableField]
+"""``put(name, update)``: one field update on the request path (each thread has its own session)."""
 
 
 def run_batch(
     batch: Sequence[tuple[str, FieldUpdate]],
     put: Put,
-    new_session: Callable[[], requests.Session],
     *,
     max_concurrency: int,
     fail_fast: bool,
     log: logging.Logger | Any,
-    interrupted: Callable[[FieldUpdates], None] | None = None,
 ) -> FieldUpdates:
     """Send every update of ``batch`` through ``put``, ``max_concurrency`` at a time.
 
     One that fails does not stop the others unless ``fail_fast``: then no new update starts, and
     those in flight finish. A 401 or 403 stops the batch the same way, whatever ``fail_fast``
-    says: every other update would be refused too. Every outcome is keyed by the declared name, whatever the server
-    echoes. Any exception of a worker is that field's failure, as a typed error. Progress is
-    logged as updates complete (``120/200 fields applied``).
+    says: every other update would be refused too. Every outcome is keyed by the declared name,
+    whatever the server echoes. Any exception of a worker is that field's failure, as a typed
+    error. Progress is logged as updates complete (``120/200 fields applied``).
 
-    :param interrupted: called with what is known so far (fields in flight as ``unknown``) when
-        the batch is interrupted by any exception (a task timeout, a signal, Ctrl-C), which then
-        goes on up.
+    An exception that interrupts the batch (a task timeout, a signal, Ctrl-C) goes on up,
+    carrying what is known so far (:meth:`FieldUpdates.carried_by`), the fields in flight as
+    ``unknown``; the calls not started are dropped and those in flight are not awaited.
     """
-    outcome: dict[str, TableField | BlinkApiError | None] = {}
-    queued = iter(batch)
-    total, failures, step = len(batch), 0, max(1, len(batch) // 10)
-    stopping = refused = False
-    pending: dict[Future[TableField], str] = {}
-    order = [name for name, _ in batch]
+    return _Batch(batch, put, max_concurrency, fail_fast, log).run()
 
-    def report() -> FieldUpdates:
-        in_flight = set(pending.values())
+
+class _Batch:
+    """One run of :func:`run_batch`: what is in flight, and each field's outcome so far."""
+
+    def __init__(
+        self, batch: Sequence[tuple[str, FieldUpdate]], put: Put, limit: int, fail_fast: bool, log: Any
+    ) -> None:
+        self.queued = iter(batch)
+        self.order = [name for name, _ in batch]
+        self.put, self.limit, self.fail_fast, self.log = put, limit, fail_fast, log
+        self.outcome: dict[str, TableField | BlinkApiError | None] = {}
+        self.pending: dict[Future[TableField], str] = {}
+        self.failures = 0
+        self.stopping = self.refused = False
+        self.step = max(1, len(self.order) // 10)
+
+    def run(self) -> FieldUpdates:
+        pool = ThreadPoolExecutor(min(self.limit, max(len(self.order), 1)), thread_name_prefix="blink-fields")
+        whole = False
+        try:
+            self.fill(pool)
+            while self.pending:
+                finished, _ = wait(self.pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    self.settle(self.pending.pop(future), _outcome(future))
+                self.fill(pool)
+            whole = True
+        except BaseException as exc:
+            self.report().attach_to(exc)
+            raise
+        finally:
+            pool.shutdown(wait=whole, cancel_futures=True)
+        return self.report()
+
+    def fill(self, pool: ThreadPoolExecutor) -> None:
+        while not self.stopping and len(self.pending) < self.limit:
+            entry = next(self.queued, None)
+            if entry is None:
+                return
+            self.pending[pool.submit(self.put, *entry)] = entry[0]
+
+    def settle(self, name: str, result: TableField | BlinkApiError | None) -> None:
+        self.outcome[name] = result
+        total, done = len(self.order), len(self.outcome)
+        if isinstance(result, BlinkApiError):
+            self.failures += 1
+            self.stopping = self.stopping or self.fail_fast
+        if isinstance(result, BlinkAuthError) and not self.refused:
+            self.refused = self.stopping = True  # every other update would be refused the same way
+            self.log.error(
+                "Blink refused the API key (%s): no further field is sent (%d already in flight, whose answers "
+                "are awaited; %d not sent); check the connection's API key (password) and its header name "
+                "(extra header_name)",
+                result.status,
+                len(self.pending),
+                total - done - len(self.pending),
+            )
+        if done % self.step == 0 or done == total:
+            failed = f", {self.failures} failed" if self.failures else ""
+            self.log.info("%d/%d fields applied%s", done - self.failures, total, failed)
+
+    def report(self) -> FieldUpdates:
+        in_flight = set(self.pending.values())
         applied: dict[str, TableField | None] = {}
         failed: dict[str, BlinkApiError] = {}
-        for name in order:
-            if name in outcome:
-                result = outcome[name]
+        for name in self.order:
+            if name in self.outcome:
+                result = self.outcome[name]
                 if isinstance(result, BlinkApiError):
                     failed[name] = result
                 else:
@@ -123,52 +185,11 @@ def run_batch(
         return FieldUpdates(
             updated=[result for result in applied.values() if result is not None],
             failed=failed,
-            not_sent=[name for name in order if name not in outcome and name not in in_flight],
-            order=order,
+            not_sent=[name for name in self.order if name not in self.outcome and name not in in_flight],
+            order=self.order,
             applied=applied,
-            unknown=[name for name in order if name in in_flight],
+            unknown=[name for name in self.order if name in in_flight],
         )
-
-    try:
-        with WorkerPool(min(max_concurrency, max(total, 1)), new_session, "blink-fields") as pool:
-
-            def fill() -> None:
-                while not stopping and len(pending) < max_concurrency:
-                    entry = next(queued, None)
-                    if entry is None:
-                        return
-                    pending[pool.submit(put, *entry)] = entry[0]
-
-            fill()
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    name = pending[future]
-                    outcome[name] = _outcome(future)
-                    del pending[future]
-                    if isinstance(outcome[name], BlinkApiError):
-                        failures += 1
-                        stopping = stopping or fail_fast
-                    result = outcome[name]
-                    if isinstance(result, BlinkAuthError) and not refused:
-                        refused = stopping = True  # every other update would be refused the same way
-                        log.error(
-                            "Blink refused the API key (%s): no further field is sent (%d already in flight, "
-                            "whose answers are awaited; %d not sent); check the connection's API key (password) "
-                            "and its header name (extra header_name)",
-                            result.status,
-                            len(pending),
-                            total - len(outcome) - len(pending),
-                        )
-                    if len(outcome) % step == 0 or len(outcome) == total:
-                        failed = f", {failures} failed" if failures else ""
-                        log.info("%d/%d fields applied%s", len(outcome) - failures, total, failed)
-                fill()
-    except BaseException:
-        if interrupted is not None:
-            interrupted(report())
-        raise
-    return report()
 
 
 def _outcome(future: Future[TableField]) -> TableField | BlinkApiError | None:

@@ -6,13 +6,19 @@ an attempt makes from its socket is given, as its socket timeout, the smaller of
 and what is left of the attempt's deadline; once the deadline has passed, the next read fails at
 once. A trickle therefore ends within one read of the deadline, without a watchdog thread.
 
-How the reads are reached, with public APIs only:
+How the reads are reached. Two of the three steps rest on behaviour no library documents, which
+``tests/test_deadline.py`` checks against the installed versions, so an upgrade that removes it
+fails loudly there rather than leaving answers unbounded:
 
-* :class:`DeadlineAdapter` (``requests``' documented adapter hook ``get_connection_with_tls_context``)
-  gives each connection pool urllib3 connection classes (``HTTPConnectionPool.ConnectionCls``)
-  whose ``response_class`` is :class:`_BoundedResponse`;
-* ``http.client.HTTPResponse(sock)`` reads everything it parses, and urllib3 the body after it,
-  through ``sock.makefile("rb")``: :class:`_BoundedResponse` hands it a file whose reads are bounded.
+* documented: :class:`DeadlineAdapter` overrides ``requests``' adapter hook
+  ``get_connection_with_tls_context`` and sets the pool's ``ConnectionCls`` (a documented
+  attribute of urllib3's ``HTTPConnectionPool``) to its own connection classes;
+* undocumented: those classes set ``response_class``, the class ``http.client.HTTPConnection``
+  builds its response with, to :class:`_BoundedResponse`; urllib3 2.x builds its responses
+  through ``HTTPConnection.getresponse``, which uses it;
+* undocumented: ``http.client.HTTPResponse(sock)`` reads everything it parses, and urllib3 the
+  body after it, through ``sock.makefile("rb")``: :class:`_BoundedResponse` hands it a file whose
+  reads are bounded.
 
 Keep-alive, ``Connection: close`` (the file holds the socket open, as ``makefile`` does), chunked
 and compressed bodies are all read through that file. Not covered: the TCP connect (bounded by

@@ -1,11 +1,12 @@
-"""Turning Blink's HTTP responses into models or into the provider's exceptions."""
+"""Blink's answers: read within a size bound, then turned into data, models or the provider's exceptions."""
 
 from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import requests
@@ -34,14 +35,52 @@ body is parsed with. A deeper body is a :class:`BlinkResponseError`, never a ``R
 MAX_ERROR_BODY = 1 << 20
 """The largest error body (in bytes) read for Blink's error wrapper; a larger one is only quoted."""
 
+MAX_BODY = 32 << 20
+"""The largest body (in bytes, once decompressed) an answer may have: a page of 1,000 connection
+types is about 1 MiB. A larger one is refused as soon as the bound is passed, so a small
+compressed answer that inflates without end costs at most this much memory."""
+
+_CHUNK = 256 << 10
+
 Scrub = Callable[[str], str]
 
 
-def excerpt(response: requests.Response, scrub: Scrub) -> str:
+@dataclass(frozen=True)
+class Answer:
+    """What the server sent: status, reason, headers and the body (decompressed, read whole)."""
+
+    status: int
+    reason: str
+    headers: Mapping[str, str]
+    body: bytes
+
+
+def read_answer(response: requests.Response, *, method: str, path: str) -> Answer:
+    """Read a streamed response's body, decompressed, within :data:`MAX_BODY`.
+
+    :raises BlinkResponseError: the body is larger (the connection is closed at once).
+    """
+    chunks, size = [], 0
+    for chunk in response.iter_content(_CHUNK):
+        size += len(chunk)
+        if size > MAX_BODY:
+            response.close()
+            raise BlinkResponseError(
+                f"the answer is larger than {MAX_BODY >> 20} MiB once decompressed; refused, without reading the rest",
+                status=response.status_code,
+                method=method,
+                path=path,
+            )
+        chunks.append(chunk)
+    return Answer(response.status_code, response.reason or "", response.headers, b"".join(chunks))
+
+
+def excerpt(answer: Answer, scrub: Scrub) -> str:
     """The first characters of a body for an error message: secrets removed first, then cut
-    (cutting first could leave part of a key for the scrubber to miss)."""
-    text = scrub(response.text)[:EXCERPT_CHARS] if response.content else ""
-    return text or "<empty body>"
+    (cutting first could leave part of a key for the scrubber to miss). Only the body's head is
+    decoded, long enough for any key that starts in the excerpt."""
+    head = answer.body[: EXCERPT_CHARS * 4 + 4096].decode("utf-8", errors="replace")
+    return scrub(head)[:EXCERPT_CHARS] or "<empty body>"
 
 
 def scrub_deep(value: Any, scrub: Scrub, depth: int = 0) -> Any:
@@ -68,18 +107,18 @@ def describe_invalid(err: ValidationError, scrub: Scrub) -> str:
     return "; ".join(problems)
 
 
-def _content_type(response: requests.Response) -> str:
-    return response.headers.get("Content-Type") or "no content type"
+def _content_type(answer: Answer) -> str:
+    return answer.headers.get("Content-Type") or "no content type"
 
 
-def parse_model(response: requests.Response, model: type[ModelT], *, method: str, path: str, scrub: Scrub) -> ModelT:
+def parse_model(answer: Answer, model: type[ModelT], *, method: str, path: str, scrub: Scrub) -> ModelT:
     """The body of a 2xx response as ``model``.
 
     :raises BlinkResponseError: the body is not JSON, or not of the expected shape.
     """
     try:
         # One pass in pydantic-core: parsing and validating together, without Python dicts between.
-        return model.model_validate_json(response.content or b"")
+        return model.model_validate_json(answer.body or b"")
     except ValidationError as err:
         first = err.errors(include_url=False, include_input=False)[0]
         if first["type"] == "json_invalid":
@@ -89,8 +128,8 @@ def parse_model(response: requests.Response, model: type[ModelT], *, method: str
     except RecursionError:
         problem = f"nests deeper than {MAX_DEPTH} levels"
     raise BlinkResponseError(
-        f"the response body {problem}; content type {_content_type(response)}, body starts: {excerpt(response, scrub)}",
-        status=response.status_code,
+        f"the response body {problem}; content type {_content_type(answer)}, body starts: {excerpt(answer, scrub)}",
+        status=answer.status,
         method=method,
         path=path,
     )
@@ -98,25 +137,23 @@ def parse_model(response: requests.Response, model: type[ModelT], *, method: str
 
 _pausing = threading.Lock()
 _pauses = 0
-_resume = False
 
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a page is parsed, or while a whole walk is
-    consumed (``ConnectionTypesToXComOperator.execute``).
+    """Pause the cyclic garbage collector while one body is parsed, on the parsing thread.
 
-    A page of 1,000 connection types is some 100,000 new objects; each few hundred of them
-    trigger a collection that also scans every object Airflow has loaded. Parsed JSON holds no
-    reference cycles, so those scans free nothing: measured, they made parsing 4x slower, and
-    the collections that the next page's allocations set off, while the previous page is being
-    written, cost another 15 to 20% of a 20,000-type sync. Pauses nest and are shared between
-    threads: the last one out restores the collector as it was.
+    A page of 1,000 connection types is some 30,000 new objects; each few hundred of them trigger
+    a collection that also scans every object Airflow has loaded. Parsed JSON holds no reference
+    cycles, so those scans free nothing: measured, they made parsing a page 4x slower, on the
+    walk's critical path. The pause covers the parse alone: no caller's code runs meanwhile on
+    that thread. Pauses nest and are shared between threads: the last one out restores the
+    collector as it was.
     """
-    global _pauses, _resume
+    global _pauses
     with _pausing:
         if _pauses == 0:
-            _resume = gc.isenabled()
+            collector_paused.resume = gc.isenabled()  # type: ignore[attr-defined]
             gc.disable()
         _pauses += 1
     try:
@@ -124,11 +161,11 @@ def collector_paused() -> Iterator[None]:
     finally:
         with _pausing:
             _pauses -= 1
-            if _pauses == 0 and _resume:
+            if _pauses == 0 and collector_paused.resume:  # type: ignore[attr-defined]
                 gc.enable()
 
 
-def parse_json(response: requests.Response, *, method: str, path: str, scrub: Scrub) -> Any:
+def parse_json(answer: Answer, *, method: str, path: str, scrub: Scrub) -> Any:
     """The body of a 2xx response as plain Python data (dicts, lists, str, int, ...).
 
     Parsed by pydantic-core in one pass, with no model built: for hot paths that check the shape
@@ -138,24 +175,24 @@ def parse_json(response: requests.Response, *, method: str, path: str, scrub: Sc
     """
     try:
         with collector_paused():
-            return from_json(response.content or b"")
+            return from_json(answer.body or b"")
     except ValueError:
         problem = "is not JSON"
     except RecursionError:
         problem = f"nests deeper than {MAX_DEPTH} levels"
     raise BlinkResponseError(
-        f"the response body {problem}; content type {_content_type(response)}, body starts: {excerpt(response, scrub)}",
-        status=response.status_code,
+        f"the response body {problem}; content type {_content_type(answer)}, body starts: {excerpt(answer, scrub)}",
+        status=answer.status,
         method=method,
         path=path,
     )
 
 
-def _error_wrapper(response: requests.Response) -> ErrorWrapper | None:
-    if len(response.content) > MAX_ERROR_BODY:
+def _error_wrapper(answer: Answer) -> ErrorWrapper | None:
+    if len(answer.body) > MAX_ERROR_BODY:
         return None
     try:
-        data = from_json(response.content or b"")  # bounded: MAX_DEPTH levels at most
+        data = from_json(answer.body or b"")  # bounded: MAX_DEPTH levels at most
     except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
@@ -179,7 +216,7 @@ def _error_class(status: int) -> type[BlinkApiError]:
 
 
 def error_from_response(
-    response: requests.Response,
+    answer: Answer,
     *,
     method: str,
     path: str,
@@ -193,8 +230,8 @@ def error_from_response(
         named in the message of a 404.
     :param error_class: the class to use instead of the one the status calls for.
     """
-    status = response.status_code
-    wrapper = _error_wrapper(response)
+    status = answer.status
+    wrapper = _error_wrapper(answer)
 
     def clean(value: Any) -> Any:
         return scrub_deep(value, scrub)
@@ -203,8 +240,8 @@ def error_from_response(
         message = clean(wrapper.message or wrapper.details)
         details = clean(wrapper.details)
     else:
-        message = clean(response.reason or "error")
-        details = f"content type {_content_type(response)}, body starts: {excerpt(response, scrub)}"
+        message = clean(answer.reason or "error")
+        details = f"content type {_content_type(answer)}, body starts: {excerpt(answer, scrub)}"
     if status == 404 and subject:
         message, details = f"not found: {subject}", message
     cls = error_class or _error_class(status)

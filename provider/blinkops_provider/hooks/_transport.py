@@ -3,8 +3,11 @@
 It owns, in this order for each call:
 
 * the **URL** (the connection's base URL plus the path) and the **headers** (the key header);
+* the **session**: each thread has its own (``requests.Session`` is not safe to share between
+  threads using it at once), made on its first call and closed by :meth:`Transport.close`;
 * the **shared pause**: every attempt first waits out a ``Retry-After`` another worker was told;
-* the **deadline** of each attempt (:mod:`~blinkops_provider.hooks._deadline`);
+* the **deadline** of each attempt (:mod:`~blinkops_provider.hooks._deadline`), and the
+  **size bound** of each body (:func:`~blinkops_provider.hooks._responses.read_answer`);
 * the **retry policy** (:mod:`~blinkops_provider.hooks._retry`: what is retried, how long to wait);
 * the **redirect refusal**: no redirect is followed, so the key goes to the base URL's origin only;
 * the **error mapping**: a failed call becomes one of the provider's exceptions, classified by the
@@ -21,7 +24,9 @@ import html
 import json
 import logging
 import re
+import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -36,7 +41,7 @@ from blinkops_provider import __version__
 from blinkops_provider.exceptions import BlinkApiError, BlinkConfigurationError, BlinkTransientError
 from blinkops_provider.hooks._connection import ConnectionSettings
 from blinkops_provider.hooks._deadline import DeadlineAdapter, bounded
-from blinkops_provider.hooks._responses import error_from_response
+from blinkops_provider.hooks._responses import Answer, error_from_response, read_answer
 from blinkops_provider.hooks._retry import (
     MAX_WAIT,
     RETRYABLE_STATUSES,
@@ -95,54 +100,40 @@ def _without_query(location: str | None) -> str:
     return f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else parts.path or "/"
 
 
-def _cause(exc: BaseException) -> BaseException | None:
-    """What urllib3 said under a ``requests.ConnectionError`` (through a ``MaxRetryError``)."""
+def _broke(exc: requests.ConnectionError) -> bool:
+    """Whether a connection error is the server dropping the connection mid-answer (a
+    ``ProtocolError``, or a reset under urllib3's ``MaxRetryError``), not a failure to connect."""
     reason = exc.args[0] if exc.args else None
-    if not isinstance(reason, BaseException):
-        return None
-    return getattr(reason, "reason", None) or reason
-
-
-def _unreachable(exc: BaseException) -> bool:
-    """Whether nothing answered at all: no connection could be made, or none in time."""
-    if isinstance(exc, requests.exceptions.ConnectTimeout):
-        return True
-    if isinstance(exc, requests.exceptions.SSLError) or not isinstance(exc, requests.ConnectionError):
-        return False
-    if isinstance(exc, (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError)):
-        return False
-    cause = _cause(exc)
-    return not isinstance(cause, ProtocolError) and (
-        not isinstance(cause, ConnectionError) or isinstance(cause, NewConnectionError)
+    cause = getattr(reason, "reason", None) or reason
+    return isinstance(cause, ProtocolError) or (
+        isinstance(cause, ConnectionError) and not isinstance(cause, NewConnectionError)
     )
 
 
-def describe(exc: BaseException | None, host: str) -> str:
-    """A one-line account of a failed attempt that names no URL, query or key: by its type."""
+def describe(exc: BaseException | None, host: str) -> tuple[str, bool]:
+    """A one-line account of a failed attempt that names no URL, query or key (by its type), and
+    whether nothing answered at all (no connection could be made, or none in time)."""
     if isinstance(exc, RetryableResponse):
-        return f"HTTP {exc.response.status_code}"
+        return f"HTTP {exc.answer.status}", False
     if isinstance(exc, AttemptTimedOut):
-        return f"timed out waiting for {host} ({exc})"
+        return f"timed out waiting for {host} ({exc})", False
     if isinstance(exc, requests.exceptions.ConnectTimeout):
-        return f"timed out connecting to {host}"
+        return f"timed out connecting to {host}", True
     if isinstance(exc, requests.exceptions.ReadTimeout):
-        return f"timed out waiting for {host} (no answer within the read timeout)"
+        return f"timed out waiting for {host} (no answer within the read timeout)", False
     if isinstance(exc, requests.exceptions.ChunkedEncodingError):
-        return f"the connection to {host} broke during the response"
+        return f"the connection to {host} broke during the response", False
     if isinstance(exc, requests.exceptions.ContentDecodingError):
-        return f"could not decode the response body from {host} (its Content-Encoding)"
+        return f"could not decode the response body from {host} (its Content-Encoding)", False
     if isinstance(exc, requests.exceptions.SSLError):
-        return f"TLS with {host} failed"
+        return f"TLS with {host} failed", False
     if isinstance(exc, requests.ConnectionError):
-        cause = _cause(exc)
-        if isinstance(cause, ProtocolError) or (
-            isinstance(cause, ConnectionError) and not isinstance(cause, NewConnectionError)
-        ):
-            return f"{host} closed the connection without a complete answer"
-        return f"could not reach {host} ({type(exc).__name__})"
+        if _broke(exc):
+            return f"{host} closed the connection without a complete answer", False
+        return f"could not reach {host} ({type(exc).__name__})", True
     if isinstance(exc, requests.RequestException):
-        return f"the request to {host} failed ({type(exc).__name__})"
-    return type(exc).__name__
+        return f"the request to {host} failed ({type(exc).__name__})", False
+    return type(exc).__name__, False
 
 
 class Transport:
@@ -176,20 +167,32 @@ class Transport:
         parts = urlsplit(settings.base_url)
         self.host = parts.netloc
         self.origin = f"{parts.scheme}://{parts.netloc}"
+        self._local = threading.local()
+        self._sessions: weakref.WeakSet[requests.Session] = weakref.WeakSet()  # a thread's goes with it
 
-    def new_session(self) -> requests.Session:
-        """An HTTP session with the key header and the deadline's adapter (one per worker thread)."""
-        session = self.session_factory()
-        for prefix in ("https://", "http://"):
-            session.mount(prefix, DeadlineAdapter())
-        session.headers.update(
-            {
-                self.settings.header: self.settings.api_key,
-                "Accept": "application/json",
-                "User-Agent": f"airflow-provider-blinkops/{__version__}",
-            }
-        )
+    def session(self) -> requests.Session:
+        """The calling thread's HTTP session, with the key header and the deadline's adapter."""
+        session: requests.Session | None = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = self.session_factory()
+            for prefix in ("https://", "http://"):
+                session.mount(prefix, DeadlineAdapter())
+            session.headers.update(
+                {
+                    self.settings.header: self.settings.api_key,
+                    "Accept": "application/json",
+                    "User-Agent": f"airflow-provider-blinkops/{__version__}",
+                }
+            )
+            self._sessions.add(session)
         return session
+
+    def close(self) -> None:
+        """Close every thread's session; a thread that calls again gets a new one."""
+        for session in list(self._sessions):
+            session.close()
+        self._sessions = weakref.WeakSet()
+        self._local = threading.local()
 
     def scrub(self, text: str) -> str:
         """``text`` with the API key replaced by ``***`` in every form a server may echo it."""
@@ -206,84 +209,83 @@ class Transport:
         self,
         method: str,
         path: str,
-        session: requests.Session,
         *,
         params: Mapping[str, str] | None = None,
         json: Any = None,
         subject: str | None = None,
-    ) -> requests.Response:
-        """Send one API call with the retry policy, and return its 2xx response, body read.
+    ) -> Answer:
+        """Send one API call with the retry policy, on the calling thread's session, and return
+        its 2xx answer.
 
         :param path: below the base URL, already percent-encoded.
-        :param session: the HTTP session to use (the calling thread's own).
         :param subject: what the call is about, named when Blink answers 404.
         :raises BlinkClientError: on a 4xx other than 429 (never retried).
-        :raises BlinkTransientError: when 429, 5xx, connection errors or timeouts outlast the retries.
+        :raises BlinkTransientError: when 429, 5xx, connection errors or timeouts outlast the
+            retries (naming the attempts, and the wait the server last asked for).
         :raises BlinkConfigurationError: TLS failed (a certificate or CA bundle to fix).
+        :raises BlinkResponseError: the body is larger than ``MAX_BODY`` once decompressed.
         :raises BlinkApiError: a redirect, or any other failure.
         """
         retrying = Retrying(
             stop=stop_after_attempt(self.retry_limit),
-            wait=RetryAfterOrBackoff(initial=self.retry_delay, now=self.clock.now),
+            wait=RetryAfterOrBackoff(initial=self.retry_delay),
             retry=retry_if_exception(is_retryable),
             sleep=self.clock.sleep,
             before_sleep=lambda state: self._log_retry(method, path, state),
             reraise=True,
         )
-        url = self.settings.base_url + path
         try:
-            response = retrying(self._attempt, session, method, url, params, json)
+            answer = retrying(self._attempt, method, path, params, json)
         except RetryableResponse as exc:
             error = error_from_response(
-                exc.response,
-                method=method,
-                path=path,
-                scrub=self.scrub,
-                subject=subject,
-                error_class=BlinkTransientError,
+                exc.answer, method=method, path=path, scrub=self.scrub, subject=subject, error_class=BlinkTransientError
             )
             error.attempts = retrying.statistics.get("attempt_number", 1)
-            error.retry_after = parse_retry_after(exc.response.headers.get("Retry-After"), self.clock.now())
+            error.retry_after = exc.retry_after
             raise error from None
         except requests.RequestException as exc:
-            attempts = retrying.statistics.get("attempt_number", 1)
-            if isinstance(exc, requests.exceptions.SSLError):
-                if self.settings.scheme_assumed:
-                    hint = (
-                        f"the Base URL names no scheme, so https:// was assumed: if the server speaks plain "
-                        f"HTTP, set the connection's Base URL to http://{self.host}; otherwise check the "
-                        "server's certificate or the connection's extra verify_ssl"
-                    )
-                else:
-                    hint = (
-                        "check the server's certificate, the CA bundle (REQUESTS_CA_BUNDLE), or the "
-                        "connection's extra verify_ssl"
-                    )
-                raise BlinkConfigurationError(
-                    f"TLS with {self.origin} failed ({type(exc).__name__}), after {attempts} attempt(s): {hint}"
-                ) from None
-            cls = BlinkTransientError if is_retryable(exc) else BlinkApiError
-            message = f"{describe(exc, self.host)}, after {attempts} attempt(s)"
-            if _unreachable(exc):
-                message += f"; check the connection's Base URL (host), now {self.settings.base_url}"
-            raise cls(message, method=method, path=path) from None
-        if 300 <= response.status_code < 400:
-            status = self.scrub(f"{response.status_code} {response.reason or ''}".rstrip())
+            raise self._failure(exc, method, path, retrying.statistics.get("attempt_number", 1)) from None
+        if 300 <= answer.status < 400:
+            status = self.scrub(f"{answer.status} {answer.reason}".rstrip())
             raise BlinkApiError(
                 f"the server answered {status} pointing to "
-                f"{self.scrub(_without_query(response.headers.get('Location')))}; no redirect is followed, "
+                f"{self.scrub(_without_query(answer.headers.get('Location')))}; no redirect is followed, "
                 f"so the API key goes to {self.origin} only: set the connection's Base URL to where the "
                 "API really is",
-                status=response.status_code,
+                status=answer.status,
                 method=method,
                 path=path,
             )
-        if not response.ok:
-            raise error_from_response(response, method=method, path=path, scrub=self.scrub, subject=subject)
-        return response
+        if answer.status >= 400:
+            raise error_from_response(answer, method=method, path=path, scrub=self.scrub, subject=subject)
+        return answer
 
-    def _attempt(self, session: requests.Session, method: str, url: str, params: Any, json: Any) -> requests.Response:
-        wait = self.pause.remaining()  # another worker was told to back off
+    def _failure(self, exc: requests.RequestException, method: str, path: str, attempts: int) -> Exception:
+        """The provider's error for a call whose last attempt raised ``exc``."""
+        if isinstance(exc, requests.exceptions.SSLError):
+            if self.settings.scheme_assumed:
+                hint = (
+                    f"the Base URL names no scheme, so https:// was assumed: if the server speaks plain "
+                    f"HTTP, set the connection's Base URL to http://{self.host}; otherwise check the "
+                    "server's certificate or the connection's extra verify_ssl"
+                )
+            else:
+                hint = (
+                    "check the server's certificate, the CA bundle (REQUESTS_CA_BUNDLE), or the "
+                    "connection's extra verify_ssl"
+                )
+            return BlinkConfigurationError(
+                f"TLS with {self.origin} failed ({type(exc).__name__}), after {attempts} attempt(s): {hint}"
+            )
+        account, unreachable = describe(exc, self.host)
+        message = f"{account}, after {attempts} attempt(s)"
+        if unreachable:
+            message += f"; check the connection's Base URL (host), now {self.settings.base_url}"
+        cls = BlinkTransientError if is_retryable(exc) else BlinkApiError
+        return cls(message, method=method, path=path)
+
+    def _attempt(self, method: str, path: str, params: Any, json: Any) -> Answer:
+        wait = self.pause.remaining()  # another thread was told to back off
         if wait > 0:
             self.clock.sleep(wait)
         seconds = self.settings.deadline
@@ -292,9 +294,9 @@ class Transport:
         # a PUT into a GET (302/303) or drop its body (301).
         with bounded(seconds, self.clock.monotonic) as attempt:
             try:
-                response = session.request(
+                response = self.session().request(
                     method,
-                    url,
+                    self.settings.base_url + path,
                     params=params,
                     json=json,
                     timeout=self.settings.timeout,
@@ -302,19 +304,20 @@ class Transport:
                     allow_redirects=False,
                     stream=True,
                 )
-                response.content  # noqa: B018  (the body, read within the deadline)
+                with response:
+                    answer = read_answer(response, method=method, path=path)  # within the deadline
             except (requests.RequestException, OSError) as exc:
                 if attempt.expired:
                     raise AttemptTimedOut(f"the answer took longer than {seconds:g} s") from None
                 if isinstance(exc, requests.RequestException):
                     raise
                 raise requests.ConnectionError(exc) from None
-        if response.status_code in RETRYABLE_STATUSES:
-            asked = parse_retry_after(response.headers.get("Retry-After"), self.clock.now())
-            if asked is not None:  # a wait meant for every worker, whichever attempt this was
+        if answer.status in RETRYABLE_STATUSES:
+            asked = parse_retry_after(answer.headers.get("Retry-After"), self.clock.now())
+            if asked is not None:  # a wait meant for every thread, whichever attempt this was
                 self.pause.extend(min(asked, MAX_WAIT))
-            raise RetryableResponse(response)
-        return response
+            raise RetryableResponse(answer, asked)
+        return answer
 
     def _log_retry(self, method: str, path: str, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
@@ -323,7 +326,7 @@ class Transport:
             "Blink %s %s failed (%s), attempt %d of %d; retrying in %.1f s",
             method,
             path,
-            describe(exc, self.host),
+            describe(exc, self.host)[0],
             state.attempt_number,
             self.retry_limit,
             wait,

@@ -32,9 +32,9 @@ from blinkops_provider.hooks._connection import (
     as_timeout,
     build_base_url,
 )
-from blinkops_provider.hooks._responses import describe_invalid, parse_json, parse_model
+from blinkops_provider.hooks._responses import Answer, describe_invalid, parse_json, parse_model
 from blinkops_provider.hooks._transport import Clock, Transport
-from blinkops_provider.hooks._walk import CataloguePage
+from blinkops_provider.hooks._walk import KEYSET, OFFSET, CataloguePage
 from blinkops_provider.models import (
     ConnectionType,
     ConnectionTypePage,
@@ -48,7 +48,16 @@ from blinkops_provider.names import segment
 from blinkops_provider.rql import MAX_LIMIT, RQLQuery, check_field_types, check_paging
 from blinkops_provider.schema import REFUSED, UNCHANGED, SchemaPlan, SchemaRecord, record_location
 
-__all__ = ["BlinkHook", "Clock", "FieldUpdates", "build_base_url", "check_concurrency"]
+__all__ = [
+    "KEYSET",
+    "OFFSET",
+    "BlinkHook",
+    "CataloguePage",
+    "Clock",
+    "FieldUpdates",
+    "build_base_url",
+    "check_concurrency",
+]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -90,6 +99,50 @@ def _rql(**members: Any) -> RQLQuery:
     except ValueError as err:
         raise BlinkInputError(f"invalid RQL query: {err}") from None
     return query
+
+
+def _lock_owner() -> str:
+    """Who holds a table's lock: the Airflow task instance running now, else this host and process."""
+    parts = [os.environ.get(f"AIRFLOW_CTX_{name}") for name in ("DAG_ID", "DAG_RUN_ID", "TASK_ID")]
+    if all(parts):
+        return "/".join(map(str, parts)) + f" (try {os.environ.get('AIRFLOW_CTX_TRY_NUMBER') or '?'})"
+    return f"{socket.gethostname()} (pid {os.getpid()})"
+
+
+@dataclasses.dataclass
+class _Recording:
+    """A batch applied with a record: the plan's part of the report, and the record's update."""
+
+    record: SchemaRecord
+    recorded: dict[str, dict[str, Any]]
+    plan: SchemaPlan
+    only_changed: bool
+
+    def refused(self, batch: list[tuple[str, FieldUpdate]]) -> dict[str, str]:
+        return {name: self.plan.risk(name) for name, _ in batch if self.plan.action(name) == REFUSED}
+
+    def skipped(self, batch: list[tuple[str, FieldUpdate]]) -> list[str]:
+        return [name for name, _ in batch if self.only_changed and self.plan.action(name) == UNCHANGED]
+
+    def left_out(self, batch: list[tuple[str, FieldUpdate]]) -> set[str]:
+        """What is not sent: the fields the plan refuses and, with ``only_changed``, the unchanged ones."""
+        return set(self.skipped(batch)) | set(self.refused(batch))
+
+    def report(self, batch: list[tuple[str, FieldUpdate]], result: FieldUpdates) -> FieldUpdates:
+        refused = {name: BlinkBadRequestError(f"not sent: {why}") for name, why in self.refused(batch).items()}
+        return dataclasses.replace(
+            result,
+            order=[name for name, _ in batch],
+            plan=self.plan,
+            skipped=self.skipped(batch),
+            failed={**refused, **result.failed},
+        )
+
+    def write(self, batch: list[tuple[str, FieldUpdate]], result: FieldUpdates, now: Any) -> None:
+        """Record the fields Blink confirmed (nothing when none was)."""
+        if result.applied:
+            confirmed = {name: update.to_body() for name, update in batch if name in result.applied}
+            self.record.write({**self.recorded, **confirmed}, now=now)
 
 
 class BlinkHook(BaseHook):
@@ -171,20 +224,19 @@ class BlinkHook(BaseHook):
         """The API's base URL, ending in ``/api/v1``."""
         return self._settings.base_url
 
-    @cached_property
+    @property
     def session(self) -> requests.Session:
-        """The HTTP session the calls of this hook go through (a worker thread has its own)."""
-        return self.transport.new_session()
+        """The calling thread's HTTP session, which this hook's calls go through (each thread has its own)."""
+        return self.transport.session()
 
     def get_conn(self) -> requests.Session:
         """The configured ``requests.Session`` (Airflow's usual hook entry point)."""
         return self.session
 
     def close(self) -> None:
-        """Release the HTTP session's sockets; the hook opens a new one when used again."""
-        session = self.__dict__.pop("session", None)
-        if session is not None:
-            session.close()
+        """Release the HTTP sessions' sockets; the hook opens new ones when used again."""
+        if "transport" in self.__dict__:
+            self.transport.close()
 
     def _request(
         self,
@@ -195,15 +247,14 @@ class BlinkHook(BaseHook):
         params: Mapping[str, str] | None = None,
         json: Any = None,
         subject: str | None = None,
-        session: requests.Session | None = None,
     ) -> ModelT:
         """Send one API call on the request path and return its body as ``model``.
 
         :raises BlinkResponseError: when a 2xx body is not the expected JSON.
         """
         transport = self.transport
-        response = transport.send(method, path, session or self.session, params=params, json=json, subject=subject)
-        return parse_model(response, model, method=method, path=path, scrub=transport.scrub)
+        answer = transport.send(method, path, params=params, json=json, subject=subject)
+        return parse_model(answer, model, method=method, path=path, scrub=transport.scrub)
 
     # -- endpoints ------------------------------------------------------------------------
 
@@ -223,9 +274,7 @@ class BlinkHook(BaseHook):
         """
         return self._put_field(ws_id, table, field, validate_input(FieldUpdate, update, "field update"))
 
-    def _put_field(
-        self, ws_id: str, table: str, field: str, update: FieldUpdate, session: requests.Session | None = None
-    ) -> TableField:
+    def _put_field(self, ws_id: str, table: str, field: str, update: FieldUpdate) -> TableField:
         path = "/workspace/{}/table/{}/fields/{}".format(
             _segment(ws_id, "ws_id"), _segment(table, "table"), _segment(field, "field")
         )
@@ -235,7 +284,6 @@ class BlinkHook(BaseHook):
             TableField,
             json=update.to_body(),
             subject=f"field {field!r} of table {table!r} in workspace {ws_id!r}",
-            session=session,
         )
 
     def plan_table_fields(
@@ -316,36 +364,13 @@ class BlinkHook(BaseHook):
         :raises BlinkConfigurationError: the connection cannot be used (before any request).
         :raises BlinkStalePlanError: ``plan`` is not what would be applied now (before any request).
         :raises BlinkLockedError: another apply holds the table's lock (before any request).
-        """
-        return self._apply_fields(
-            ws_id,
-            table,
-            updates,
-            max_concurrency=max_concurrency,
-            fail_fast=fail_fast,
-            record_path=record_path,
-            only_changed=only_changed,
-            plan=plan,
-            lock_wait=lock_wait,
-        )
 
-    def _apply_fields(
-        self,
-        ws_id: str,
-        table: str,
-        updates: Any,
-        *,
-        max_concurrency: int,
-        fail_fast: bool,
-        record_path: str | os.PathLike[str] | None = None,
-        only_changed: bool = False,
-        plan: Mapping[str, Any] | str | None = None,
-        lock_wait: float = 0.0,
-        lock_owner: str | None = None,
-        interrupted: Callable[[FieldUpdates], None] | None = None,
-    ) -> FieldUpdates:
-        """:meth:`update_table_fields`, telling ``interrupted`` what is known when an exception
-        (a task timeout, a signal) interrupts the batch (the operator pushes its XCom then)."""
+        An exception that interrupts the batch (a task timeout, a signal) or the record's update
+        carries what was known then: :meth:`FieldUpdates.carried_by
+        <blinkops_provider.hooks._batch.FieldUpdates.carried_by>` (the operator pushes it to XCom).
+        The table's lock names the Airflow task instance that holds it, from the ``AIRFLOW_CTX_*``
+        variables Airflow sets while a task runs (the host and process otherwise).
+        """
         _segment(ws_id, "ws_id")
         _segment(table, "table")
         check_concurrency(max_concurrency)
@@ -358,16 +383,17 @@ class BlinkHook(BaseHook):
         batch = validate_field_updates(updates)
         self.transport  # noqa: B018 - a broken connection fails once, here, not once per field
         if record_path is None:
-            return self._send_fields(ws_id, table, batch, None, {}, max_concurrency, fail_fast, False, interrupted)
+            return self._send_fields(ws_id, table, batch, max_concurrency, fail_fast)
         record = self._record(ws_id, table, record_path)
-        owner = lock_owner or f"{socket.gethostname()} (pid {os.getpid()})"
-        with record.locked(owner=owner, wait=lock_wait, now=self.clock.now, sleep=self.clock.sleep, log=self.log):
+        with record.locked(
+            owner=_lock_owner(), wait=lock_wait, now=self.clock.now, sleep=self.clock.sleep, log=self.log
+        ):
             planned, recorded = record.plan(batch)
             if plan is not None:
                 planned.check_approved(plan)  # before anything is sent
             planned.log_to(self.log)
             return self._send_fields(
-                ws_id, table, batch, record, recorded, max_concurrency, fail_fast, only_changed, interrupted, planned
+                ws_id, table, batch, max_concurrency, fail_fast, _Recording(record, recorded, planned, only_changed)
             )
 
     def _send_fields(
@@ -375,60 +401,52 @@ class BlinkHook(BaseHook):
         ws_id: str,
         table: str,
         batch: list[tuple[str, FieldUpdate]],
-        record: SchemaRecord | None,
-        recorded: dict[str, dict[str, Any]],
         max_concurrency: int,
         fail_fast: bool,
-        only_changed: bool,
-        interrupted: Callable[[FieldUpdates], None] | None,
-        plan: SchemaPlan | None = None,
+        recording: _Recording | None = None,
     ) -> FieldUpdates:
-        """Send the batch (less what the plan refuses or, with ``only_changed``, finds unchanged)
-        and record what Blink confirmed."""
-        refused = {name: plan.risk(name) for name, _ in batch if plan is not None and plan.action(name) == REFUSED}
-        skipped = [name for name, _ in batch if only_changed and plan is not None and plan.action(name) == UNCHANGED]
-        left_out = set(skipped) | set(refused)
-        bodies = {name: update.to_body() for name, update in batch}
-        where = record.location if record is not None else ""
-
-        def complete(result: FieldUpdates) -> FieldUpdates:
-            failed = {name: BlinkBadRequestError(f"not sent: {why}") for name, why in refused.items()}
-            result = dataclasses.replace(
-                result, order=list(bodies), plan=plan, skipped=skipped, failed={**failed, **result.failed}
-            )
-            if record is not None and result.applied:
-                record.write({**recorded, **{name: bodies[name] for name in result.applied}}, now=self.clock.now())
-            return result
-
-        def on_interrupt(partial: FieldUpdates) -> None:
-            try:
-                result = complete(partial)
-            except Exception as err:  # the interruption goes on up; the record stays as it was
-                self.log.error("The schema record at %s was not updated: %s", where, type(err).__name__)
-                result = dataclasses.replace(partial, order=list(bodies), plan=plan, skipped=skipped)
-            if interrupted is not None:
-                interrupted(result)
-
-        result = run_batch(
-            [(name, update) for name, update in batch if name not in left_out],
-            lambda name, update, session: self._put_field(ws_id, table, name, update, session),
-            self.transport.new_session,
-            max_concurrency=max_concurrency,
-            fail_fast=fail_fast,
-            log=self.log,
-            interrupted=on_interrupt,
-        )
+        """Send the batch (less what the plan leaves out) and record what Blink confirmed."""
+        left_out = recording.left_out(batch) if recording is not None else set()
         try:
-            return complete(result)
+            result = run_batch(
+                [(name, update) for name, update in batch if name not in left_out],
+                lambda name, update: self._put_field(ws_id, table, name, update),
+                max_concurrency=max_concurrency,
+                fail_fast=fail_fast,
+                log=self.log,
+            )
+        except BaseException as exc:
+            partial = FieldUpdates.carried_by(exc)
+            if partial is not None and recording is not None:
+                self._complete(recording, batch, partial, raising=False).attach_to(exc)
+            raise
+        if recording is None:
+            return result
+        return self._complete(recording, batch, result, raising=True)
+
+    def _complete(
+        self, recording: _Recording, batch: list[tuple[str, FieldUpdate]], result: FieldUpdates, *, raising: bool
+    ) -> FieldUpdates:
+        """The batch's report with the plan's part, after recording what Blink confirmed. A
+        record that cannot be written fails the task (``raising``) or is logged (an interruption
+        goes on up anyway); either way the report travels with the exception."""
+        full = recording.report(batch, result)
+        try:
+            recording.write(batch, result, self.clock.now())
         except Exception as err:
-            if interrupted is not None:
-                interrupted(dataclasses.replace(result, order=list(bodies), plan=plan, skipped=skipped))
+            where = recording.record.location
+            if not raising:
+                self.log.error("The schema record at %s was not updated: %s", where, type(err).__name__)
+                return full
             why = str(err) if isinstance(err, BlinkInputError) else type(err).__name__
-            raise BlinkApiError(
+            error = BlinkApiError(
                 f"the fields were sent, but the schema record at {where!r} could not be updated ({why}); "
                 "the next plan would be wrong, so the task fails. A retry applies the schema again (safe: updates "
                 "are full replacements) and records it"
-            ) from None
+            )
+            full.attach_to(error)
+            raise error from None
+        return full
 
     def list_connection_types(
         self,
@@ -452,13 +470,13 @@ class BlinkHook(BaseHook):
             subject="connection types",
         )
 
-    def _list_page(self, query: Mapping[str, Any], session: requests.Session | None = None) -> Any:
-        """One listing request for a checked RQL query dict; the body as plain JSON data."""
+    def _list_page(self, query: Mapping[str, Any]) -> Answer:
+        """One listing request for a checked RQL query dict (on the calling thread's session)."""
         q = json.dumps(query, separators=(",", ":"), ensure_ascii=False)
-        transport = self.transport
-        session = session or self.session
-        response = transport.send("GET", _walk.PATH, session, params={"q": q}, subject="connection types")
-        return parse_json(response, method="GET", path=_walk.PATH, scrub=transport.scrub)
+        return self.transport.send("GET", _walk.PATH, params={"q": q}, subject="connection types")
+
+    def _parse_page(self, answer: Answer) -> Any:
+        return parse_json(answer, method="GET", path=_walk.PATH, scrub=self.transport.scrub)
 
     def walk_connection_types(
         self,
@@ -496,7 +514,7 @@ class BlinkHook(BaseHook):
         walk = _walk.CatalogueWalk(
             query=query,
             fetch=self._list_page,
-            new_session=lambda: self.transport.new_session(),
+            parse=self._parse_page,
             page_size=page_size,
             max_items=max_items,
             max_pages=self.max_pages,

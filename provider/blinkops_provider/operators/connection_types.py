@@ -9,9 +9,7 @@ from pydantic_core import to_json
 
 from blinkops_provider._storage import replacing, storage_path
 from blinkops_provider.assets import CATALOGUE_ALIAS, catalogue_lineage
-from blinkops_provider.hooks._responses import collector_paused
-from blinkops_provider.hooks._walk import KEYSET, CataloguePage
-from blinkops_provider.hooks.blink import DEFAULT_WALK_CONCURRENCY, BlinkHook, check_concurrency
+from blinkops_provider.hooks.blink import DEFAULT_WALK_CONCURRENCY, KEYSET, BlinkHook, CataloguePage, check_concurrency
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
 from blinkops_provider.rql import MAX_LIMIT, check_paging
 
@@ -46,7 +44,7 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
     :returns: (XCom ``return_value``) the connection types as JSON-ready dicts, or with
         ``output_path`` the summary ``{"path": ..., "count": ..., "total": ..., "paging": ...}``,
         where ``paging`` is ``"keyset"`` (exact under change) or ``"offset"`` (the server does not
-        honour the keyset condition; see :mod:`blinkops_provider.hooks._walk`).
+        honour the keyset condition; see :meth:`~blinkops_provider.hooks.blink.BlinkHook.walk_connection_types`).
     :raises BlinkInputError: an invalid query, before any request.
     """
 
@@ -90,14 +88,13 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
             max_items=self.max_items,
             max_concurrency=self.max_concurrency,
         )
+        if target is not None:
+            return self._write(pages, target)
         items: list[dict[str, Any]] = []
         paging = KEYSET
-        with collector_paused():  # the walk's objects hold no cycles: no collection need scan them
-            if target is not None:
-                return self._write(pages, target)
-            for page in pages:
-                items.extend(page.items)
-                paging = page.paging
+        for page in pages:
+            items.extend(page.items)
+            paging = page.paging
         self.log.info("Fetched %d connection types (paging: %s)", len(items), paging)
         if len(items) > LARGE_XCOM_ITEMS:
             self.log.warning(

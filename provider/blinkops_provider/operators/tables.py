@@ -24,10 +24,6 @@ __all__ = ["UpdateTableFieldOperator", "UpdateTableFieldsOperator", "approved_pl
 _FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 
 
-def _is_text(value: Any) -> bool:
-    return isinstance(value, str)
-
-
 def approved_plan(value: Any) -> dict[str, Any] | str | None:
     """The ``plan`` argument as the apply checks it: the plan's XCom (a dict, its JSON text, or
     the Python text a template renders of it) or its 16-hex-digit fingerprint.
@@ -252,40 +248,37 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             plan.log_to(self.log)
             return plan.to_xcom()
 
-        def push(result: FieldUpdates) -> None:  # every way out: failure, timeout, signal
-            context["ti"].xcom_push(key="return_value", value=self._report(result))
-
-        ti = context.get("ti")
-        ids = [getattr(ti, name, None) for name in ("dag_id", "run_id", "task_id")]
-        named = [str(part) for part in ids if _is_text(part)]
-        owner = "/".join(named) + f" (try {getattr(ti, 'try_number', '?')})" if len(named) == 3 else None
-        result = self.hook._apply_fields(
-            self.ws_id,
-            self.table,
-            dict(batch),
-            max_concurrency=self.max_concurrency,
-            fail_fast=self.fail_fast,
-            record_path=str(self.record_path) if self.record_path else None,
-            only_changed=self.only_changed,
-            plan=approved,
-            lock_wait=self.lock_wait,
-            lock_owner=owner,
-            interrupted=push,
-        )
+        result: FieldUpdates | None = None
+        try:
+            result = self.hook.update_table_fields(
+                self.ws_id,
+                self.table,
+                dict(batch),
+                max_concurrency=self.max_concurrency,
+                fail_fast=self.fail_fast,
+                record_path=str(self.record_path) if self.record_path else None,
+                only_changed=self.only_changed,
+                plan=approved,
+                lock_wait=self.lock_wait,
+            )
+            if not result.ok:
+                raise self._failure(result)
+        except BaseException as exc:  # every way out: a failure, execution_timeout, a signal
+            known = result or FieldUpdates.carried_by(exc)
+            if known is not None:
+                context["ti"].xcom_push(key="return_value", value=self._report(known))
+            raise
         summary = self._report(result)
-        if result.ok:
-            planned: dict[str, list[str]] | None = None
-            if result.plan is not None:
-                planned = {}
-                for name, outcome in summary["outcomes"].items():
-                    planned.setdefault(outcome, []).append(name)
-            if planned is None or planned.get("added") or planned.get("changed"):
-                self.announce_table(context, self.ws_id, self.table, summary["updated"], planned)
-            else:
-                self.log.info("No field was added or changed: no asset event for %s/%s", self.ws_id, self.table)
-            return summary
-        context["ti"].xcom_push(key="return_value", value=summary)
-        raise self._failure(result)
+        planned: dict[str, list[str]] | None = None
+        if result.plan is not None:
+            planned = {}
+            for name, outcome in summary["outcomes"].items():
+                planned.setdefault(outcome, []).append(name)
+        if planned is None or planned.get("added") or planned.get("changed"):
+            self.announce_table(context, self.ws_id, self.table, summary["updated"], planned)
+        else:
+            self.log.info("No field was added or changed: no asset event for %s/%s", self.ws_id, self.table)
+        return summary
 
     def _report(self, result: FieldUpdates) -> dict[str, Any]:
         """Log the outcome, keyed by the declared names: a summary line, then one line per field
