@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 import requests_mock as rm
-from airflow.providers.common.compat.sdk import AirflowFailException
+from airflow.providers.common.compat.sdk import AirflowFailException, AirflowTaskTimeout
 
 from blinkops_provider.exceptions import BlinkApiError, BlinkClientError, BlinkInputError
-from blinkops_provider.hooks._transport import Clock
+from blinkops_provider.hooks.blink import BlinkHook, Clock
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 
 BASE = "https://blink.test/api/v1"
@@ -273,3 +277,143 @@ def test_no_secret_in_any_per_field_message(blink_conn: None) -> None:
         with pytest.raises(BlinkClientError):
             op.execute({"ti": ti})
     assert API_KEY not in str(ti.pushed)
+
+
+# -- the report on every way out, whatever the server sends ------------------------------------
+
+
+DEEP = "[" * 100_000
+NESTED = '{"status": 400, "message": "bad", "data": ' + "[" * 600 + "]" * 600 + "}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"Severity": {"type": "text", "display_name": "first"}, "Severity": {"type": "text", "display_name": "second"}}',
+        '[{"field": "Severity", "type": "text", "display_name": "a", "display_name": "b"}]',
+    ],
+)
+def test_json_text_that_names_a_member_twice_is_refused_before_any_request(blink_conn: None, text: str) -> None:
+    with rm.Mocker() as m, pytest.raises(BlinkInputError, match=r"names '(Severity|display_name)' twice in one object"):
+        BlinkHook().update_table_fields("ws-1", "Incidents", text)
+    assert not m.called
+
+
+# -- 2. the report is keyed by the declared names -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"id": "fld-1"},  # no name at all
+        {"id": "fld-1", "name": "severity"},  # case-folded
+        {"id": "fld-1", "name": "Cafe\u0301"},  # normalised differently
+    ],
+    ids=["id only", "case-folded", "other normal form"],
+)
+def test_the_report_is_keyed_by_the_declared_names_whatever_the_server_echoes(
+    blink_conn: None, answer: dict[str, Any]
+) -> None:
+    fields = [entry("Severity"), entry("Café")]
+    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=fields)
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json=answer)
+        summary = op.execute({"ti": FakeTI()})  # succeeds: every field was applied
+    assert summary["updated"] == ["Severity", "Café"]
+    assert summary["failed"] == [] and summary["unknown"] == []
+
+
+@pytest.mark.parametrize("interruption", [AirflowTaskTimeout, KeyboardInterrupt])
+def test_the_xcom_is_pushed_when_the_batch_is_interrupted(blink_conn: None, interruption: type, tmp_path: Path) -> None:
+    """As Airflow's execution_timeout (SIGALRM) or a stop (SIGINT) does: the signal's handler
+    raises in the task's main thread while a field is in flight. The schema record gets the
+    fields Blink confirmed, and only those."""
+    release = threading.Event()
+    in_flight = threading.Event()
+
+    class Slow(requests.Session):
+        def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            if url.endswith("/slow"):
+                in_flight.set()
+                os.kill(os.getpid(), signal.SIGUSR1)  # the interruption, delivered to the main thread
+                release.wait(10)
+                raise requests.ConnectionError("released after the test")  # never on to the network
+            return super().request(method, url, *args, **kwargs)
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise interruption("interrupted")
+
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    names = ["a", "b", "slow", "c", "d", "e"]
+    op = UpdateTableFieldsOperator(
+        task_id="apply",
+        ws_id="ws-1",
+        table="Incidents",
+        fields=[entry(n) for n in names],
+        max_concurrency=1,
+        record_path=str(tmp_path / "record.json"),
+        hook_params={"retry_limit": 1},
+    )
+    op.hook = BlinkHook(session_factory=Slow, retry_limit=1)  # the operator's hook, with the slow session
+    ti = FakeTI()
+    try:
+        with rm.Mocker() as m:
+            m.put(rm.ANY, json=field_json)
+            with pytest.raises(interruption):
+                op.execute({"ti": ti})
+            assert in_flight.is_set()
+    finally:
+        release.set()
+        signal.signal(signal.SIGUSR1, previous)
+    summary = ti.pushed["return_value"]
+    assert summary["updated"] == ["a", "b"]
+    assert summary["unknown"] == ["slow"]
+    assert [f["field"] for f in summary["failed"]] == ["c", "d", "e"]  # not sent
+    assert all("not sent" in f["message"] for f in summary["failed"])
+    assert summary["outcomes"] == {"a": "added", "b": "added", "slow": "unknown", **dict.fromkeys("cde", "failed")}
+    assert set(json.loads((tmp_path / "record.json").read_text())["fields"]) == {"a", "b"}
+
+
+# -- 6. a 2xx whose answer cannot be read was applied -------------------------------------------
+
+
+def test_a_2xx_answer_that_cannot_be_read_is_reported_applied(blink_conn: None, provider_log: Any) -> None:
+    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")])
+    with rm.Mocker() as m:
+        m.put(f"{TABLE_URL}/a", status_code=200, text="<html>OK</html>")
+        m.put(f"{TABLE_URL}/b", json=field_json)
+        summary = op.execute({"ti": FakeTI()})
+    assert summary["updated"] == ["a", "b"] and summary["failed"] == []
+    assert any("a: applied; answer unreadable" in line for line in provider_log())
+    assert not any("failed with 200" in line for line in provider_log())
+
+
+@pytest.mark.parametrize("body", [DEEP, NESTED], ids=["[ x 100,000", "data nested 600 deep"])
+def test_a_400_body_too_deep_to_parse_is_that_fields_typed_failure(blink_conn: None, body: str) -> None:
+    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")])
+    ti = FakeTI()
+    with rm.Mocker() as m:
+        m.put(f"{TABLE_URL}/a", status_code=400, text=body)
+        m.put(f"{TABLE_URL}/b", json=field_json)
+        with pytest.raises(BlinkApiError, match="1 of 2 field"):
+            op.execute({"ti": ti})
+    assert ti.pushed["return_value"]["updated"] == ["b"]
+    assert [f["field"] for f in ti.pushed["return_value"]["failed"]] == ["a"]
+    assert ti.pushed["return_value"]["failed"][0]["status"] == 400
+
+
+def test_an_unexpected_exception_in_a_worker_is_that_fields_failure(blink_conn: None) -> None:
+    class Faulty(requests.Session):
+        def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            if url.endswith("/a"):
+                raise RuntimeError("a library's surprise")
+            return super().request(method, url, *args, **kwargs)
+
+    hook = BlinkHook(session_factory=Faulty)
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json=field_json)
+        result = hook.update_table_fields("ws-1", "Incidents", [entry("a"), entry("b")])
+    assert list(result.failed) == ["a"]
+    assert isinstance(result.failed["a"], BlinkApiError)
+    assert "RuntimeError" in str(result.failed["a"])
+    assert [f.name for f in result.updated] == ["b"]

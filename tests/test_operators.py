@@ -286,11 +286,11 @@ def test_signatures_are_the_documented_ones(operator: type, parameters: list[str
 
 @pytest.mark.parametrize("to_file", [False, True])
 @pytest.mark.parametrize("fails", [False, True])
-def test_the_walk_runs_with_the_collector_paused_and_restores_it(
+def test_the_collector_is_never_off_while_the_callers_code_runs(
     blink_conn: None, tmp_path: Path, to_file: bool, fails: bool
 ) -> None:
-    """Parsed pages hold no reference cycles: the sync pauses the cyclic garbage collector for the
-    whole walk (its collections cost 15-20% of a large sync), and restores it on every way out."""
+    """The collector is paused only while a body is parsed: every request, and the operator's
+    own work on each page, runs with it on, and it is on after every way out."""
     listing = pages_of(ITEMS)
     seen: list[bool] = []
 
@@ -316,7 +316,18 @@ def test_the_walk_runs_with_the_collector_paused_and_restores_it(
                 op.execute({})
         else:
             op.execute({})
-    assert seen and not any(seen)  # every page was fetched, and parsed, with the collector paused
+    assert len(seen) > 1 and all(seen)
+    assert gc.isenabled()
+
+
+def test_a_parse_pauses_the_collector_and_nested_pauses_restore_it() -> None:
+    from blinkops_provider.hooks._responses import collector_paused
+
+    with collector_paused():
+        assert not gc.isenabled()
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
     assert gc.isenabled()
 
 

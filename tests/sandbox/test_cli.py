@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
+import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -116,3 +120,52 @@ def test_the_plugin_imports_nothing_heavy_until_a_test_asks_for_it() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def _serve(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "blinkops_provider.sandbox.cli", "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_a_sandbox_on_every_interface_warns_before_it_prints_the_key() -> None:
+    process = _serve("--host", "0.0.0.0", "--seed-connection-types", "3")
+    try:
+        assert process.stdout is not None
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("  API key:"):
+                break
+        warning = next(n for n, line in enumerate(lines) if line.startswith("WARNING: listening on 0.0.0.0"))
+        assert warning < next(n for n, line in enumerate(lines) if line.startswith("  API key:"))
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_sigterm_while_the_sandbox_starts_exits_0_with_its_store_whole(tmp_path: Path) -> None:
+    db = tmp_path / "sandbox.db"
+    process = _serve("--db", str(db), "--seed-connection-types", "200000")
+    for _ in range(2000):  # the store exists: seeding has begun (no sleep: poll the file system)
+        if db.exists() or process.poll() is not None:
+            break
+        time.sleep(0.005)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(60) == 0
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_the_request_log_caps_every_body(blink_sandbox: Any) -> None:
+    url = f"{blink_sandbox.base_url}/workspace/ws-demo/table/Incidents/fields/Severity"
+    headers = {"BLINK-API-KEY": blink_sandbox.api_key, "Content-Type": "application/json"}
+    big = json.dumps({"type": "text", "display_name": "x" * 1_000_000})
+    requests.put(url, data=big, headers=headers, timeout=30)
+    requests.put(url, data="y" * 1_000_000, headers={**headers, "Content-Type": "text/plain"}, timeout=30)
+    bodies = [entry["body"] for entry in blink_sandbox.requests if entry["method"] == "PUT"]
+    assert len(bodies) == 2
+    assert all(isinstance(body, str) and len(body) < 2100 for body in bodies)

@@ -1,17 +1,11 @@
-"""Hostile servers, hostile configuration and fuzzed input: every class of defect the adversarial
-review found, table-driven. The key never leaves Blink's origin, never shows (even in part), and
-every failure is typed and says what happened."""
+"""The request path (hooks/_transport.py, hooks/_responses.py): redirects, the key scrubbed in
+every form, answers of the wrong shape or size, and transport errors that say what happened. The
+key never leaves Blink's origin and never shows, even in part."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import pickle
-import socket
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -20,6 +14,7 @@ import requests_mock as rm
 
 from blinkops_provider.exceptions import (
     BlinkApiError,
+    BlinkBadRequestError,
     BlinkConfigurationError,
     BlinkInputError,
     BlinkResponseError,
@@ -251,109 +246,6 @@ def test_transport_errors_name_the_cause_and_the_real_number_of_attempts(
         assert "verify_ssl" in message
 
 
-# -- 8. one attempt has a deadline -----------------------------------------------------------------------
-
-
-BODY = b'{"results": [], "total": 0}'
-DEADLINE_TIMEOUT = [0.3, 0.3]  # connect + read: a deadline of 0.6 s per attempt
-
-
-def _bytes(data: bytes) -> list[bytes]:
-    return [data[i : i + 1] for i in range(len(data))]
-
-
-def _chunked(data: bytes) -> list[bytes]:
-    return [b"1\r\n" + byte + b"\r\n" for byte in _bytes(data)] + [b"0\r\n\r\n"]
-
-
-def _framing(name: str, trickle: bool) -> list[bytes]:
-    """The parts a server sends, with a pause between parts (each byte, when trickling)."""
-    body = gzip.compress(BODY) if name == "gzip" else BODY
-    length = f"Content-Length: {len(body)}\r\n".encode()
-    head = {
-        "keep-alive": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + length,
-        "Connection: close": b"HTTP/1.1 200 OK\r\nConnection: close\r\n",
-        "close with length": b"HTTP/1.1 200 OK\r\nConnection: close\r\n" + length,
-        "chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n",
-        "gzip": b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nConnection: close\r\n",
-        "status line": b"HTTP/1.1 200 OK\r\n" + length,
-        "headers": b"HTTP/1.1 200 OK\r\nX-Padding: " + b"p" * 40 + b"\r\n" + length,
-    }[name] + b"\r\n"
-    if not trickle:
-        return [head + (b"".join(_chunked(body)) if name == "chunked" else body)]
-    if name == "status line":
-        return _bytes(head + body)
-    if name == "headers":
-        status, rest = head.split(b"\r\n", 1)
-        return [status + b"\r\n", *_bytes(rest + body)]
-    return [head, *(_chunked(body) if name == "chunked" else _bytes(body))]
-
-
-FRAMINGS = ["keep-alive", "Connection: close", "close with length", "chunked", "gzip", "status line", "headers"]
-
-
-@contextmanager
-def serving(parts: list[bytes], pause: float) -> Iterator[str]:
-    """A one-connection-at-a-time server that sends ``parts`` with ``pause`` seconds between them."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                connection, _ = listener.accept()
-            except OSError:
-                return
-            with connection:
-                connection.recv(65536)
-                for part in parts:
-                    if stop.wait(pause):
-                        break
-                    try:
-                        connection.sendall(part)
-                    except OSError:
-                        break
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        stop.set()
-        listener.close()
-        thread.join(5)
-
-
-@pytest.mark.parametrize("framing", FRAMINGS)
-def test_a_trickling_answer_is_cut_off_at_the_attempt_deadline(monkeypatch: pytest.MonkeyPatch, framing: str) -> None:
-    """A server sending one byte every 50 ms (for several seconds) in every framing and phase:
-    the attempt ends within 0.2 s past its 0.6 s deadline, as a timeout."""
-    with serving(_framing(framing, trickle=True), pause=0.05) as url:
-        set_connection(monkeypatch, host=url, extra=json.dumps({"timeout": DEADLINE_TIMEOUT}))
-        hook = BlinkHook(retry_limit=1)
-        started = time.monotonic()
-        with pytest.raises(BlinkTransientError, match=r"the answer took longer than 0\.6 s\), after 1 attempt"):
-            hook.list_connection_types(limit=1)
-        elapsed = time.monotonic() - started
-    assert 0.55 <= elapsed <= 0.8, f"{framing}: the attempt took {elapsed:.2f} s"
-
-
-@pytest.mark.parametrize("framing", FRAMINGS)
-def test_the_deadline_leaves_answers_in_every_framing_intact(monkeypatch: pytest.MonkeyPatch, framing: str) -> None:
-    with serving(_framing(framing, trickle=False), pause=0) as url:
-        set_connection(monkeypatch, host=url, extra=json.dumps({"timeout": DEADLINE_TIMEOUT}))
-        page = BlinkHook(retry_limit=1).list_connection_types(limit=1)
-    assert (page.results, page.total) == ([], 0)
-
-
-def test_a_slow_answer_within_the_deadline_is_not_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Bytes 50 ms apart for about 0.4 s in all: within the 0.6 s deadline, the answer is read."""
-    parts = _framing("keep-alive", trickle=False)[0]
-    with serving([parts[i : i + 12] for i in range(0, len(parts), 12)], pause=0.05) as url:
-        set_connection(monkeypatch, host=url, extra=json.dumps({"timeout": DEADLINE_TIMEOUT}))
-        assert BlinkHook(retry_limit=1).list_connection_types(limit=1).total == 0
-
-
 # -- 9. hook_params, 10. bad input ----------------------------------------------------------------------
 
 
@@ -399,3 +291,129 @@ def test_names_with_lone_surrogates_are_refused_before_any_request(
         with pytest.raises(BlinkInputError, match="lone surrogate"):
             hook.update_table_field(ws_id, table, field, UPDATE)
         assert not m.called
+
+
+# -- the key in every form a hostile server may echo it; bodies too deep ------------------------
+
+
+ADV_KEY = "adv/ADV_KEY+0123456789abcdef"  # a '/' and a '+': JSON- and percent-escaping change it
+TABLE_URL = f"{BASE}/workspace/ws-1/table/Incidents/fields"
+
+
+@pytest.fixture
+def adversary(monkeypatch: pytest.MonkeyPatch) -> None:
+    set_connection(monkeypatch, password=ADV_KEY)
+
+
+def no_key(text: str) -> None:
+    """Not the key, nor any 8-character piece of it, in any of its usual encodings."""
+    from urllib.parse import quote
+
+    for form in (ADV_KEY, json.dumps(ADV_KEY)[1:-1].replace("/", "\\/"), quote(ADV_KEY, safe="")):
+        for start in range(len(form) - 8):
+            assert form[start : start + 8] not in text, f"{form[start : start + 8]!r} leaked"
+
+
+DEEP = "[" * 100_000
+NESTED = '{"status": 400, "message": "bad", "data": ' + "[" * 600 + "]" * 600 + "}"
+
+
+def test_the_error_of_a_body_too_deep_is_typed_and_bounded(hook: BlinkHook) -> None:
+    with rm.Mocker() as m:
+        m.put(f"{TABLE_URL}/a", status_code=400, text=NESTED)
+        with pytest.raises(BlinkBadRequestError) as caught:
+            hook.update_table_field("ws-1", "Incidents", "a", {"type": "text", "display_name": "A"})
+    assert len(str(caught.value)) < 600
+
+
+@pytest.mark.parametrize("body", ['{"results": ' + "[" * 600 + "]" * 600 + "}", "[" * 100_000])
+def test_a_listing_too_deep_to_parse_is_a_response_error(hook: BlinkHook, body: str) -> None:
+    with rm.Mocker() as m:
+        m.get(LIST_URL, text=body)
+        with pytest.raises(BlinkResponseError):
+            list(hook.walk_connection_types())
+        with pytest.raises(BlinkResponseError):
+            hook.list_connection_types()
+
+
+@pytest.mark.parametrize(
+    ("location", "reason"),
+    [(f"https://evil.test/{ADV_KEY}/x?k={ADV_KEY}", "Moved"), ("https://evil.test/x", f"Moved {ADV_KEY}")],
+    ids=["in the Location path", "in the reason phrase"],
+)
+def test_a_redirect_message_never_shows_the_key(adversary: None, location: str, reason: str) -> None:
+    with rm.Mocker() as m:
+        m.get(LIST_URL, status_code=302, reason=reason, headers={"Location": location})
+        with pytest.raises(BlinkApiError) as caught:
+            BlinkHook().list_connection_types()
+    assert "no redirect is followed" in str(caught.value)
+    no_key(str(caught.value))
+
+
+@pytest.mark.parametrize(
+    "echo",
+    [
+        json.dumps({"message": f"bad key {ADV_KEY}"}),  # json.dumps leaves '/' alone
+        json.dumps({"message": f"bad key {ADV_KEY}"}).replace("/", "\\/"),  # JSON's optional escape
+        json.dumps({"message": "bad key " + ADV_KEY}, ensure_ascii=True).replace("+", "\\u002b"),
+        f"<p>bad key {ADV_KEY.replace('/', '%2F').replace('+', '%2B')}</p>",
+        f"<p>bad key {ADV_KEY.replace('/', '%2f').replace('+', '%2b')}</p>",
+    ],
+    ids=["raw", "JSON-escaped slash", "unicode-escaped plus", "percent-encoded", "percent-encoded lower case"],
+)
+def test_a_key_echoed_in_any_encoding_never_shows(adversary: None, echo: str) -> None:
+    with rm.Mocker() as m:
+        m.get(LIST_URL, status_code=400, text=echo)
+        with pytest.raises(BlinkApiError) as caught:
+            BlinkHook().list_connection_types()
+    no_key(str(caught.value))
+    no_key(repr(caught.value.__dict__))
+
+
+def test_a_key_as_a_member_name_of_an_update_answer_never_shows(adversary: None) -> None:
+    with rm.Mocker() as m:
+        m.put(
+            f"{TABLE_URL}/a",
+            json={"id": "f", "name": "a", "indexes": {ADV_KEY: 1}, "attributes": {ADV_KEY: 1}},
+        )
+        m.put(f"{TABLE_URL}/b", json={"id": "f", "name": "b", "created_at": {ADV_KEY: 1}})
+        for name in ("a", "b"):
+            with pytest.raises(BlinkResponseError, match="is not a TableField") as caught:
+                BlinkHook().update_table_field("ws-1", "Incidents", name, {"type": "text", "display_name": "A"})
+            no_key(str(caught.value))
+            no_key(repr(caught.value.__dict__))
+
+
+def test_a_wrongly_typed_item_of_a_walk_is_a_response_error_that_never_shows_the_key(adversary: None) -> None:
+    page = {"total": 2, "results": [{"id": "ct-1"}, {"id": "ct-2", "created_at": ADV_KEY, ADV_KEY: {"x": 1}}]}
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=page)
+        with pytest.raises(BlinkResponseError, match=r"page 1, results\[1\]: created_at") as caught:
+            list(BlinkHook().iter_connection_types())
+    no_key(str(caught.value))
+    assert "input_value" not in str(caught.value)
+
+
+# -- a body is read within a bound on its decompressed size ----------------------------------------
+
+
+def test_a_small_answer_that_inflates_without_end_is_refused_within_the_bound(hook: BlinkHook) -> None:
+    """A gzip answer of about 128 KiB that inflates to 128 MiB: refused once 32 MiB are read, so
+    refusing it never holds the whole inflated body."""
+    import gzip
+    import tracemalloc
+
+    from blinkops_provider.hooks._responses import MAX_BODY
+
+    bomb = gzip.compress(b" " * (128 << 20), compresslevel=9)
+    assert len(bomb) < 256 << 10
+    with rm.Mocker() as m:
+        m.get(LIST_URL, content=bomb, headers={"Content-Encoding": "gzip", "Content-Type": "application/json"})
+        tracemalloc.start()
+        try:
+            with pytest.raises(BlinkResponseError, match="larger than 32 MiB once decompressed"):
+                hook.list_connection_types()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert peak < 2 * MAX_BODY, f"refusing it took {peak >> 20} MiB"
