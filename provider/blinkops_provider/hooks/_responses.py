@@ -232,26 +232,16 @@ def error_from_response(
     """
     status = answer.status
     wrapper = _error_wrapper(answer)
-
-    def clean(value: Any) -> Any:
-        return scrub_deep(value, scrub)
-
+    said = (
+        {} if wrapper is None else scrub_deep(wrapper.model_dump(include={"identifier", "data", "user_error"}), scrub)
+    )
     if wrapper is not None and (wrapper.message or wrapper.details):
-        message = clean(wrapper.message or wrapper.details)
-        details = clean(wrapper.details)
+        message = scrub_deep(wrapper.message or wrapper.details, scrub)
+        details = scrub_deep(wrapper.details, scrub)
     else:
-        message = clean(answer.reason or "error")
+        message = scrub_deep(answer.reason or "error", scrub)
         details = f"content type {_content_type(answer)}, body starts: {excerpt(answer, scrub)}"
     if status == 404 and subject:
         message, details = f"not found: {subject}", message
     cls = error_class or _error_class(status)
-    return cls(
-        message,
-        status=status,
-        details=details,
-        identifier=clean(wrapper.identifier) if wrapper else None,
-        data=clean(wrapper.data) if wrapper else None,
-        user_error=clean(wrapper.user_error) if wrapper else None,
-        method=method,
-        path=path,
-    )
+    return cls(message, status=status, details=details, method=method, path=path, **said)

@@ -110,6 +110,20 @@ def _broke(exc: requests.ConnectionError) -> bool:
     )
 
 
+_ACCOUNTS: tuple[tuple[type[BaseException], str, bool], ...] = (
+    (requests.exceptions.ConnectTimeout, "timed out connecting to {host}", True),
+    (requests.exceptions.ReadTimeout, "timed out waiting for {host} (no answer within the read timeout)", False),
+    (requests.exceptions.ChunkedEncodingError, "the connection to {host} broke during the response", False),
+    (
+        requests.exceptions.ContentDecodingError,
+        "could not decode the response body from {host} (its Content-Encoding)",
+        False,
+    ),
+    (requests.exceptions.SSLError, "TLS with {host} failed", False),
+)
+"""What a failed attempt of each type says, and whether nothing answered at all (most specific first)."""
+
+
 def describe(exc: BaseException | None, host: str) -> tuple[str, bool]:
     """A one-line account of a failed attempt that names no URL, query or key (by its type), and
     whether nothing answered at all (no connection could be made, or none in time)."""
@@ -117,16 +131,9 @@ def describe(exc: BaseException | None, host: str) -> tuple[str, bool]:
         return f"HTTP {exc.answer.status}", False
     if isinstance(exc, AttemptTimedOut):
         return f"timed out waiting for {host} ({exc})", False
-    if isinstance(exc, requests.exceptions.ConnectTimeout):
-        return f"timed out connecting to {host}", True
-    if isinstance(exc, requests.exceptions.ReadTimeout):
-        return f"timed out waiting for {host} (no answer within the read timeout)", False
-    if isinstance(exc, requests.exceptions.ChunkedEncodingError):
-        return f"the connection to {host} broke during the response", False
-    if isinstance(exc, requests.exceptions.ContentDecodingError):
-        return f"could not decode the response body from {host} (its Content-Encoding)", False
-    if isinstance(exc, requests.exceptions.SSLError):
-        return f"TLS with {host} failed", False
+    for kind, account, unreachable in _ACCOUNTS:
+        if isinstance(exc, kind):
+            return account.format(host=host), unreachable
     if isinstance(exc, requests.ConnectionError):
         if _broke(exc):
             return f"{host} closed the connection without a complete answer", False

@@ -190,13 +190,17 @@ def _rises_by_code_point(items: list[dict[str, Any]], keys: list[SortKey], after
     if any(key.descending for key in keys):
         return False
     head = [] if after is None else [after]
+    values: list[Any]
     if len(keys) == 1:  # the id-ordered walk: scalars, no tuple per item
-        name = keys[0].name
-        values: list[Any] = [row[0] for row in head] + [item.get(name) for item in items]
+        values = [row[0] for row in head] + [item.get(keys[0].name) for item in items]
         flat: Iterable[Any] = values
     else:
         values = head + [tuple(item.get(key.name) for key in keys) for item in items]
         flat = chain.from_iterable(values)
+    return _all_rising_strings(values, flat)
+
+
+def _all_rising_strings(values: list[Any], flat: Iterable[Any]) -> bool:
     return set(map(type, flat)) <= {str} and all(a < b for a, b in pairwise(values))
 
 
@@ -219,6 +223,25 @@ def check_position(item: Mapping[str, Any], keys: list[SortKey], number: int) ->
 def encoded_length(query: Mapping[str, Any]) -> int:
     """The length of ``q`` in a URL, as the hook sends it."""
     return len(quote(json.dumps(query, separators=(",", ":"), ensure_ascii=False), safe=""))
+
+
+def _empty_ends(total: int | None, start: int, number: int) -> bool:
+    """An empty page ends the walk, unless ``total`` says more are to come: then it is an error."""
+    if total is not None and total > start:
+        raise _error(f"the server sent an empty page {number} but reports {total - start} more connection types")
+    return True
+
+
+def _check_offset(page: Envelope, asked: int, keyset: bool) -> None:
+    """The ``offset`` answered is the one asked (keyset pages ask for 0)."""
+    if page.offset is None or page.offset == asked:
+        return
+    if keyset:
+        raise _Fallback(f"it answered offset {page.offset} when asked for 0", ignores_rql=True)
+    raise _error(
+        f"the server answered offset {page.offset} when asked for offset {asked}; it honours "
+        "neither the keyset condition nor offsets, so the catalogue cannot be walked"
+    )
 
 
 # -- the cursor --------------------------------------------------------------------------------
@@ -296,6 +319,12 @@ class Cursor:
         if self.mode == KEYSET:
             return self.build(self.after, 0, limit)
         return self.build(None, self.offset, limit)
+
+    def strip(self, items: list[dict[str, Any]]) -> None:
+        """Drop the sort keys the walk asked for beyond the user's select."""
+        for item in items if self.added else ():
+            for name in self.added:
+                item.pop(name, None)
 
     def fresh(self, items: list[dict[str, Any]], ids: list[Any]) -> list[dict[str, Any]]:
         """The items of a page the walk has not returned yet, remembering them."""
@@ -393,13 +422,17 @@ class CatalogueWalk:
             except _Fallback as fallback:
                 self._fall_back(cursor, fallback)
                 yield from self._walk(cursor, fetcher)
-            if cursor.mode == OFFSET:
-                self._check_complete(cursor)
-            elif cursor.sorted_by_user and (self.max_items is None or cursor.returned < self.max_items):
-                yield from self._reconcile(cursor, fetcher)
+            yield from self._finish(cursor, fetcher)
             interrupted = False
         finally:
             fetcher.close(interrupted)
+
+    def _finish(self, cursor: Cursor, fetcher: _Prefetch) -> Iterator[CataloguePage]:
+        """After the last page: an offset walk's count is checked, a sorted walk's moved types found."""
+        if cursor.mode == OFFSET:
+            self._check_complete(cursor)
+        elif cursor.sorted_by_user and (self.max_items is None or cursor.returned < self.max_items):
+            yield from self._reconcile(cursor, fetcher)
 
     def _fall_back(self, cursor: Cursor, fallback: _Fallback) -> None:
         if fallback.ignores_rql and self.query.filter:
@@ -428,13 +461,7 @@ class CatalogueWalk:
             limit = query["limit"]
             page = self._page(fetcher, query, cursor)
             ids = self._check(page, cursor, limit)
-            new = cursor.fresh(page.items, ids)
-            if cursor.mode == OFFSET and page.items and not new:
-                raise _error(
-                    f"the server sent only types already returned on page {cursor.number + 1} (offset "
-                    f"{cursor.offset}); it honours neither the keyset condition nor offsets, so the catalogue "
-                    "cannot be walked"
-                )
+            new = self._fresh(page, ids, cursor)
             done = self._ends(page, cursor, limit)
             if not page.items and cursor.number:
                 cursor.done = True
@@ -446,12 +473,21 @@ class CatalogueWalk:
                 query = None  # the caller goes on from here
             elif query is not None:
                 fetcher.ask(query)  # overlaps the caller's work on this page
-            for item in new if cursor.added else ():
-                for name in cursor.added:
-                    item.pop(name, None)
+            cursor.strip(new)
             if announce:
                 self._log_page(cursor)
             yield CataloguePage(new, cursor.number, cursor.returned, cursor.total, cursor.mode)
+
+    @staticmethod
+    def _fresh(page: Envelope, ids: list[Any], cursor: Cursor) -> list[dict[str, Any]]:
+        new = cursor.fresh(page.items, ids)
+        if cursor.mode == OFFSET and page.items and not new:
+            raise _error(
+                f"the server sent only types already returned on page {cursor.number + 1} (offset "
+                f"{cursor.offset}); it honours neither the keyset condition nor offsets, so the catalogue "
+                "cannot be walked"
+            )
+        return new
 
     def _page(self, fetcher: _Prefetch, query: dict[str, Any], cursor: Cursor) -> Envelope:
         """The answer to ``query``, as a checked envelope; at most :attr:`max_pages` requests."""
@@ -468,14 +504,7 @@ class CatalogueWalk:
     def _check(self, page: Envelope, cursor: Cursor, limit: int) -> list[Any]:
         """A page's ids, once its offset, size, ids and order are checked."""
         keyset, number = cursor.mode == KEYSET, cursor.number + 1
-        asked = 0 if keyset else cursor.offset
-        if page.offset is not None and page.offset != asked:
-            if keyset:
-                raise _Fallback(f"it answered offset {page.offset} when asked for 0", ignores_rql=True)
-            raise _error(
-                f"the server answered offset {page.offset} when asked for offset {asked}; it honours "
-                "neither the keyset condition nor offsets, so the catalogue cannot be walked"
-            )
+        _check_offset(page, 0 if keyset else cursor.offset, keyset)
         if page.limit is not None and 0 < page.limit < limit:
             cursor.served = page.limit  # the server's maximum page
         del page.items[limit:]  # a server that ignores limit must not break max_items
@@ -491,30 +520,28 @@ class CatalogueWalk:
     def _ends(self, page: Envelope, cursor: Cursor, limit: int) -> bool:
         """Whether this page ends the walk: only a short page the envelope agrees with does."""
         start = 0 if cursor.mode == KEYSET else cursor.offset
-        items, end, total = page.items, start + len(page.items), page.total
-        if total is not None and total < end:
-            self.log.warning(
-                "page %d: the server reports a total of %d, fewer than it has sent; not relying on it",
-                cursor.number + 1,
-                total,
-            )
-            page.total = total = None
+        items, end, total = page.items, start + len(page.items), self._believable_total(page, cursor, start)
         if not items:
-            if total is not None and total > start:
-                raise _error(
-                    f"the server sent an empty page {cursor.number + 1} but reports {total - start} more "
-                    "connection types"
-                )
-            return True
-        if self.max_items is not None and limit < min(self.page_size, cursor.served):
-            return True  # the last request, cut to max_items
-        if cursor.upto is not None and items[-1].get(KEY) == cursor.upto:
-            return True  # an id range, up to its last id: nothing of it can follow
+            return _empty_ends(total, start, cursor.number + 1)
+        cut = self.max_items is not None and limit < min(self.page_size, cursor.served)  # the last, cut to max_items
+        if cut or (cursor.upto is not None and items[-1].get(KEY) == cursor.upto):
+            return True  # or an id range up to its last id: nothing of it can follow
         full = len(items) >= min(limit, cursor.served)
         if total is not None and total > end and not full:
             cursor.served = len(items)  # a page cut short without saying so: the server's maximum
             return False
         return not full  # a full page is never proof of the end: ask once more
+
+    def _believable_total(self, page: Envelope, cursor: Cursor, start: int) -> int | None:
+        """The page's ``total``, unless it is fewer than the server has sent (then None, and dropped)."""
+        if page.total is not None and page.total < start + len(page.items):
+            self.log.warning(
+                "page %d: the server reports a total of %d, fewer than it has sent; not relying on it",
+                cursor.number + 1,
+                page.total,
+            )
+            page.total = None
+        return page.total
 
     def _advance(self, page: Envelope, cursor: Cursor, new: int) -> None:
         """Move the cursor past a checked page of ``new`` fresh items."""
@@ -552,12 +579,10 @@ class CatalogueWalk:
             return
         ranges = self._bounds(cursor, fetcher, after[0], remaining)
         asked: deque[tuple[tuple[Any, Any], Future[Any]]] = deque()
-        while True:
-            while len(asked) < self.max_concurrency and (bounds := next(ranges, None)) is not None:
-                asked.append((bounds, fetcher.submit(self._range(cursor, *bounds).next_query() or {})))
-            if not asked:
-                break
+        self._ask_ranges(cursor, fetcher, ranges, asked)
+        while asked:
             (start, end), first = asked.popleft()
+            self._ask_ranges(cursor, fetcher, ranges, asked)
             part = self._range(cursor, start, end)
             if end is None and cursor.total is not None:  # the open range: what the others left
                 part.expected = cursor.total - cursor.returned
@@ -571,6 +596,17 @@ class CatalogueWalk:
                 )
                 yield page
         cursor.done = True
+
+    def _ask_ranges(
+        self,
+        cursor: Cursor,
+        fetcher: _Prefetch,
+        ranges: Iterator[tuple[Any, Any]],
+        asked: deque[tuple[tuple[Any, Any], Future[Any]]],
+    ) -> None:
+        """Keep ``max_concurrency`` ranges asked for."""
+        while len(asked) < self.max_concurrency and (bounds := next(ranges, None)) is not None:
+            asked.append((bounds, fetcher.submit(self._range(cursor, *bounds).next_query() or {})))
 
     def _bounds(self, cursor: Cursor, fetcher: _Prefetch, start: Any, remaining: int) -> Iterator[tuple[Any, Any]]:
         """The id ranges ``(start, end]`` after page 2, the last one open (``end`` None)."""
@@ -615,6 +651,19 @@ class CatalogueWalk:
 
     def _reconcile(self, cursor: Cursor, fetcher: _Prefetch) -> Iterator[CataloguePage]:
         """After a sorted walk: return the matching types it never met (their sort value moved)."""
+        for chunk in self._chunks(cursor, self._missing(cursor, fetcher)):
+            query = cursor.build(None, 0, len(chunk)) or {}
+            query["sort"] = [KEY]
+            query["filter"] = both(self.query.filter, {"$or": [{KEY: i} for i in chunk]})
+            page = self._page(fetcher, query, cursor)
+            items = cursor.fresh(page.items, check_ids(page.items, cursor.number + 1))
+            cursor.strip(items)
+            cursor.returned += len(items)
+            cursor.number += 1
+            yield CataloguePage(items, cursor.number, cursor.returned, None)
+
+    def _missing(self, cursor: Cursor, fetcher: _Prefetch) -> list[Any]:
+        """The matching ids a sorted walk never met, listed once by id, with a warning."""
         listing = Cursor(RQLQuery(filter=self.query.filter, select=[KEY]), MAX_LIMIT, None)
         try:
             listed = [item[KEY] for page in self._walk(listing, fetcher, announce=False) for item in page.items]
@@ -634,18 +683,7 @@ class CatalogueWalk:
                 "order under change)",
                 len(missing),
             )
-        for chunk in self._chunks(cursor, missing):
-            query = cursor.build(None, 0, len(chunk)) or {}
-            query["sort"] = [KEY]
-            query["filter"] = both(self.query.filter, {"$or": [{KEY: i} for i in chunk]})
-            page = self._page(fetcher, query, cursor)
-            items = cursor.fresh(page.items, check_ids(page.items, cursor.number + 1))
-            for item in items if cursor.added else ():
-                for name in cursor.added:
-                    item.pop(name, None)
-            cursor.returned += len(items)
-            cursor.number += 1
-            yield CataloguePage(items, cursor.number, cursor.returned, None)
+        return missing
 
     @staticmethod
     def _chunks(cursor: Cursor, ids: list[Any]) -> Iterator[list[Any]]:
