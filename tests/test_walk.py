@@ -380,26 +380,20 @@ def test_a_one_page_catalogue_is_one_request_on_one_session_without_a_thread(mak
 def test_the_next_page_is_asked_for_while_the_caller_has_this_one(hook: Any) -> None:
     """Once an answer shows more pages, the next one is on its way before the caller gets this
     one: when page 1 reaches the caller, page 2 has been asked for."""
+    import threading
+
     listing = FakeListing(catalogue(25))
+    page_2_asked = threading.Event()
+    listing.before_request[2] = lambda items: page_2_asked.set()
     with rm.Mocker() as m:
         m.get(LIST_URL, json=listing)
         walk = hook.walk_connection_types(page_size=10, max_items=25, max_concurrency=2)  # page by page
         first = next(walk)
-        deadline = 1000
-        while len(listing.requests) < 2 and deadline:  # the worker's request, without a sleep
-            deadline -= 1
-            threading_yield()
-        asked_while_holding_page_1 = len(listing.requests)
+        asked_while_holding_page_1 = page_2_asked.wait(30)  # the worker's request; the caller has not asked
         rest = list(walk)
-    assert len(first.items) == 10 and asked_while_holding_page_1 == 2
+    assert len(first.items) == 10 and asked_while_holding_page_1
     assert [item["id"] for page in [first, *rest] for item in page.items] == [i["id"] for i in catalogue(25)]
     assert len(listing.requests) == 3
-
-
-def threading_yield() -> None:
-    import os
-
-    os.sched_yield()
 
 
 def test_a_large_unsorted_walk_goes_by_id_ranges_each_type_once_in_order(hook: Any) -> None:

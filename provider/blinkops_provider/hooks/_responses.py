@@ -137,6 +137,7 @@ def parse_model(answer: Answer, model: type[ModelT], *, method: str, path: str, 
 
 _pausing = threading.Lock()
 _pauses = 0
+_resume = False
 
 
 @contextmanager
@@ -150,10 +151,10 @@ def collector_paused() -> Iterator[None]:
     that thread. Pauses nest and are shared between threads: the last one out restores the
     collector as it was.
     """
-    global _pauses
+    global _pauses, _resume
     with _pausing:
         if _pauses == 0:
-            collector_paused.resume = gc.isenabled()  # type: ignore[attr-defined]
+            _resume = gc.isenabled()
             gc.disable()
         _pauses += 1
     try:
@@ -161,7 +162,7 @@ def collector_paused() -> Iterator[None]:
     finally:
         with _pausing:
             _pauses -= 1
-            if _pauses == 0 and collector_paused.resume:  # type: ignore[attr-defined]
+            if _pauses == 0 and _resume:
                 gc.enable()
 
 

@@ -578,15 +578,15 @@ class CatalogueWalk:
             yield from self._walk(cursor, fetcher)  # one page or less to go: no probes
             return
         ranges = self._bounds(cursor, fetcher, after[0], remaining)
-        asked: deque[tuple[tuple[Any, Any], Future[Any]]] = deque()
-        self._ask_ranges(cursor, fetcher, ranges, asked)
+        asked: deque[tuple[Cursor, dict[str, Any], Future[Any]]] = deque()
+        self._ask_ranges(fetcher, ranges, asked)
         while asked:
-            (start, end), first = asked.popleft()
-            self._ask_ranges(cursor, fetcher, ranges, asked)
-            part = self._range(cursor, start, end)
-            if end is None and cursor.total is not None:  # the open range: what the others left
+            part, query, first = asked.popleft()
+            self._ask_ranges(fetcher, ranges, asked)
+            part.number, part.returned, part.total = cursor.number, cursor.returned, cursor.total
+            if part.upto is None and cursor.total is not None:  # the open range: what the others left
                 part.expected = cursor.total - cursor.returned
-            fetcher.next = (part.next_query() or {}, first)
+            fetcher.next = (query, first)
             for page in self._walk(part, fetcher):
                 cursor.after, cursor.number, cursor.returned, cursor.total = (
                     part.after,
@@ -599,14 +599,16 @@ class CatalogueWalk:
 
     def _ask_ranges(
         self,
-        cursor: Cursor,
         fetcher: _Prefetch,
         ranges: Iterator[tuple[Any, Any]],
-        asked: deque[tuple[tuple[Any, Any], Future[Any]]],
+        asked: deque[tuple[Cursor, dict[str, Any], Future[Any]]],
     ) -> None:
-        """Keep ``max_concurrency`` ranges asked for."""
+        """Keep ``max_concurrency`` ranges asked for: each range's cursor, first query and answer."""
         while len(asked) < self.max_concurrency and (bounds := next(ranges, None)) is not None:
-            asked.append((bounds, fetcher.submit(self._range(cursor, *bounds).next_query() or {})))
+            start, end = bounds
+            part = Cursor(self.query, self.page_size, None, after=(start,), upto=end)
+            query = part.next_query() or {}
+            asked.append((part, query, fetcher.submit(query)))
 
     def _bounds(self, cursor: Cursor, fetcher: _Prefetch, start: Any, remaining: int) -> Iterator[tuple[Any, Any]]:
         """The id ranges ``(start, end]`` after page 2, the last one open (``end`` None)."""
@@ -628,11 +630,6 @@ class CatalogueWalk:
             yield start, end
             start = end
         yield start, None
-
-    def _range(self, cursor: Cursor, start: Any, end: Any) -> Cursor:
-        part = Cursor(self.query, self.page_size, None, after=(start,), upto=end)
-        part.number, part.returned, part.total = cursor.number, cursor.returned, cursor.total
-        return part
 
     def _log_page(self, cursor: Cursor) -> None:
         total = cursor.total
