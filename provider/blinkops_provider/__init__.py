@@ -12,6 +12,9 @@ API_PREFIX = "/api/v1"
 DEFAULT_HEADER = "BLINK-API-KEY"
 """The header that carries the API key unless the connection names another."""
 
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+"""Statuses the client retries (:mod:`blinkops_provider.retry_policy`) and the sandbox's faults serve."""
+
 MAX_LIMIT = 1000
 """The largest page Blink serves (an RQL ``limit`` is 1 to 1000, Blink's docs say)."""
 

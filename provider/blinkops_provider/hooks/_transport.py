@@ -8,7 +8,7 @@ It owns, in this order for each call:
 * the **shared pause**: every attempt first waits out a ``Retry-After`` another worker was told;
 * the **deadline** of each attempt (:mod:`~blinkops_provider.hooks._deadline`), and the
   **size bound** of each body (:func:`~blinkops_provider.hooks._responses.read_answer`);
-* the **retry policy** (:mod:`~blinkops_provider.hooks._retry`: what is retried, how long to wait);
+* the **retry policy** (:mod:`~blinkops_provider.retry_policy`: what is retried, how long to wait);
 * the **redirect refusal**: no redirect is followed, so the key goes to the base URL's origin only;
 * the **error mapping**: a failed call becomes one of the provider's exceptions, classified by the
   exception's type, with a message that names no URL, query or key.
@@ -42,7 +42,7 @@ from blinkops_provider.exceptions import BlinkApiError, BlinkConfigurationError,
 from blinkops_provider.hooks._connection import ConnectionSettings
 from blinkops_provider.hooks._deadline import DeadlineAdapter, bounded
 from blinkops_provider.hooks._responses import Answer, error_from_response, read_answer
-from blinkops_provider.hooks._retry import (
+from blinkops_provider.retry_policy import (
     MAX_WAIT,
     RETRYABLE_STATUSES,
     RetryableResponse,

@@ -1,51 +1,24 @@
 """How the connection-type catalogue is walked, page by page, and how each page is checked.
 
-**Keyset paging first.** Every request sorts on the user's sort keys and then on ``id`` (unique,
-never changed), sends ``offset`` 0, and asks through RQL for the items *after* the last one
-returned, ANDed with the user's filter::
+**Keyset first.** Every request sorts on the user's sort keys, then ``id``, sends ``offset`` 0,
+and asks for the items after the last one returned (:func:`~blinkops_provider.rql.position_filter`,
+ANDed with the user's filter). Without a user ``sort`` every type that exists for the whole walk
+is returned exactly once; with one, a type met again is dropped and those passed over are listed
+by id at the end (:meth:`CatalogueWalk._reconcile`) and returned after the others, with a warning.
 
-    {"$and": [<user filter>, (k1 > v1) or (k1 = v1 and k2 > v2) or ... or (... and id > last_id)]}
+**Offset when the server does not honour the keyset** (it repeats ids, starts before the position,
+answers another offset, refuses the ``id`` condition or does not sort as asked): plain
+``limit``/``offset`` pages, dropping ids already returned, with one warning. It promises every type
+once, the count checked against ``total``, and the requested order when the user gave a ``sort``.
+A server seen to ignore RQL conditions with a user filter fails instead.
 
-``$lt`` replaces ``$gt`` for a descending key; a boolean key uses ``$eq`` with the other value.
-Without a user ``sort`` (the default) the position is the ``id`` alone, which no update changes:
-every type that exists for the whole walk is returned exactly once. With a user ``sort``, an
-update may move a type across the position: the walk drops a type it meets again, and at the end
-lists the matching ids once and returns any it passed over, after the others, with a warning.
+**Every page is checked, in every mode**, before it is yielded: the envelope, the offset and
+limit answered, the ids, the order, and the end (only a short page the envelope agrees with ends
+a walk). The checks are the functions below; docs/operators/connection_types.md lists them.
 
-**Offset paging when the server does not honour the keyset.** The spec leaves open which members
-RQL may filter on. When a page shows that the server ignores the keyset condition (it repeats
-ids, starts before the position, or answers another offset), refuses the ``id`` condition with a
-400, or does not sort as asked, the walk goes on with plain ``limit``/``offset`` pages, drops the
-ids it has already returned, and logs one warning saying why. Offset mode promises every type
-once and checks the count against the server's ``total``; it does not promise exactness while the
-catalogue changes. Its order is the requested one when the user gave a ``sort`` (checked: a server
-out of that order fails), and otherwise the server's own. A server seen to ignore RQL conditions
-with a user filter fails instead: the filter could not be trusted either. A server that honours
-neither the keyset nor offsets fails with a clear error.
-
-**Page checks, in every mode**, before a page is yielded:
-
-* the envelope (:func:`check_envelope`): a JSON object whose ``results`` is a list of objects, and
-  whose ``total``, ``limit`` and ``offset`` are integers when present;
-* the ``offset`` answered is the one asked; a ``limit`` answered below the one asked is the
-  server's maximum page, used from then on; items beyond the limit asked are dropped;
-* ids (:func:`check_ids`): no item without one, none twice in a page or across pages;
-* order (:func:`check_order`): each item after the one before it and (keyset) after the position;
-  strings compare by code point and case-insensitively, and only a pair out of order both ways
-  counts, so a case-insensitive collation is not mistaken for disorder;
-* the end (:meth:`CatalogueWalk._ends`): a page ends the walk only when it is short and the
-  envelope agrees. A full page is never proof of the end, whatever ``total`` says: the walk asks
-  once more. A ``total`` that says more means the walk goes on; an empty page while ``total``
-  says more is an error; after an offset walk, fewer types than ``total`` is an error;
-* at most ``max_pages`` requests; every ``q`` stays under :data:`MAX_Q_CHARS` characters encoded.
-
-**Speed.** Items stay the plain dicts pydantic-core parsed them into: no model per item; bodies
-are parsed on the caller's thread. The first page is fetched on the caller's thread, on its
-session: Blink's catalogue, a few hundred types, costs one request and no thread. Only when an
-answer shows more pages (and ``max_concurrency`` is above 1) do worker threads, each with its own
-session, fetch ahead while the caller processes the current page. An id-ordered walk (no user
-``sort``, no ``max_items``) goes on after page 2 in id ranges of about a page, several asked for
-at once (:meth:`CatalogueWalk._ranges`): they serve large catalogues only.
+**Machinery only where it pays.** A one-page catalogue (Blink's) is one request on the caller's
+thread. Worker threads fetch ahead only once an answer shows more pages; an id-ordered walk goes
+on after page 2 in id ranges fetched ``max_concurrency`` at a time (:meth:`CatalogueWalk._ranges`).
 """
 
 from __future__ import annotations
@@ -185,22 +158,17 @@ def _out_of_order(
 
 
 def _rises_by_code_point(items: list[dict[str, Any]], keys: list[SortKey], after: tuple[Any, ...] | None) -> bool:
-    """Whether the page's sort values (``after`` first) are strings that rise strictly by code
-    point on ascending keys: :func:`precedes` then never finds a pair out of order."""
+    """Whether the sort values (``after`` first) are strings rising strictly by code point on
+    ascending keys: :func:`precedes` then finds no pair out of order."""
     if any(key.descending for key in keys):
         return False
-    head = [] if after is None else [after]
-    values: list[Any]
+    values: list[Any] = [] if after is None else [after if len(keys) > 1 else after[0]]
     if len(keys) == 1:  # the id-ordered walk: scalars, no tuple per item
-        values = [row[0] for row in head] + [item.get(keys[0].name) for item in items]
+        values += [item.get(keys[0].name) for item in items]
         flat: Iterable[Any] = values
     else:
-        values = head + [tuple(item.get(key.name) for key in keys) for item in items]
+        values += [tuple(item.get(key.name) for key in keys) for item in items]
         flat = chain.from_iterable(values)
-    return _all_rising_strings(values, flat)
-
-
-def _all_rising_strings(values: list[Any], flat: Iterable[Any]) -> bool:
     return set(map(type, flat)) <= {str} and all(a < b for a, b in pairwise(values))
 
 
@@ -567,51 +535,38 @@ class CatalogueWalk:
 
     def _ranges(self, cursor: Cursor, fetcher: _Prefetch) -> Iterator[CataloguePage]:
         """The rest of an id-ordered walk, once page 2 has shown that the server honours the keyset,
-        as consecutive id ranges ``(start, end]`` of about a page each, ``max_concurrency`` asked
-        for at once and yielded in order. Where each range ends is found by one-item probes at an
-        offset after page 2; each range is walked and
-        checked like any keyset walk (one that grew is walked on), so every type is in exactly
-        one, whatever changes meanwhile. A probe not after the one before (the catalogue moved)
-        ends the ranges there: the open last range is walked page by page."""
+        as consecutive id ranges ``(start, end]`` of about a page each (:meth:`_bounds`),
+        ``max_concurrency`` asked for at once and yielded in order. Each range is walked and
+        checked like any keyset walk (one that grew is walked on), so every type is in exactly one."""
         after, remaining = cursor.after, (cursor.total or 0) - cursor.returned
         if after is None or remaining <= self.page_size:
             yield from self._walk(cursor, fetcher)  # one page or less to go: no probes
             return
-        ranges = self._bounds(cursor, fetcher, after[0], remaining)
-        asked: deque[tuple[Cursor, dict[str, Any], Future[Any]]] = deque()
-        self._ask_ranges(fetcher, ranges, asked)
-        while asked:
-            part, query, first = asked.popleft()
-            self._ask_ranges(fetcher, ranges, asked)
+        asked = (self._ask(fetcher, start, end) for start, end in self._bounds(cursor, fetcher, after[0], remaining))
+        ahead = deque(islice(asked, self.max_concurrency))
+        while ahead:
+            part, first = ahead.popleft()
+            ahead.extend(islice(asked, 1))
             part.number, part.returned, part.total = cursor.number, cursor.returned, cursor.total
             if part.upto is None and cursor.total is not None:  # the open range: what the others left
                 part.expected = cursor.total - cursor.returned
-            fetcher.next = (query, first)
+            fetcher.next = first
             for page in self._walk(part, fetcher):
-                cursor.after, cursor.number, cursor.returned, cursor.total = (
-                    part.after,
-                    part.number,
-                    part.returned,
-                    part.total,
-                )
+                cursor.after, cursor.number, cursor.returned = part.after, part.number, part.returned
+                cursor.total = part.total
                 yield page
         cursor.done = True
 
-    def _ask_ranges(
-        self,
-        fetcher: _Prefetch,
-        ranges: Iterator[tuple[Any, Any]],
-        asked: deque[tuple[Cursor, dict[str, Any], Future[Any]]],
-    ) -> None:
-        """Keep ``max_concurrency`` ranges asked for: each range's cursor, first query and answer."""
-        while len(asked) < self.max_concurrency and (bounds := next(ranges, None)) is not None:
-            start, end = bounds
-            part = Cursor(self.query, self.page_size, None, after=(start,), upto=end)
-            query = part.next_query() or {}
-            asked.append((part, query, fetcher.submit(query)))
+    def _ask(self, fetcher: _Prefetch, start: Any, end: Any) -> tuple[Cursor, tuple[dict[str, Any], Future[Any]]]:
+        """A range's cursor, and its first page asked for."""
+        part = Cursor(self.query, self.page_size, None, after=(start,), upto=end)
+        query = part.next_query() or {}
+        return part, (query, fetcher.submit(query))
 
     def _bounds(self, cursor: Cursor, fetcher: _Prefetch, start: Any, remaining: int) -> Iterator[tuple[Any, Any]]:
-        """The id ranges ``(start, end]`` after page 2, the last one open (``end`` None)."""
+        """The id ranges ``(start, end]`` after page 2, the last one open (``end`` None). Where each
+        ends is found by one-item probes at an offset, kept ``max_concurrency`` ahead; a probe not
+        after the one before (the catalogue moved) ends the ranges: the open last one is walked."""
         base = both(self.query.filter, position_filter(cursor.keys, (start,)))
         queries = (
             {"sort": [KEY], "select": [KEY], "limit": 1, "offset": k * self.page_size - 1, "filter": base}
