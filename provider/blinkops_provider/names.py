@@ -1,6 +1,10 @@
 """How a Blink, a workspace and a table are named: one canonical form, used wherever the
-provider names them (the ``blink://`` asset, the OpenLineage dataset, the schema record's owner
-and its place in a records folder, and log messages).
+provider names them (the request's URL, the ``blink://`` asset, the OpenLineage dataset, the
+schema record's owner and its place in a records folder, and log messages).
+
+- **A Blink's API** is reached at its base URL (:func:`build_base_url`): the connection's host,
+  https unless it names a scheme, with ``/api/v1`` added once. A request's URL is the base URL
+  followed by the endpoint's path, whose names are segments (below).
 
 - **A Blink** is named by its host: lowercased (internationalised names in their ASCII form),
   IPv6 literals in brackets, and the port only when it is not the scheme's default (443 for
@@ -20,7 +24,15 @@ from __future__ import annotations
 
 from urllib.parse import SplitResult, quote, unquote_to_bytes, urlsplit
 
-__all__ = ["blink_host", "canonical_segment", "host_of", "segment", "table_ref"]
+from blinkops_provider import API_PREFIX
+from blinkops_provider.exceptions import BlinkConfigurationError
+
+__all__ = ["DEFAULT_BASE_URL", "blink_host", "build_base_url", "canonical_segment", "host_of", "segment", "table_ref"]
+
+DEFAULT_BASE_URL = f"https://app.blinkops.com{API_PREFIX}"
+"""Blink's SaaS API, when a connection names no host."""
+
+_EXAMPLE = "use e.g. https://app.blinkops.com"
 
 DEFAULT_PORTS = {"http": 80, "https": 443, "blink": 443}
 """The port a URL's scheme implies, left out of a Blink's name."""
@@ -105,3 +117,62 @@ def canonical_segment(text: str, what: str = "segment") -> str:
 def table_ref(ws_id: str, table: str) -> str:
     """``<workspace>/<table>``, each a canonical segment: a table's name within its Blink."""
     return f"{segment(ws_id, 'workspace id')}/{segment(table, 'table name')}"
+
+
+def build_base_url(host: str | None, port: int | None = None) -> str:
+    """The API's base URL from a connection's host: https unless told, ``/api/v1`` added once.
+
+    :raises BlinkConfigurationError: the host is not a usable URL (naming the field to fix, and
+        never echoing a user name or password written into it).
+    """
+    text = (host or "").strip()
+    if not text:
+        return DEFAULT_BASE_URL
+    parts = _checked(text if "://" in text else f"https://{text}", _masked(text))
+    netloc = parts.netloc
+    if port is not None and parts.port is None:
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+            raise BlinkConfigurationError(f"the connection's port must be from 1 to 65535, got {port!r}")
+        netloc = f"{netloc}:{port}"
+    path = parts.path.rstrip("/")
+    return f"{parts.scheme}://{netloc}{path if path.endswith(API_PREFIX) else path + API_PREFIX}"
+
+
+def _checked(url: str, shown: str) -> SplitResult:
+    """``url``, split, once it is shown to be an http(s) base URL that names a Blink."""
+
+    def refused(problem: str) -> BlinkConfigurationError:
+        return BlinkConfigurationError(f"the connection's host (Base URL) {shown!r} {problem}")
+
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        raise refused(f"contains spaces or control characters; {_EXAMPLE}")
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises for a port that is not a number up to 65535
+    except ValueError as err:
+        raise refused(f"is not a URL ({err}); {_EXAMPLE}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise refused(f"is not a base URL; {_EXAMPLE}")
+    if "@" in parts.netloc:
+        raise refused(
+            "carries a user name or password; remove it: the API key goes in the password field, and nothing "
+            "else is sent"
+        )
+    if parts.query or parts.fragment:
+        raise refused("must not carry '?' or '#' parts")
+    try:
+        host_of(parts)  # the name assets, lineage and records give this Blink: checked now, not after an apply
+    except ValueError as err:
+        raise refused(f"cannot name a Blink ({err}); {_EXAMPLE}") from None
+    return parts
+
+
+def _masked(host: str) -> str:
+    """A host as error messages may show it: any ``user:password@`` part masked."""
+    scheme, sep, rest = host.partition("://")
+    if not sep:
+        scheme, rest = "", host
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rsplit("@", 1)[1]
+    return f"{scheme}{sep}{authority}{slash}{path}"

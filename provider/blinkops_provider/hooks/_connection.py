@@ -5,82 +5,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
-from blinkops_provider import API_PREFIX, DEFAULT_HEADER
+from blinkops_provider import DEFAULT_HEADER
 from blinkops_provider.exceptions import BlinkConfigurationError
-from blinkops_provider.names import blink_host
+from blinkops_provider.names import build_base_url
 
-DEFAULT_BASE_URL = "https://app.blinkops.com/api/v1"
 DEFAULT_TIMEOUT = (10.0, 60.0)
 """Connect and read timeouts, in seconds, when neither the hook nor the connection sets one."""
 
 Timeout = float | tuple[float, float]
-
-
-def _shown(host: str) -> str:
-    """A host as error messages may show it: any ``user:password@`` part masked."""
-    scheme, sep, rest = host.partition("://")
-    if not sep:
-        scheme, rest = "", host
-    authority, slash, path = rest.partition("/")
-    if "@" in authority:
-        authority = "***@" + authority.rsplit("@", 1)[1]
-    return f"{scheme}{sep}{authority}{slash}{path}"
-
-
-def build_base_url(host: str | None, port: int | None = None) -> str:
-    """The API's base URL from a connection's host: https unless told, ``/api/v1`` added once.
-
-    :raises BlinkConfigurationError: the host is not a usable URL (naming the field to fix, and
-        never echoing a user name or password written into it).
-    """
-    text = (host or "").strip()
-    if not text:
-        return DEFAULT_BASE_URL
-    shown = _shown(text)
-    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in text):
-        raise BlinkConfigurationError(
-            f"the connection's host (Base URL) {shown!r} contains spaces or control characters; "
-            "use e.g. https://app.blinkops.com"
-        )
-    if "://" not in text:
-        text = f"https://{text}"
-    try:
-        parts = urlsplit(text)
-        explicit_port = parts.port
-        hostname = parts.hostname
-    except ValueError as err:
-        raise BlinkConfigurationError(
-            f"the connection's host (Base URL) {shown!r} is not a URL ({err}); use e.g. https://app.blinkops.com"
-        ) from None
-    if parts.scheme not in ("http", "https") or not hostname:
-        raise BlinkConfigurationError(
-            f"the connection's host (Base URL) {shown!r} is not a base URL; use e.g. https://app.blinkops.com"
-        )
-    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
-        raise BlinkConfigurationError(
-            f"the connection's host (Base URL) {shown!r} carries a user name or password; remove it: "
-            "the API key goes in the password field, and nothing else is sent"
-        )
-    if parts.query or parts.fragment:
-        raise BlinkConfigurationError(f"the connection's host (Base URL) {shown!r} must not carry '?' or '#' parts")
-    netloc = parts.netloc
-    if port is not None and explicit_port is None:
-        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-            raise BlinkConfigurationError(f"the connection's port must be from 1 to 65535, got {port!r}")
-        netloc = f"{netloc}:{port}"
-    path = parts.path.rstrip("/")
-    if not path.endswith(API_PREFIX):
-        path += API_PREFIX
-    base_url = f"{parts.scheme}://{netloc}{path}"
-    try:
-        blink_host(base_url)  # the name assets, lineage and records give this Blink: checked now, not after an apply
-    except ValueError as err:
-        raise BlinkConfigurationError(
-            f"the connection's host (Base URL) {shown!r} cannot name a Blink ({err}); use e.g. https://app.blinkops.com"
-        ) from None
-    return base_url
 
 
 HEADER_EXTRA = "header_name"

@@ -26,12 +26,7 @@ from blinkops_provider.exceptions import (
 )
 from blinkops_provider.hooks import _walk
 from blinkops_provider.hooks._batch import FieldUpdates, check_concurrency, run_batch
-from blinkops_provider.hooks._connection import (
-    ConnectionSettings,
-    Timeout,
-    as_timeout,
-    build_base_url,
-)
+from blinkops_provider.hooks._connection import ConnectionSettings, Timeout, as_timeout
 from blinkops_provider.hooks._responses import Answer, describe_invalid, parse_json, parse_model
 from blinkops_provider.hooks._transport import Clock, Transport
 from blinkops_provider.hooks._walk import KEYSET, OFFSET, CataloguePage
@@ -44,7 +39,7 @@ from blinkops_provider.models import (
     validate_field_updates,
     validate_input,
 )
-from blinkops_provider.names import segment
+from blinkops_provider.names import build_base_url, segment
 from blinkops_provider.rql import MAX_LIMIT, RQLQuery, check_field_types, check_paging
 from blinkops_provider.schema import REFUSED, UNCHANGED, SchemaPlan, SchemaRecord, record_location
 
