@@ -162,13 +162,15 @@ def _rises_by_code_point(items: list[dict[str, Any]], keys: list[SortKey], after
     ascending keys: :func:`precedes` then finds no pair out of order."""
     if any(key.descending for key in keys):
         return False
-    values: list[Any] = [] if after is None else [after if len(keys) > 1 else after[0]]
+    head = [] if after is None else [after]
     if len(keys) == 1:  # the id-ordered walk: scalars, no tuple per item
-        values += [item.get(keys[0].name) for item in items]
-        flat: Iterable[Any] = values
-    else:
-        values += [tuple(item.get(key.name) for key in keys) for item in items]
-        flat = chain.from_iterable(values)
+        values = [row[0] for row in head] + [item.get(keys[0].name) for item in items]
+        return _rising_strings(values, values)
+    rows = head + [tuple(item.get(key.name) for key in keys) for item in items]
+    return _rising_strings(rows, chain.from_iterable(rows))
+
+
+def _rising_strings(values: list[Any], flat: Iterable[Any]) -> bool:
     return set(map(type, flat)) <= {str} and all(a < b for a, b in pairwise(values))
 
 
