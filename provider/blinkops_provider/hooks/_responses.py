@@ -111,6 +111,11 @@ def _content_type(answer: Answer) -> str:
     return answer.headers.get("Content-Type") or "no content type"
 
 
+def _unreadable(answer: Answer, problem: str, *, method: str, path: str, scrub: Scrub) -> BlinkResponseError:
+    body = f"content type {_content_type(answer)}, body starts: {excerpt(answer, scrub)}"
+    return BlinkResponseError(f"the response body {problem}; {body}", status=answer.status, method=method, path=path)
+
+
 def parse_model(answer: Answer, model: type[ModelT], *, method: str, path: str, scrub: Scrub) -> ModelT:
     """The body of a 2xx response as ``model``.
 
@@ -127,12 +132,7 @@ def parse_model(answer: Answer, model: type[ModelT], *, method: str, path: str, 
             problem = f"is not a {model.__name__} ({describe_invalid(err, scrub)})"
     except RecursionError:
         problem = f"nests deeper than {MAX_DEPTH} levels"
-    raise BlinkResponseError(
-        f"the response body {problem}; content type {_content_type(answer)}, body starts: {excerpt(answer, scrub)}",
-        status=answer.status,
-        method=method,
-        path=path,
-    )
+    raise _unreadable(answer, problem, method=method, path=path, scrub=scrub)
 
 
 _pausing = threading.Lock()
@@ -181,12 +181,7 @@ def parse_json(answer: Answer, *, method: str, path: str, scrub: Scrub) -> Any:
         problem = "is not JSON"
     except RecursionError:
         problem = f"nests deeper than {MAX_DEPTH} levels"
-    raise BlinkResponseError(
-        f"the response body {problem}; content type {_content_type(answer)}, body starts: {excerpt(answer, scrub)}",
-        status=answer.status,
-        method=method,
-        path=path,
-    )
+    raise _unreadable(answer, problem, method=method, path=path, scrub=scrub)
 
 
 def _error_wrapper(answer: Answer) -> ErrorWrapper | None:
@@ -204,16 +199,11 @@ def _error_wrapper(answer: Answer) -> ErrorWrapper | None:
         return None
 
 
+_ERRORS = {400: BlinkBadRequestError, 401: BlinkAuthError, 403: BlinkAuthError, 404: BlinkNotFoundError}
+
+
 def _error_class(status: int) -> type[BlinkApiError]:
-    if status == 400:
-        return BlinkBadRequestError
-    if status in (401, 403):
-        return BlinkAuthError
-    if status == 404:
-        return BlinkNotFoundError
-    if 400 <= status < 500:
-        return BlinkClientError
-    return BlinkApiError
+    return _ERRORS.get(status) or (BlinkClientError if 400 <= status < 500 else BlinkApiError)
 
 
 def error_from_response(

@@ -104,39 +104,38 @@ def _lock_owner() -> str:
     return f"{socket.gethostname()} (pid {os.getpid()})"
 
 
+Batch = list[tuple[str, FieldUpdate]]
+
+
 @dataclasses.dataclass
 class _Recording:
-    """A batch applied with a record: the plan's part of the report, and the record's update."""
+    """A batch applied under a plan: what is sent, the plan's part of the report, the record's update."""
 
     record: SchemaRecord
     recorded: dict[str, dict[str, Any]]
     plan: SchemaPlan
+    batch: Batch
     only_changed: bool
 
-    def refused(self, batch: list[tuple[str, FieldUpdate]]) -> dict[str, str]:
-        return {name: self.plan.risk(name) for name, _ in batch if self.plan.action(name) == REFUSED}
+    def __post_init__(self) -> None:
+        action = self.plan.action
+        self.refused = {name: self.plan.risk(name) for name, _ in self.batch if action(name) == REFUSED}
+        self.skipped = [name for name, _ in self.batch if self.only_changed and action(name) == UNCHANGED]
 
-    def skipped(self, batch: list[tuple[str, FieldUpdate]]) -> list[str]:
-        return [name for name, _ in batch if self.only_changed and self.plan.action(name) == UNCHANGED]
+    def sent(self) -> Batch:
+        """The batch less what is not sent: the refused fields and, with ``only_changed``, the unchanged."""
+        return [entry for entry in self.batch if entry[0] not in self.refused and entry[0] not in self.skipped]
 
-    def left_out(self, batch: list[tuple[str, FieldUpdate]]) -> set[str]:
-        """What is not sent: the fields the plan refuses and, with ``only_changed``, the unchanged ones."""
-        return set(self.skipped(batch)) | set(self.refused(batch))
+    def report(self, result: FieldUpdates) -> FieldUpdates:
+        refused = {name: BlinkBadRequestError(f"not sent: {why}") for name, why in self.refused.items()}
+        order = [name for name, _ in self.batch]
+        failed = {**refused, **result.failed}
+        return dataclasses.replace(result, order=order, plan=self.plan, skipped=self.skipped, failed=failed)
 
-    def report(self, batch: list[tuple[str, FieldUpdate]], result: FieldUpdates) -> FieldUpdates:
-        refused = {name: BlinkBadRequestError(f"not sent: {why}") for name, why in self.refused(batch).items()}
-        return dataclasses.replace(
-            result,
-            order=[name for name, _ in batch],
-            plan=self.plan,
-            skipped=self.skipped(batch),
-            failed={**refused, **result.failed},
-        )
-
-    def write(self, batch: list[tuple[str, FieldUpdate]], result: FieldUpdates, now: Any) -> None:
+    def write(self, result: FieldUpdates, now: Any) -> None:
         """Record the fields Blink confirmed (nothing when none was)."""
         if result.applied:
-            confirmed = {name: update.to_body() for name, update in batch if name in result.applied}
+            confirmed = {name: update.to_body() for name, update in self.batch if name in result.applied}
             self.record.write({**self.recorded, **confirmed}, now=now)
 
 
@@ -387,24 +386,22 @@ class BlinkHook(BaseHook):
             if plan is not None:
                 planned.check_approved(plan)  # before anything is sent
             planned.log_to(self.log)
-            return self._send_fields(
-                ws_id, table, batch, max_concurrency, fail_fast, _Recording(record, recorded, planned, only_changed)
-            )
+            recording = _Recording(record, recorded, planned, batch, only_changed)
+            return self._send_fields(ws_id, table, recording.sent(), max_concurrency, fail_fast, recording)
 
     def _send_fields(
         self,
         ws_id: str,
         table: str,
-        batch: list[tuple[str, FieldUpdate]],
+        batch: Batch,
         max_concurrency: int,
         fail_fast: bool,
         recording: _Recording | None = None,
     ) -> FieldUpdates:
-        """Send the batch (less what the plan leaves out) and record what Blink confirmed."""
-        left_out = recording.left_out(batch) if recording is not None else set()
+        """Send the batch, and record what Blink confirmed."""
         try:
             result = run_batch(
-                [(name, update) for name, update in batch if name not in left_out],
+                batch,
                 lambda name, update: self._put_field(ws_id, table, name, update),
                 max_concurrency=max_concurrency,
                 fail_fast=fail_fast,
@@ -413,21 +410,17 @@ class BlinkHook(BaseHook):
         except BaseException as exc:
             partial = FieldUpdates.carried_by(exc)
             if partial is not None and recording is not None:
-                self._complete(recording, batch, partial, raising=False).attach_to(exc)
+                self._complete(recording, partial, raising=False).attach_to(exc)
             raise
-        if recording is None:
-            return result
-        return self._complete(recording, batch, result, raising=True)
+        return result if recording is None else self._complete(recording, result, raising=True)
 
-    def _complete(
-        self, recording: _Recording, batch: list[tuple[str, FieldUpdate]], result: FieldUpdates, *, raising: bool
-    ) -> FieldUpdates:
+    def _complete(self, recording: _Recording, result: FieldUpdates, *, raising: bool) -> FieldUpdates:
         """The batch's report with the plan's part, after recording what Blink confirmed. A
         record that cannot be written fails the task (``raising``) or is logged (an interruption
         goes on up anyway); either way the report travels with the exception."""
-        full = recording.report(batch, result)
+        full = recording.report(result)
         try:
-            recording.write(batch, result, self.clock.now())
+            recording.write(result, self.clock.now())
         except Exception as err:
             where = recording.record.location
             if not raising:
