@@ -124,7 +124,8 @@ class _Recording:
 
     def sent(self) -> Batch:
         """The batch less what is not sent: the refused fields and, with ``only_changed``, the unchanged."""
-        return [entry for entry in self.batch if entry[0] not in self.refused and entry[0] not in self.skipped]
+        left_out = {*self.refused, *self.skipped}
+        return [entry for entry in self.batch if entry[0] not in left_out]
 
     def report(self, result: FieldUpdates) -> FieldUpdates:
         refused = {name: BlinkBadRequestError(f"not sent: {why}") for name, why in self.refused.items()}
