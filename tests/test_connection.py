@@ -46,14 +46,17 @@ def test_init_reads_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "session" not in hook.__dict__
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"retry_limit": 0}, "retry_limit"),
-    ({"retry_limit": 1.5}, "retry_limit"),
-    ({"retry_limit": True}, "retry_limit"),
-    ({"retry_delay": -1}, "retry_delay"),
-    ({"timeout": 0}, "timeout"),
-    ({"timeout": (1, -1)}, "timeout"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"retry_limit": 0}, "retry_limit"),
+        ({"retry_limit": 1.5}, "retry_limit"),
+        ({"retry_limit": True}, "retry_limit"),
+        ({"retry_delay": -1}, "retry_delay"),
+        ({"timeout": 0}, "timeout"),
+        ({"timeout": (1, -1)}, "timeout"),
+    ],
+)
 def test_bad_hook_arguments(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         BlinkHook(**kwargs)
@@ -124,14 +127,18 @@ def test_hook_timeout_wins_over_the_connection(monkeypatch: pytest.MonkeyPatch) 
     assert m.request_history[0].timeout == (2.0, 20.0)
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    ({"verify_ssl": "maybe"}, "verify_ssl' must be true or false"),
-    ({"timeout": "soon"}, "timeout' must be a positive number"),
-    ({"timeout": "5, 120, 9"}, "or connect and read seconds such as '5, 120', got"),
-    ({"timeout": "5, -1"}, "timeout' must be a positive number"),
-    ({"header_name": "Bad Header:"}, "header_name' must be an HTTP header name"),
-    ({"api_key_header": "Bad Header:"}, "header_name' must be an HTTP header name"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"verify_ssl": "maybe"}, "verify_ssl' must be true or false"),
+        ({"timeout": "soon"}, "timeout' must be a positive number"),
+        ({"timeout": "5, 120, 9"}, "or connect and read seconds such as '5, 120', got"),
+        ({"timeout": "5, -1"}, "timeout' must be a positive number"),
+        ({"header_name": "Bad Header:"}, "header_name' must be an HTTP header name"),
+        ({"api_key_header": "X-Old"}, "has the extra 'api_key_header', renamed 'header_name' before 0.1.0"),
+        ({"extra__blink__api_key_header": "***"}, "renamed 'header_name' before 0.1.0 .*: rename it"),
+    ],
+)
 def test_bad_extras_are_config_errors(monkeypatch: pytest.MonkeyPatch, extra: dict, message: str) -> None:
     set_connection(monkeypatch, extra=extra)
     with pytest.raises(BlinkConfigurationError, match=message):
@@ -243,18 +250,8 @@ def test_no_conn_field_is_one_the_airflow_ui_masks() -> None:
     assert should_hide_value_for_key("api_key_header")  # why the extra was renamed
 
 
-@pytest.mark.parametrize(
-    ("extra", "header"),
-    [({"api_key_header": "X-Old"}, "X-Old"), ({"api_key_header": "***"}, "BLINK-API-KEY"),
-     ({"header_name": "X-New", "api_key_header": "X-Old"}, "X-New"), ({"extra__blink__api_key_header": "X-Older"}, "X-Older")],
-)  # fmt: skip
-def test_the_old_extra_name_is_still_read_with_a_warning(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, extra: dict, header: str
-) -> None:
+def test_the_new_extra_name_wins_over_the_old_one(monkeypatch: pytest.MonkeyPatch) -> None:
     from blinkops_provider.hooks.blink import BlinkHook
 
-    set_connection(monkeypatch, extra=extra)
-    caplog.set_level("WARNING")
-    assert BlinkHook()._settings.header == header
-    warned = "is deprecated, rename it 'header_name'" in caplog.text
-    assert warned == ("header_name" not in extra)
+    set_connection(monkeypatch, extra={"header_name": "X-New", "api_key_header": "X-Old"})
+    assert BlinkHook()._settings.header == "X-New"

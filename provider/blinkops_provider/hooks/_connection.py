@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,22 +21,7 @@ whose name contains ``api_key`` (or ``token``, ``secret``, ``password``, ``auth`
 ``***`` from the form."""
 
 OLD_HEADER_EXTRA = "api_key_header"
-"""The extra's name before 0.1.0: still read from connections that have it, with a warning."""
-
-
-def _old_header(conn: Any, option: Any) -> Any:
-    value = option(OLD_HEADER_EXTRA)
-    if value is not None:
-        logging.getLogger(__name__).warning(
-            "connection %r: the extra %r is deprecated, rename it %r (Airflow's UI masks names with "
-            "'api_key' and saves '***' from its form)",
-            conn.conn_id,
-            OLD_HEADER_EXTRA,
-            HEADER_EXTRA,
-        )
-        if value == "***":  # what the UI's form saved: not a header name the user meant
-            return None
-    return value
+"""The extra's name during development, before 0.1.0: refused, naming the new one."""
 
 
 def check_api_key(key: str, who: str) -> None:
@@ -130,7 +114,12 @@ class ConnectionSettings:
                 f"{who} has no API key: put it in the password field (labelled 'API key' in the UI)"
             )
         check_api_key(api_key, who)
-        header = str(option(HEADER_EXTRA) or _old_header(conn, option) or DEFAULT_HEADER).strip()
+        if option(HEADER_EXTRA) is None and option(OLD_HEADER_EXTRA) is not None:
+            raise BlinkConfigurationError(
+                f"{who} has the extra '{OLD_HEADER_EXTRA}', renamed '{HEADER_EXTRA}' before 0.1.0 (Airflow's UI masks "
+                "extras named with 'api_key'): rename it"
+            )
+        header = str(option(HEADER_EXTRA) or DEFAULT_HEADER).strip()
         if not header.isascii() or any(c in header for c in " :\r\n\t") or not header.isprintable():
             raise BlinkConfigurationError(
                 f"extra '{HEADER_EXTRA}' must be an HTTP header name such as {DEFAULT_HEADER}, got {header!r}"

@@ -145,7 +145,7 @@ class BlinkHook(BaseHook):
 
     The connection (type ``blink``): host is the base URL (``https://app.blinkops.com`` when
     empty; ``/api/v1`` is added when missing), password is the API key, and the extras
-    ``header_name`` (default ``BLINK-API-KEY``; ``api_key_header`` before, still read),
+    ``header_name`` (default ``BLINK-API-KEY``),
     ``verify_ssl`` (default true) and ``timeout`` (seconds) tune the requests. Nothing is read before the first call.
 
     :param blink_conn_id: the Airflow connection to use.
