@@ -69,10 +69,15 @@ def change_catalogue(sandbox: Any) -> dict[str, list[str]]:
         "changed": ["ct-000001", "ct-000002", "ct-000003", "ct-000004"],
     }
     sandbox.store.upsert_connection_types(
-        {"id": type_id, "name": f"new-integration-{i}", "display_name": f"New integration {i}",
-         "plugin_name": "new", "oauth_supported": False}
+        {
+            "id": type_id,
+            "name": f"new-integration-{i}",
+            "display_name": f"New integration {i}",
+            "plugin_name": "new",
+            "oauth_supported": False,
+        }
         for i, type_id in enumerate(ids["added"])
-    )  # fmt: skip
+    )
     sandbox.store.delete_connection_types(ids["removed"])
     sandbox.store.upsert_connection_types(
         {**docs[i], "display_name": docs[i]["display_name"] + " v2", "updated_at": docs[i]["updated_at"] + 1}
@@ -177,20 +182,32 @@ def main() -> int:
                 log = logs / f"{MIGRATION}-{number}.log"
                 # The plan's review is approved here as a person would in the UI (Airflow 3.1+).
                 test = [*airflow, "dags", "test", MIGRATION, when.isoformat(), "-c", conf]
-                run(f"Schema migration of {ws_id}/{table}, run {number}: plan, review, apply ({MIGRATION})",
-                    [*test, "--mark-success-pattern", "review"], env, log)  # fmt: skip
+                run(
+                    f"Schema migration of {ws_id}/{table}, run {number}: plan, review, apply ({MIGRATION})",
+                    [*test, "--mark-success-pattern", "review"],
+                    env,
+                    log,
+                )
                 for line in migration_summary(log, per_field=number == 1):
                     say(f"    {line}")
         else:
             say(f"- Skipping {MIGRATION}: set BLINK_WS_ID and BLINK_TABLE to migrate a table of your tenant")
 
-        run(f"Catalogue sync for {days[0]} ({SYNC})", [*airflow, "dags", "test", SYNC, days[0]], env,
-            logs / f"{SYNC}-{days[0]}.log")  # fmt: skip
+        run(
+            f"Catalogue sync for {days[0]} ({SYNC})",
+            [*airflow, "dags", "test", SYNC, days[0]],
+            env,
+            logs / f"{SYNC}-{days[0]}.log",
+        )
         if sandbox is not None:
             changes = change_catalogue(sandbox)
             say("- Changed the sandbox's catalogue: " + ", ".join(f"{len(ids)} {how}" for how, ids in changes.items()))
-        run(f"Catalogue sync for {days[1]} ({SYNC})", [*airflow, "dags", "test", SYNC, days[1]], env,
-            logs / f"{SYNC}-{days[1]}.log")  # fmt: skip
+        run(
+            f"Catalogue sync for {days[1]} ({SYNC})",
+            [*airflow, "dags", "test", SYNC, days[1]],
+            env,
+            logs / f"{SYNC}-{days[1]}.log",
+        )
 
         folder = snapshots / "connection_types"
         snapshots_made = sorted(p for p in folder.glob("*.json") if not p.name.endswith(".diff.json"))
@@ -204,8 +221,10 @@ def main() -> int:
         elif ws_id and table:
             say(f"  Fields updated:   see {logs}/{MIGRATION}-*.log")
         say(f"  Catalogue size:   {len(latest)} connection types on {days[1]}")
-        say(f"  Diff {days[0]} -> {days[1]}: {diff['added']} added, {diff['removed']} removed, "
-            f"{diff['changed']} changed, {diff['unchanged']} unchanged")  # fmt: skip
+        say(
+            f"  Diff {days[0]} -> {days[1]}: {diff['added']} added, {diff['removed']} removed, "
+            f"{diff['changed']} changed, {diff['unchanged']} unchanged"
+        )
         say(f"  Snapshots:        {folder}/ (one per run: <when>__<run id>.json and .diff.json)")
         if ws_id and table:
             say(f"  Schema record:    {records}/{ws_id}/{table}.json (the plan's baseline)")

@@ -59,8 +59,11 @@ class FakeListing:
         matching = evaluate(self.items, flt, q.get("sort"), q.get("select"))
         offset = q.get("offset", 0)
         rows = matching[offset:] if self.ignore_limit else matching[offset : offset + q.get("limit", 100)]
-        page: dict[str, Any] = {"limit": q.get("limit"), "offset": offset if self.echo_offset is None else self.echo_offset,
-                                "results": rows}  # fmt: skip
+        page: dict[str, Any] = {
+            "limit": q.get("limit"),
+            "offset": offset if self.echo_offset is None else self.echo_offset,
+            "results": rows,
+        }
         if self.report_total:
             page["total"] = self.total_override.pop(0) if self.total_override else len(matching)
         return page

@@ -29,8 +29,12 @@ def test_first_snapshot_is_all_added() -> None:
 def test_added_removed_changed_unchanged() -> None:
     diff = diff_catalogues([A, B, C], [A, {**B, "name": "gcp-2"}, {"id": "d", "name": "new"}])
     assert (diff.added, diff.removed, diff.changed, diff.unchanged) == (["d"], ["c"], ["b"], 1)
-    assert diff.to_dict() == {"added": ["d"], "removed": ["c"], "changed": ["b"],
-                              "counts": {"added": 1, "removed": 1, "changed": 1, "unchanged": 1}}  # fmt: skip
+    assert diff.to_dict() == {
+        "added": ["d"],
+        "removed": ["c"],
+        "changed": ["b"],
+        "counts": {"added": 1, "removed": 1, "changed": 1, "unchanged": 1},
+    }
 
 
 def test_nested_changes_count_and_order_does_not() -> None:

@@ -276,8 +276,11 @@ def test_a_filter_template_that_renders_to_no_condition_lists_everything(
     env = {**os.environ, "AIRFLOW__CORE__DAGS_FOLDER": str(dags)}
     done = subprocess.run(
         [sys.executable, "-m", "airflow", "dags", "test", "blink_filter_renders_empty"],
-        capture_output=True, text=True, timeout=600, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     ids = blink_sandbox.store.connection_type_ids()
     for name in ("empty", "no_predicate"):
@@ -346,8 +349,16 @@ def test_nightly_sync_snapshots_and_diffs(
     assert len(first_snapshot) == 200
     assert len(second_snapshot) == 201
     assert [item["name"] for item in second_snapshot] == sorted(item["name"] for item in second_snapshot)
-    assert set(second_snapshot[0]) <= {"id", "name", "display_name", "plugin_name", "oauth_supported",
-                                       "documentation_link", "updated_at", "metadata"}  # fmt: skip
+    assert set(second_snapshot[0]) <= {
+        "id",
+        "name",
+        "display_name",
+        "plugin_name",
+        "oauth_supported",
+        "documentation_link",
+        "updated_at",
+        "metadata",
+    }
     first_diff = json.loads((folder / first_name).with_suffix(".diff.json").read_text())
     assert first_diff["counts"] == {"added": 200, "removed": 0, "changed": 0, "unchanged": 0}
     assert first_diff["previous"] is None
@@ -369,9 +380,16 @@ def test_nightly_sync_snapshots_and_diffs(
     # against the morning's look, not the day before's; the morning's diff is kept.
     written = (folder / second_name).with_suffix(".diff.json").read_text()
     blink_sandbox.store.upsert_connection_types(
-        [{"id": "ct-same-day", "name": "zz-same-day", "display_name": "Same day", "plugin_name": "zz",
-          "oauth_supported": False}]
-    )  # fmt: skip
+        [
+            {
+                "id": "ct-same-day",
+                "name": "zz-same-day",
+                "display_name": "Same day",
+                "plugin_name": "zz",
+                "oauth_supported": False,
+            }
+        ]
+    )
     noon = run_on(dag, pendulum.datetime(2026, 11, 21, 12, tz="UTC"))
     assert state(noon) == "success"
     (noon_name,) = [p.name for p in folder.glob("2026-11-21T120000Z__*.json") if not p.name.endswith(".diff.json")]

@@ -15,8 +15,11 @@ import pytest
 
 from tests.conftest import EXAMPLE_DAGS
 
-IGNORED = [re.compile(line) for line in (EXAMPLE_DAGS / ".airflowignore").read_text().splitlines()
-           if line.strip() and not line.startswith("#")]  # fmt: skip
+IGNORED = [
+    re.compile(line)
+    for line in (EXAMPLE_DAGS / ".airflowignore").read_text().splitlines()
+    if line.strip() and not line.startswith("#")
+]
 DAG_FILES = sorted(p for p in EXAMPLE_DAGS.glob("*.py") if not any(rx.search(p.name) for rx in IGNORED))
 
 PROBE = textwrap.dedent(

@@ -34,8 +34,13 @@ def field_json(request: Any, context: Any) -> dict[str, Any]:
     """What Blink answers a field update: the field, as sent."""
     name = request.path.rsplit("/", 1)[-1]
     body = request.json()
-    return {"id": f"fld-{name}", "name": name, "type": body.get("type"), "display_name": body.get("display_name"),
-            "attributes": body.get("attributes", {})}  # fmt: skip
+    return {
+        "id": f"fld-{name}",
+        "name": name,
+        "type": body.get("type"),
+        "display_name": body.get("display_name"),
+        "attributes": body.get("attributes", {}),
+    }
 
 
 class FakeTI:
@@ -79,9 +84,11 @@ def test_every_problem_is_reported_together_and_nothing_is_sent(blink_conn: None
 
 def test_fields_may_be_the_json_a_template_renders(blink_conn: None) -> None:
     op = UpdateTableFieldsOperator(
-        task_id="apply", ws_id="{{ params.ws }}", table="Incidents", fields='[{"field": "{{ params.f }}", '
-        '"type": "text", "display_name": "Title"}]',
-    )  # fmt: skip
+        task_id="apply",
+        ws_id="{{ params.ws }}",
+        table="Incidents",
+        fields='[{"field": "{{ params.f }}", "type": "text", "display_name": "Title"}]',
+    )
     op.render_template_fields({"params": {"ws": "ws-1", "f": "title"}})
     with rm.Mocker() as m:
         m.put(f"{TABLE_URL}/title", json=field_json)
@@ -214,15 +221,20 @@ def test_partial_failure_applies_the_rest_and_reports_each_field(blink_conn: Non
     assert isinstance(caught.value, AirflowFailException)  # every failure was a 4xx: no task retry
     assert "2 of 4 field(s) not applied: 'b', 'c'" in str(caught.value)
     assert ti.pushed["return_value"] == {
-        "ws_id": "ws-1", "table": "Incidents", "updated": ["a", "d"],
+        "ws_id": "ws-1",
+        "table": "Incidents",
+        "updated": ["a", "d"],
         "failed": [
             {"field": "b", "status": 400, "message": "changing the type is not allowed"},
-            {"field": "c", "status": 404, "message": "not found: field 'c' of table 'Incidents' in workspace 'ws-1' "
-                                                     "(field 'c' not found)"},
+            {
+                "field": "c",
+                "status": 404,
+                "message": "not found: field 'c' of table 'Incidents' in workspace 'ws-1' (field 'c' not found)",
+            },
         ],
         "unknown": [],
         "outcomes": {"a": "applied", "b": "failed", "c": "failed", "d": "applied"},
-    }  # fmt: skip
+    }
     import re
 
     lines = provider_log()
@@ -238,9 +250,12 @@ def test_only_a_batch_that_failed_transiently_leaves_airflow_retries_in_play(
     """A 503 alone: the task may be retried. Any 4xx among the failures: a retry would fail on it
     again, so the task fails at once (an AirflowFailException)."""
     op = UpdateTableFieldsOperator(
-        task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")],
+        task_id="apply",
+        ws_id="ws-1",
+        table="Incidents",
+        fields=[entry("a"), entry("b")],
         hook_params={"retry_limit": 1},
-    )  # fmt: skip
+    )
     with rm.Mocker() as m:
         m.put(f"{TABLE_URL}/a", status_code=first, json={"message": "no"})
         m.put(f"{TABLE_URL}/b", status_code=503)
@@ -251,9 +266,13 @@ def test_only_a_batch_that_failed_transiently_leaves_airflow_retries_in_play(
 
 def test_fail_fast_starts_nothing_new_after_a_failure(blink_conn: None) -> None:
     op = UpdateTableFieldsOperator(
-        task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b"), entry("c")],
-        max_concurrency=1, fail_fast=True,
-    )  # fmt: skip
+        task_id="apply",
+        ws_id="ws-1",
+        table="Incidents",
+        fields=[entry("a"), entry("b"), entry("c")],
+        max_concurrency=1,
+        fail_fast=True,
+    )
     ti = FakeTI()
     with rm.Mocker() as m:
         m.put(rm.ANY, json=field_json)  # requests-mock tries the latest registration first
@@ -263,8 +282,10 @@ def test_fail_fast_starts_nothing_new_after_a_failure(blink_conn: None) -> None:
         assert m.call_count == 1
     assert [f["field"] for f in ti.pushed["return_value"]["failed"]] == ["a", "b", "c"]
     assert ti.pushed["return_value"]["failed"][1] == {
-        "field": "b", "status": None, "message": "not sent: fail_fast stopped the batch",
-    }  # fmt: skip
+        "field": "b",
+        "status": None,
+        "message": "not sent: fail_fast stopped the batch",
+    }
 
 
 def test_no_secret_in_any_per_field_message(blink_conn: None) -> None:

@@ -86,9 +86,12 @@ def test_list_sends_the_rql_object_in_q(hook: Any) -> None:
         )
         request = m.last_request
     assert sent_query(request) == {
-        "filter": {"name": {"$like": "aws%"}}, "sort": ["-name"], "select": ["id", "name"],
-        "limit": 10, "offset": 20,
-    }  # fmt: skip
+        "filter": {"name": {"$like": "aws%"}},
+        "sort": ["-name"],
+        "select": ["id", "name"],
+        "limit": 10,
+        "offset": 20,
+    }
     assert "q=%7B%22filter%22%3A" in request.url  # compact JSON, percent-encoded
     assert (page.total, page.results[0].id) == (25, "a")
 
@@ -177,10 +180,13 @@ def test_hook_signatures_are_the_documented_ones() -> None:
 
     empty = inspect.Parameter.empty
     assert shape(BlinkHook.__init__) == [
-        ("blink_conn_id", "POSITIONAL_OR_KEYWORD", "blink_default"), ("timeout", "KEYWORD_ONLY", None),
-        ("retry_limit", "KEYWORD_ONLY", 3), ("retry_delay", "KEYWORD_ONLY", 1.0),
-        ("clock", "KEYWORD_ONLY", None), ("session_factory", "KEYWORD_ONLY", requests.Session),
-    ]  # fmt: skip
+        ("blink_conn_id", "POSITIONAL_OR_KEYWORD", "blink_default"),
+        ("timeout", "KEYWORD_ONLY", None),
+        ("retry_limit", "KEYWORD_ONLY", 3),
+        ("retry_delay", "KEYWORD_ONLY", 1.0),
+        ("clock", "KEYWORD_ONLY", None),
+        ("session_factory", "KEYWORD_ONLY", requests.Session),
+    ]
     assert shape(BlinkHook.update_table_field) == [
         (name, "POSITIONAL_OR_KEYWORD", empty) for name in ("ws_id", "table", "field", "update")
     ]
@@ -191,12 +197,18 @@ def test_hook_signatures_are_the_documented_ones() -> None:
         ("offset", "KEYWORD_ONLY", 0),
     ]
     assert shape(BlinkHook.iter_connection_types) == [
-        *query, ("page_size", "KEYWORD_ONLY", 1000), ("max_items", "KEYWORD_ONLY", None),
-    ]  # fmt: skip
+        *query,
+        ("page_size", "KEYWORD_ONLY", 1000),
+        ("max_items", "KEYWORD_ONLY", None),
+    ]
     assert shape(BlinkHook.walk_connection_types) == [
-        *query, ("page_size", "KEYWORD_ONLY", 1000), ("max_items", "KEYWORD_ONLY", None),
+        *query,
+        ("page_size", "KEYWORD_ONLY", 1000),
+        ("max_items", "KEYWORD_ONLY", None),
         ("max_concurrency", "KEYWORD_ONLY", 4),
-    ]  # fmt: skip
+    ]
     assert (BlinkHook.conn_type, BlinkHook.default_conn_name, BlinkHook.conn_name_attr) == (
-        "blink", "blink_default", "blink_conn_id",
-    )  # fmt: skip
+        "blink",
+        "blink_default",
+        "blink_conn_id",
+    )

@@ -41,9 +41,13 @@ def test_the_migration_reports_the_table_with_its_declared_schema(blink_conn: No
 
 def test_a_plan_reports_no_dataset(blink_conn: None, tmp_path: Path) -> None:
     op = UpdateTableFieldsOperator(
-        task_id="plan", ws_id="ws-1", table="Incidents", fields=SCHEMA, record_path=str(tmp_path / "r.json"),
+        task_id="plan",
+        ws_id="ws-1",
+        table="Incidents",
+        fields=SCHEMA,
+        record_path=str(tmp_path / "r.json"),
         plan_only=True,
-    )  # fmt: skip
+    )
     with rm.Mocker() as m:
         m.get(rm.ANY, json={"results": [], "total": 0})  # the plan checks the key, and sends nothing else
         op.execute({"ti": FakeTI()})

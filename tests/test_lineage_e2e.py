@@ -39,8 +39,11 @@ def run_with_lineage(dag_id: str, tmp_path: Path, *args: str) -> list[dict[str, 
     }
     done = subprocess.run(
         [sys.executable, "-m", "airflow", "dags", "test", dag_id, *args],
-        capture_output=True, text=True, timeout=600, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert events.exists(), (done.stdout + done.stderr)[-3000:]
     return [json.loads(line) for line in events.read_text().splitlines() if line.strip()]

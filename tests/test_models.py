@@ -29,9 +29,17 @@ DOCS_BODY = {
 
 def test_field_types_are_the_ten_of_the_spec() -> None:
     assert {t.value for t in FieldType} == {
-        "text", "long-text", "number", "risk-level", "checkbox",
-        "single-select", "multi-select", "list", "reference", "date",
-    }  # fmt: skip
+        "text",
+        "long-text",
+        "number",
+        "risk-level",
+        "checkbox",
+        "single-select",
+        "multi-select",
+        "list",
+        "reference",
+        "date",
+    }
 
 
 def test_docs_example_body_round_trips() -> None:
@@ -53,8 +61,11 @@ def test_body_leaves_out_what_was_not_given() -> None:
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        ({"attributes": {"opitons": ["a"]}}, "unknown member 'opitons' in FieldAttributes; allowed: "
-         "default_value, include_time, options, table_reference"),
+        (
+            {"attributes": {"opitons": ["a"]}},
+            "unknown member 'opitons' in FieldAttributes; allowed: "
+            "default_value, include_time, options, table_reference",
+        ),
         ({"tpye": "text"}, "unknown member 'tpye' in FieldUpdate; allowed: attributes, display_name, type"),
         ({"type": "integer"}, "type: Input should be 'text', 'long-text'"),
         ({"display_name": 5}, "display_name: Input should be a valid string"),
@@ -62,11 +73,13 @@ def test_body_leaves_out_what_was_not_given() -> None:
         ({"attributes": {"include_time": "yes"}}, "attributes.include_time: Input should be a valid boolean"),
         ({"attributes": {"options": "a,b"}}, "attributes.options: Input should be a valid list"),
         ({"attributes": {"options": [1, 2]}}, "attributes.options.0: Input should be a valid string"),
-        ({"attributes": {"table_reference": {"display_name_field": "Name"}}},
-         "attributes.table_reference.table_name: Field required"),
+        (
+            {"attributes": {"table_reference": {"display_name_field": "Name"}}},
+            "attributes.table_reference.table_name: Field required",
+        ),
         ({"attributes": {"table_reference": {"table_name": "T", "fld": "x"}}}, "unknown member 'fld'"),
     ],
-)  # fmt: skip
+)
 def test_bad_updates_are_refused_with_what_is_allowed(body: dict, expected: str) -> None:
     with pytest.raises(BlinkInputError, match="invalid field update") as err:
         validate_input(FieldUpdate, body, "field update")
@@ -106,15 +119,18 @@ def test_connection_type_keeps_camel_case_names_and_unknown_members() -> None:
                 "twoLeggedValues": {
                     "connectionParams": ["client_id"],
                     "actionToRunParamValues": {"url": "https://x/token", "method": "POST", "ignoreSSL": True},
-                    "extractor": {"accessKeyPath": "access_token", "isJWT": False,
-                                  "expiry": {"defaultExpiry": 3600, "path": "expires_in", "type": "int"}},
+                    "extractor": {
+                        "accessKeyPath": "access_token",
+                        "isJWT": False,
+                        "expiry": {"defaultExpiry": 3600, "path": "expires_in", "type": "int"},
+                    },
                 },
             },
             "pagination": {"type": "cursor", "descriptor": {"next": "$.next"}},
             "validation": {"statusCodes": "200-299", "formatURL": "^https://"},
             "futureFlag": True,
         },
-    }  # fmt: skip
+    }
     ct = ConnectionType.model_validate(raw)
     assert ct.metadata is not None and ct.metadata.default_api_address == "https://api.example.com"
     two_legged = ct.metadata.authentication.two_legged_values  # type: ignore[union-attr]
@@ -127,12 +143,17 @@ def test_connection_type_keeps_camel_case_names_and_unknown_members() -> None:
 @pytest.mark.parametrize(
     ("body", "problem"),
     [
-        ({}, "results"), ({"total": 0}, "results"), ({"data": []}, "results"), ({"results": {}}, "results"),
-        ({"results": [], "total": "5"}, "total"), ({"results": [], "total": 2.5}, "total"),
-        ({"results": [], "limit": True}, "limit"), ({"results": [], "offset": -1}, "offset"),
+        ({}, "results"),
+        ({"total": 0}, "results"),
+        ({"data": []}, "results"),
+        ({"results": {}}, "results"),
+        ({"results": [], "total": "5"}, "total"),
+        ({"results": [], "total": 2.5}, "total"),
+        ({"results": [], "limit": True}, "limit"),
+        ({"results": [], "offset": -1}, "offset"),
         ({"results": [3]}, "results.0"),
     ],
-)  # fmt: skip
+)
 def test_a_page_must_have_results_and_integer_counts(body: dict, problem: str) -> None:
     with pytest.raises(ValidationError) as caught:
         ConnectionTypePage.model_validate(body)

@@ -50,15 +50,24 @@ def test_update_operator_renders_validates_and_returns_json(blink_conn: None) ->
         "Due on 2026-11-22",
     )
     assert op.attributes == {"include_time": True, "default_value": "2026-11-22"}
-    returned = {"id": "f1", "name": "Due", "type": "date", "display_name": "Due on 2026-11-22",
-                "attributes": {"include_time": True}, "created_at": 1, "updated_at": 2, "future": [1]}  # fmt: skip
+    returned = {
+        "id": "f1",
+        "name": "Due",
+        "type": "date",
+        "display_name": "Due on 2026-11-22",
+        "attributes": {"include_time": True},
+        "created_at": 1,
+        "updated_at": 2,
+        "future": [1],
+    }
     with rm.Mocker() as m:
         m.put(f"{BASE}/workspace/ws-9/table/Q1%2FQ2%20plans/fields/Due", json=returned)
         result = op.execute(CONTEXT)
         assert m.last_request.json() == {
-            "type": "date", "display_name": "Due on 2026-11-22",
+            "type": "date",
+            "display_name": "Due on 2026-11-22",
             "attributes": {"include_time": True, "default_value": "2026-11-22"},
-        }  # fmt: skip
+        }
     assert result == returned
     assert json.loads(json.dumps(result)) == result
 
@@ -98,8 +107,13 @@ def test_operators_take_keyword_arguments_only() -> None:
 
 def test_template_fields_and_renderers() -> None:
     assert UpdateTableFieldOperator.template_fields == (
-        "ws_id", "table", "field", "field_type", "display_name", "attributes",
-    )  # fmt: skip
+        "ws_id",
+        "table",
+        "field",
+        "field_type",
+        "display_name",
+        "attributes",
+    )
     assert UpdateTableFieldOperator.template_fields_renderers == {"attributes": "json"}
     assert ConnectionTypesToXComOperator.template_fields == ("filter", "sort", "select", "output_path")
     assert ConnectionTypesToXComOperator.template_fields_renderers == {"filter": "json"}
@@ -233,11 +247,14 @@ def test_a_symlinked_output_path_is_written_through_and_stays_a_link(blink_conn:
     assert summary["path"] == str(real)
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"page_size": 0}, "page_size must be an integer from 1 to 1000"),
-    ({"page_size": 5000}, "page_size must be an integer from 1 to 1000"),
-    ({"max_items": -5}, "max_items must be None or an integer"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"page_size": 0}, "page_size must be an integer from 1 to 1000"),
+        ({"page_size": 5000}, "page_size must be an integer from 1 to 1000"),
+        ({"max_items": -5}, "max_items must be None or an integer"),
+    ],
+)
 def test_catalogue_operator_checks_sizes_when_the_dag_is_parsed(kwargs: dict, message: str) -> None:
     with pytest.raises(BlinkInputError, match=message):
         ConnectionTypesToXComOperator(task_id="sync", **kwargs)
@@ -267,13 +284,37 @@ def test_a_large_catalogue_into_xcom_warns(
 @pytest.mark.parametrize(
     ("operator", "parameters"),
     [
-        (UpdateTableFieldOperator, ["ws_id", "table", "field", "field_type", "display_name", "attributes",
-                                    "blink_conn_id", "hook_params", "kwargs"]),
-        (ConnectionTypesToXComOperator, ["filter", "sort", "select", "page_size", "max_items", "output_path",
-                                         "max_concurrency",
-                                         "blink_conn_id", "hook_params", "kwargs"]),
+        (
+            UpdateTableFieldOperator,
+            [
+                "ws_id",
+                "table",
+                "field",
+                "field_type",
+                "display_name",
+                "attributes",
+                "blink_conn_id",
+                "hook_params",
+                "kwargs",
+            ],
+        ),
+        (
+            ConnectionTypesToXComOperator,
+            [
+                "filter",
+                "sort",
+                "select",
+                "page_size",
+                "max_items",
+                "output_path",
+                "max_concurrency",
+                "blink_conn_id",
+                "hook_params",
+                "kwargs",
+            ],
+        ),
     ],
-)  # fmt: skip
+)
 def test_signatures_are_the_documented_ones(operator: type, parameters: list[str]) -> None:
     import inspect
 

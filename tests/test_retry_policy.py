@@ -70,13 +70,13 @@ TRUTH_TABLE = [
     pytest.param([fail(requests.ConnectionError)] * 3, BlinkTransientError, 3, False, id="connection-error"),
     pytest.param([fail(requests.ConnectTimeout)] * 3, BlinkTransientError, 3, False, id="connect-timeout"),
     pytest.param([fail(requests.ReadTimeout)] * 3, BlinkTransientError, 3, False, id="read-timeout"),
-    pytest.param([fail(requests.exceptions.ChunkedEncodingError)] * 3, BlinkTransientError, 3, False,
-                 id="dropped-mid-body"),
+    pytest.param(
+        [fail(requests.exceptions.ChunkedEncodingError)] * 3, BlinkTransientError, 3, False, id="dropped-mid-body"
+    ),
     pytest.param([fail(requests.ConnectionError), OK], None, 2, None, id="connection-error-then-200"),
     pytest.param([fail(requests.exceptions.TooManyRedirects)], BlinkApiError, 1, False, id="redirect-loop"),
-    pytest.param([{"status_code": 200, "text": "<html>proxy</html>"}], BlinkResponseError, 1, False,
-                 id="200-html"),
-]  # fmt: skip
+    pytest.param([{"status_code": 200, "text": "<html>proxy</html>"}], BlinkResponseError, 1, False, id="200-html"),
+]
 
 
 @pytest.mark.parametrize(("responses", "expected", "sent", "fails_task"), TRUTH_TABLE)
@@ -132,9 +132,15 @@ def test_zero_delay_retries_at_once(make_hook: Any, sleeps: list[float]) -> None
 
 @pytest.mark.parametrize(
     ("header", "expected"),
-    [("7", 7.0), ("0", 0.0), ("2.5", 2.5), ("100000", MAX_WAIT), ("Sun, 22 Nov 2026 12:00:30 GMT", 30.0),
-     ("Sun, 22 Nov 2026 11:59:00 GMT", 0.0)],
-)  # fmt: skip
+    [
+        ("7", 7.0),
+        ("0", 0.0),
+        ("2.5", 2.5),
+        ("100000", MAX_WAIT),
+        ("Sun, 22 Nov 2026 12:00:30 GMT", 30.0),
+        ("Sun, 22 Nov 2026 11:59:00 GMT", 0.0),
+    ],
+)
 def test_retry_after_is_honoured(make_hook: Any, sleeps: list[float], header: str, expected: float) -> None:
     noon = dt.datetime(2026, 11, 22, 12, 0, 0, tzinfo=dt.UTC)
     hook = make_hook(retry_delay=1.0, clock=sleeps.as_clock(now=lambda: noon))
@@ -215,8 +221,13 @@ def test_not_found_names_what_was_not_found(make_hook: Any) -> None:
 
 def test_error_without_wrapper_quotes_the_body(make_hook: Any) -> None:
     with rm.Mocker() as m:
-        m.get(URL, status_code=401, reason="Unauthorized", text="<html>login</html>",
-              headers={"Content-Type": "text/html"})  # fmt: skip
+        m.get(
+            URL,
+            status_code=401,
+            reason="Unauthorized",
+            text="<html>login</html>",
+            headers={"Content-Type": "text/html"},
+        )
         with pytest.raises(BlinkAuthError) as err:
             make_hook().list_connection_types()
     assert str(err.value) == (
@@ -227,15 +238,17 @@ def test_error_without_wrapper_quotes_the_body(make_hook: Any) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "problem"),
     [
-        ({"text": "<!doctype html><p>Bad gateway" + "x" * 500, "headers": {"Content-Type": "text/html"}},
-         "is not JSON; content type text/html"),
+        (
+            {"text": "<!doctype html><p>Bad gateway" + "x" * 500, "headers": {"Content-Type": "text/html"}},
+            "is not JSON; content type text/html",
+        ),
         ({"text": ""}, "is not JSON; content type no content type, body starts: <empty body>"),
         ({"text": '{"limit": 1, "results": [{"id": '}, "is not JSON"),
         ({"json": {"results": {"id": "x"}}}, "is not a ConnectionTypePage (results: Input should be a valid array)"),
         ({"json": [1, 2]}, "is not a ConnectionTypePage"),
         ({"json": {"total": "many"}}, "is not a ConnectionTypePage (total: "),
     ],
-)  # fmt: skip
+)
 def test_unexpected_2xx_bodies(make_hook: Any, kwargs: dict[str, Any], problem: str) -> None:
     with rm.Mocker() as m:
         m.get(URL, status_code=200, **kwargs)
@@ -262,12 +275,15 @@ def _walk_page() -> dict[str, Any]:
     return {"limit": 1, "offset": 0, "total": 1, "results": [{"id": "a"}]}
 
 
-@pytest.mark.parametrize(("status", "headers", "shared"), [
-    (429, {"Retry-After": "7"}, True),
-    (503, {"Retry-After": "7"}, True),
-    (503, {}, False),  # a plain backoff is the failing worker's own
-    (500, {}, False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("status", "headers", "shared"),
+    [
+        (429, {"Retry-After": "7"}, True),
+        (503, {"Retry-After": "7"}, True),
+        (503, {}, False),  # a plain backoff is the failing worker's own
+        (500, {}, False),
+    ],
+)
 def test_a_retry_after_pauses_every_worker_of_the_hook(
     make_hook: Any, status: int, headers: dict, shared: bool
 ) -> None:
@@ -287,8 +303,10 @@ def test_a_retry_after_pauses_every_worker_of_the_hook(
 
     hook = make_hook(retry_delay=0.5, clock=Clock(sleep=sleep, monotonic=lambda: clock[0]))
     with rm.Mocker() as m:
-        m.get(f"{BASE}/connection_types", [{"status_code": status, "headers": headers, "json": {}},
-                                           {"json": _walk_page()}, {"json": _walk_page()}])  # fmt: skip
+        m.get(
+            f"{BASE}/connection_types",
+            [{"status_code": status, "headers": headers, "json": {}}, {"json": _walk_page()}, {"json": _walk_page()}],
+        )
         a = threading.Thread(target=lambda: hook.list_connection_types(limit=1), name="A")
         a.start()
         a.join(10)

@@ -53,9 +53,12 @@ def test_a_walk_that_fails_midway_leaves_no_object_and_the_previous_one_alone(
     client.put_object(Bucket=name, Key="catalogue/previous.json", Body=b"[]\n")
     blink_sandbox.set_faults(sequence=faults)  # a later page fails, and is not retried
     op = ConnectionTypesToXComOperator(
-        task_id="sync", page_size=30, max_concurrency=1, output_path=f"s3://aws_default@{name}/{key}",
+        task_id="sync",
+        page_size=30,
+        max_concurrency=1,
+        output_path=f"s3://aws_default@{name}/{key}",
         hook_params={"retry_limit": 1},
-    )  # fmt: skip
+    )
     with pytest.raises(BlinkTransientError):
         op.execute({})
     assert keys(client, name) == ["catalogue/previous.json"]  # no new object, no partial one

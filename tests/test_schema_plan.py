@@ -29,10 +29,14 @@ NOW = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.UTC)
 
 SCHEMA = [
     {"field": "Title", "type": "text", "display_name": "Title"},
-    {"field": "Severity", "type": "single-select", "display_name": "Severity",
-     "attributes": {"options": ["Low", "High"], "default_value": "Low"}},
+    {
+        "field": "Severity",
+        "type": "single-select",
+        "display_name": "Severity",
+        "attributes": {"options": ["Low", "High"], "default_value": "Low"},
+    },
     {"field": "Due", "type": "date", "display_name": "Due by"},
-]  # fmt: skip
+]
 
 
 def field_json(request: Any, context: Any) -> dict[str, Any]:
@@ -200,8 +204,12 @@ def test_a_record_path_under_a_file_is_refused_before_any_request(hook: Any, tmp
 
 
 def test_members_compare_absent_attributes_as_unset() -> None:
-    assert differing_members({"type": "text", "display_name": "A"}, {"type": "text", "display_name": "A",
-                                                                     "attributes": {}}) == []  # fmt: skip
+    assert (
+        differing_members(
+            {"type": "text", "display_name": "A"}, {"type": "text", "display_name": "A", "attributes": {}}
+        )
+        == []
+    )
     assert differing_members(
         {"type": "text", "display_name": "A", "attributes": {"default_value": "x"}},
         {"type": "text", "display_name": "B"},
@@ -368,9 +376,15 @@ def test_an_apply_waits_for_the_lock_when_told_to(make_hook: Any, record: Path, 
 def test_a_lock_whose_lease_ran_out_is_taken_over(hook: Any, record: Path, provider_log: Any) -> None:
     record.parent.mkdir(parents=True)
     Path(f"{record}.lock").write_text(
-        json.dumps({"owner": "a killed task", "token": "x", "since": "2026-01-01T00:00:00+00:00",
-                    "expires": "2026-01-01T00:30:00+00:00"})
-    )  # fmt: skip
+        json.dumps(
+            {
+                "owner": "a killed task",
+                "token": "x",
+                "since": "2026-01-01T00:00:00+00:00",
+                "expires": "2026-01-01T00:30:00+00:00",
+            }
+        )
+    )
     result, sent = apply(hook, SCHEMA, record)
     assert result.ok and len(sent) == 3 and not Path(f"{record}.lock").exists()
     assert any("Taking over the lock" in line and "a killed task" in line for line in provider_log())
@@ -595,9 +609,10 @@ def test_on_s3_a_locked_table_refuses_a_second_apply_and_an_expired_lock_is_take
     client.put_object(
         Bucket=name,
         Key="records/ws-1/Incidents.json.lock",
-        Body=json.dumps({"owner": "a killed task", "since": "2026-01-01T00:00:00+00:00",
-                         "expires": "2026-01-01T00:30:00+00:00"}),
-    )  # fmt: skip
+        Body=json.dumps(
+            {"owner": "a killed task", "since": "2026-01-01T00:00:00+00:00", "expires": "2026-01-01T00:30:00+00:00"}
+        ),
+    )
     with rm.Mocker(real_http=True) as m:
         m.put(re.compile("blink.test"), json=field_json)
         result = hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=s3_record)

@@ -52,16 +52,25 @@ def call(hook: BlinkHook, endpoint: str) -> Any:
 @pytest.mark.parametrize("endpoint", ["list", "update"])
 @pytest.mark.parametrize(
     "location",
-    ["https://evil.example/collect?key=1#frag", "http://blink.test/api/v1/x?y=2", "https://blink.test:8443/api/v1/",
-     "/api/v1/elsewhere?z=3", "https://user:pw@evil.example/"],
-)  # fmt: skip
+    [
+        "https://evil.example/collect?key=1#frag",
+        "http://blink.test/api/v1/x?y=2",
+        "https://blink.test:8443/api/v1/",
+        "/api/v1/elsewhere?z=3",
+        "https://user:pw@evil.example/",
+    ],
+)
 def test_no_redirect_is_followed_and_the_key_goes_nowhere_else(
     hook: BlinkHook, status: int, endpoint: str, location: str
 ) -> None:
     with rm.Mocker() as m:
         m.register_uri(rm.ANY, rm.ANY, status_code=500)  # anything else asked for would show here
-        m.register_uri("GET" if endpoint == "list" else "PUT", LIST_URL if endpoint == "list" else FIELD_URL,
-                       status_code=status, headers={"Location": location})  # fmt: skip
+        m.register_uri(
+            "GET" if endpoint == "list" else "PUT",
+            LIST_URL if endpoint == "list" else FIELD_URL,
+            status_code=status,
+            headers={"Location": location},
+        )
         with pytest.raises(BlinkApiError) as caught:
             call(hook, endpoint)
         assert m.call_count == 1  # neither followed nor retried
@@ -111,9 +120,13 @@ def test_a_key_in_a_2xx_body_of_the_wrong_shape_never_shows(hook: BlinkHook, pos
 
 @pytest.mark.parametrize(
     "host",
-    ["https://user:s3cr3t-pa55@blink.test", "user:s3cr3t-pa55@blink.test", "https://s3cr3t-pa55@blink.test/api/v1",
-     "http://user:s3cr3t-pa55@127.0.0.1:8080"],
-)  # fmt: skip
+    [
+        "https://user:s3cr3t-pa55@blink.test",
+        "user:s3cr3t-pa55@blink.test",
+        "https://s3cr3t-pa55@blink.test/api/v1",
+        "http://user:s3cr3t-pa55@127.0.0.1:8080",
+    ],
+)
 def test_credentials_in_the_base_url_are_refused_without_showing_them(
     monkeypatch: pytest.MonkeyPatch, host: str
 ) -> None:
@@ -133,14 +146,20 @@ def test_credentials_in_the_base_url_are_refused_without_showing_them(
 @pytest.mark.parametrize(
     ("host", "port", "problem"),
     [
-        ("blink.test:abc", None, "is not a URL"), ("blink.test:99999", None, "is not a URL"),
-        ("https://blink.test:-1", None, "is not a URL"), ("blink .test", None, "spaces or control characters"),
-        ("https://blink.test/ a", None, "spaces or control characters"), ("https://[::1", None, "is not a URL"),
-        ("https://::1]", None, "is not a URL"), ("blink\x00.test", None, "spaces or control characters"),
-        ("blink.test\n", None, None), ("ftp://blink.test", None, "is not a base URL"),
-        ("https://blink.test?x=1", None, "must not carry"), ("blink.test", 70000, "port must be from 1 to 65535"),
+        ("blink.test:abc", None, "is not a URL"),
+        ("blink.test:99999", None, "is not a URL"),
+        ("https://blink.test:-1", None, "is not a URL"),
+        ("blink .test", None, "spaces or control characters"),
+        ("https://blink.test/ a", None, "spaces or control characters"),
+        ("https://[::1", None, "is not a URL"),
+        ("https://::1]", None, "is not a URL"),
+        ("blink\x00.test", None, "spaces or control characters"),
+        ("blink.test\n", None, None),
+        ("ftp://blink.test", None, "is not a base URL"),
+        ("https://blink.test?x=1", None, "must not carry"),
+        ("blink.test", 70000, "port must be from 1 to 65535"),
     ],
-)  # fmt: skip
+)
 def test_an_unusable_host_is_a_configuration_error_naming_the_field(
     monkeypatch: pytest.MonkeyPatch, host: str, port: int | None, problem: str | None
 ) -> None:
@@ -162,11 +181,16 @@ def test_an_unusable_host_is_a_configuration_error_naming_the_field(
 
 @pytest.mark.parametrize(
     ("key", "problem"),
-    [("sk-ключ-0123456789", "is not latin-1"), ("sk-\U0001f511-0123456789", "is not latin-1"),
-     ("sk-0123\r\nX-Evil: 1", "control character"), ("sk-0123\n456789", "control character"),
-     ("sk-0123\t456789", "control character"), ("sk-0123\x00456789", "control character"),
-     ("sk-0123\x7f456789", "control character")],
-)  # fmt: skip
+    [
+        ("sk-ключ-0123456789", "is not latin-1"),
+        ("sk-\U0001f511-0123456789", "is not latin-1"),
+        ("sk-0123\r\nX-Evil: 1", "control character"),
+        ("sk-0123\n456789", "control character"),
+        ("sk-0123\t456789", "control character"),
+        ("sk-0123\x00456789", "control character"),
+        ("sk-0123\x7f456789", "control character"),
+    ],
+)
 def test_a_key_that_cannot_travel_in_a_header_is_a_configuration_error(
     monkeypatch: pytest.MonkeyPatch, key: str, problem: str
 ) -> None:
@@ -183,9 +207,19 @@ def test_a_key_that_cannot_travel_in_a_header_is_a_configuration_error(
 
 
 @pytest.mark.parametrize(
-    "body", [{}, {"data": [{"id": "a"}]}, {"results": None}, {"results": "x"}, {"results": [], "total": "3"},
-             {"results": [], "limit": 1.5}, {"results": [], "offset": -2}, {"results": [1]}, []],
-)  # fmt: skip
+    "body",
+    [
+        {},
+        {"data": [{"id": "a"}]},
+        {"results": None},
+        {"results": "x"},
+        {"results": [], "total": "3"},
+        {"results": [], "limit": 1.5},
+        {"results": [], "offset": -2},
+        {"results": [1]},
+        [],
+    ],
+)
 def test_a_listing_of_the_wrong_shape_is_a_response_error(hook: BlinkHook, body: Any) -> None:
     with rm.Mocker() as m:
         m.get(LIST_URL, json=body)
@@ -228,7 +262,7 @@ def test_response_models_still_keep_unknown_members_and_tolerate_missing_ones(ho
         (requests.exceptions.InvalidHeader, BlinkApiError, "failed (InvalidHeader)", 1),
         (requests.exceptions.SSLError, BlinkConfigurationError, "TLS with https://blink.test failed", 1),
     ],
-)  # fmt: skip
+)
 def test_transport_errors_name_the_cause_and_the_real_number_of_attempts(
     hook: BlinkHook, exc: type[Exception], error: type[Exception], text: str, attempts: int
 ) -> None:
@@ -260,10 +294,14 @@ def test_unknown_hook_params_are_refused_when_the_dag_is_parsed(params: Any) -> 
 @pytest.mark.parametrize(
     ("kwargs", "problem"),
     [
-        ({"sort": 5}, "sort must be a list"), ({"sort": True}, "sort must be a list"),
-        ({"select": 7}, "select must be a list"), ({"select": {"name": 1}}, "select must be a list"),
-        ({"sort": [3]}, "sort item"), ({"select": ["na\x00me"]}, "not a field name"),
-        ({"select": ["name\n"]}, "not a field name"), ({"sort": ["name\n"]}, "sort item"),
+        ({"sort": 5}, "sort must be a list"),
+        ({"sort": True}, "sort must be a list"),
+        ({"select": 7}, "select must be a list"),
+        ({"select": {"name": 1}}, "select must be a list"),
+        ({"sort": [3]}, "sort item"),
+        ({"select": ["na\x00me"]}, "not a field name"),
+        ({"select": ["name\n"]}, "not a field name"),
+        ({"sort": ["name\n"]}, "sort item"),
         ({"select": ["\ud800"]}, "not a field name"),
         ({"filter": {"name": float("nan")}}, "not a number JSON can carry"),
         ({"filter": {"created_at": {"$gt": float("inf")}}}, "not a number JSON can carry"),
@@ -271,7 +309,7 @@ def test_unknown_hook_params_are_refused_when_the_dag_is_parsed(params: Any) -> 
         ({"filter": {"name": "a\ud800b"}}, "lone surrogate"),
         ({"filter": {"name": {"$like": "\udfff%"}}}, "lone surrogate"),
     ],
-)  # fmt: skip
+)
 def test_bad_query_input_is_refused_before_any_request(hook: BlinkHook, kwargs: dict, problem: str) -> None:
     with rm.Mocker() as m:
         with pytest.raises(BlinkInputError, match=problem):

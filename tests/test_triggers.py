@@ -62,9 +62,16 @@ def events_of(trigger: BlinkCatalogueChangeTrigger) -> list[dict[str, Any]]:
 
 def change(sandbox: BlinkSandbox) -> None:
     sandbox.store.upsert_connection_types(
-        [{"id": "ct-watched", "name": "watched", "display_name": "Watched", "plugin_name": "w",
-          "oauth_supported": False}]
-    )  # fmt: skip
+        [
+            {
+                "id": "ct-watched",
+                "name": "watched",
+                "display_name": "Watched",
+                "plugin_name": "w",
+                "oauth_supported": False,
+            }
+        ]
+    )
 
 
 def test_an_unchanged_catalogue_fires_nothing(blink_sandbox: BlinkSandbox) -> None:

@@ -245,13 +245,16 @@ def test_a_page_that_is_not_json_is_a_response_error(hook: Any) -> None:
             list(hook.walk_connection_types())
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"page_size": 0}, "page_size must be an integer from 1 to 1000"),
-    ({"page_size": 1001}, "page_size must be an integer from 1 to 1000"),
-    ({"page_size": "10"}, "page_size must be an integer from 1 to 1000"),
-    ({"max_items": -1}, "max_items must be None or an integer"),
-    ({"sort": ["bad sort"]}, "sort item"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"page_size": 0}, "page_size must be an integer from 1 to 1000"),
+        ({"page_size": 1001}, "page_size must be an integer from 1 to 1000"),
+        ({"page_size": "10"}, "page_size must be an integer from 1 to 1000"),
+        ({"max_items": -1}, "max_items must be None or an integer"),
+        ({"sort": ["bad sort"]}, "sort item"),
+    ],
+)
 def test_bad_walk_arguments_fail_before_any_request(hook: Any, kwargs: dict, message: str) -> None:
     with rm.Mocker() as m, pytest.raises(BlinkInputError, match=message):
         hook.walk_connection_types(**kwargs)
@@ -271,9 +274,14 @@ def mutate(rng: random.Random, serial: list[int], record: Any) -> Any:
                 items.pop(rng.randrange(len(items)))
             elif action == "insert":
                 serial[0] += 1
-                items.insert(rng.randrange(len(items) + 1),
-                             {"id": f"ct-{rng.randrange(100000):05d}-{serial[0]}", "name": f"type-{rng.randrange(40):02d}",
-                              "oauth": rng.random() < 0.5})  # fmt: skip
+                items.insert(
+                    rng.randrange(len(items) + 1),
+                    {
+                        "id": f"ct-{rng.randrange(100000):05d}-{serial[0]}",
+                        "name": f"type-{rng.randrange(40):02d}",
+                        "oauth": rng.random() < 0.5,
+                    },
+                )
             elif items:
                 rng.choice(items)["name"] = f"type-{rng.randrange(40):02d}"
         record(items)

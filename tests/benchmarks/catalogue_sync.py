@@ -96,11 +96,15 @@ def _http_operator(base: str) -> int:
         return {"data": {"q": json.dumps({"limit": PAGE, "offset": offset})}}
 
     op = HttpOperator(
-        task_id="sync", http_conn_id="bench_http", endpoint="connection_types", method="GET",
-        data={"q": json.dumps({"limit": PAGE, "offset": 0})}, headers={"BLINK-API-KEY": KEY},
+        task_id="sync",
+        http_conn_id="bench_http",
+        endpoint="connection_types",
+        method="GET",
+        data={"q": json.dumps({"limit": PAGE, "offset": 0})},
+        headers={"BLINK-API-KEY": KEY},
         pagination_function=next_page,
         response_filter=lambda responses: [item for r in responses for item in r.json()["results"]],
-    )  # fmt: skip
+    )
     return len(op.execute({}))
 
 
@@ -169,8 +173,12 @@ def _start(stack: ExitStack, args: list[str], pattern: str) -> re.Match[str]:
 
 
 def _run(way: str, base: str, out: str, size: int) -> dict[str, float]:
-    done = subprocess.run([sys.executable, __file__, "--child", way, "--base", base, "--out", out],
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", way, "--base", base, "--out", out],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         raise SystemExit(f"{way} failed:\n{done.stderr[-3000:]}")
     figures = json.loads([line for line in done.stdout.splitlines() if line.startswith('{"seconds"')][-1])
@@ -181,10 +189,30 @@ def _run(way: str, base: str, out: str, size: int) -> dict[str, float]:
 
 def _serve(stack: ExitStack, size: int, delay_ms: float) -> tuple[str, str]:
     """A sandbox of ``size`` types and a proxy in front of it: (direct base URL, proxied base URL)."""
-    sandbox = _start(stack, [str(Path(sys.executable).with_name("blink-sandbox")), "serve", "--api-key", KEY,
-                             "--seed-connection-types", str(size)], r"listening on (http://[\d.]+:(\d+))")  # fmt: skip
-    proxy = _start(stack, [sys.executable, str(HERE / "latency_proxy.py"), "--target", f"127.0.0.1:{sandbox[2]}",
-                           "--delay-ms", str(delay_ms)], r"listening on (\d+)")  # fmt: skip
+    sandbox = _start(
+        stack,
+        [
+            str(Path(sys.executable).with_name("blink-sandbox")),
+            "serve",
+            "--api-key",
+            KEY,
+            "--seed-connection-types",
+            str(size),
+        ],
+        r"listening on (http://[\d.]+:(\d+))",
+    )
+    proxy = _start(
+        stack,
+        [
+            sys.executable,
+            str(HERE / "latency_proxy.py"),
+            "--target",
+            f"127.0.0.1:{sandbox[2]}",
+            "--delay-ms",
+            str(delay_ms),
+        ],
+        r"listening on (\d+)",
+    )
     return f"{sandbox[1]}/api/v1", f"http://127.0.0.1:{proxy[1]}/api/v1"
 
 
@@ -208,8 +236,10 @@ def compare(size: int, rounds: int, delay_ms: float, out: str, note: str = "") -
     print(
         f"\n{size:,} connection types, page size {PAGE}, RTT {2 * delay_ms:g} ms, {rounds} interleaved round(s), medians"
     )
-    print(f"latency floor: {pages} pages x {2 * delay_ms:g} ms + bare walk {medians['bare walk']['seconds']:.3f} s "
-          f"= {floor:.3f} s")  # fmt: skip
+    print(
+        f"latency floor: {pages} pages x {2 * delay_ms:g} ms + bare walk {medians['bare walk']['seconds']:.3f} s "
+        f"= {floor:.3f} s"
+    )
     print(f"{'way':<26}{'seconds':>9}{'peak RSS':>11}{'vs raw':>9}{'vs Http':>9}{'vs floor':>10}")
     for way in WAYS:
         s, rss = medians[way]["seconds"], medians[way]["rss_mib"]
@@ -237,11 +267,14 @@ def rss_flat(sizes: tuple[int, int], out: str) -> None:
     for size in sizes:
         with ExitStack() as stack:
             direct, _ = _serve(stack, size, 0)
-            peaks.append(statistics.median(_run("provider -> output_path", direct, out, size)["rss_mib"]
-                                           for _ in range(2)))  # fmt: skip
+            peaks.append(
+                statistics.median(_run("provider -> output_path", direct, out, size)["rss_mib"] for _ in range(2))
+            )
     growth = peaks[1] / peaks[0]
-    print(f"  output_path peak RSS flat, {sizes[0]:,} -> {sizes[1]:,} types: {peaks[0]:.0f} -> {peaks[1]:.0f} MiB "
-          f"({growth:.2f}x)  {'met' if growth <= 1.1 else 'NOT MET'}")  # fmt: skip
+    print(
+        f"  output_path peak RSS flat, {sizes[0]:,} -> {sizes[1]:,} types: {peaks[0]:.0f} -> {peaks[1]:.0f} MiB "
+        f"({growth:.2f}x)  {'met' if growth <= 1.1 else 'NOT MET'}"
+    )
 
 
 def main() -> int:

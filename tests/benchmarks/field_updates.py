@@ -59,8 +59,9 @@ def child(way: str, base: str, count: int, round_: int, records: str | None = No
     fields = declared(count, round_)
     started, cpu = time.perf_counter(), time.process_time()
     if records is not None:  # the scaling run: a migration with its record, plan, lock and report
-        op = UpdateTableFieldsOperator(task_id="apply", ws_id=WS, table=f"{TABLE}{count}", fields=fields,
-                                       record_path=f"{records}/")  # fmt: skip
+        op = UpdateTableFieldsOperator(
+            task_id="apply", ws_id=WS, table=f"{TABLE}{count}", fields=fields, record_path=f"{records}/"
+        )
         applied = len(op.execute({})["updated"])
     elif way == "one by one":
         hook = BlinkHook()
@@ -69,8 +70,9 @@ def child(way: str, base: str, count: int, round_: int, records: str | None = No
         applied = count
     else:
         concurrency = int(way.rsplit("=", 1)[1])
-        op = UpdateTableFieldsOperator(task_id="apply", ws_id=WS, table=TABLE, fields=fields,
-                                       max_concurrency=concurrency)  # fmt: skip
+        op = UpdateTableFieldsOperator(
+            task_id="apply", ws_id=WS, table=TABLE, fields=fields, max_concurrency=concurrency
+        )
         applied = len(op.execute({})["updated"])
     print(json.dumps({"seconds": time.perf_counter() - started, "cpu": time.process_time() - cpu, "count": applied}))
 
@@ -99,15 +101,43 @@ def main() -> int:
     runs: dict[str, list[float]] = {way: [] for way in ways}
     with ExitStack() as stack:
         sandbox = stack.enter_context(BlinkSandbox(connection_types=0, api_key=KEY))
-        sandbox.store.add_table(WS, TABLE, [{"name": f"f{i:03d}", "type": "text", "display_name": f"f{i}",
-                                             "attributes": {}} for i in range(count)])  # fmt: skip
-        proxy = _start(stack, [sys.executable, str(HERE / "latency_proxy.py"), "--target", f"127.0.0.1:{sandbox.port}",
-                               "--delay-ms", str(delay_ms)], r"listening on (\d+)")  # fmt: skip
+        sandbox.store.add_table(
+            WS,
+            TABLE,
+            [{"name": f"f{i:03d}", "type": "text", "display_name": f"f{i}", "attributes": {}} for i in range(count)],
+        )
+        proxy = _start(
+            stack,
+            [
+                sys.executable,
+                str(HERE / "latency_proxy.py"),
+                "--target",
+                f"127.0.0.1:{sandbox.port}",
+                "--delay-ms",
+                str(delay_ms),
+            ],
+            r"listening on (\d+)",
+        )
         base = f"http://127.0.0.1:{proxy[1]}"
         for round_ in range(rounds):
             for way in ways:
-                done = subprocess.run([sys.executable, __file__, "--child", way, "--base", base, "--count", str(count),
-                                       "--round", str(round_)], capture_output=True, text=True, check=False)  # fmt: skip
+                done = subprocess.run(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--child",
+                        way,
+                        "--base",
+                        base,
+                        "--count",
+                        str(count),
+                        "--round",
+                        str(round_),
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
                 if done.returncode != 0:
                     raise SystemExit(f"{way} failed:\n{done.stderr[-3000:]}")
                 figures = json.loads(done.stdout.strip().splitlines()[-1])
@@ -126,8 +156,10 @@ def main() -> int:
     default = statistics.median(runs[f"operator, max_concurrency={DEFAULT_UPDATE_CONCURRENCY}"])
     verdict = "met" if one / default >= 5 else "NOT MET"
     note = " (smoke size: the target is for the full run)" if args.smoke else ""
-    print(f"target: the default ({DEFAULT_UPDATE_CONCURRENCY}) >= 5x faster than one by one: {one / default:.1f}x  "
-          f"{verdict}{note}")  # fmt: skip
+    print(
+        f"target: the default ({DEFAULT_UPDATE_CONCURRENCY}) >= 5x faster than one by one: {one / default:.1f}x  "
+        f"{verdict}{note}"
+    )
     scaling((40, 400) if args.smoke else (200, 5_000), rounds, delay_ms, DEFAULT_UPDATE_CONCURRENCY, note)
     return 0
 
@@ -140,16 +172,45 @@ def scaling(sizes: tuple[int, int], rounds: int, delay_ms: float, concurrency: i
     with ExitStack() as stack:
         sandbox = stack.enter_context(BlinkSandbox(connection_types=0, api_key=KEY))
         for size in sizes:
-            sandbox.store.add_table(WS, f"{TABLE}{size}", [{"name": f"f{i:03d}", "type": "text", "display_name": f"f{i}",
-                                                            "attributes": {}} for i in range(size)])  # fmt: skip
-        proxy = _start(stack, [sys.executable, str(HERE / "latency_proxy.py"), "--target", f"127.0.0.1:{sandbox.port}",
-                               "--delay-ms", str(delay_ms)], r"listening on (\d+)")  # fmt: skip
+            sandbox.store.add_table(
+                WS,
+                f"{TABLE}{size}",
+                [{"name": f"f{i:03d}", "type": "text", "display_name": f"f{i}", "attributes": {}} for i in range(size)],
+            )
+        proxy = _start(
+            stack,
+            [
+                sys.executable,
+                str(HERE / "latency_proxy.py"),
+                "--target",
+                f"127.0.0.1:{sandbox.port}",
+                "--delay-ms",
+                str(delay_ms),
+            ],
+            r"listening on (\d+)",
+        )
         records = stack.enter_context(tempfile.TemporaryDirectory(prefix="blink-bench-records-"))
         for round_ in range(rounds):
             for size in sizes:
-                done = subprocess.run([sys.executable, __file__, "--child", "scaling", "--base",
-                                       f"http://127.0.0.1:{proxy[1]}", "--count", str(size), "--round", str(round_),
-                                       "--records", records], capture_output=True, text=True, check=False)  # fmt: skip
+                done = subprocess.run(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--child",
+                        "scaling",
+                        "--base",
+                        f"http://127.0.0.1:{proxy[1]}",
+                        "--count",
+                        str(size),
+                        "--round",
+                        str(round_),
+                        "--records",
+                        records,
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
                 if done.returncode != 0:
                     raise SystemExit(f"scaling, {size} fields, failed:\n{done.stderr[-3000:]}")
                 figures = json.loads(done.stdout.strip().splitlines()[-1])
@@ -157,8 +218,10 @@ def scaling(sizes: tuple[int, int], rounds: int, delay_ms: float, concurrency: i
                     raise SystemExit(f"scaling: {figures['count']} of {size} applied")
                 runs[size].append((figures["seconds"], figures["cpu"]))
     rtt = 2 * delay_ms / 1000
-    print(f"\nScaling: UpdateTableFieldsOperator with record_path (plan, lock, record, report; log on), "
-          f"max_concurrency={concurrency}, RTT {2 * delay_ms:g} ms, {rounds} interleaved round(s), medians")  # fmt: skip
+    print(
+        f"\nScaling: UpdateTableFieldsOperator with record_path (plan, lock, record, report; log on), "
+        f"max_concurrency={concurrency}, RTT {2 * delay_ms:g} ms, {rounds} interleaved round(s), medians"
+    )
     print(f"{'fields':>7}{'seconds':>10}{'ms/field':>10}{'CPU ms/field':>14}{'floor ms/field':>16}")
     per_field = {}
     for size in sizes:
@@ -170,8 +233,10 @@ def scaling(sizes: tuple[int, int], rounds: int, delay_ms: float, concurrency: i
     small, large = sizes
     ratio, cpu_ratio = (per_field[large][i] / per_field[small][i] for i in (0, 1))
     verdict = "met" if ratio <= 1.2 else "NOT MET"
-    print(f"target: time per field at {large:,} within 1.2x of {small:,}: {ratio:.2f}x  {verdict}{note} "
-          f"(CPU per field: {cpu_ratio:.2f}x)")  # fmt: skip
+    print(
+        f"target: time per field at {large:,} within 1.2x of {small:,}: {ratio:.2f}x  {verdict}{note} "
+        f"(CPU per field: {cpu_ratio:.2f}x)"
+    )
 
 
 if __name__ == "__main__":

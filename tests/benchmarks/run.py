@@ -179,8 +179,10 @@ def main() -> int:
     sandbox_walk(sizes[-1], page_size)
     example_dag_parse_times()
     failed = 0
-    for script, title in (("catalogue_sync.py", "The catalogue sync side by side"),
-                          ("field_updates.py", "Batch field updates side by side")):  # fmt: skip
+    for script, title in (
+        ("catalogue_sync.py", "The catalogue sync side by side"),
+        ("field_updates.py", "Batch field updates side by side"),
+    ):
         print(f"\n== {title} (tests/benchmarks/{script}) ==", flush=True)
         command = [sys.executable, str(Path(__file__).with_name(script)), *(["--smoke"] if args.smoke else [])]
         failed |= subprocess.run(command, check=False).returncode

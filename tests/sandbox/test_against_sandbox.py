@@ -22,8 +22,11 @@ from blinkops_provider.sandbox import BlinkSandbox
 from tests.conftest import Sleeps
 from tests.sandbox.reference import evaluate
 
-SEVERITY = {"type": "single-select", "display_name": "Severity level",
-            "attributes": {"options": ["Low", "High", "Critical"], "default_value": "High"}}  # fmt: skip
+SEVERITY = {
+    "type": "single-select",
+    "display_name": "Severity level",
+    "attributes": {"options": ["Low", "High", "Critical"], "default_value": "High"},
+}
 
 
 @pytest.fixture
@@ -180,9 +183,14 @@ def test_catalogue_of_2500_walked_in_pages(
 
 def test_update_operator_against_the_sandbox(blink_sandbox: BlinkSandbox) -> None:
     op = UpdateTableFieldOperator(
-        task_id="due", ws_id="{{ params.ws }}", table="Incidents", field="Due", field_type="date",
-        display_name="Due on", attributes={"include_time": False},
-    )  # fmt: skip
+        task_id="due",
+        ws_id="{{ params.ws }}",
+        table="Incidents",
+        field="Due",
+        field_type="date",
+        display_name="Due on",
+        attributes={"include_time": False},
+    )
     op.render_template_fields({"params": {"ws": "ws-demo"}})
     result = op.execute({})
     assert result["display_name"] == "Due on"
@@ -193,9 +201,12 @@ def test_update_operator_against_the_sandbox(blink_sandbox: BlinkSandbox) -> Non
 
 def test_catalogue_operator_against_the_sandbox(blink_sandbox: BlinkSandbox, tmp_path: Path) -> None:
     op = ConnectionTypesToXComOperator(
-        task_id="sync", filter={"oauth_supported": True},
-        select=["id", "name"], page_size=50, output_path=str(tmp_path / "{{ ds }}.json"),
-    )  # fmt: skip
+        task_id="sync",
+        filter={"oauth_supported": True},
+        select=["id", "name"],
+        page_size=50,
+        output_path=str(tmp_path / "{{ ds }}.json"),
+    )
     op.render_template_fields({"ds": "2026-11-22"})
     summary = op.execute({})
     expected = evaluate(blink_sandbox.store.all_connection_types(), {"oauth_supported": True}, None, ["id", "name"])

@@ -37,9 +37,21 @@ def test_put_returns_every_member_of_a_table_field(blink_sandbox: BlinkSandbox) 
     )
     assert response.status_code == 200
     assert set(response.json()) == {
-        "attributes", "created_at", "created_by", "description", "display_name", "id", "indexes", "name",
-        "table_id", "tenant_id", "type", "updated_at", "updated_by", "workspace_id",
-    }  # fmt: skip
+        "attributes",
+        "created_at",
+        "created_by",
+        "description",
+        "display_name",
+        "id",
+        "indexes",
+        "name",
+        "table_id",
+        "tenant_id",
+        "type",
+        "updated_at",
+        "updated_by",
+        "workspace_id",
+    }
 
 
 @pytest.mark.parametrize("content_type", ["*/*", "text/plain", None])
@@ -120,8 +132,14 @@ def test_unknown_names_are_404(blink_sandbox: BlinkSandbox, path: str, message: 
 def test_key_is_checked_before_anything_else(blink_sandbox: BlinkSandbox, key: str | None, message: str) -> None:
     response = put(blink_sandbox, "/workspace/nope/table/x/fields/y", "{broken", key=key)
     assert response.status_code == 401
-    assert response.json() == {"status": 401, "message": message, "details": response.json()["details"],
-                               "identifier": "UNAUTHORIZED", "data": None, "user_error": None}  # fmt: skip
+    assert response.json() == {
+        "status": 401,
+        "message": message,
+        "details": response.json()["details"],
+        "identifier": "UNAUTHORIZED",
+        "data": None,
+        "user_error": None,
+    }
 
 
 def test_unknown_api_path_is_a_wrapped_404(blink_sandbox: BlinkSandbox) -> None:
@@ -217,9 +235,15 @@ def test_truncation_applies_to_successes_only(blink_sandbox: BlinkSandbox) -> No
 
 @pytest.mark.parametrize(
     "headers",
-    [{"X-My-Key": "{key}"}, {"Authorization": "Bearer {key}"}, {"X-Token": "not-the-key"}, {"X-Other": "a{key}b"},
-     {"Cookie": "session=abc"}, {"BLINK-API-KEY": "a-wrong-key-0123456789"}],
-)  # fmt: skip
+    [
+        {"X-My-Key": "{key}"},
+        {"Authorization": "Bearer {key}"},
+        {"X-Token": "not-the-key"},
+        {"X-Other": "a{key}b"},
+        {"Cookie": "session=abc"},
+        {"BLINK-API-KEY": "a-wrong-key-0123456789"},
+    ],
+)
 def test_the_request_log_masks_whatever_header_carries_a_key(blink_sandbox: BlinkSandbox, headers: dict) -> None:
     sent = {name: value.format(key=blink_sandbox.api_key) for name, value in headers.items()}
     requests.get(f"{blink_sandbox.base_url}/connection_types", params={"q": "{}"}, headers=sent, timeout=10)
@@ -242,7 +266,11 @@ NEVER_500 = [
 
 @pytest.mark.parametrize("q", NEVER_500)
 def test_client_input_is_never_a_500(blink_sandbox: BlinkSandbox, q: str) -> None:
-    answer = requests.get(f"{blink_sandbox.base_url}/connection_types", params={"q": q},
-                          headers={"BLINK-API-KEY": blink_sandbox.api_key}, timeout=10)  # fmt: skip
+    answer = requests.get(
+        f"{blink_sandbox.base_url}/connection_types",
+        params={"q": q},
+        headers={"BLINK-API-KEY": blink_sandbox.api_key},
+        timeout=10,
+    )
     assert answer.status_code == 400, answer.text
     assert answer.json()["identifier"] == "INVALID_QUERY"

@@ -20,8 +20,10 @@ from blinkops_provider.sandbox.cli import main
 def start(*args: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
     process = subprocess.Popen(
         [sys.executable, "-m", "blinkops_provider.sandbox.cli", "serve", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     printed: dict[str, str] = {}
     assert process.stdout is not None
     for line in process.stdout:  # blocks until the server has printed its banner

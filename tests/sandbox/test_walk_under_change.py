@@ -38,8 +38,10 @@ def changer(sandbox: BlinkSandbox, rng: random.Random, user_filter: Any, matchin
                 inserted.append(
                     {**doc, "id": f"{doc['id']}-{serial[0]}", "name": f"{rng.choice('abcxyz')}-{serial[0]}"}
                 )
-            updated = [{**doc, "name": f"{rng.choice('abcxyz')}{doc['name']}", "oauth_supported": rng.random() < 0.5}
-                       for doc in rng.sample(docs, rng.randint(0, 3))]  # fmt: skip
+            updated = [
+                {**doc, "name": f"{rng.choice('abcxyz')}{doc['name']}", "oauth_supported": rng.random() < 0.5}
+                for doc in rng.sample(docs, rng.randint(0, 3))
+            ]
             store.upsert_connection_types(inserted + updated)
             matching.append({doc["id"] for doc in evaluate(store.all_connection_types(), user_filter)})
 
