@@ -438,3 +438,25 @@ def test_an_unexpected_exception_in_a_worker_is_that_fields_failure(blink_conn: 
     assert isinstance(result.failed["a"], BlinkApiError)
     assert "RuntimeError" in str(result.failed["a"])
     assert [f.name for f in result.updated] == ["b"]
+
+
+@pytest.mark.parametrize(("status", "workers"), [(401, 1), (403, 1), (401, 4)])
+def test_a_refused_key_stops_the_batch(blink_conn: None, provider_log: Any, status: int, workers: int) -> None:
+    names = [f"f{i}" for i in range(10)]
+    op = UpdateTableFieldsOperator(
+        task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry(n) for n in names], max_concurrency=workers
+    )
+    ti = FakeTI()
+    with rm.Mocker() as m:
+        m.put(rm.ANY, status_code=status, json={"status": status, "message": "invalid API key"})
+        with pytest.raises(Exception, match="10 of 10 field"):
+            op.execute({"ti": ti})
+        sent = m.call_count
+    assert sent == workers  # the first answer stops sending; those already in flight are accounted for
+    failed = ti.pushed["return_value"]["failed"]
+    assert [f["field"] for f in failed] == names
+    assert sum(f["status"] == status for f in failed) == sent
+    assert all(f["message"] == f"not sent: Blink refused the API key ({status})" for f in failed[sent:])
+    hints = [line for line in provider_log() if "check the connection's API key" in line]
+    assert len(hints) == 1
+    assert "header name" in hints[0]

@@ -12,6 +12,7 @@ from blinkops_provider.models import (
     FieldType,
     FieldUpdate,
     TableField,
+    validate_field_updates,
     validate_input,
 )
 
@@ -176,3 +177,19 @@ def test_error_wrapper_members_are_all_optional() -> None:
     assert ErrorWrapper.model_validate({}).message is None
     wrapper = ErrorWrapper.model_validate({"status": 400, "message": "m", "identifier": "E1", "user_error": {"a": 1}})
     assert (wrapper.status, wrapper.identifier, wrapper.user_error) == (400, "E1", {"a": 1})
+
+
+def test_validation_errors_echo_the_value_cut_short_one_line_per_field() -> None:
+    fields = [
+        {"field": "Severity", "type": "single_select", "display_name": "Severity"},
+        {"field": "Notes", "type": "text", "display_name": "N" * 500, "attributes": {"default_value": 5}},
+        {"field": "Fine", "type": "text", "display_name": "Fine"},
+    ]
+    with pytest.raises(BlinkInputError) as caught:
+        validate_field_updates(fields)
+    lines = str(caught.value).splitlines()
+    assert lines[0] == "2 of 3 field update(s) are invalid, so none was sent:"
+    assert lines[1].startswith("  - entry 1 ('Severity'): type:") and "(got 'single_select')" in lines[1]
+    assert lines[2].startswith("  - entry 2 ('Notes'):")
+    assert all(len(line) < 400 for line in lines)
+    assert "N" * 60 not in str(caught.value)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import socket
 from typing import Any
 
 import pytest
@@ -455,3 +456,43 @@ def test_a_small_answer_that_inflates_without_end_is_refused_within_the_bound(ho
         finally:
             tracemalloc.stop()
     assert peak < 2 * MAX_BODY, f"refusing it took {peak >> 20} MiB"
+
+
+# -- messages that name the likely cause
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_could_not_reach_names_the_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    port = _closed_port()
+    set_connection(monkeypatch, host=f"http://127.0.0.1:{port}")
+    with pytest.raises(BlinkTransientError) as caught:
+        BlinkHook(retry_limit=1).list_connection_types(limit=1)
+    message = str(caught.value)
+    assert f"could not reach 127.0.0.1:{port}" in message
+    assert f"check the connection's Base URL (host), now http://127.0.0.1:{port}/api/v1" in message
+
+
+def test_tls_failure_on_a_host_without_scheme_suggests_http(
+    monkeypatch: pytest.MonkeyPatch, blink_sandbox: Any
+) -> None:
+    host = blink_sandbox.url.removeprefix("http://")  # a plain-HTTP server, its Base URL typed without scheme
+    set_connection(monkeypatch, host=host, password=blink_sandbox.api_key)
+    with pytest.raises(BlinkConfigurationError) as caught:
+        BlinkHook(retry_limit=1).list_connection_types(limit=1)
+    assert f"set the connection's Base URL to http://{host}" in str(caught.value)
+
+
+def test_tls_failure_on_a_host_with_https_keeps_the_certificate_hint(
+    monkeypatch: pytest.MonkeyPatch, blink_sandbox: Any
+) -> None:
+    host = blink_sandbox.url.removeprefix("http://")
+    set_connection(monkeypatch, host=f"https://{host}", password=blink_sandbox.api_key)
+    with pytest.raises(BlinkConfigurationError) as caught:
+        BlinkHook(retry_limit=1).list_connection_types(limit=1)
+    assert "http://" not in str(caught.value).split("failed", 1)[1]
+    assert "certificate" in str(caught.value)

@@ -392,6 +392,27 @@ def validate_field_updates(updates: Any, *, require_type_and_name: bool = False)
     :returns: ``(field name, FieldUpdate)`` pairs in the given order.
     :raises BlinkInputError: naming each wrong entry (its position and field) and what is wrong.
     """
+    entries = _field_entries(updates)
+    problems: list[str] = []
+    valid: list[tuple[str, FieldUpdate]] = []
+    first_seen: dict[str, int] = {}
+    for position, entry in enumerate(entries, start=1):
+        checked = _checked_entry(position, entry, first_seen, require_type_and_name)
+        if isinstance(checked, str):
+            problems.append(checked)
+        else:
+            valid.append(checked)
+    if problems:
+        raise BlinkInputError(
+            f"{len(problems)} of {len(entries)} field update(s) are invalid, so none was sent:"
+            + "".join(f"\n  - {problem}" for problem in problems)
+        )
+    return valid
+
+
+def _field_entries(updates: Any) -> list[Any]:
+    """The entries of a batch, in order: declared-schema objects, or ``(name, update)`` pairs
+    from a mapping whose values are not objects; JSON text is read first."""
     if isinstance(updates, str):
         try:
             updates = json.loads(updates, object_pairs_hook=_unique_members)
@@ -405,57 +426,56 @@ def validate_field_updates(updates: Any, *, require_type_and_name: bool = False)
         except ValueError as err:
             raise BlinkInputError(f"the field updates are not valid JSON: {err}") from None
     if isinstance(updates, Mapping):
-        entries: list[Any] = [
+        return [
             {"field": name, **dict(update)} if isinstance(update, Mapping) else (name, update)
             for name, update in updates.items()
         ]
-    elif isinstance(updates, Sequence):
-        entries = list(updates)
+    if isinstance(updates, Sequence):
+        return list(updates)
+    raise BlinkInputError(
+        "field updates must be a list of {'field': name, 'type': ..., 'display_name': ..., 'attributes': ...} "
+        f"entries or a mapping of field name to update, not {type(updates).__name__}"
+    )
+
+
+def _named(position: int, entry: Any) -> tuple[str, Any] | str:
+    """An entry's field name, checked, and the rest of it; or what is wrong with the name."""
+    if isinstance(entry, tuple):  # (name, FieldUpdate) from a mapping
+        name, body = entry
+    elif isinstance(entry, Mapping):
+        body = dict(entry)
+        name = body.pop("field", None)
     else:
-        raise BlinkInputError(
-            "field updates must be a list of {'field': name, 'type': ..., 'display_name': ..., 'attributes': ...} "
-            f"entries or a mapping of field name to update, not {type(updates).__name__}"
-        )
-    problems: list[str] = []
-    valid: list[tuple[str, FieldUpdate]] = []
-    first_seen: dict[str, int] = {}
-    for position, entry in enumerate(entries, start=1):
-        if isinstance(entry, tuple):  # (name, FieldUpdate) from a mapping
-            name, body = entry
-        elif isinstance(entry, Mapping):
-            body = dict(entry)
-            name = body.pop("field", None)
-        else:
-            problems.append(f"entry {position}: must be an object with 'field', 'type', 'display_name', 'attributes'")
-            continue
-        if not isinstance(name, str) or not name.strip() or name in (".", ".."):
-            problems.append(f"entry {position}: 'field' must be a field name, got {name!r}")
-            continue
-        where = f"entry {position} ({name!r})"
-        try:
-            segment(name, "field name")
-        except ValueError as err:
-            problems.append(f"{where}: {err}; it cannot be sent in the request's path")
-            continue
-        if name in first_seen:
-            problems.append(f"{where}: field {name!r} is declared twice (entries {first_seen[name]} and {position})")
-            continue
-        first_seen[name] = position
-        if require_type_and_name and isinstance(body, Mapping):
-            missing = [member for member in ("type", "display_name") if body.get(member) in (None, "")]
-            if missing:
-                problems.append(f"{where}: {' and '.join(missing)} required (Blink resets what an update leaves out)")
-                continue
-        if isinstance(body, FieldUpdate):
-            valid.append((name, body))
-            continue
-        try:
-            valid.append((name, FieldUpdate.model_validate(body)))
-        except ValidationError as err:
-            problems.append(f"{where}: {describe_errors(err.errors())}")
-    if problems:
-        raise BlinkInputError(
-            f"{len(problems)} of {len(entries)} field update(s) are invalid, so none was sent:"
-            + "".join(f"\n  - {problem}" for problem in problems)
-        )
-    return valid
+        return f"entry {position}: must be an object with 'field', 'type', 'display_name', 'attributes'"
+    if not isinstance(name, str) or not name.strip() or name in (".", ".."):
+        return f"entry {position}: 'field' must be a field name, got {name!r}"
+    try:
+        segment(name, "field name")
+    except ValueError as err:
+        return f"entry {position} ({name!r}): {err}; it cannot be sent in the request's path"
+    return name, body
+
+
+def _checked_entry(
+    position: int, entry: Any, first_seen: dict[str, int], require_type_and_name: bool
+) -> tuple[str, FieldUpdate] | str:
+    """One entry as ``(field name, update)``, or what is wrong with it (``first_seen``: the
+    position of each name met so far, updated here)."""
+    named = _named(position, entry)
+    if isinstance(named, str):
+        return named
+    name, body = named
+    where = f"entry {position} ({name!r})"
+    if name in first_seen:
+        return f"{where}: field {name!r} is declared twice (entries {first_seen[name]} and {position})"
+    first_seen[name] = position
+    if require_type_and_name and isinstance(body, Mapping):
+        missing = [member for member in ("type", "display_name") if body.get(member) in (None, "")]
+        if missing:
+            return f"{where}: {' and '.join(missing)} required (Blink resets what an update leaves out)"
+    if isinstance(body, FieldUpdate):
+        return name, body
+    try:
+        return name, FieldUpdate.model_validate(body)
+    except ValidationError as err:
+        return f"{where}: {describe_errors(err.errors())}"

@@ -138,6 +138,14 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
         return table_lineage(self.hook.base_url, str(self.ws_id), str(self.table), self._declared)
 
 
+def _grouped(outcomes: dict[str, str]) -> dict[str, list[str]]:
+    """Field names by outcome (``{"added": [...], "changed": [...], ...}``), in the declared order."""
+    grouped: dict[str, list[str]] = {}
+    for name, outcome in outcomes.items():
+        grouped.setdefault(outcome, []).append(name)
+    return grouped
+
+
 class UpdateTableFieldsOperator(BaseBlinkOperator):
     """Apply a declared schema, many fields of one Blink table, in one task.
 
@@ -243,11 +251,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         approved = approved_plan(self.plan)  # checked before any request
         self._declared = [{"field": name, **update.to_body()} for name, update in batch]  # for lineage
         if self.plan_only:
-            self.hook.check_key()  # before anyone is asked to review
-            plan = self.hook.plan_table_fields(self.ws_id, self.table, dict(batch), record_path=str(self.record_path))
-            plan.log_to(self.log)
-            return plan.to_xcom()
-
+            return self._plan(batch)
         result: FieldUpdates | None = None
         try:
             result = self.hook.update_table_fields(
@@ -269,16 +273,23 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
                 context["ti"].xcom_push(key="return_value", value=self._report(known))
             raise
         summary = self._report(result)
-        planned: dict[str, list[str]] | None = None
-        if result.plan is not None:
-            planned = {}
-            for name, outcome in summary["outcomes"].items():
-                planned.setdefault(outcome, []).append(name)
-        if planned is None or planned.get("added") or planned.get("changed"):
-            self.announce_table(context, self.ws_id, self.table, summary["updated"], planned)
+        self._announce(context, summary, planned=result.plan is not None)
+        return summary
+
+    def _announce(self, context: Context, summary: dict[str, Any], *, planned: bool) -> None:
+        """The table's asset event, unless a plan found nothing to add or change."""
+        grouped = _grouped(summary["outcomes"]) if planned else None
+        if grouped is None or grouped.get("added") or grouped.get("changed"):
+            self.announce_table(context, self.ws_id, self.table, summary["updated"], grouped)
         else:
             self.log.info("No field was added or changed: no asset event for %s/%s", self.ws_id, self.table)
-        return summary
+
+    def _plan(self, batch: list[tuple[str, FieldUpdate]]) -> dict[str, Any]:
+        """The plan's XCom, once the key is known to work (before anyone is asked to review)."""
+        self.hook.check_key()
+        plan = self.hook.plan_table_fields(self.ws_id, self.table, dict(batch), record_path=str(self.record_path))
+        plan.log_to(self.log)
+        return plan.to_xcom()
 
     def _report(self, result: FieldUpdates) -> dict[str, Any]:
         """Log the outcome, keyed by the declared names: a summary line, then one line per field
@@ -296,35 +307,12 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             len(result.order),
             tally,
         )
-        unknown, plan = set(result.unknown), result.plan
-        auth = next((error for error in result.failed.values() if isinstance(error, BlinkAuthError)), None)
-        if auth is not None:
-            stopped = f"Blink refused the API key ({auth.status})"
-        else:
-            stopped = "fail_fast stopped the batch" if self.fail_fast else "the task was interrupted"
+        stopped = self._stopped_by(result)
         for name in result.order:
-            outcome = outcomes[name]
-            if outcome == "unchanged":
-                continue
-            if name in result.applied:
-                stored = result.applied[name]
-                members = plan.members(name) if plan is not None else ()
-                detail = f"; {', '.join(members)}" if members else ""
-                if stored is None:
-                    self.log.info("  %s: %s%s; answer unreadable (Blink confirmed it, 2xx)", name, outcome, detail)
-                else:
-                    self.log.info("  %s: %s (%s, %r%s)", name, outcome, stored.type, stored.display_name, detail)
-                continue
-            if name in unknown:
-                self.log.warning("  %s: unknown: in flight when the task was interrupted (perhaps applied)", name)
-                continue
-            error = result.failed.get(name)
-            status = error.status if error is not None else None
-            message = str(error.message) if error is not None else f"not sent: {stopped}"
-            if error is not None and error.details and error.details != error.message:
-                message = f"{message} ({error.details})"
-            self.log.error("  %s: failed%s: %s", name, f" with {status}" if status else "", message)
-            failed.append({"field": name, "status": status, "message": message})
+            if outcomes[name] != "unchanged":
+                failure = self._log_field(name, outcomes[name], result, stopped)
+                if failure is not None:
+                    failed.append(failure)
         if counts["unchanged"]:
             self.log.info("  (%d field(s) unchanged)", counts["unchanged"])
         return {
@@ -335,6 +323,38 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             "unknown": list(result.unknown),
             "outcomes": outcomes,
         }
+
+    def _stopped_by(self, result: FieldUpdates) -> str:
+        """Why fields were left unsent: the key refused, ``fail_fast``, or an interruption."""
+        auth = next((error for error in result.failed.values() if isinstance(error, BlinkAuthError)), None)
+        if auth is not None:
+            return f"Blink refused the API key ({auth.status})"
+        return "fail_fast stopped the batch" if self.fail_fast else "the task was interrupted"
+
+    def _log_field(self, name: str, outcome: str, result: FieldUpdates, stopped: str) -> dict[str, Any] | None:
+        """Log one field's line; a failed field's XCom entry (None for any other)."""
+        if name in result.applied:
+            self._log_applied(name, outcome, result)
+            return None
+        if outcome == "unknown":
+            self.log.warning("  %s: unknown: in flight when the task was interrupted (perhaps applied)", name)
+            return None
+        error = result.failed.get(name)
+        status = error.status if error is not None else None
+        message = str(error.message) if error is not None else f"not sent: {stopped}"
+        if error is not None and error.details and error.details != error.message:
+            message = f"{message} ({error.details})"
+        self.log.error("  %s: failed%s: %s", name, f" with {status}" if status else "", message)
+        return {"field": name, "status": status, "message": message}
+
+    def _log_applied(self, name: str, outcome: str, result: FieldUpdates) -> None:
+        stored = result.applied[name]
+        members = result.plan.members(name) if result.plan is not None else ()
+        detail = f"; {', '.join(members)}" if members else ""
+        if stored is None:
+            self.log.info("  %s: %s%s; answer unreadable (Blink confirmed it, 2xx)", name, outcome, detail)
+        else:
+            self.log.info("  %s: %s (%s, %r%s)", name, outcome, stored.type, stored.display_name, detail)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage: the table as an output dataset with the declared schema (no request;
