@@ -76,6 +76,25 @@ def as_timeout(value: Any, what: str) -> Timeout:
     )
 
 
+def _header(name: Any, old_name: Any, who: str) -> str:
+    """The key's header name, from the extra :data:`HEADER_EXTRA` (``old_name``: the extra's
+    name before 0.1.0, refused).
+
+    :raises BlinkConfigurationError: not an HTTP header name, or only the old extra is set.
+    """
+    if name is None and old_name is not None:
+        raise BlinkConfigurationError(
+            f"{who} has the extra '{OLD_HEADER_EXTRA}', renamed '{HEADER_EXTRA}' before 0.1.0 (Airflow's UI masks "
+            "extras named with 'api_key'): rename it"
+        )
+    header = str(name or DEFAULT_HEADER).strip()
+    if not header.isascii() or any(c in header for c in " :\r\n\t") or not header.isprintable():
+        raise BlinkConfigurationError(
+            f"extra '{HEADER_EXTRA}' must be an HTTP header name such as {DEFAULT_HEADER}, got {header!r}"
+        )
+    return header
+
+
 @dataclass(frozen=True)
 class ConnectionSettings:
     """What a hook needs from its Airflow connection (the key is left out of its repr)."""
@@ -114,16 +133,7 @@ class ConnectionSettings:
                 f"{who} has no API key: put it in the password field (labelled 'API key' in the UI)"
             )
         check_api_key(api_key, who)
-        if option(HEADER_EXTRA) is None and option(OLD_HEADER_EXTRA) is not None:
-            raise BlinkConfigurationError(
-                f"{who} has the extra '{OLD_HEADER_EXTRA}', renamed '{HEADER_EXTRA}' before 0.1.0 (Airflow's UI masks "
-                "extras named with 'api_key'): rename it"
-            )
-        header = str(option(HEADER_EXTRA) or DEFAULT_HEADER).strip()
-        if not header.isascii() or any(c in header for c in " :\r\n\t") or not header.isprintable():
-            raise BlinkConfigurationError(
-                f"extra '{HEADER_EXTRA}' must be an HTTP header name such as {DEFAULT_HEADER}, got {header!r}"
-            )
+        header = _header(option(HEADER_EXTRA), option(OLD_HEADER_EXTRA), who)
         verify = option("verify_ssl")
         conn_timeout = option("timeout")
         return cls(
