@@ -201,19 +201,14 @@ def _serve(stack: ExitStack, size: int, delay_ms: float) -> tuple[str, str]:
         ],
         r"listening on (http://[\d.]+:(\d+))",
     )
-    proxy = _start(
-        stack,
-        [
-            sys.executable,
-            str(HERE / "latency_proxy.py"),
-            "--target",
-            f"127.0.0.1:{sandbox[2]}",
-            "--delay-ms",
-            str(delay_ms),
-        ],
-        r"listening on (\d+)",
-    )
-    return f"{sandbox[1]}/api/v1", f"http://127.0.0.1:{proxy[1]}/api/v1"
+    return f"{sandbox[1]}/api/v1", f"{_proxy(stack, int(sandbox[2]), delay_ms)}/api/v1"
+
+
+def _proxy(stack: ExitStack, port: int, delay_ms: float) -> str:
+    """``latency_proxy.py`` in front of 127.0.0.1:``port``, ``delay_ms`` each way: its base URL."""
+    args = [sys.executable, str(HERE / "latency_proxy.py"), "--target", f"127.0.0.1:{port}"]
+    proxy = _start(stack, [*args, "--delay-ms", str(delay_ms)], r"listening on (\d+)")
+    return f"http://127.0.0.1:{proxy[1]}"
 
 
 def compare(size: int, rounds: int, delay_ms: float, out: str, note: str = "") -> dict[str, dict[str, float]]:

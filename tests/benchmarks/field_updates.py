@@ -35,7 +35,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from catalogue_sync import KEY, _start  # noqa: E402  (the same process helpers)
+from catalogue_sync import KEY, _proxy  # noqa: E402  (the same process helpers)
 
 WS, TABLE = "ws-bench", "Wide"
 
@@ -106,19 +106,7 @@ def main() -> int:
             TABLE,
             [{"name": f"f{i:03d}", "type": "text", "display_name": f"f{i}", "attributes": {}} for i in range(count)],
         )
-        proxy = _start(
-            stack,
-            [
-                sys.executable,
-                str(HERE / "latency_proxy.py"),
-                "--target",
-                f"127.0.0.1:{sandbox.port}",
-                "--delay-ms",
-                str(delay_ms),
-            ],
-            r"listening on (\d+)",
-        )
-        base = f"http://127.0.0.1:{proxy[1]}"
+        base = _proxy(stack, sandbox.port, delay_ms)
         for round_ in range(rounds):
             for way in ways:
                 done = subprocess.run(
@@ -177,18 +165,7 @@ def scaling(sizes: tuple[int, int], rounds: int, delay_ms: float, concurrency: i
                 f"{TABLE}{size}",
                 [{"name": f"f{i:03d}", "type": "text", "display_name": f"f{i}", "attributes": {}} for i in range(size)],
             )
-        proxy = _start(
-            stack,
-            [
-                sys.executable,
-                str(HERE / "latency_proxy.py"),
-                "--target",
-                f"127.0.0.1:{sandbox.port}",
-                "--delay-ms",
-                str(delay_ms),
-            ],
-            r"listening on (\d+)",
-        )
+        base = _proxy(stack, sandbox.port, delay_ms)
         records = stack.enter_context(tempfile.TemporaryDirectory(prefix="blink-bench-records-"))
         for round_ in range(rounds):
             for size in sizes:
@@ -199,7 +176,7 @@ def scaling(sizes: tuple[int, int], rounds: int, delay_ms: float, concurrency: i
                         "--child",
                         "scaling",
                         "--base",
-                        f"http://127.0.0.1:{proxy[1]}",
+                        base,
                         "--count",
                         str(size),
                         "--round",
