@@ -6,11 +6,13 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkInputError, BlinkResponseError
 from blinkops_provider.models import FieldUpdate, TableField
-from blinkops_provider.schema import ADD, CHANGE, UNCHANGED, SchemaPlan
+
+if TYPE_CHECKING:
+    from blinkops_provider.migrations.plan import SchemaPlan
 
 __all__ = ["FieldUpdates", "check_concurrency", "run_batch"]
 
@@ -69,13 +71,10 @@ class FieldUpdates:
 
     def _outcome(self, name: str, skipped: set[str], unknown: set[str]) -> str:
         if name in self.applied:
-            return _DONE[self.plan.action(name)] if self.plan is not None else "applied"
+            return self.plan.done(name) if self.plan is not None else "applied"
         if name in skipped:
             return "unchanged"
         return "unknown" if name in unknown else "failed"
-
-
-_DONE = {ADD: "added", CHANGE: "changed", UNCHANGED: "unchanged"}
 
 
 def check_concurrency(value: Any) -> None:

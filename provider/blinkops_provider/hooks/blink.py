@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import requests
 from airflow.providers.common.compat.sdk import BaseHook, mask_secret
@@ -18,7 +16,6 @@ from blinkops_provider import DEFAULT_HEADER
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
-    BlinkBadRequestError,
     BlinkConfigurationError,
     BlinkInputError,
     BlinkResponseError,
@@ -41,7 +38,9 @@ from blinkops_provider.models import (
 )
 from blinkops_provider.names import build_base_url, segment
 from blinkops_provider.rql import MAX_LIMIT, RQLQuery, check_field_types, check_paging
-from blinkops_provider.schema import REFUSED, UNCHANGED, SchemaPlan, SchemaRecord, record_location
+
+if TYPE_CHECKING:
+    from blinkops_provider.migrations.plan import SchemaPlan
 
 __all__ = [
     "KEYSET",
@@ -94,50 +93,6 @@ def _rql(**members: Any) -> RQLQuery:
     except ValueError as err:
         raise BlinkInputError(f"invalid RQL query: {err}") from None
     return query
-
-
-def _lock_owner() -> str:
-    """Who holds a table's lock: the Airflow task instance running now, else this host and process."""
-    parts = [os.environ.get(f"AIRFLOW_CTX_{name}") for name in ("DAG_ID", "DAG_RUN_ID", "TASK_ID")]
-    if all(parts):
-        return "/".join(map(str, parts)) + f" (try {os.environ.get('AIRFLOW_CTX_TRY_NUMBER') or '?'})"
-    return f"{socket.gethostname()} (pid {os.getpid()})"
-
-
-Batch = list[tuple[str, FieldUpdate]]
-
-
-@dataclasses.dataclass
-class _Recording:
-    """A batch applied under a plan: what is sent, the plan's part of the report, the record's update."""
-
-    record: SchemaRecord
-    recorded: dict[str, dict[str, Any]]
-    plan: SchemaPlan
-    batch: Batch
-    only_changed: bool
-
-    def __post_init__(self) -> None:
-        action = self.plan.action
-        self.refused = {name: self.plan.risk(name) for name, _ in self.batch if action(name) == REFUSED}
-        self.skipped = [name for name, _ in self.batch if self.only_changed and action(name) == UNCHANGED]
-
-    def sent(self) -> Batch:
-        """The batch less what is not sent: the refused fields and, with ``only_changed``, the unchanged."""
-        left_out = {*self.refused, *self.skipped}
-        return [entry for entry in self.batch if entry[0] not in left_out]
-
-    def report(self, result: FieldUpdates) -> FieldUpdates:
-        refused = {name: BlinkBadRequestError(f"not sent: {why}") for name, why in self.refused.items()}
-        order = [name for name, _ in self.batch]
-        failed = {**refused, **result.failed}
-        return dataclasses.replace(result, order=order, plan=self.plan, skipped=self.skipped, failed=failed)
-
-    def write(self, result: FieldUpdates, now: Any) -> None:
-        """Record the fields Blink confirmed (nothing when none was)."""
-        if result.applied:
-            confirmed = {name: update.to_body() for name, update in self.batch if name in result.applied}
-            self.record.write({**self.recorded, **confirmed}, now=now)
 
 
 class BlinkHook(BaseHook):
@@ -303,13 +258,9 @@ class BlinkHook(BaseHook):
         :raises BlinkInputError: invalid updates, or a file at ``record_path`` that is not this
             table's record.
         """
-        _segment(ws_id, "ws_id")
-        _segment(table, "table")
-        plan, _ = self._record(ws_id, table, record_path).plan(validate_field_updates(updates))
-        return plan
+        from blinkops_provider.migrations.apply import plan_schema
 
-    def _record(self, ws_id: str, table: str, record_path: str | os.PathLike[str]) -> SchemaRecord:
-        return SchemaRecord(record_location(record_path, ws_id, table), blink=self.base_url, ws_id=ws_id, table=table)
+        return plan_schema(self, ws_id, table, updates, record_path=record_path)
 
     def update_table_fields(
         self,
@@ -363,79 +314,44 @@ class BlinkHook(BaseHook):
         An exception that interrupts the batch (a task timeout, a signal) or the record's update
         carries what was known then: :meth:`FieldUpdates.carried_by
         <blinkops_provider.hooks._batch.FieldUpdates.carried_by>` (the operator pushes it to XCom).
-        The table's lock names the Airflow task instance that holds it, from the ``AIRFLOW_CTX_*``
-        variables Airflow sets while a task runs (the host and process otherwise).
+        With ``record_path`` this is a migration, which :func:`blinkops_provider.migrations.apply_schema`
+        carries out (the table's lock, the plan, the record); the lock names the Airflow task
+        instance running now, the host and the process.
         """
-        _segment(ws_id, "ws_id")
-        _segment(table, "table")
-        check_concurrency(max_concurrency)
+        from blinkops_provider.migrations.apply import apply_schema, check_lock_wait
+
+        check_lock_wait(lock_wait)
         for name, given in (("only_changed", only_changed), ("plan", plan is not None)):
             if given and record_path is None:
                 raise BlinkInputError(
                     f"{name} needs a record_path: the plan compares the declared schema with the record of the last "
                     "apply kept there"
                 )
-        batch = validate_field_updates(updates)
-        self.transport  # noqa: B018 - a broken connection fails once, here, not once per field
-        if record_path is None:
-            return self._send_fields(ws_id, table, batch, max_concurrency, fail_fast)
-        record = self._record(ws_id, table, record_path)
-        with record.locked(
-            owner=_lock_owner(), wait=lock_wait, now=self.clock.now, sleep=self.clock.sleep, log=self.log
-        ):
-            planned, recorded = record.plan(batch)
-            if plan is not None:
-                planned.check_approved(plan)  # before anything is sent
-            planned.log_to(self.log)
-            recording = _Recording(record, recorded, planned, batch, only_changed)
-            return self._send_fields(ws_id, table, recording.sent(), max_concurrency, fail_fast, recording)
-
-    def _send_fields(
-        self,
-        ws_id: str,
-        table: str,
-        batch: Batch,
-        max_concurrency: int,
-        fail_fast: bool,
-        recording: _Recording | None = None,
-    ) -> FieldUpdates:
-        """Send the batch, and record what Blink confirmed."""
-        try:
-            result = run_batch(
-                batch,
-                lambda name, update: self._put_field(ws_id, table, name, update),
+        if record_path is not None:
+            return apply_schema(
+                self,
+                ws_id,
+                table,
+                updates,
+                record_path=record_path,
                 max_concurrency=max_concurrency,
                 fail_fast=fail_fast,
-                log=self.log,
+                only_changed=only_changed,
+                plan=plan,
+                lock_wait=lock_wait,
             )
-        except BaseException as exc:
-            partial = FieldUpdates.carried_by(exc)
-            if partial is not None and recording is not None:
-                self._complete(recording, partial, raising=False).attach_to(exc)
-            raise
-        return result if recording is None else self._complete(recording, result, raising=True)
-
-    def _complete(self, recording: _Recording, result: FieldUpdates, *, raising: bool) -> FieldUpdates:
-        """The batch's report with the plan's part, after recording what Blink confirmed. A
-        record that cannot be written fails the task (``raising``) or is logged (an interruption
-        goes on up anyway); either way the report travels with the exception."""
-        full = recording.report(result)
-        try:
-            recording.write(result, self.clock.now())
-        except Exception as err:
-            where = recording.record.location
-            if not raising:
-                self.log.error("The schema record at %s was not updated: %s", where, type(err).__name__)
-                return full
-            why = str(err) if isinstance(err, BlinkInputError) else type(err).__name__
-            error = BlinkApiError(
-                f"the fields were sent, but the schema record at {where!r} could not be updated ({why}); "
-                "the next plan would be wrong, so the task fails. A retry applies the schema again (safe: updates "
-                "are full replacements) and records it"
-            )
-            full.attach_to(error)
-            raise error from None
-        return full
+        _segment(ws_id, "ws_id")
+        _segment(table, "table")
+        check_concurrency(max_concurrency)
+        batch = validate_field_updates(updates)
+        self.transport  # noqa: B018 - a broken connection fails once, here, not once per field
+        return run_batch(
+            batch,
+            lambda name, update: self._put_field(ws_id, table, name, update),
+            max_concurrency=max_concurrency,
+            fail_fast=fail_fast,
+            log=self.log,
+        )
 
     def list_connection_types(
         self,

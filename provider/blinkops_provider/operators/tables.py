@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import ast
-import json
-import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -12,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from blinkops_provider.assets import TABLES_ALIAS, table_lineage
 from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkClientError, BlinkInputError
 from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook, FieldUpdates, check_concurrency
+from blinkops_provider.migrations import Holder, apply_schema, approved_plan, check_lock_wait, plan_schema
 from blinkops_provider.models import FieldType, FieldUpdate, validate_field_updates, validate_input
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
 from blinkops_provider.rql import parse_json_object
@@ -20,35 +18,6 @@ if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
 
 __all__ = ["UpdateTableFieldOperator", "UpdateTableFieldsOperator", "approved_plan"]
-
-_FINGERPRINT = re.compile(r"[0-9a-f]{16}")
-
-
-def approved_plan(value: Any) -> dict[str, Any] | str | None:
-    """The ``plan`` argument as the apply checks it: the plan's XCom (a dict, its JSON text, or
-    the Python text a template renders of it) or its 16-hex-digit fingerprint.
-
-    :raises BlinkInputError: anything else, saying what is allowed.
-    """
-    if value is None or isinstance(value, dict):
-        return value
-    if isinstance(value, str):
-        text = value.strip()
-        if _FINGERPRINT.fullmatch(text):
-            return text
-        for read in (json.loads, ast.literal_eval):
-            try:
-                parsed = read(text)
-            except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
-                continue
-            if isinstance(parsed, dict) and "fingerprint" in parsed:
-                return parsed
-    shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:79] + "…"
-    raise BlinkInputError(
-        f"plan must be the plan task's XCom (plan=plan_task.output, or its JSON) or its 16-hex-digit fingerprint, "
-        f"got {shown}"
-    )
-
 
 _OUTCOMES = ("added", "changed", "unchanged", "applied", "failed", "unknown")
 
@@ -242,9 +211,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         self.only_changed = only_changed
         self.plan_only = plan_only
         self.plan = plan
-        if isinstance(lock_wait, bool) or not isinstance(lock_wait, (int, float)) or not 0 <= lock_wait <= 3600:
-            raise BlinkInputError(f"lock_wait must be a number of seconds from 0 to 3600, got {lock_wait!r}")
-        self.lock_wait = float(lock_wait)
+        self.lock_wait = check_lock_wait(lock_wait)
 
     def execute(self, context: Context) -> dict[str, Any]:
         batch = validate_field_updates(self.fields, require_type_and_name=True)
@@ -254,17 +221,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             return self._plan(batch)
         result: FieldUpdates | None = None
         try:
-            result = self.hook.update_table_fields(
-                self.ws_id,
-                self.table,
-                dict(batch),
-                max_concurrency=self.max_concurrency,
-                fail_fast=self.fail_fast,
-                record_path=str(self.record_path) if self.record_path else None,
-                only_changed=self.only_changed,
-                plan=approved,
-                lock_wait=self.lock_wait,
-            )
+            result = self._apply(context, dict(batch), approved)
             if not result.ok:
                 raise self._failure(result)
         except BaseException as exc:  # every way out: a failure, execution_timeout, a signal
@@ -275,6 +232,26 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         summary = self._report(result)
         self._announce(context, summary, planned=result.plan is not None)
         return summary
+
+    def _apply(self, context: Context, batch: dict[str, FieldUpdate], approved: Any) -> FieldUpdates:
+        """Send the batch: as a migration of the table (lock, plan, record) with a ``record_path``."""
+        if not self.record_path:
+            return self.hook.update_table_fields(
+                self.ws_id, self.table, batch, max_concurrency=self.max_concurrency, fail_fast=self.fail_fast
+            )
+        return apply_schema(
+            self.hook,
+            self.ws_id,
+            self.table,
+            batch,
+            record_path=str(self.record_path),
+            max_concurrency=self.max_concurrency,
+            fail_fast=self.fail_fast,
+            only_changed=self.only_changed,
+            plan=approved,
+            lock_wait=self.lock_wait,
+            holder=Holder.current(context.get("ti")),
+        )
 
     def _announce(self, context: Context, summary: dict[str, Any], *, planned: bool) -> None:
         """The table's asset event, unless a plan found nothing to add or change."""
@@ -287,7 +264,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     def _plan(self, batch: list[tuple[str, FieldUpdate]]) -> dict[str, Any]:
         """The plan's XCom, once the key is known to work (before anyone is asked to review)."""
         self.hook.check_key()
-        plan = self.hook.plan_table_fields(self.ws_id, self.table, dict(batch), record_path=str(self.record_path))
+        plan = plan_schema(self.hook, self.ws_id, self.table, dict(batch), record_path=str(self.record_path))
         plan.log_to(self.log)
         return plan.to_xcom()
 

@@ -1,0 +1,58 @@
+"""Schema migrations of Blink tables: the plan and its risk rules (:mod:`.plan`), the record of
+the last apply (:mod:`.record`), the table's lock (:mod:`.lock`, kept by :mod:`.lockfiles`), and
+the apply (:mod:`.apply`). The operators orchestrate these; :class:`~blinkops_provider.hooks.blink.BlinkHook`
+is the Blink API client they send through. ``blink-schema`` (:mod:`.cli`) lists and releases locks.
+"""
+
+from __future__ import annotations
+
+from blinkops_provider.migrations.apply import apply_schema, approved_plan, plan_schema
+from blinkops_provider.migrations.lock import (
+    MAX_LOCK_WAIT,
+    Holder,
+    LockInfo,
+    TableLock,
+    check_lock_wait,
+    force_unlock,
+    held_locks,
+    unlock_command,
+)
+from blinkops_provider.migrations.plan import (
+    ADD,
+    BASELINE,
+    CHANGE,
+    REFUSED,
+    UNCHANGED,
+    FieldPlan,
+    SchemaPlan,
+    declared_schema,
+    differing_members,
+    plan_fields,
+)
+from blinkops_provider.migrations.record import SchemaRecord, record_location
+
+__all__ = [
+    "ADD",
+    "BASELINE",
+    "CHANGE",
+    "MAX_LOCK_WAIT",
+    "REFUSED",
+    "UNCHANGED",
+    "FieldPlan",
+    "Holder",
+    "LockInfo",
+    "SchemaPlan",
+    "SchemaRecord",
+    "TableLock",
+    "apply_schema",
+    "approved_plan",
+    "check_lock_wait",
+    "declared_schema",
+    "differing_members",
+    "force_unlock",
+    "held_locks",
+    "plan_fields",
+    "plan_schema",
+    "record_location",
+    "unlock_command",
+]

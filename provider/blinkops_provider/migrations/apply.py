@@ -1,0 +1,195 @@
+"""How a schema migration is planned and applied.
+
+- :func:`plan_schema` plans the declared fields against the table's record; it sends nothing.
+- :func:`apply_schema` takes the table's lock (:mod:`blinkops_provider.migrations.lock`), plans
+  again under it, refuses anything but the approved plan, sends what the plan sends through the
+  hook (:meth:`BlinkHook.update_table_fields <blinkops_provider.hooks.blink.BlinkHook.update_table_fields>`,
+  the Blink API client), and records the fields Blink confirmed, before it lets the lock go.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from blinkops_provider._storage import storage_path
+from blinkops_provider.exceptions import BlinkApiError, BlinkBadRequestError, BlinkConfigurationError, BlinkInputError
+from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook, FieldUpdates, check_concurrency
+from blinkops_provider.migrations.lock import Holder, TableLock, check_lock_wait
+from blinkops_provider.migrations.plan import REFUSED, UNCHANGED, SchemaPlan
+from blinkops_provider.migrations.record import SchemaRecord, record_location
+from blinkops_provider.models import FieldUpdate, validate_field_updates
+from blinkops_provider.names import segment
+
+__all__ = ["apply_schema", "approved_plan", "check_lock_wait", "plan_schema"]
+
+Updates = Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | str
+Batch = list[tuple[str, FieldUpdate]]
+
+_FINGERPRINT = re.compile(r"[0-9a-f]{16}")
+
+
+def approved_plan(value: Any) -> dict[str, Any] | str | None:
+    """The ``plan`` argument as the apply checks it: the plan's XCom (a dict, its JSON text, or
+    the Python text a template renders of it) or its 16-hex-digit fingerprint.
+
+    :raises BlinkInputError: anything else, saying what is allowed.
+    """
+    if value is None or isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if _FINGERPRINT.fullmatch(text):
+            return text
+        for read in (json.loads, ast.literal_eval):
+            try:
+                parsed = read(text)
+            except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
+                continue
+            if isinstance(parsed, dict) and "fingerprint" in parsed:
+                return parsed
+    shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:79] + "…"
+    raise BlinkInputError(
+        f"plan must be the plan task's XCom (plan=plan_task.output, or its JSON) or its 16-hex-digit fingerprint, "
+        f"got {shown}"
+    )
+
+
+def _record(hook: BlinkHook, ws_id: str, table: str, record_path: str | os.PathLike[str]) -> SchemaRecord:
+    for name, what in ((ws_id, "ws_id"), (table, "table")):
+        try:
+            segment(name, what)
+        except ValueError as err:
+            raise BlinkInputError(str(err)) from None
+    location = record_location(record_path, ws_id, table)
+    storage_path(location, "record_path")  # a location that cannot hold a record is refused before the lock
+    return SchemaRecord(location, blink=hook.base_url, ws_id=ws_id, table=table)
+
+
+def plan_schema(
+    hook: BlinkHook, ws_id: str, table: str, updates: Updates, *, record_path: str | os.PathLike[str]
+) -> SchemaPlan:
+    """What applying ``updates`` would do to each field of ``ws_id``/``table``, against the record
+    at ``record_path`` (see :meth:`BlinkHook.plan_table_fields
+    <blinkops_provider.hooks.blink.BlinkHook.plan_table_fields>`). Sends nothing."""
+    batch = validate_field_updates(updates)
+    plan, _ = _record(hook, ws_id, table, record_path).plan(batch)
+    return plan
+
+
+@dataclasses.dataclass
+class _Recording:
+    """A batch applied under a plan: what is sent, the plan's part of the report, the record's update."""
+
+    record: SchemaRecord
+    recorded: dict[str, dict[str, Any]]
+    plan: SchemaPlan
+    batch: Batch
+    only_changed: bool
+
+    def __post_init__(self) -> None:
+        action = self.plan.action
+        self.refused = {name: self.plan.risk(name) for name, _ in self.batch if action(name) == REFUSED}
+        self.skipped = [name for name, _ in self.batch if self.only_changed and action(name) == UNCHANGED]
+
+    def sent(self) -> dict[str, FieldUpdate]:
+        """The batch less what is not sent: the refused fields and, with ``only_changed``, the unchanged."""
+        left_out = {*self.refused, *self.skipped}
+        return {name: update for name, update in self.batch if name not in left_out}
+
+    def report(self, result: FieldUpdates) -> FieldUpdates:
+        refused = {name: BlinkBadRequestError(f"not sent: {why}") for name, why in self.refused.items()}
+        order = [name for name, _ in self.batch]
+        failed = {**refused, **result.failed}
+        return dataclasses.replace(result, order=order, plan=self.plan, skipped=self.skipped, failed=failed)
+
+    def complete(self, result: FieldUpdates, now: Any, *, raising: bool, log: Any) -> FieldUpdates:
+        """The batch's report with the plan's part, after recording the fields Blink confirmed. A
+        record that cannot be written fails the task (``raising``) or is logged (an interruption
+        goes on up anyway); either way the report travels with the exception."""
+        full = self.report(result)
+        try:
+            if result.applied:
+                confirmed = {name: update.to_body() for name, update in self.batch if name in result.applied}
+                self.record.write({**self.recorded, **confirmed}, now=now)
+        except Exception as err:
+            if not raising:
+                log.error("The schema record at %s was not updated: %s", self.record.location, type(err).__name__)
+                return full
+            if isinstance(err, BlinkConfigurationError):
+                full.attach_to(err)
+                raise
+            why = str(err) if isinstance(err, BlinkInputError) else type(err).__name__
+            error = BlinkApiError(
+                f"the fields were sent, but the schema record at {self.record.location!r} could not be updated "
+                f"({why}); the next plan would be wrong, so the task fails. A retry applies the schema again (safe: "
+                "updates are full replacements) and records it"
+            )
+            full.attach_to(error)
+            raise error from None
+        return full
+
+
+def apply_schema(
+    hook: BlinkHook,
+    ws_id: str,
+    table: str,
+    updates: Updates,
+    *,
+    record_path: str | os.PathLike[str],
+    max_concurrency: int = DEFAULT_UPDATE_CONCURRENCY,
+    fail_fast: bool = False,
+    only_changed: bool = False,
+    plan: Mapping[str, Any] | str | None = None,
+    lock_wait: float = 0.0,
+    holder: Holder | None = None,
+) -> FieldUpdates:
+    """Apply ``updates`` to ``ws_id``/``table`` as a migration: lock, plan, check, send, record.
+
+    The arguments are those of :meth:`BlinkHook.update_table_fields
+    <blinkops_provider.hooks.blink.BlinkHook.update_table_fields>`; ``holder`` names who holds the
+    table's lock (by default this process, as the Airflow task instance running now).
+
+    :raises BlinkInputError: invalid input, before the lock is taken.
+    :raises BlinkStalePlanError: ``plan`` is not what would be applied now (nothing sent).
+    :raises BlinkLockedError: another apply holds the table's lock (nothing sent).
+    :raises BlinkConfigurationError: the record's location cannot be read or written.
+    """
+    check_concurrency(max_concurrency)
+    wait = check_lock_wait(lock_wait)
+    approved = approved_plan(plan)
+    batch = validate_field_updates(updates)
+    record = _record(hook, ws_id, table, record_path)  # reads the connection: a broken one fails here
+    clock = hook.clock
+    lock = TableLock(
+        os.fspath(record_path),
+        ws_id=ws_id,
+        table=table,
+        holder=holder or Holder.current(),
+        wait=wait,
+        now=clock.now,
+        sleep=clock.sleep,
+        monotonic=clock.monotonic,
+        log=hook.log,
+    )
+    with lock:
+        planned, recorded = record.plan(batch)
+        if approved is not None:
+            planned.check_approved(approved)  # before anything is sent
+        planned.log_to(hook.log)
+        recording = _Recording(record, recorded, planned, batch, only_changed)
+        try:
+            result = hook.update_table_fields(
+                ws_id, table, recording.sent(), max_concurrency=max_concurrency, fail_fast=fail_fast
+            )
+        except BaseException as exc:
+            partial = FieldUpdates.carried_by(exc)
+            if partial is not None:
+                recording.complete(partial, clock.now(), raising=False, log=hook.log).attach_to(exc)
+            raise
+        return recording.complete(result, clock.now(), raising=True, log=hook.log)

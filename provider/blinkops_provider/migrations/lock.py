@@ -1,0 +1,319 @@
+"""How a table is locked while a migration applies to it.
+
+An apply holds its table's lock from before it plans until it has written the record, so two
+applies of one table never send at once and the second plans against the first one's record.
+
+- **One holder.** The lock is created only where there is none, with its body in the same atomic
+  step (:mod:`blinkops_provider.migrations.lockfiles`): of any number of applies started at once,
+  one holds it. It is keyed by the record's resolved location (a symlink shares it).
+- **No clock.** A lock never expires: a live holder keeps it however long it runs, and no two
+  machines' clocks are compared. ``since`` is shown to people, never judged.
+- **Removed only by its holder**, or by a takeover or an unlock that removes exactly the lock it
+  read (a conditional delete): a lock replaced in between is left alone. A lock that is gone when
+  read is not "expired": the apply simply tries to create it again.
+- **A dead holder** is taken over automatically only where this provider can show it is gone: an
+  earlier try of the same task instance (Airflow runs one try at a time), or a process on this
+  host that no longer runs. Otherwise the refusal prints the command that releases that lock by
+  its id (:func:`force_unlock`, ``blink-schema unlock``), as Terraform's ``force-unlock`` does.
+- **Waiting** polls with backoff (1 s, doubling, at most 30 s) and logs whom it waits for.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import math
+import os
+import secrets
+import shlex
+import socket
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from blinkops_provider.exceptions import BlinkInputError, BlinkLockedError
+from blinkops_provider.migrations.lockfiles import NoLock, lock_file, lock_files
+from blinkops_provider.migrations.record import record_location
+from blinkops_provider.names import segment
+
+__all__ = [
+    "MAX_LOCK_WAIT",
+    "Holder",
+    "LockInfo",
+    "TableLock",
+    "check_lock_wait",
+    "force_unlock",
+    "held_locks",
+    "unlock_command",
+]
+
+LOCK_FORMAT = "blinkops-table-lock/1"
+FIRST_POLL, MAX_POLL = 1.0, 30.0
+MAX_LOCK_WAIT = 3600.0
+"""The longest an apply may wait for another apply's lock, in seconds."""
+
+_log = logging.getLogger(__name__)
+
+
+def check_lock_wait(value: Any, what: str = "lock_wait") -> float:
+    """``value`` as seconds to wait for a lock.
+
+    :raises BlinkInputError: not a finite number from 0 to :data:`MAX_LOCK_WAIT`.
+    """
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or not 0 <= value <= MAX_LOCK_WAIT:
+        raise BlinkInputError(f"{what} must be a number of seconds from 0 to {MAX_LOCK_WAIT:g}, got {value!r}")
+    return float(value)
+
+
+def _process(pid: int) -> tuple[str, str] | None:
+    """A process's state and start time (Linux ``/proc``), None where they cannot be read."""
+    try:
+        after_name = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return after_name[0], after_name[19]
+
+
+def _running(pid: int, started: str | None) -> bool:
+    """Whether the process ``pid`` of this host, started at ``started``, still runs."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    now = _process(pid)
+    if now is None:
+        return True
+    return now[0] not in ("Z", "X") and (started is None or now[1] == started)
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a lock: the Airflow task instance (DAG, run, task, map index, try), the host and
+    the process; ``label`` names a holder that is not a task."""
+
+    host: str
+    pid: int
+    started: str | None = None
+    dag_id: str | None = None
+    run_id: str | None = None
+    task_id: str | None = None
+    map_index: int | None = None
+    try_number: int | None = None
+    label: str | None = None
+
+    @classmethod
+    def current(cls, ti: Any = None, *, label: str | None = None) -> Holder:
+        """This process, as the task instance ``ti`` (else the task running now, if any)."""
+        if ti is None or not isinstance(getattr(ti, "task_id", None), str):
+            ti = _running_task_instance()
+        task: dict[str, Any] = {}
+        if ti is not None:
+            names = ("dag_id", "run_id", "task_id", "map_index", "try_number")
+            task = {name: getattr(ti, name, None) for name in names}
+            task = {name: value if isinstance(value, (str, int)) else None for name, value in task.items()}
+        pid = os.getpid()
+        state = _process(pid)
+        return cls(host=socket.gethostname(), pid=pid, started=state and state[1], label=label, **task)
+
+    @property
+    def task_instance(self) -> tuple[Any, ...] | None:
+        parts = (self.dag_id, self.run_id, self.task_id, self.map_index)
+        return parts if None not in parts else None
+
+    def describe(self) -> str:
+        where = f"on {self.host} (pid {self.pid})" if self.pid > 0 else "(host and process unknown)"
+        if self.task_instance is None:
+            return f"{self.label} {where}" if self.label else where
+        index = f"[{self.map_index}]" if self.map_index is not None and self.map_index >= 0 else ""
+        return f"{self.dag_id}/{self.run_id}/{self.task_id}{index} (try {self.try_number}) {where}"
+
+    def gone_for(self, me: Holder) -> str:
+        """Why this holder is known to be gone, as ``me`` sees it; empty when it cannot be shown."""
+        tries = (self.try_number, me.try_number)
+        same = self.task_instance is not None and self.task_instance == me.task_instance
+        if same and all(isinstance(n, int) for n in tries) and tries[0] < tries[1]:  # type: ignore[operator]
+            return f"it is try {self.try_number} of this task instance, and this is try {me.try_number}"
+        if self.host == me.host and not _running(self.pid, self.started):
+            return f"its process {self.pid} no longer runs on this host"
+        return ""
+
+    @classmethod
+    def from_json(cls, data: Any) -> Holder:
+        data = data if isinstance(data, dict) else {}
+        known = {f.name for f in fields(cls)}
+        values = {name: value for name, value in data.items() if name in known}
+        host, pid = values.pop("host", None), values.pop("pid", None)
+        return cls(host=str(host or "an unknown host"), pid=pid if isinstance(pid, int) else 0, **values)
+
+
+def _running_task_instance() -> Any:
+    from airflow.providers.common.compat.sdk import get_current_context
+
+    try:
+        return get_current_context()["ti"]
+    except Exception:  # not in a task
+        return None
+
+
+@dataclass(frozen=True)
+class LockInfo:
+    """A lock as read: its id, the table, since when (as its holder wrote it), and the holder."""
+
+    id: str
+    ws_id: str
+    table: str
+    since: str
+    holder: Holder
+    where: str
+    version: str
+
+    @classmethod
+    def read(cls, body: bytes, version: str, where: str) -> LockInfo:
+        try:
+            data = json.loads(body)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+            digest = hashlib.sha256(body).hexdigest()[:16]
+            owner = data.get("owner") if isinstance(data, dict) else None  # a lock of 0.1's format
+            holder = Holder.from_json({"label": str(owner) if owner else "an unknown holder"})
+            return cls(f"unknown-{digest}", "?", "?", "an unknown time", holder, where, version)
+        text = {name: str(data.get(name, "?")) for name in ("ws_id", "table", "since")}
+        return cls(data["id"], holder=Holder.from_json(data.get("holder")), where=where, version=version, **text)
+
+    def describe(self) -> str:
+        return f"lock {self.id} on {self.ws_id}/{self.table}, held by {self.holder.describe()} since {self.since}"
+
+
+def unlock_command(records: str, ws_id: str, table: str, lock_id: str) -> str:
+    """The command that releases one lock by its id (``records`` as ``record_path`` names it)."""
+    table_arg = f"{segment(ws_id, 'workspace id')}/{segment(table, 'table name')}"
+    return f"blink-schema unlock {shlex.quote(records)} {shlex.quote(table_arg)} {shlex.quote(lock_id)}"
+
+
+class TableLock:
+    """The lock of one table's record, held for a ``with`` block (see the module's text).
+
+    :param records: the ``record_path`` as given (a folder ending in ``/`` or the record itself).
+    :param holder: who holds it (:meth:`Holder.current`).
+    :param wait: seconds to wait for another holder (0: refuse at once).
+    :raises BlinkLockedError: another apply holds the lock (after ``wait``), naming it and how to
+        release it if it is gone.
+    :raises BlinkConfigurationError: the lock's location cannot be read or written.
+    """
+
+    def __init__(
+        self,
+        records: str,
+        *,
+        ws_id: str,
+        table: str,
+        holder: Holder,
+        wait: float = 0.0,
+        now: Any = None,
+        sleep: Any = None,
+        monotonic: Any = None,
+        log: Any = None,
+    ) -> None:
+        self.records, self.ws_id, self.table, self.holder = str(records), ws_id, table, holder
+        self.wait = check_lock_wait(wait)
+        self.record = record_location(self.records, ws_id, table)
+        self.file = lock_file(self.record)
+        self.id = secrets.token_hex(8)
+        self.now = now or (lambda: dt.datetime.now(dt.UTC))
+        self.sleep, self.monotonic = sleep or time.sleep, monotonic or time.monotonic
+        self.log = log or _log
+
+    def __enter__(self) -> TableLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def _body(self) -> bytes:
+        since = self.now().astimezone(dt.UTC).isoformat(timespec="seconds")
+        data = {"format": LOCK_FORMAT, "id": self.id, "ws_id": self.ws_id, "table": self.table, "record": self.record}
+        return json.dumps({**data, "since": since, "holder": asdict(self.holder)}).encode("utf-8")
+
+    def acquire(self) -> None:
+        if isinstance(self.file, NoLock):
+            self.log.warning(
+                "The store of %s has no conditional write, so two applies of this table are not kept apart: run "
+                "them one at a time (the DAG's max_active_runs=1, or a pool of one slot)",
+                self.record,
+            )
+            return
+        body, deadline = self._body(), self.monotonic() + self.wait
+        poll, told = FIRST_POLL, ""
+        while not self.file.create(body):
+            found = self.file.read()
+            if found is None:
+                continue  # released since: try again
+            other = LockInfo.read(*found, self.file.where)
+            why = other.holder.gone_for(self.holder)
+            if why:
+                self.log.warning("Taking over the %s: %s", other.describe(), why)
+                self.file.remove(other.version)  # that lock only: one that replaced it stays
+                continue
+            left = deadline - self.monotonic()
+            if left <= 0:
+                raise BlinkLockedError(self._refusal(other))
+            if told != other.id:
+                self.log.info("Waiting up to %s s for the %s", f"{left:.0f}", other.describe())
+                told = other.id
+            self.sleep(min(poll, left))
+            poll = min(poll * 2, MAX_POLL)
+
+    def _refusal(self, other: LockInfo) -> str:
+        waited = f" (waited {self.wait:g} s)" if self.wait else ""
+        command = unlock_command(self.records, self.ws_id, self.table, other.id)
+        return (
+            f"{self.ws_id}/{self.table} is being applied by {other.holder.describe()} (since {other.since}; lock "
+            f"{other.id} at {other.where}); nothing was sent{waited}. Try again once it is done. If that apply is "
+            f"gone (a killed worker), release its lock: {command}"
+        )
+
+    def release(self) -> None:
+        """Remove the lock if it is still this one's (never another holder's)."""
+        if isinstance(self.file, NoLock):
+            return
+        found = self.file.read()
+        if found is None or LockInfo.read(*found, self.file.where).id != self.id or not self.file.remove(found[1]):
+            self.log.warning("Lock %s of %s/%s is no longer this apply's: left alone", self.id, self.ws_id, self.table)
+
+
+def held_locks(records: str | os.PathLike[str]) -> list[LockInfo]:
+    """The locks held under a records location (a folder, or one record), for people to see."""
+    infos = []
+    for lock in lock_files(os.fspath(records)):
+        found = lock.read()
+        if found is not None:
+            infos.append(LockInfo.read(*found, lock.where))
+    return infos
+
+
+def force_unlock(records: str | os.PathLike[str], ws_id: str, table: str, lock_id: str) -> LockInfo:
+    """Release the lock ``lock_id`` of ``ws_id``/``table`` (left by an apply that is gone), as
+    Terraform's ``force-unlock`` does. Only that lock is removed: one that replaced it stays.
+
+    :returns: the lock released.
+    :raises BlinkInputError: no lock there, or not that one (nothing is released).
+    """
+    location = os.fspath(records)
+    lock = lock_file(record_location(location, ws_id, table))
+    found = lock.read()
+    if found is None:
+        raise BlinkInputError(f"{ws_id}/{table} has no lock at {lock.where}: nothing to release")
+    info = LockInfo.read(*found, lock.where)
+    if info.id != lock_id or (info.ws_id, info.table) not in ((ws_id, table), ("?", "?")):
+        raise BlinkInputError(f"the lock at {lock.where} is the {info.describe()}, not {lock_id}: nothing released")
+    if not lock.remove(info.version):
+        raise BlinkInputError(f"the lock at {lock.where} changed while it was released: nothing released")
+    return info

@@ -1,0 +1,215 @@
+"""Where a table's lock is kept, and the three operations the lock needs from a store, each atomic:
+
+- **create** the lock with its body, only if there is none (never a lock without its body);
+- **read** it: its body and a version that changes whenever the lock is replaced;
+- **remove** it, only if it is still the version read (a conditional delete).
+
+On a local or shared POSIX folder, the body is written to a file of its own and hard-linked into
+place (``link`` fails when the name exists); the conditional delete holds an ``flock`` on
+``<lock>.guard``, which every remover takes, so no lock can change between the check and the
+delete. On S3 the create is a conditional write that carries the body (``If-None-Match: *``),
+the read returns the object's ETag with its body, and the delete is conditional on that ETag
+(``If-Match``). Any other object store cannot do these, and has no lock (:class:`NoLock`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import os
+import secrets
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+from blinkops_provider._storage import local_path
+from blinkops_provider.migrations.record import unusable_location
+
+__all__ = ["LocalLockFile", "LockFile", "NoLock", "S3LockObject", "lock_file", "lock_files"]
+
+SUFFIX = ".lock"
+
+
+class LockFile(Protocol):
+    """A store's place for one table's lock."""
+
+    where: str
+    """The lock's location, as messages show it."""
+
+    def create(self, body: bytes) -> bool:
+        """Create the lock with ``body`` unless one exists; whether it was created."""
+
+    def read(self) -> tuple[bytes, str] | None:
+        """The lock's body and version, or None when there is no lock."""
+
+    def remove(self, version: str) -> bool:
+        """Remove the lock if it is still at ``version``; whether it was removed."""
+
+
+def lock_file(record: str) -> LockFile:
+    """The lock of the record at ``record``: keyed by the record's resolved location, so every
+    spelling of one record (a symlink, ``file://``, a relative path) shares one lock."""
+    local = local_path(record)
+    if local is not None:
+        resolved = Path(os.path.realpath(local))
+        return LocalLockFile(resolved.with_name(resolved.name + SUFFIX))
+    from airflow.providers.common.compat.sdk import ObjectStoragePath
+
+    path = ObjectStoragePath(record + SUFFIX)
+    if path.protocol in ("s3", "s3a"):
+        return S3LockObject(path)
+    return NoLock(str(path))
+
+
+def lock_files(records: str) -> Iterator[LockFile]:
+    """Every lock under a records folder (or the one lock of a record file)."""
+    local = local_path(records)
+    if local is not None:
+        root = Path(os.path.realpath(local))
+        found = root.rglob(f"*{SUFFIX}") if root.is_dir() else [root.with_name(root.name + SUFFIX)]
+        yield from (LocalLockFile(path) for path in sorted(found) if path.is_file())
+        return
+    from airflow.providers.common.compat.sdk import ObjectStoragePath
+
+    remote: Any = ObjectStoragePath(records)
+    if remote.protocol not in ("s3", "s3a"):
+        return
+    if remote.is_dir():
+        yield from (S3LockObject(path) for path in sorted(remote.rglob(f"*{SUFFIX}"), key=str))
+    elif remote.with_name(remote.name + SUFFIX).exists():
+        yield S3LockObject(remote.with_name(remote.name + SUFFIX))
+
+
+_THREAD_GUARDS: dict[str, threading.Lock] = {}
+_THREAD_GUARDS_LOCK = threading.Lock()
+
+
+class LocalLockFile:
+    """A lock on a local or shared POSIX folder."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.where = str(path)
+
+    def create(self, body: bytes) -> bool:
+        partial = self.path.with_name(f".{self.path.name}.{secrets.token_hex(6)}.partial")
+        with self._typed("written"):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            partial.write_bytes(body)
+            try:
+                os.link(partial, self.path)
+            except FileExistsError:
+                return False
+            finally:
+                partial.unlink(missing_ok=True)
+        return True
+
+    def read(self) -> tuple[bytes, str] | None:
+        with self._typed("read"):
+            try:
+                body = self.path.read_bytes()
+            except FileNotFoundError:
+                return None
+        return body, hashlib.sha256(body).hexdigest()
+
+    def remove(self, version: str) -> bool:
+        with self._guarded():
+            now = self.read()
+            if now is None or now[1] != version:
+                return False
+            with self._typed("removed"):
+                self.path.unlink(missing_ok=True)
+        return True
+
+    @contextlib.contextmanager
+    def _guarded(self) -> Iterator[None]:
+        """Every remover of this lock, one at a time: threads by a lock of this process, processes
+        (and hosts, on a shared file system) by an ``flock`` on ``<lock>.guard``."""
+        guard = self.path.with_name(self.path.name + ".guard")
+        with _THREAD_GUARDS_LOCK:
+            in_process = _THREAD_GUARDS.setdefault(str(guard), threading.Lock())
+        with in_process, self._typed("locked"), guard.open("ab") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            yield
+
+    @contextlib.contextmanager
+    def _typed(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except OSError as err:
+            raise unusable_location(self.where, err, doing) from None
+
+
+class S3LockObject:
+    """A lock on S3, or a store that speaks its API with conditional writes and deletes."""
+
+    def __init__(self, path: Any) -> None:
+        self.path = path
+        self.where = str(path)
+        self.fs = path.fs
+        self.bucket, self.key = path.bucket, path.key
+
+    def create(self, body: bytes) -> bool:
+        try:
+            self.fs.call_s3("put_object", Bucket=self.bucket, Key=self.key, Body=body, IfNoneMatch="*")
+        except FileExistsError:
+            return False
+        except OSError as err:
+            if _lost_a_race(err):
+                return False
+            raise unusable_location(self.where, err, "written") from None
+        finally:
+            self.fs.invalidate_cache(f"{self.bucket}/{self.key}")
+        return True
+
+    def read(self) -> tuple[bytes, str] | None:
+        for _ in range(3):  # replaced between the head and the get: read the new one
+            self.fs.invalidate_cache(f"{self.bucket}/{self.key}")
+            try:
+                with self.fs.open(f"{self.bucket}/{self.key}", "rb") as handle:
+                    return handle.read(), str(handle.details["ETag"])
+            except FileNotFoundError:
+                return None
+            except OSError as err:
+                if not _lost_a_race(err):
+                    raise unusable_location(self.where, err, "read") from None
+        raise unusable_location(self.where, OSError(errno.EAGAIN, "replaced while read, three times"), "read")
+
+    def remove(self, version: str) -> bool:
+        try:
+            self.fs.call_s3("delete_object", Bucket=self.bucket, Key=self.key, IfMatch=version)
+        except FileNotFoundError:
+            return False
+        except OSError as err:
+            if _lost_a_race(err):
+                return False
+            raise unusable_location(self.where, err, "removed") from None
+        finally:
+            self.fs.invalidate_cache(f"{self.bucket}/{self.key}")
+        return True
+
+
+def _lost_a_race(err: OSError) -> bool:
+    """A conditional request that S3 refused because the object is not as the condition says
+    (412), or because another conditional request on it was in flight (409)."""
+    code = getattr(err.__cause__, "response", {}).get("Error", {}).get("Code")
+    return code in ("PreconditionFailed", "ConditionalRequestConflict") or err.errno == errno.EINVAL
+
+
+class NoLock:
+    """An object store with no conditional write: nothing keeps two applies apart (the apply says so)."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def create(self, body: bytes) -> bool:
+        return True
+
+    def read(self) -> tuple[bytes, str] | None:
+        return None
+
+    def remove(self, version: str) -> bool:
+        return True

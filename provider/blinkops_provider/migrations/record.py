@@ -1,0 +1,204 @@
+"""The record of a schema migration: what this provider last applied to one table, the plan's
+baseline.
+
+The record is a small JSON file at a path the user names: a local path (with several workers, a
+shared one) or any URI Airflow's ``ObjectStoragePath`` reads (``s3://aws_conn_id@bucket/blink/
+records/``). A path that ends in ``/`` names a folder of records: each table's record is then
+``<folder>/<ws_id>/<table>.json``, the names in the canonical segment form of
+:mod:`blinkops_provider.names` (``/`` and ``..`` encoded), so no name escapes the folder and no two
+tables share a file (:func:`record_location`). The record holds, per field, the body last sent
+and confirmed by Blink (a 2xx), and names the Blink (its canonical host: any spelling of the
+same Base URL is the same Blink), workspace and table it is for, so one record cannot be used
+for another table.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from blinkops_provider._storage import replacing, storage_path
+from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError
+from blinkops_provider.migrations.plan import SchemaPlan, _digest, plan_fields
+from blinkops_provider.models import FieldUpdate
+from blinkops_provider.names import blink_host, segment
+
+if TYPE_CHECKING:
+    from blinkops_provider.migrations.lock import TableLock
+
+__all__ = ["RECORD_FORMAT", "SchemaRecord", "record_location", "unusable_location"]
+
+RECORD_FORMAT = "blinkops-schema-record/1"
+_FORMAT_NAME, _, _FORMAT_VERSION = RECORD_FORMAT.rpartition("/")
+
+
+def unusable_location(where: str, err: OSError, doing: str) -> BlinkConfigurationError:
+    """A record or lock location that cannot be read or written, named, as the provider's error
+    (no retry helps: fix the location or its permissions)."""
+    why = err.strerror or str(err) or type(err).__name__
+    return BlinkConfigurationError(
+        f"the schema record location {where!r} cannot be {doing} ({type(err).__name__}: {why}); give record_path a "
+        "folder or object-storage URI that every worker can read and write"
+    )
+
+
+def record_location(record_path: str | os.PathLike[str], ws_id: str, table: str) -> str:
+    """Where the record of ``ws_id``/``table`` is kept, given ``record_path``.
+
+    - A path ending in ``/`` is a folder of records: the result is
+      ``<folder>/<ws_id>/<table>.json``, each name one canonical segment
+      (:func:`blinkops_provider.names.segment`), so it stays in the folder and is the table's own.
+    - Any other path is the record itself, as given; it may hold no ``.`` or ``..`` segment.
+
+    :raises BlinkInputError: an empty or non-text ``record_path``, a dot segment in a file path,
+        or a workspace or table name that cannot name a file (empty, a lone surrogate).
+    """
+    if not isinstance(record_path, (str, os.PathLike)) or not os.fspath(record_path).strip():
+        raise BlinkInputError(
+            f"record_path must be a file path, a folder ending in '/', or an object-storage URI, got {record_path!r}"
+        )
+    location = os.fspath(record_path)
+    if location.endswith(("/", os.sep)):
+        try:
+            return f"{location}{segment(ws_id, 'workspace id')}/{segment(table, 'table name')}.json"
+        except ValueError as err:
+            raise BlinkInputError(f"the schema record cannot be placed in {location!r}: {err}") from None
+    if {".", ".."} & set(location.replace(os.sep, "/").split("/")):
+        raise BlinkInputError(
+            f"record_path {location!r} has a '.' or '..' segment; give a path without them, or a folder "
+            "ending in '/' (each table's record is then placed inside it, where no name can escape it)"
+        )
+    return location
+
+
+def _canonical(blink: Any) -> Any:
+    """A recorded Blink in canonical form (records before 0.2 hold the Base URL as it was spelt)."""
+    try:
+        return blink_host(blink) if isinstance(blink, str) else blink
+    except ValueError:
+        return blink
+
+
+class SchemaRecord:
+    """What this provider last applied to one table, kept as JSON at ``location``.
+
+    :param location: a local path or an object-storage URI, one per table.
+    :param blink: the Blink it is for (the connection's base URL; any spelling of it).
+    :param ws_id: the workspace.
+    :param table: the table.
+    """
+
+    def __init__(self, location: str | os.PathLike[str], *, blink: str, ws_id: str, table: str) -> None:
+        self.location = os.fspath(location)
+        self.blink, self.ws_id, self.table = blink, ws_id, table
+        self.host = blink_host(blink)
+        """The Blink's canonical name (:func:`blinkops_provider.names.blink_host`), as recorded."""
+
+    def read(self) -> tuple[dict[str, dict[str, Any]], str | None]:
+        """The recorded field bodies and when they were recorded; ``({}, None)`` when there is no
+        record yet.
+
+        :raises BlinkInputError: the file is not a record this provider wrote, or it is for
+            another Blink, workspace or table.
+        """
+        path = storage_path(self.location, "record_path")
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return {}, None
+        except OSError as err:
+            raise unusable_location(self.location, err, "read") from None
+        where = f"the schema record at {self.location!r}"
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError) as err:
+            raise BlinkInputError(
+                f"{where} is not valid JSON ({err}); move it away to start again (every field is then planned as add)"
+            ) from None
+        written = data.get("format") if isinstance(data, dict) else None
+        name, _, version = str(written).rpartition("/")
+        if name == _FORMAT_NAME and version.isdigit() and int(version) > int(_FORMAT_VERSION):
+            raise BlinkInputError(
+                f"{where} is of a newer format ({written!r}) than this provider reads ({RECORD_FORMAT!r}); "
+                "upgrade airflow-provider-blinkops on every worker"
+            )
+        if written != RECORD_FORMAT or not isinstance(data.get("fields"), dict):
+            raise BlinkInputError(
+                f"{where} is not a schema record written by this provider (format {RECORD_FORMAT!r}); "
+                "give record_path a file of its own"
+            )
+        owner = (_canonical(data.get("blink")), data.get("ws_id"), data.get("table"))
+        if owner != (self.host, self.ws_id, self.table):
+            raise BlinkInputError(
+                f"{where} is for table {owner[2]!r} of workspace {owner[1]!r} at {owner[0]}, not {self.table!r} of "
+                f"{self.ws_id!r} at {self.host}; give each table its own record_path (a folder ending in '/' does)"
+            )
+        fields = {str(name): body for name, body in data["fields"].items() if isinstance(body, dict)}
+        recorded_at = data.get("recorded_at")
+        return fields, recorded_at if isinstance(recorded_at, str) else None
+
+    def write(self, fields: Mapping[str, Mapping[str, Any]], *, now: dt.datetime) -> None:
+        """Replace the record with ``fields`` (name -> body sent), in one move."""
+        data = {
+            "format": RECORD_FORMAT,
+            "blink": self.host,
+            "ws_id": self.ws_id,
+            "table": self.table,
+            "recorded_at": now.astimezone(dt.UTC).isoformat(timespec="seconds"),
+            "fields": dict(fields),
+        }
+        try:
+            with replacing(storage_path(self.location, "record_path")) as out:
+                out.write(json.dumps(data, indent=1, ensure_ascii=False).encode("utf-8") + b"\n")
+        except OSError as err:
+            raise unusable_location(self.location, err, "written") from None
+
+    def plan(self, declared: Sequence[tuple[str, FieldUpdate]]) -> tuple[SchemaPlan, dict[str, dict[str, Any]]]:
+        """The plan for ``declared``, and the recorded bodies it was made against."""
+        recorded, recorded_at = self.read()
+        names = {name for name, _ in declared}
+        target = [self.host, self.ws_id, self.table]
+        plan = SchemaPlan(
+            ws_id=self.ws_id,
+            table=self.table,
+            record=self.location,
+            recorded_at=recorded_at,
+            fields=tuple(plan_fields(declared, recorded)),
+            undeclared=tuple(name for name in recorded if name not in names),
+            schema_digest=_digest([target, [[name, update.to_body()] for name, update in declared]]),
+            record_digest=_digest([recorded_at, recorded]),
+        )
+        return plan, recorded
+
+    @contextmanager
+    def locked(
+        self,
+        *,
+        owner: str | None = None,
+        wait: float = 0.0,
+        now: Callable[[], dt.datetime] | None = None,
+        sleep: Callable[[float], None] | None = None,
+        monotonic: Callable[[], float] | None = None,
+        log: Any = None,
+    ) -> Iterator[TableLock]:
+        """Hold this table's lock for the block: :class:`~blinkops_provider.migrations.lock.TableLock`
+        with this process as the holder (``owner`` names it further, e.g. a task)."""
+        from blinkops_provider.migrations.lock import Holder, TableLock
+
+        lock = TableLock(
+            self.location,
+            ws_id=self.ws_id,
+            table=self.table,
+            holder=Holder.current(label=owner),
+            wait=wait,
+            now=now,
+            sleep=sleep,
+            monotonic=monotonic,
+            log=log,
+        )
+        with lock:
+            yield lock
