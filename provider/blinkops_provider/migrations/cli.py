@@ -52,9 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "locks":
             locks = held_locks(args.records)
             for info in locks:
-                print(
-                    f"{info.id}  {_table_arg(info)}  held by {info.holder.describe()} since {info.since}  ({info.where})"
-                )
+                holder = info.holder.describe()
+                print(f"{info.id}  {_table_arg(info)}  held by {holder} since {info.since}  ({info.where})")
             if not locks:
                 print(f"No lock is held under {args.records}")
             return 0

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from blinkops_provider.exceptions import BlinkInputError, BlinkLockedError
-from blinkops_provider.migrations.lockfiles import NoLock, lock_file, lock_files
+from blinkops_provider.migrations.lockfiles import LockFile, NoLock, lock_file, lock_files
 from blinkops_provider.migrations.record import record_location
 from blinkops_provider.names import segment
 
@@ -203,6 +203,7 @@ class TableLock:
     :param records: the ``record_path`` as given (a folder ending in ``/`` or the record itself).
     :param holder: who holds it (:meth:`Holder.current`).
     :param wait: seconds to wait for another holder (0: refuse at once).
+    :param file: where the lock is kept (by default the record's store: :func:`.lockfiles.lock_file`).
     :raises BlinkLockedError: another apply holds the lock (after ``wait``), naming it and how to
         release it if it is gone.
     :raises BlinkConfigurationError: the lock's location cannot be read or written.
@@ -220,11 +221,12 @@ class TableLock:
         sleep: Any = None,
         monotonic: Any = None,
         log: Any = None,
+        file: LockFile | None = None,
     ) -> None:
         self.records, self.ws_id, self.table, self.holder = str(records), ws_id, table, holder
         self.wait = check_lock_wait(wait)
         self.record = record_location(self.records, ws_id, table)
-        self.file = lock_file(self.record)
+        self.file = file or lock_file(self.record)
         self.id = secrets.token_hex(8)
         self.now = now or (lambda: dt.datetime.now(dt.UTC))
         self.sleep, self.monotonic = sleep or time.sleep, monotonic or time.monotonic

@@ -1,0 +1,257 @@
+"""The table lock (blinkops_provider.migrations.lock): its properties one by one (#33)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests_mock as rm
+
+from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError, BlinkLockedError, BlinkStalePlanError
+from blinkops_provider.migrations import Holder, TableLock, apply_schema, force_unlock, held_locks, plan_schema
+from blinkops_provider.operators.tables import UpdateTableFieldsOperator
+
+SCHEMA = [{"field": "Title", "type": "text", "display_name": "Title"}]
+
+
+def field_json(request: Any, context: Any) -> dict[str, Any]:
+    return {"id": "f", "name": request.path.rsplit("/", 1)[-1], **request.json()}
+
+
+def task(try_number: int = 1, map_index: int = -1, host: str | None = None, pid: int | None = None) -> Holder:
+    return Holder(
+        host=host or socket.gethostname(),
+        pid=os.getpid() if pid is None else pid,
+        dag_id="migrate",
+        run_id="manual__1",
+        task_id="apply",
+        map_index=map_index,
+        try_number=try_number,
+    )
+
+
+def lock(records: Path | str, holder: Holder, **kwargs: Any) -> TableLock:
+    return TableLock(str(records), ws_id="ws-1", table="Incidents", holder=holder, sleep=lambda s: None, **kwargs)
+
+
+@pytest.fixture
+def records(tmp_path: Path) -> str:
+    return f"{tmp_path}/records/"
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+# -- one holder, and a body with every lock ---------------------------------------------------
+
+
+def test_a_lock_never_exists_without_its_body(records: str) -> None:
+    """A reader that reads the lock file all the time while holders come and go finds either no
+    lock or a whole one, never an empty or partial body."""
+    path = Path(records) / "ws-1" / "Incidents.json.lock"
+    seen, stop = [], threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                seen.append(json.loads(path.read_bytes())["id"])
+            except FileNotFoundError:
+                pass
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for _ in range(300):
+            with lock(records, task()):
+                pass
+    finally:
+        stop.set()
+        thread.join()
+    assert all(len(lock_id) == 16 for lock_id in seen)
+
+
+def test_a_second_holder_is_refused_at_once_naming_the_holder_in_full_and_the_unlock_command(records: str) -> None:
+    other = task(try_number=2, map_index=3, host="worker-2", pid=4242)
+    with lock(records, other) as held, pytest.raises(BlinkLockedError) as refused:
+        lock(records, task(host="worker-1")).acquire()
+    text = str(refused.value)
+    assert "being applied by migrate/manual__1/apply[3] (try 2) on worker-2 (pid 4242)" in text
+    assert f"lock {held.id}" in text and "nothing was sent" in text
+    assert f"blink-schema unlock {records} ws-1/Incidents {held.id}" in text
+
+
+def test_a_live_holder_keeps_its_lock_however_long_it_runs(records: str) -> None:
+    """No lease: a year later, by any clock, the lock is still its holder's."""
+    far = [0.0]
+    with lock(records, task(host="worker-2")):
+        far[0] = 365 * 86400.0
+        with pytest.raises(BlinkLockedError):
+            lock(records, task(host="worker-1"), monotonic=lambda: far[0]).acquire()
+
+
+def test_a_waiter_backs_off_and_says_whom_it_waits_for(records: str, caplog: Any) -> None:
+    clock, slept = [0.0], []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock[0] += seconds
+
+    with lock(records, task(host="worker-2")):
+        waiter = TableLock(
+            records, ws_id="ws-1", table="Incidents", holder=task(), wait=120, sleep=sleep, monotonic=lambda: clock[0]
+        )
+        with caplog.at_level("INFO"), pytest.raises(BlinkLockedError, match=r"waited 120 s"):
+            waiter.acquire()
+    assert slept == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 29.0]
+    waits = [r.getMessage() for r in caplog.records if "Waiting up to" in r.getMessage()]
+    assert len(waits) == 1 and "held by migrate/manual__1/apply (try 1) on worker-2" in waits[0]
+
+
+def test_a_lock_gone_when_read_is_created_again_and_nothing_is_removed() -> None:
+    class Vanishing:
+        where, creates, removed = "mem://lock", 0, []
+
+        def create(self, body: bytes) -> bool:
+            self.creates += 1
+            return self.creates > 1  # the first create meets a lock that is gone by the read
+
+        def read(self) -> tuple[bytes, str] | None:
+            return None
+
+        def remove(self, version: str) -> bool:
+            self.removed.append(version)
+            return True
+
+    store = Vanishing()
+    TableLock("/r/", ws_id="ws-1", table="Incidents", holder=task(), file=store).acquire()
+    assert store.creates == 2 and store.removed == []
+
+
+def test_release_after_a_takeover_leaves_the_new_holders_lock(records: str) -> None:
+    first = lock(records, task(host="worker-1"))
+    first.acquire()
+    force_unlock(records, "ws-1", "Incidents", first.id)
+    with lock(records, task(host="worker-2")) as second:
+        first.release()
+        assert [info.id for info in held_locks(records)] == [second.id]
+
+
+# -- dead holders -----------------------------------------------------------------------------
+
+
+def test_an_earlier_try_of_the_same_task_instance_is_taken_over(records: str, caplog: Any) -> None:
+    stale = lock(records, task(try_number=1, host="worker-2", pid=4242))
+    stale.acquire()
+    with caplog.at_level("WARNING"), lock(records, task(try_number=2)) as mine:
+        assert [info.id for info in held_locks(records)] == [mine.id]
+    assert any(stale.id in r.getMessage() and "try 1 of this task instance" in r.getMessage() for r in caplog.records)
+
+
+def test_another_map_index_or_a_later_try_is_not_taken_over(records: str) -> None:
+    with lock(records, task(try_number=1, map_index=0, host="worker-2")):
+        with pytest.raises(BlinkLockedError, match=r"apply\[0\] \(try 1\)"):
+            lock(records, task(try_number=2, map_index=1)).acquire()
+    with lock(records, task(try_number=3, host="worker-2")), pytest.raises(BlinkLockedError):
+        lock(records, task(try_number=2)).acquire()
+
+
+def test_a_holder_process_of_this_host_that_no_longer_runs_is_taken_over(records: str, caplog: Any) -> None:
+    stale = lock(records, task(pid=dead_pid()))
+    stale.acquire()
+    with caplog.at_level("WARNING"), lock(records, Holder.current()) as mine:
+        assert [info.id for info in held_locks(records)] == [mine.id]
+    assert any("no longer runs on this host" in r.getMessage() for r in caplog.records)
+
+
+def test_a_holder_on_another_host_is_not_judged_and_is_released_by_its_id(records: str) -> None:
+    gone = lock(records, task(host="worker-2", pid=dead_pid()))
+    gone.acquire()
+    with pytest.raises(BlinkLockedError):
+        lock(records, Holder.current()).acquire()
+    with pytest.raises(BlinkInputError, match="not 0123456789abcdef: nothing released"):
+        force_unlock(records, "ws-1", "Incidents", "0123456789abcdef")
+    assert force_unlock(records, "ws-1", "Incidents", gone.id).id == gone.id
+    with lock(records, Holder.current()):
+        pass
+    assert held_locks(records) == []
+
+
+# -- one record, one lock ----------------------------------------------------------------------
+
+
+def test_two_spellings_of_one_record_share_one_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = tmp_path / "records" / "Incidents.json"
+    real.parent.mkdir()
+    real.write_text("{}")
+    link = tmp_path / "Incidents-link.json"
+    link.symlink_to(real)
+    monkeypatch.chdir(tmp_path)
+    with lock(real, task(host="worker-2")):
+        for spelling in (str(link), f"file://{real}", "records/Incidents.json", "Incidents-link.json"):
+            with pytest.raises(BlinkLockedError):
+                TableLock(spelling, ws_id="ws-1", table="Incidents", holder=task()).acquire()
+
+
+# -- typed failures and lock_wait -----------------------------------------------------------------
+
+
+def test_a_lock_location_that_cannot_be_written_is_a_configuration_error_naming_it() -> None:
+    with pytest.raises(BlinkConfigurationError, match=r"/blink/records/ws-1/Incidents.json.lock' cannot be written"):
+        lock("/proc/self/blink/records/", task()).acquire()
+
+
+def test_an_unreadable_record_is_a_configuration_error_naming_it(hook: Any) -> None:
+    with pytest.raises(BlinkConfigurationError, match=r"'/proc/self/mem' cannot be read"):
+        plan_schema(hook, "ws-1", "Incidents", SCHEMA, record_path="/proc/self/mem")
+
+
+@pytest.mark.parametrize("wait", [math.nan, math.inf, -1, 3601, "5", True, None])
+def test_lock_wait_is_checked_wherever_it_is_accepted(hook: Any, records: str, wait: Any) -> None:
+    expected = r"lock_wait must be a number of seconds from 0 to 3600"
+    with rm.Mocker() as m:
+        with pytest.raises(BlinkInputError, match=expected):
+            hook.update_table_fields("ws-1", "Incidents", SCHEMA, lock_wait=wait)
+        with pytest.raises(BlinkInputError, match=expected):
+            hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=records, lock_wait=wait)
+        with pytest.raises(BlinkInputError, match=expected):
+            apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=records, lock_wait=wait)
+        with pytest.raises(BlinkInputError, match=expected):
+            UpdateTableFieldsOperator(task_id="t", ws_id="w", table="t", fields=SCHEMA, lock_wait=wait)
+        with pytest.raises(BlinkInputError, match=expected):
+            TableLock(records, ws_id="ws-1", table="Incidents", holder=task(), wait=wait)
+    assert m.call_count == 0
+
+
+# -- the apply under the lock -------------------------------------------------------------------
+
+
+def test_a_plan_made_stale_by_the_apply_waited_for_says_to_plan_and_review_again(make_hook: Any, records: str) -> None:
+    first_hook = make_hook()
+    approved = plan_schema(first_hook, "ws-1", "Incidents", SCHEMA, record_path=records).to_xcom()
+    first = lock(records, task(host="worker-2"))
+    first.acquire()
+
+    def first_apply_finishes(seconds: float) -> None:  # the waiter's first wait: the first apply records and releases
+        first.release()
+        with rm.Mocker() as m:
+            m.put(rm.ANY, json=field_json)
+            apply_schema(first_hook, "ws-1", "Incidents", SCHEMA, record_path=records)
+
+    waiter = make_hook(clock=first_hook.clock.__class__(sleep=first_apply_finishes))
+    with (
+        rm.Mocker() as m,
+        pytest.raises(BlinkStalePlanError, match="Nothing was sent: plan again and review the new plan"),
+    ):
+        apply_schema(waiter, "ws-1", "Incidents", SCHEMA, record_path=records, plan=approved, lock_wait=60)
+    assert m.call_count == 0

@@ -1,0 +1,151 @@
+"""Where a table's lock is kept (blinkops_provider.migrations.lockfiles): mutual exclusion under
+contention, proven by holders that record entry and exit, with threads and processes, on a local
+folder and on S3 (moto) (#33)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from blinkops_provider.exceptions import BlinkLockedError
+from blinkops_provider.migrations import Holder, TableLock
+from blinkops_provider.migrations.lockfiles import lock_file
+
+ROUNDS = 200
+
+
+def contend(records: str, journal: str, who: str, rounds: int, start: Any, wait: float, dead: str) -> None:
+    """One contender: each round, at the barrier, try to take the lock (waiting ``wait`` s, polling
+    without sleeping); the holder appends ``enter`` and ``exit`` lines to the journal (one
+    ``O_APPEND`` write each, so the file's order is the order they happened in)."""
+    holder = Holder(host=socket.gethostname(), pid=os.getpid(), label=who)
+    out = os.open(journal, os.O_WRONLY | os.O_APPEND)
+    try:
+        for number in range(rounds):
+            start.wait()
+            if dead and who == "0":  # a lock of a process that is gone, for all to take over at once
+                TableLock(records, ws_id="ws", table="t", holder=Holder(host=holder.host, pid=int(dead))).acquire()
+            start.wait()
+            lock = TableLock(records, ws_id="ws", table="t", holder=holder, wait=wait, sleep=lambda s: None)
+            try:
+                lock.acquire()
+            except BlinkLockedError:
+                continue
+            os.write(out, f"{number} enter {who}\n".encode())
+            os.sched_yield()
+            os.write(out, f"{number} exit {who}\n".encode())
+            lock.release()
+    except BaseException:
+        start.abort()  # a contender that fails frees the others
+        raise
+    finally:
+        os.close(out)
+
+
+def check_journal(journal: str, contenders: int, wait: float, rounds: int = ROUNDS) -> int:
+    """No two holders at once; with a wait, every contender held the lock once a round. Returns
+    how many times the lock was held."""
+    inside: str | None = None
+    held = 0
+    for line in Path(journal).read_text().splitlines():
+        _, kind, who = line.split()
+        if kind == "enter":
+            assert inside is None, f"{who} entered while {inside} held the lock: {line}"
+            inside, held = who, held + 1
+        else:
+            assert inside == who, f"{who} left a lock it did not hold: {line}"
+            inside = None
+    assert inside is None
+    if wait:
+        assert held == contenders * rounds
+    return held
+
+
+def run(kind: str, records: str, journal: str, contenders: int, rounds: int, wait: float, dead: str = "") -> None:
+    """Contenders as threads, or as processes (forked; spawned for S3, whose client is not fork-safe)."""
+    Path(journal).write_text("")
+    if kind == "threads":
+        start: Any = threading.Barrier(contenders)
+        workers: list[Any] = [
+            threading.Thread(target=contend, args=(records, journal, str(n), rounds, start, wait, dead))
+            for n in range(contenders)
+        ]
+    else:
+        context = multiprocessing.get_context("spawn" if records.startswith("s3://") else "fork")
+        start = context.Barrier(contenders)
+        workers = [
+            context.Process(target=contend, args=(records, journal, str(n), rounds, start, wait, dead))
+            for n in range(contenders)
+        ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert all(getattr(worker, "exitcode", 0) in (0, None) for worker in workers)
+
+
+def dead_pid() -> str:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return str(child.pid)
+
+
+@pytest.mark.parametrize("kind", ["threads", "processes"])
+@pytest.mark.parametrize("contenders", [2, 8])
+@pytest.mark.parametrize("wait", [0.0, 60.0], ids=["refused", "waiting"])
+def test_on_a_local_folder_applies_started_at_once_never_hold_the_lock_together(
+    tmp_path: Path, kind: str, contenders: int, wait: float
+) -> None:
+    journal = str(tmp_path / "journal")
+    run(kind, f"{tmp_path}/records/", journal, contenders, ROUNDS, wait)
+    held = check_journal(journal, contenders, wait)
+    assert held >= ROUNDS  # every round, someone held it
+    assert not list((tmp_path / "records").rglob("*.lock"))  # and let it go
+
+
+@pytest.mark.parametrize("kind", ["threads", "processes"])
+def test_on_a_local_folder_a_dead_holders_lock_is_taken_over_by_one_at_a_time(tmp_path: Path, kind: str) -> None:
+    journal = str(tmp_path / "journal")
+    run(kind, f"{tmp_path}/records/", journal, 8, ROUNDS, 60.0, dead=dead_pid())
+    check_journal(journal, 8, 60.0)
+
+
+@pytest.mark.parametrize("kind", ["threads", "processes"])
+def test_on_s3_applies_started_at_once_never_hold_the_lock_together(
+    bucket: tuple[Any, str], tmp_path: Path, kind: str
+) -> None:
+    records = f"s3://aws_default@{bucket[1]}/records/"
+    journal = str(tmp_path / "journal")
+    contenders = 4 if kind == "threads" else 2  # each spawned process imports Airflow: a few seconds
+    run(kind, records, journal, contenders, 10, 60.0)
+    check_journal(journal, contenders, 60.0, rounds=10)
+
+
+def test_on_s3_a_conditional_remove_leaves_a_lock_that_replaced_the_one_read(bucket: tuple[Any, str]) -> None:
+    store = lock_file(f"s3://aws_default@{bucket[1]}/records/ws/t.json")
+    assert store.create(b'{"id": "first"}') and not store.create(b'{"id": "second"}')
+    read = store.read()
+    assert read is not None and read[0] == b'{"id": "first"}'
+    assert store.remove(read[1]) and store.read() is None
+    assert store.create(b'{"id": "third"}')
+    assert not store.remove(read[1])  # the first one's version: the third stays
+    assert store.read() is not None and store.read()[0] == b'{"id": "third"}'  # type: ignore[index]
+
+
+def test_on_a_local_folder_a_conditional_remove_leaves_a_lock_that_replaced_the_one_read(tmp_path: Path) -> None:
+    store = lock_file(f"{tmp_path}/ws/t.json")
+    remove: Callable[[str], bool] = store.remove
+    assert store.create(b'{"id": "first"}') and not store.create(b'{"id": "second"}')
+    read = store.read()
+    assert read is not None and remove(read[1]) and store.read() is None
+    assert store.create(b'{"id": "third"}') and not remove(read[1])
+    assert store.read() is not None
