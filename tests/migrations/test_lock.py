@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -64,10 +65,8 @@ def test_a_lock_never_exists_without_its_body(records: str) -> None:
 
     def reader() -> None:
         while not stop.is_set():
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 seen.append(json.loads(path.read_bytes())["id"])
-            except FileNotFoundError:
-                pass
 
     thread = threading.Thread(target=reader)
     thread.start()
@@ -159,9 +158,11 @@ def test_an_earlier_try_of_the_same_task_instance_is_taken_over(records: str, ca
 
 
 def test_another_map_index_or_a_later_try_is_not_taken_over(records: str) -> None:
-    with lock(records, task(try_number=1, map_index=0, host="worker-2")):
-        with pytest.raises(BlinkLockedError, match=r"apply\[0\] \(try 1\)"):
-            lock(records, task(try_number=2, map_index=1)).acquire()
+    with (
+        lock(records, task(try_number=1, map_index=0, host="worker-2")),
+        pytest.raises(BlinkLockedError, match=r"apply\[0\] \(try 1\)"),
+    ):
+        lock(records, task(try_number=2, map_index=1)).acquire()
     with lock(records, task(try_number=3, host="worker-2")), pytest.raises(BlinkLockedError):
         lock(records, task(try_number=2)).acquire()
 

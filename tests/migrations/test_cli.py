@@ -1,0 +1,86 @@
+"""blink-schema (blinkops_provider.migrations.cli): a lock left by a killed apply is listed,
+released by its id with the command the refusal prints, and the next apply succeeds (#33)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests_mock as rm
+
+from blinkops_provider.exceptions import BlinkLockedError
+from blinkops_provider.migrations.cli import main
+
+SCHEMA = [{"field": "Title", "type": "text", "display_name": "Title"}]
+
+KILLED_APPLY = """
+import os, signal, sys
+from blinkops_provider.migrations import Holder, TableLock
+holder = Holder(host="worker-2", pid=os.getpid(), dag_id="migrate", run_id="manual__1", task_id="apply",
+                map_index=-1, try_number=1)
+TableLock(sys.argv[1], ws_id="ws-1", table="Incidents", holder=holder).acquire()
+os.kill(os.getpid(), signal.SIGKILL)  # a worker killed mid-apply, on another host
+"""
+
+
+def blink_schema(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed command, as a user runs it."""
+    command = Path(sys.executable).with_name("blink-schema")
+    return subprocess.run([str(command), *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_a_killed_applys_lock_is_listed_released_by_its_id_and_the_next_apply_succeeds(
+    hook: Any, tmp_path: Path
+) -> None:
+    records = f"{tmp_path}/records/"
+    killed = subprocess.run([sys.executable, "-c", KILLED_APPLY, records], timeout=60, check=False)
+    assert killed.returncode == -signal.SIGKILL
+
+    with rm.Mocker() as m, pytest.raises(BlinkLockedError) as refused:
+        hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=records)
+    assert m.call_count == 0
+    command = re.search(r"release its lock: (blink-schema unlock .*)$", str(refused.value))
+    assert command is not None
+    lock_id = shlex.split(command.group(1))[-1]
+
+    listed = blink_schema("locks", records)
+    assert listed.returncode == 0
+    assert f"{lock_id}  ws-1/Incidents  held by migrate/manual__1/apply (try 1) on worker-2" in listed.stdout
+
+    released = blink_schema(*shlex.split(command.group(1))[1:])
+    assert released.returncode == 0, released.stderr
+    assert f"Released the lock {lock_id} on ws-1/Incidents" in released.stdout
+    assert "No lock is held" in blink_schema("locks", records).stdout
+
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json={"id": "f", "name": "Title", "type": "text", "display_name": "Title"})
+        assert hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=records).ok
+
+
+def test_unlock_with_another_id_releases_nothing_and_says_why(tmp_path: Path, capsys: Any) -> None:
+    records = f"{tmp_path}/records/"
+    subprocess.run([sys.executable, "-c", KILLED_APPLY, records], timeout=60, check=False)
+    assert main(["unlock", records, "ws-1/Incidents", "0000000000000000"]) == 2
+    assert "not 0000000000000000: nothing released" in capsys.readouterr().err
+    assert main(["unlock", records, "Incidents", "0000000000000000"]) == 2
+    assert "give the table as WS_ID/TABLE" in capsys.readouterr().err
+    assert main(["locks", records]) == 0
+    assert "ws-1/Incidents  held by" in capsys.readouterr().out
+
+
+def test_locks_and_unlock_on_s3(bucket: tuple[Any, str], capsys: Any) -> None:
+    records = f"s3://aws_default@{bucket[1]}/records/"
+    subprocess.run([sys.executable, "-c", KILLED_APPLY, records], timeout=120, check=False)
+    assert main(["locks", records]) == 0
+    listed = [line for line in capsys.readouterr().out.splitlines() if "ws-1/Incidents  held by" in line]
+    assert len(listed) == 1 and "held by migrate/manual__1/apply (try 1) on worker-2" in listed[0]
+    lock_id = listed[0].split()[0]
+    assert main(["unlock", records, "ws-1/Incidents", lock_id]) == 0
+    assert main(["locks", records]) == 0
+    assert "No lock is held" in capsys.readouterr().out
