@@ -396,3 +396,12 @@ def test_the_final_rate_limit_error_names_the_attempts_and_blinks_wait(make_hook
     assert caught.value.retry_after == 2.0 and caught.value.status == 429
     assert "gave up after 3 attempt(s); Blink asked to wait 2 s" in str(caught.value)
     assert decide(caught.value)[:2] == ("retry", 2.0)
+
+
+@needs_policy
+def test_a_record_location_that_cannot_be_written_fails_at_once(tmp_path: Any) -> None:
+    from blinkops_provider.migrations import Holder, TableLock
+
+    with pytest.raises(BlinkConfigurationError) as unusable:
+        TableLock("/proc/self/blink/records/", ws_id="ws", table="t", holder=Holder.current()).acquire()
+    assert decide(unusable.value)[0] == "fail"
