@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 from typing import Any
 
@@ -11,8 +10,7 @@ import requests
 import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkResponseError
-from blinkops_provider.hooks._walk import _out_of_order, _rises_by_code_point, check_order
-from blinkops_provider.rql import SortKey, position_filter
+from blinkops_provider.hooks._walk import sort_items
 from tests.fake_listing import FakeListing
 from tests.sandbox.reference import evaluate
 
@@ -46,55 +44,38 @@ def test_walks_every_page_in_order_after_the_last_id(hook: Any, all_output: Any)
     assert "page 3/3: 2500 of 2500 connection types" in output
 
 
-def test_user_sort_and_filter_travel_on_every_page(hook: Any) -> None:
+def test_a_user_sort_is_the_clients_and_the_filter_travels_on_every_page(hook: Any) -> None:
+    """The walk pages by id with the user's filter; the sort is applied once every page is in (#37)."""
     listing = FakeListing(catalogue(40))
     user_filter = {"name": {"$like": "type-0%"}}
     ids = walk_ids(hook, listing, filter=user_filter, sort=["-name"], page_size=4)
     assert ids == [d["id"] for d in evaluate(catalogue(40), user_filter, ["-name", "id"])]
-    walk, check = listing.requests[:4], listing.requests[4:]
-    assert all(q["sort"] == ["-name", "id"] and q["offset"] == 0 for q in walk)
-    # After a sorted walk, one id-only listing checks that no type moved past the walk unseen.
-    assert check == [{"sort": ["id"], "limit": 1000, "offset": 0, "filter": user_filter, "select": ["id"]}]
+    assert all(q["sort"] == ["id"] and q["offset"] == 0 for q in listing.requests)
     assert listing.requests[0]["filter"] == user_filter
-    second = listing.requests[1]["filter"]
-    last = evaluate(catalogue(40), user_filter, ["-name", "id"])[3]
-    # The user's filter travels once, ANDed with the position.
-    assert second["$and"][0] == user_filter
-    assert second["$and"][1]["$or"][0] == {"name": {"$lt": last["name"]}}
-    assert second["$and"][1]["$or"][1] == {"name": {"$eq": last["name"]}, "id": {"$gt": last["id"]}}
+    last = evaluate(catalogue(40), user_filter, ["id"])[3]
+    assert listing.requests[1]["filter"] == {"$and": [user_filter, {"id": {"$gt": last["id"]}}]}
 
 
-@pytest.mark.parametrize(
-    ("keys", "values", "expected"),
-    [
-        ([("id", False)], ("a",), {"id": {"$gt": "a"}}),
-        ([("n", True), ("id", False)], (5, "a"), {"$or": [{"n": {"$lt": 5}}, {"n": {"$eq": 5}, "id": {"$gt": "a"}}]}),
-        ([("b", False), ("id", False)], (False,), None),  # placeholder, replaced below
-    ],
-)
-def test_position_filter(keys: list, values: tuple, expected: Any) -> None:
-    sort_keys = [SortKey(n, d) for n, d in keys]
-    if expected is None:  # booleans: false < true, and $eq stands for "after"
-        assert position_filter(sort_keys, (False, "a")) == {
-            "$or": [{"b": {"$eq": True}}, {"b": {"$eq": False}, "id": {"$gt": "a"}}]
-        }
-        assert position_filter(sort_keys, (True, "a")) == {"b": {"$eq": True}, "id": {"$gt": "a"}}
-        return
-    assert position_filter(sort_keys, values) == expected
+def test_sort_on_a_boolean_and_on_several_keys_sorts_like_the_reference(hook: Any) -> None:
+    for sort in (["-oauth"], ["oauth", "-name"], ["+name", "-id"]):
+        ids = walk_ids(hook, FakeListing(catalogue(30)), sort=sort, page_size=4)
+        assert ids == [d["id"] for d in evaluate(catalogue(30), None, [*sort, "id"])], sort
 
 
-def test_sort_on_a_boolean_walks_exactly(hook: Any) -> None:
-    listing = FakeListing(catalogue(30))
-    ids = walk_ids(hook, listing, sort=["-oauth"], page_size=4)
-    assert ids == [d["id"] for d in evaluate(catalogue(30), None, ["-oauth", "id"])]
+def test_sort_items_puts_missing_values_last_and_mixed_types_apart() -> None:
+    items = [{"id": "c", "n": None}, {"id": "b", "n": "x"}, {"id": "a", "n": 2}, {"id": "d"}, {"id": "e", "n": 1}]
+    sort_items(items, ["n"])
+    assert [i["id"] for i in items] == ["e", "a", "b", "c", "d"]
+    sort_items(items, ["-n"])
+    assert [i["id"] for i in items] == ["c", "d", "b", "a", "e"]
 
 
-def test_select_without_the_keys_asks_for_them_and_drops_them(hook: Any) -> None:
+def test_select_without_the_id_asks_for_it_and_drops_it(hook: Any) -> None:
     listing = FakeListing(catalogue(9))
     with rm.Mocker() as m:
         m.get(LIST_URL, json=listing)
         items = [i for p in hook.walk_connection_types(select=["name"], sort=["name"], page_size=4) for i in p.items]
-    assert all(q["select"] == ["name", "id"] for q in listing.requests if q["sort"] == ["name", "id"])
+    assert all(q["select"] == ["name", "id"] for q in listing.requests)
     assert items == [{"name": d["name"]} for d in evaluate(catalogue(9), None, ["name", "id"])]
 
 
@@ -206,14 +187,14 @@ def test_hard_page_cap(hook: Any) -> None:
     assert len(listing.requests) == 3
 
 
-def test_a_page_ending_without_a_sort_value_stops_with_a_clear_error(hook: Any) -> None:
+def test_a_type_without_the_sort_member_is_sorted_last(hook: Any) -> None:
+    """The client sorts (#37): a type that lacks the member sorts after those that have it."""
     items = catalogue(12)
     for item in items:
         if item["id"] == "ct-00004":
             del item["name"]
-    listing = FakeListing(items)
-    with pytest.raises(BlinkApiError, match=r"connection type 'ct-00004' has no 'name', which the walk sorts by"):
-        walk_ids(hook, listing, sort=["name"], page_size=1)
+    ids = walk_ids(hook, FakeListing(items), sort=["name"], page_size=1)
+    assert ids[-1] == "ct-00004" and sorted(ids) == [i["id"] for i in items]
 
 
 @pytest.mark.parametrize(
@@ -367,63 +348,33 @@ def _counting_sessions(peak: dict[str, Any]) -> Any:
     return tracked
 
 
-def test_a_one_page_catalogue_is_one_request_on_one_session_without_a_thread(make_hook: Any) -> None:
+@pytest.mark.parametrize("sort", [None, ["name"], ["-name", "oauth"]])
+def test_a_one_page_catalogue_is_one_request_on_one_session_without_a_thread(make_hook: Any, sort: Any) -> None:
     """Blink's real catalogue, a few hundred types: one request, on the caller's thread and
-    session, at the default max_concurrency; no worker thread is started."""
+    session, with and without a user sort; no worker thread is started."""
     import threading
 
     peak: dict[str, Any] = {}
     hook = make_hook(session_factory=_counting_sessions(peak))
-    before = {t.name for t in threading.enumerate()}
+    before = threading.active_count()
     with rm.Mocker() as m:
         m.get(LIST_URL, json=FakeListing(catalogue(300)))
-        pages = list(hook.walk_connection_types())
-        started = {t.name for t in threading.enumerate()} - before
+        pages = list(hook.walk_connection_types(sort=sort))
+        started = threading.active_count() - before
     assert [len(page.items) for page in pages] == [300]
     assert (peak["sent"], peak["sessions"]) == (1, 1)
     assert peak["threads"] == {threading.get_ident()}
-    assert not any(name.startswith("blink-walk") for name in started)
+    assert started <= 0
 
 
-def test_the_next_page_is_asked_for_while_the_caller_has_this_one(hook: Any) -> None:
-    """Once an answer shows more pages, the next one is on its way before the caller gets this
-    one: when page 1 reaches the caller, page 2 has been asked for."""
-    import threading
-
-    listing = FakeListing(catalogue(25))
-    page_2_asked = threading.Event()
-    listing.before_request[2] = lambda items: page_2_asked.set()
-    with rm.Mocker() as m:
-        m.get(LIST_URL, json=listing)
-        walk = hook.walk_connection_types(page_size=10, max_items=25, max_concurrency=2)  # page by page
-        first = next(walk)
-        asked_while_holding_page_1 = page_2_asked.wait(30)  # the worker's request; the caller has not asked
-        rest = list(walk)
-    assert len(first.items) == 10 and asked_while_holding_page_1
-    assert [item["id"] for page in [first, *rest] for item in page.items] == [i["id"] for i in catalogue(25)]
-    assert len(listing.requests) == 3
-
-
-def test_a_large_unsorted_walk_goes_by_id_ranges_each_type_once_in_order(hook: Any) -> None:
-    """Past page 1, an id-ordered walk asks for several id ranges at once; whatever the probes
-    found, every type comes once, in id order (no assertion on where the probes looked)."""
-    listing = FakeListing(catalogue(95))
-    assert walk_ids(hook, listing, page_size=10, max_concurrency=3) == [item["id"] for item in catalogue(95)]
-    bounded = [q for q in listing.requests if "$lte" in json.dumps(q.get("filter"))]
-    assert bounded, "the walk went page by page"
-
-
-def test_a_range_that_grows_is_walked_on_and_nothing_comes_twice(hook: Any) -> None:
-    listing = FakeListing(catalogue(40))
-
-    def insert(items: list[dict[str, Any]]) -> None:  # 15 new types inside an early range
-        items.extend({"id": f"ct-00015-{i:02d}", "name": "new", "oauth": False} for i in range(15))
-
-    listing.before_request[4] = insert
-    ids = walk_ids(hook, listing, page_size=10, max_concurrency=2)
-    assert len(ids) == len(set(ids))
-    assert {item["id"] for item in catalogue(40)} <= set(ids)
-    assert ids == sorted(ids)
+def test_max_concurrency_has_no_effect_on_the_walk(hook: Any) -> None:
+    """Accepted for compatibility: one request at a time, the same requests at every value."""
+    sent = []
+    for workers in (1, 4, 32):
+        listing = FakeListing(catalogue(95))
+        assert walk_ids(hook, listing, page_size=10, max_concurrency=workers) == [i["id"] for i in catalogue(95)]
+        sent.append(listing.requests)
+    assert sent[0] == sent[1] == sent[2] and len(sent[0]) == 10
 
 
 @pytest.mark.parametrize("value", [0, 33, "4", True, 2.0])
@@ -431,57 +382,3 @@ def test_bad_concurrency_fails_before_any_request(hook: Any, value: Any) -> None
     with rm.Mocker() as m, pytest.raises(BlinkInputError, match="max_concurrency must be an integer from 1 to 32"):
         hook.walk_connection_types(max_concurrency=value)
     assert not m.called
-
-
-def test_no_session_is_used_by_two_threads_at_once(make_hook: Any) -> None:
-    """The caller's thread and each worker that fetches ahead have their own session."""
-    peak: dict[str, Any] = {}
-    hook = make_hook(retry_delay=0.5, session_factory=_counting_sessions(peak))
-    assert len(walk_ids(hook, FakeListing(catalogue(200)), page_size=10, max_concurrency=4)) == 200
-    assert 2 <= peak["sessions"] <= 1 + 4
-    assert peak["per_session"] == 1
-    assert len(peak["threads"]) == peak["sessions"]
-
-
-# -- the order check's fast path ------------------------------------------------------------------
-
-
-def _random_value(rng: random.Random) -> Any:
-    kind = rng.random()
-    if kind < 0.7:
-        return "".join(rng.choice("aAbB_-é0") for _ in range(rng.randint(0, 3)))
-    if kind < 0.8:
-        return rng.randint(-2, 2)
-    if kind < 0.9:
-        return rng.choice([True, False, None, 1.0])
-    return [rng.randint(0, 1)]
-
-
-@pytest.mark.parametrize("seed", range(40))
-def test_the_order_check_fast_path_agrees_with_the_pair_by_pair_check(seed: int) -> None:
-    """A page whose sort values rise strictly by code point is accepted at C speed; the check
-    pair by pair (code point and case-insensitive) must find nothing wrong in any such page,
-    and the whole check gives the same answer as the pair-by-pair one on every page."""
-    rng = random.Random(seed)
-    names = ["name", "id"][-rng.randint(1, 2) :]
-    keys = [SortKey(name, descending=rng.random() < 0.2) for name in names]
-    for _ in range(200):
-        rows = [{name: _random_value(rng) for name in names} for _ in range(rng.randint(0, 6))]
-        if rng.random() < 0.5:  # mostly-ordered pages, as servers send them
-            rows.sort(key=lambda row: tuple(str(row[n]) for n in names), reverse=keys[0].descending)
-        after = tuple(_random_value(rng) for _ in names) if rng.random() < 0.5 else None
-        slow = _out_of_order(rows, keys, after, 1)
-        if _rises_by_code_point(rows, keys, after):
-            assert slow is None, (rows, after)
-        whole = check_order(rows, keys, after, 1)
-        assert (whole is None) == (slow is None)
-        if whole is not None and slow is not None:
-            assert (whole.reason, whole.ignores_rql) == (slow.reason, slow.ignores_rql)
-
-
-def test_the_fast_path_takes_the_common_id_ordered_page() -> None:
-    rows = [{"id": f"ct-{i:04d}"} for i in range(1000)]
-    assert _rises_by_code_point(rows, [SortKey("id", False)], ("ct-",))
-    assert not _rises_by_code_point(rows[::-1], [SortKey("id", False)], None)
-    assert not _rises_by_code_point(rows, [SortKey("id", True)], None)
-    assert not _rises_by_code_point([{"id": 1}, {"id": 2}], [SortKey("id", False)], None)

@@ -37,6 +37,7 @@ from typing import Any
 import requests
 from tenacity import RetryCallState
 from tenacity.wait import wait_base, wait_exponential, wait_random
+from urllib3.util.retry import Retry
 
 from blinkops_provider import RETRYABLE_STATUSES
 from blinkops_provider.exceptions import (
@@ -65,23 +66,18 @@ MAX_WAIT = 120.0
 
 
 def parse_retry_after(value: str | None, now: dt.datetime) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value (delay-seconds or HTTP date), or None if unusable."""
-    if not value:
-        return None
-    value = value.strip()
+    """Seconds to wait from a ``Retry-After`` value, or None if unusable (negative, fractional,
+    junk: the caller then backs off as it would without one). Delay-seconds are read by urllib3's
+    ``Retry.parse_retry_after``; an HTTP date is measured from ``now``, the injected clock (which
+    urllib3's parser, reading the system clock, cannot take)."""
+    text = (value or "").strip()
+    if text.isdecimal() and text.isascii():
+        return float(Retry.DEFAULT.parse_retry_after(text))
     try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=dt.UTC)
-        seconds = (when - now).total_seconds()
-    if seconds != seconds:  # NaN
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
         return None
-    return max(0.0, seconds)
+    return max(0.0, (when.replace(tzinfo=when.tzinfo or dt.UTC) - now).total_seconds())
 
 
 class RetryableResponse(Exception):

@@ -18,8 +18,8 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -30,16 +30,15 @@ __all__ = [
     "KEY",
     "MAX_LIMIT",
     "MAX_NESTING",
+    "MAX_Q_CHARS",
     "OPERATORS",
     "RQLQuery",
-    "SortKey",
-    "both",
     "check_field_types",
     "check_paging",
+    "encoded_length",
     "parse_json_object",
-    "position_filter",
-    "precedes",
-    "sort_keys",
+    "sort_items",
+    "sort_value",
 ]
 
 OPERATORS = ("$eq", "$neq", "$gt", "$lt", "$gte", "$lte", "$like")
@@ -283,83 +282,31 @@ class RQLQuery(BaseModel):
         return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
 
 
-# -- order and position: what "after" means in a sorted listing ------------------------------------
-
 KEY = "id"
-"""The unique, unchanging member every walk sorts on last."""
+"""The unique, unchanging member every walk sorts on."""
 
 
-@dataclass(frozen=True)
-class SortKey:
-    """One key of a sort: its member, and whether it sorts descending."""
-
-    name: str
-    descending: bool
-
-
-def sort_keys(sort: list[str] | None) -> list[SortKey]:
-    """The user's sort keys, then ``id`` (unique: keys after it never decide anything)."""
-    keys: list[SortKey] = []
-    for item in sort or ():
-        name = item.lstrip("+-")
-        if all(k.name != name for k in keys):
-            keys.append(SortKey(name, item.startswith("-")))
-        if name == KEY:
-            return keys
-    return [*keys, SortKey(KEY, False)]
+def sort_value(value: Any) -> tuple[int, Any]:
+    """One member's value as a client-side sort orders it: numbers, then text, then anything else, then none."""
+    if value is None:
+        return (3, "")
+    if type(value) in (int, float, bool):
+        return (0, value)
+    return (1, value) if isinstance(value, str) else (2, json.dumps(value, sort_keys=True))
 
 
-def _less(x: Any, y: Any) -> bool | None:
-    """Whether ``x`` sorts before ``y``; None when it cannot be told (types, or collations differ)."""
-    if isinstance(x, str) and isinstance(y, str):
-        by_code, folded = x < y, (x.casefold(), y.casefold())
-        if folded[0] != folded[1] and (folded[0] < folded[1]) != by_code:
-            return None  # code-point and case-insensitive order disagree: either may be the server's
-        return by_code
-    if type(x) in (int, float, bool) and type(y) in (int, float, bool):
-        return bool(x < y)
-    return None
+def sort_items(items: list[dict[str, Any]], sort: list[str]) -> None:
+    """Sort ``items`` in place by a query's ``sort`` (``-name`` descending), ties by id: how a
+    walk applies a user's sort, once every page is in."""
+    for key in reversed([*sort, KEY]):
+        name = key.lstrip("+-")
+        items.sort(key=lambda item: sort_value(item.get(name)), reverse=key.startswith("-"))
 
 
-def precedes(a: tuple[Any, ...], b: tuple[Any, ...], keys: list[SortKey]) -> bool | None:
-    """Whether sort values ``a`` come strictly before ``b`` in the order of ``keys`` (False when
-    equal); None when it cannot be told."""
-    for key, x, y in zip(keys, a, b, strict=True):
-        if x == y and type(x) is type(y):
-            continue
-        less = _less(x, y)
-        if less is None:
-            less_back = _less(y, x)
-            if less_back is None:
-                return None
-            less = not less_back
-        return less != key.descending
-    return False
+MAX_Q_CHARS = 3000
+"""The longest URL-encoded ``q`` a walk sends: with the base URL, requests stay under 4 KB."""
 
 
-def _after(key: SortKey, value: Any) -> dict[str, Any] | None:
-    """The predicate 'strictly after ``value``' for one key, or None when nothing can be."""
-    if isinstance(value, bool):  # RQL orders booleans false < true, but has no $gt for them
-        return {"$eq": not value} if value is key.descending else None
-    return {"$lt" if key.descending else "$gt": value}
-
-
-def position_filter(keys: list[SortKey], values: tuple[Any, ...]) -> Any:
-    """The RQL filter of 'after ``values`` in the order of ``keys``'; None when nothing can be."""
-    disjuncts = []
-    for index, key in enumerate(keys):
-        after = _after(key, values[index])
-        if after is not None:
-            condition: dict[str, Any] = {k.name: {"$eq": v} for k, v in zip(keys[:index], values[:index], strict=True)}
-            condition[key.name] = after
-            disjuncts.append(condition)
-    if not disjuncts:
-        return None
-    return disjuncts[0] if len(disjuncts) == 1 else {"$or": disjuncts}
-
-
-def both(first: Any, second: Any) -> Any:
-    """Two RQL filters ANDed (either may be None or empty)."""
-    if not first or not second:
-        return first or second
-    return {"$and": [first, second]}
+def encoded_length(query: dict[str, Any]) -> int:
+    """The length of ``q`` in a URL, as the hook sends it."""
+    return len(quote(json.dumps(query, separators=(",", ":"), ensure_ascii=False), safe=""))

@@ -60,9 +60,7 @@ def as_timeout(value: Any, what: str) -> Timeout:
     Text is read too, as the connection form saves it: ``"30"``, ``"5, 120"`` or ``"[5, 120]"``.
     """
     try:
-        if isinstance(value, str):
-            text = value.strip().removeprefix("[").removesuffix("]")
-            value = [part.strip() for part in text.split(",")] if "," in text else text
+        value = _timeout_parts(value)
         if isinstance(value, (list, tuple)):
             connect, read = (float(v) for v in value)
             if connect > 0 and read > 0:
@@ -74,6 +72,14 @@ def as_timeout(value: Any, what: str) -> Timeout:
     raise BlinkConfigurationError(
         f"{what} must be a positive number of seconds, or connect and read seconds such as '5, 120', got {value!r}"
     )
+
+
+def _timeout_parts(value: Any) -> Any:
+    """A timeout as text (``"30"``, ``"5, 120"``, ``"[5, 120]"``) in parts; anything else as it is."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip().removeprefix("[").removesuffix("]")
+    return [part.strip() for part in text.split(",")] if "," in text else text
 
 
 def _header(name: Any, old_name: Any, who: str) -> str:

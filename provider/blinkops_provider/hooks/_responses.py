@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import gc
-import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import requests
+import urllib3.exceptions
 from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
@@ -55,13 +53,15 @@ class Answer:
     body: bytes
 
 
-def read_answer(response: requests.Response, *, method: str, path: str) -> Answer:
-    """Read a streamed response's body, decompressed, within :data:`MAX_BODY`.
+def read_answer(response: requests.Response, *, method: str, path: str, check: Callable[[], None]) -> Answer:
+    """Read a streamed response's body, decompressed, within :data:`MAX_BODY`, calling ``check``
+    after each read from the socket (the attempt's deadline: it raises once that has passed).
+    Each read is one socket read (urllib3's documented ``read1``), bounded by the read timeout.
 
     :raises BlinkResponseError: the body is larger (the connection is closed at once).
     """
     chunks, size = [], 0
-    for chunk in response.iter_content(_CHUNK):
+    while chunk := _read1(response):
         size += len(chunk)
         if size > MAX_BODY:
             response.close()
@@ -72,7 +72,24 @@ def read_answer(response: requests.Response, *, method: str, path: str) -> Answe
                 path=path,
             )
         chunks.append(chunk)
+        check()
     return Answer(response.status_code, response.reason or "", response.headers, b"".join(chunks))
+
+
+_READ_ERRORS = (
+    (urllib3.exceptions.ReadTimeoutError, requests.exceptions.ReadTimeout),
+    (urllib3.exceptions.DecodeError, requests.exceptions.ContentDecodingError),
+    (urllib3.exceptions.ProtocolError, requests.exceptions.ChunkedEncodingError),
+)
+
+
+def _read1(response: requests.Response) -> bytes:
+    """What one socket read gives of the body, decompressed; urllib3's errors as requests' own."""
+    try:
+        return bytes(response.raw.read1(_CHUNK, decode_content=True))
+    except urllib3.exceptions.HTTPError as err:
+        kind = next((theirs for ours, theirs in _READ_ERRORS if isinstance(err, ours)), requests.ConnectionError)
+        raise kind(err) from None
 
 
 def excerpt(answer: Answer, scrub: Scrub) -> str:
@@ -135,37 +152,6 @@ def parse_model(answer: Answer, model: type[ModelT], *, method: str, path: str, 
     raise _unreadable(answer, problem, method=method, path=path, scrub=scrub)
 
 
-_pausing = threading.Lock()
-_pauses = 0
-_resume = False
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while one body is parsed, on the parsing thread.
-
-    A page of 1,000 connection types is some 30,000 new objects; each few hundred of them trigger
-    a collection that also scans every object Airflow has loaded. Parsed JSON holds no reference
-    cycles, so those scans free nothing: measured, they made parsing a page 4x slower, on the
-    walk's critical path. The pause covers the parse alone: no caller's code runs meanwhile on
-    that thread. Pauses nest and are shared between threads: the last one out restores the
-    collector as it was.
-    """
-    global _pauses, _resume
-    with _pausing:
-        if _pauses == 0:
-            _resume = gc.isenabled()
-            gc.disable()
-        _pauses += 1
-    try:
-        yield
-    finally:
-        with _pausing:
-            _pauses -= 1
-            if _pauses == 0 and _resume:
-                gc.enable()
-
-
 def parse_json(answer: Answer, *, method: str, path: str, scrub: Scrub) -> Any:
     """The body of a 2xx response as plain Python data (dicts, lists, str, int, ...).
 
@@ -175,8 +161,7 @@ def parse_json(answer: Answer, *, method: str, path: str, scrub: Scrub) -> Any:
     :raises BlinkResponseError: the body is not JSON.
     """
     try:
-        with collector_paused():
-            return from_json(answer.body or b"")
+        return from_json(answer.body or b"")
     except ValueError:
         problem = "is not JSON"
     except RecursionError:

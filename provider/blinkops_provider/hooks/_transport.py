@@ -6,8 +6,10 @@ It owns, in this order for each call:
 * the **session**: each thread has its own (``requests.Session`` is not safe to share between
   threads using it at once), made on its first call and closed by :meth:`Transport.close`;
 * the **shared pause**: every attempt first waits out a ``Retry-After`` another worker was told;
-* the **deadline** of each attempt (:mod:`~blinkops_provider.hooks._deadline`), and the
-  **size bound** of each body (:func:`~blinkops_provider.hooks._responses.read_answer`);
+* the **deadline** of each attempt: urllib3's connect and read timeouts bound each socket
+  operation, and the elapsed time is checked after each read of the body (a status line or
+  headers trickled byte by byte are bounded by the read timeout per byte only), and the **size
+  bound** of each body (:func:`~blinkops_provider.hooks._responses.read_answer`);
 * the **retry policy** (:mod:`~blinkops_provider.retry_policy`: what is retried, how long to wait);
 * the **redirect refusal**: no redirect is followed, so the key goes to the base URL's origin only;
 * the **error mapping**: a failed call becomes one of the provider's exceptions, classified by the
@@ -40,7 +42,6 @@ from urllib3.exceptions import NewConnectionError, ProtocolError
 from blinkops_provider import __version__
 from blinkops_provider.exceptions import BlinkApiError, BlinkConfigurationError, BlinkTransientError
 from blinkops_provider.hooks._connection import ConnectionSettings
-from blinkops_provider.hooks._deadline import DeadlineAdapter, bounded
 from blinkops_provider.hooks._responses import Answer, error_from_response, read_answer
 from blinkops_provider.retry_policy import (
     MAX_WAIT,
@@ -178,12 +179,10 @@ class Transport:
         self._sessions: weakref.WeakSet[requests.Session] = weakref.WeakSet()  # a thread's goes with it
 
     def session(self) -> requests.Session:
-        """The calling thread's HTTP session, with the key header and the deadline's adapter."""
+        """The calling thread's HTTP session, with the key header."""
         session: requests.Session | None = getattr(self._local, "session", None)
         if session is None:
             session = self._local.session = self.session_factory()
-            for prefix in ("https://", "http://"):
-                session.mount(prefix, DeadlineAdapter())
             session.headers.update(
                 {
                     self.settings.header: self.settings.api_key,
@@ -295,30 +294,33 @@ class Transport:
         wait = self.pause.remaining()  # another thread was told to back off
         if wait > 0:
             self.clock.sleep(wait)
-        seconds = self.settings.deadline
+        seconds, started = self.settings.deadline, self.clock.monotonic()
+
+        def check() -> None:
+            if self.clock.monotonic() - started > seconds:
+                raise AttemptTimedOut(f"the answer took longer than {seconds:g} s")
+
         # verify is passed per request: a session-level False loses to REQUESTS_CA_BUNDLE.
         # No redirect is followed: requests would resend the key header to any host, and turn
         # a PUT into a GET (302/303) or drop its body (301).
-        with bounded(seconds, self.clock.monotonic) as attempt:
-            try:
-                response = self.session().request(
-                    method,
-                    self.settings.base_url + path,
-                    params=params,
-                    json=json,
-                    timeout=self.settings.timeout,
-                    verify=self.settings.verify,
-                    allow_redirects=False,
-                    stream=True,
-                )
-                with response:
-                    answer = read_answer(response, method=method, path=path)  # within the deadline
-            except (requests.RequestException, OSError) as exc:
-                if attempt.expired:
-                    raise AttemptTimedOut(f"the answer took longer than {seconds:g} s") from None
-                if isinstance(exc, requests.RequestException):
-                    raise
-                raise requests.ConnectionError(exc) from None
+        try:
+            response = self.session().request(
+                method,
+                self.settings.base_url + path,
+                params=params,
+                json=json,
+                timeout=self.settings.timeout,
+                verify=self.settings.verify,
+                allow_redirects=False,
+                stream=True,
+            )
+            with response:
+                check()
+                answer = read_answer(response, method=method, path=path, check=check)
+        except OSError as exc:  # (requests' exceptions are OSErrors too)
+            if isinstance(exc, requests.RequestException):
+                raise
+            raise requests.ConnectionError(exc) from None
         if answer.status in RETRYABLE_STATUSES:
             asked = parse_retry_after(answer.headers.get("Retry-After"), self.clock.now())
             if asked is not None:  # a wait meant for every thread, whichever attempt this was

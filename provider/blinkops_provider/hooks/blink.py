@@ -13,6 +13,7 @@ from airflow.providers.common.compat.sdk import BaseHook, mask_secret
 from pydantic import BaseModel, ValidationError
 
 from blinkops_provider import DEFAULT_HEADER
+from blinkops_provider.batch import FieldUpdates, check_concurrency, run_batch
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
@@ -22,7 +23,6 @@ from blinkops_provider.exceptions import (
     BlinkTransientError,
 )
 from blinkops_provider.hooks import _walk
-from blinkops_provider.hooks._batch import FieldUpdates, check_concurrency, run_batch
 from blinkops_provider.hooks._connection import ConnectionSettings, Timeout, as_timeout
 from blinkops_provider.hooks._responses import Answer, describe_invalid, parse_json, parse_model
 from blinkops_provider.hooks._transport import Clock, Transport
@@ -56,7 +56,7 @@ __all__ = [
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 DEFAULT_WALK_CONCURRENCY = 4
-"""Requests in flight during a catalogue walk, unless told (README, Benchmarks)."""
+"""The default of ``max_concurrency`` for a walk, which no longer has an effect (one request at a time)."""
 
 
 DEFAULT_UPDATE_CONCURRENCY = 16
@@ -313,7 +313,7 @@ class BlinkHook(BaseHook):
 
         An exception that interrupts the batch (a task timeout, a signal) or the record's update
         carries what was known then: :meth:`FieldUpdates.carried_by
-        <blinkops_provider.hooks._batch.FieldUpdates.carried_by>` (the operator pushes it to XCom).
+        <blinkops_provider.batch.FieldUpdates.carried_by>` (the operator pushes it to XCom).
         With ``record_path`` this is a migration, which :func:`blinkops_provider.migrations.apply_schema`
         carries out (the table's lock, the plan, the record); the lock names the Airflow task
         instance running now, the host and the process.
@@ -396,26 +396,22 @@ class BlinkHook(BaseHook):
         """Every page of the catalogue, exactly, with the items as plain dicts (no model per item).
 
         The fast way to read the whole catalogue: what the operators use. Each item is the JSON
-        object Blink sent, unknown members included. The walk is exact while the catalogue
-        changes: see :mod:`blinkops_provider.hooks._walk` for how, and for its page checks.
-        The next page is fetched while the caller processes the current one.
+        object Blink sent, unknown members included. The walk pages by id and is exact while the
+        catalogue changes; a ``sort`` is applied by the client once every page is in (the result
+        is then held in memory). See :mod:`blinkops_provider.hooks._walk` for how, and for its
+        page checks.
 
-        :param max_concurrency: requests in flight at once, each worker with its own HTTP session.
-            A walk without ``sort`` or ``max_items`` splits the catalogue into id ranges and
-            fetches up to this many at a time (still yielded in order, at most this many pages
-            held); with a ``sort`` the walk goes page by page. The default,
-            :data:`DEFAULT_WALK_CONCURRENCY`, was measured (see the README's figures). All
-            workers share one backoff: a 429 or 503 with ``Retry-After`` pauses every one.
+        :param max_concurrency: accepted and checked (1 to 32) for compatibility; it has no
+            effect on the walk, which sends one request at a time (Blink's catalogue is one page).
         :raises BlinkInputError: an invalid query, page size, ``max_items`` or ``max_concurrency``,
             before any request.
         :raises BlinkResponseError: a page that is not ``{"results": [object, ...], ...}``.
-        :raises BlinkApiError: the server repeats a page or ignores paging, a page ends with a type
-            that lacks a sort key, or the walk passes :attr:`max_pages`.
+        :raises BlinkApiError: the server repeats a page, ignores paging or the id order, or the
+            walk passes :attr:`max_pages`.
         """
         check_paging(page_size, max_items)
         check_concurrency(max_concurrency)
         query = _rql(filter=filter, sort=sort, select=select)  # checked once, before the first request
-
         walk = _walk.CatalogueWalk(
             query=query,
             fetch=self._list_page,
@@ -424,7 +420,6 @@ class BlinkHook(BaseHook):
             max_items=max_items,
             max_pages=self.max_pages,
             log=self.log,
-            max_concurrency=max_concurrency,
         )
         return walk.pages()
 

@@ -172,15 +172,7 @@ class _Batch:
 
     def report(self) -> FieldUpdates:
         in_flight = set(self.pending.values())
-        applied: dict[str, TableField | None] = {}
-        failed: dict[str, BlinkApiError] = {}
-        for name in self.order:
-            if name in self.outcome:
-                result = self.outcome[name]
-                if isinstance(result, BlinkApiError):
-                    failed[name] = result
-                else:
-                    applied[name] = result
+        failed, applied = self._outcomes()
         return FieldUpdates(
             updated=[result for result in applied.values() if result is not None],
             failed=failed,
@@ -189,6 +181,19 @@ class _Batch:
             applied=applied,
             unknown=[name for name in self.order if name in in_flight],
         )
+
+    def _outcomes(self) -> tuple[dict[str, BlinkApiError], dict[str, TableField | None]]:
+        """The fields done, in the declared order: those that failed, and those Blink confirmed."""
+        failed: dict[str, BlinkApiError] = {}
+        applied: dict[str, TableField | None] = {}
+        for name in self.order:
+            if name in self.outcome:
+                result = self.outcome[name]
+                if isinstance(result, BlinkApiError):
+                    failed[name] = result
+                else:
+                    applied[name] = result
+        return failed, applied
 
 
 def _outcome(future: Future[TableField]) -> TableField | BlinkApiError | None:
