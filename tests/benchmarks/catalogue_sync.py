@@ -5,8 +5,9 @@
 
 Set-up: a Blink sandbox (``blink-sandbox serve``, its own process) behind ``latency_proxy.py``
 (its own process, 10 ms each way, so a 20 ms round trip). Each way runs in a fresh Python
-process that imports Airflow first; the time is taken around the walk alone, and the peak RSS is
-the process's. Rounds are interleaved (every way once per round) and medians are printed.
+process, with every installed module compiled to bytecode first and, before the clock, Airflow and
+what its task runner has imported (``airflow.sdk.execution_time.supervisor``); the time is taken
+around the whole ``execute`` (the connection look-up included), and the peak RSS is the process's. Rounds are interleaved (every way once per round) and medians are printed.
 
 The ways:
 - ``raw loop``: a ``requests.Session`` loop over offsets, ``response.json()`` per page;
@@ -19,7 +20,10 @@ The ways:
 It runs at 20,000 types (the targets) and at 300, Blink's real size (one page).
 
 The latency floor is pages x RTT plus the server's own time for a bare walk (every page fetched
-straight from the sandbox, without the proxy, and not parsed).
+straight from the sandbox, without the proxy, and not parsed): at 300 types, one round trip plus
+the server's time for the page. The targets (#37): at 300 types, XCom within 1.5x of the floor and
+1.15x of the raw loop; at 20,000, XCom at least 2x faster than HttpOperator and output_path within
+2x of the sequential floor.
 """
 
 from __future__ import annotations
@@ -123,6 +127,12 @@ def child(way: str, base: str, out: str) -> None:
 
     import airflow  # imported before the clock starts, as in a task
     import requests  # noqa: F401
+
+    try:  # what Airflow's task runner has imported before it runs a task (Airflow 3)
+        import airflow.sdk.execution_time.supervisor
+        import airflow.sdk.execution_time.task_runner
+    except ImportError:  # Airflow 2.11
+        import airflow.models.taskinstance
 
     if os.environ.get("BLINK_BENCH_QUIET"):  # the default keeps INFO logging on, as a task has it
         logging.disable(logging.INFO)
@@ -247,12 +257,14 @@ def compare(size: int, rounds: int, delay_ms: float, out: str, note: str = "") -
         "pays after Airflow's import (the operator's import included)"
     )
     print("targets:" + (f" ({note})" if note else ""))
-    print(
-        f"  XCom mode >= 3x faster than HttpOperator:   {http / xcom:5.2f}x  {'met' if http / xcom >= 3 else 'NOT MET'}"
-    )
+    if pages == 1:  # Blink's size: the headline
+        for label, ratio, bar in (("the floor", xcom / floor, 1.5), ("the raw loop", xcom / raw, 1.15)):
+            print(f"  XCom within {bar:g}x of {label}: {ratio:5.2f}x  {'met' if ratio <= bar else 'NOT MET'}")
+        return medians
+    print(f"  XCom >= 2x faster than HttpOperator:   {http / xcom:5.2f}x  {'met' if http / xcom >= 2 else 'NOT MET'}")
     for label, seconds in (("warm", to_file), ("cold", cold)):
-        verdict = "met" if seconds / floor <= 1.5 else "NOT MET"
-        print(f"  output_path within 1.5x of the floor ({label}): {seconds / floor:5.2f}x  {verdict}")
+        verdict = "met" if seconds / floor <= 2 else "NOT MET"
+        print(f"  output_path within 2x of the sequential floor ({label}): {seconds / floor:5.2f}x  {verdict}")
     return medians
 
 
@@ -272,6 +284,18 @@ def rss_flat(sizes: tuple[int, int], out: str) -> None:
     )
 
 
+def compile_bytecode() -> None:
+    """Compile every installed module, as an installed package has them (CI sets
+    PYTHONDONTWRITEBYTECODE, so nothing would be compiled otherwise): no compiling in the clock."""
+    import compileall
+    import sysconfig
+
+    started = time.perf_counter()
+    for where in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
+        compileall.compile_dir(where, quiet=2, workers=0)
+    print(f"bytecode compiled in {time.perf_counter() - started:.1f} s (outside every clock)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="small sizes and one round, for CI")
@@ -287,6 +311,7 @@ def main() -> int:
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-bench-"))
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"  # else the first file move loads Airflow's example plugins
     out = str(Path(tempfile.mkdtemp(prefix="blink-bench-out-")) / "catalogue.json")
+    compile_bytecode()
     real = "Blink's real size, one page: the whole task against HttpOperator; the targets are for 20,000"
     if args.smoke:
         compare(2_000, 1, 10, out, note="smoke sizes: fixed costs dominate; the targets are for the full run")
