@@ -150,7 +150,7 @@ class S3LockObject:
         self.path = path
         self.where = str(path)
         self.fs = path.fs
-        self.bucket, self.key = path.bucket, path.key
+        self.bucket, _, self.key = path.path.partition("/")  # (its bucket names the connection on Airflow 2.11)
 
     def create(self, body: bytes) -> bool:
         try:
