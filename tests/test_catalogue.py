@@ -93,10 +93,45 @@ def test_snapshot_names_sort_as_runs_were_scheduled_then_by_run_id() -> None:
     airflow2 = Run("manual__x", logical_date=None, execution_date=dt.datetime(2026, 11, 20, 23, tzinfo=utc))
     names = [snapshot_name(run) for run in (airflow2, nightly, event, noon)]
     assert names == sorted(names)
-    assert names[1] == "2026-11-21T000000Z__scheduled__2026-11-21T00-00-00-00-00.json"
-    assert names[0].startswith("2026-11-20T230000Z__manual__x")
+    assert names[1] == "2026-11-21T000000000000Z__scheduled__2026-11-21T00%3A00%3A00%2B00%3A00.json"
+    assert names[0].startswith("2026-11-20T230000000000Z__manual__x")
     with pytest.raises(ValueError, match="has no run_after or logical date"):
         snapshot_name(Run("r", run_after=None, logical_date=None))
+
+
+@pytest.mark.parametrize(
+    "run_ids",
+    [
+        ("a/b", "a:b", "a b", "a-b"),
+        ("café", "cafe", "cafè", "caf%C3%A9"),
+        ("実行1", "実行2", "xx1", "%E5"),
+        ("a.b", "a_b", "a%2Eb", "a.diff"),
+    ],
+)
+def test_run_ids_map_to_snapshot_names_one_to_one(run_ids: tuple[str, ...]) -> None:
+    """Two runs at the same instant whose ids differ only in '/', ':', spaces, accents or CJK
+    characters of the same length never share a snapshot name (#35)."""
+    when = dt.datetime(2026, 11, 21, tzinfo=dt.UTC)
+    names = [snapshot_name(Run(run_id, run_after=when)) for run_id in run_ids]
+    assert len(set(names)) == len(names)
+
+
+def test_a_run_id_ending_in_diff_gives_a_snapshot_the_next_diff_and_pruning_see(tmp_path: Path) -> None:
+    when = dt.datetime(2026, 11, 21, tzinfo=dt.UTC)
+    first = tmp_path / snapshot_name(Run("manual__x.diff", run_after=when))
+    first.write_text("[]")
+    second = tmp_path / snapshot_name(Run("manual__y", run_after=when + dt.timedelta(hours=1)))
+    second.write_text("[]")
+    assert not first.name.endswith(".diff.json")
+    assert previous_snapshot(second) == first
+    other = snapshot_name(Run("manual__x", run_after=when))
+    assert first.name != other.removesuffix(".json") + ".diff.json"
+
+
+def test_runs_in_the_same_second_sort_by_when_they_ran_not_by_run_id() -> None:
+    early = Run("z_manual", run_after=dt.datetime(2026, 11, 21, 12, 0, 3, 100, tzinfo=dt.UTC))
+    later = Run("a_manual", run_after=dt.datetime(2026, 11, 21, 12, 0, 3, 900_000, tzinfo=dt.UTC))
+    assert snapshot_name(early) < snapshot_name(later)
 
 
 def test_each_run_compares_with_the_latest_earlier_look_and_a_rerun_compares_the_same_way(tmp_path: Path) -> None:

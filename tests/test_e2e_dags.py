@@ -343,7 +343,7 @@ def test_nightly_sync_snapshots_and_diffs(
     names = sorted(p.name for p in folder.iterdir())
     assert len(names) == 4 and [name.endswith(".diff.json") for name in names] == [True, False, True, False]
     first_name, second_name = (name for name in names if not name.endswith(".diff.json"))
-    assert first_name.startswith("2026-11-20T000000Z__") and second_name.startswith("2026-11-21T000000Z__")
+    assert first_name.startswith("2026-11-20T000000000000Z__") and second_name.startswith("2026-11-21T000000000000Z__")
     first_snapshot = json.loads((folder / first_name).read_text())
     second_snapshot = json.loads((folder / second_name).read_text())
     assert len(first_snapshot) == 200
@@ -392,7 +392,7 @@ def test_nightly_sync_snapshots_and_diffs(
     )
     noon = run_on(dag, pendulum.datetime(2026, 11, 21, 12, tz="UTC"))
     assert state(noon) == "success"
-    (noon_name,) = [p.name for p in folder.glob("2026-11-21T120000Z__*.json") if not p.name.endswith(".diff.json")]
+    (noon_name,) = [p.name for p in folder.glob("2026-11-21T120000000000Z__*.json") if not p.name.endswith(".diff.json")]
     noon_diff = json.loads((folder / noon_name).with_suffix(".diff.json").read_text())
     assert noon_diff["counts"] == {"added": 1, "removed": 0, "changed": 0, "unchanged": 201}
     assert noon_diff["added"] == ["ct-same-day"] and noon_diff["previous"].endswith(second_name)

@@ -82,5 +82,5 @@ def test_the_sync_emits_the_catalogue_in_and_the_snapshot_out(blink_sandbox: Bli
     (snapshot,) = event["outputs"]
     assert snapshot["namespace"] == "file"
     folder = tmp_path / "snapshots" / "connection_types"
-    (written,) = [p for p in folder.glob("2026-11-20T000000Z__*.json") if not p.name.endswith(".diff.json")]
+    (written,) = [p for p in folder.glob("2026-11-20T000000000000Z__*.json") if not p.name.endswith(".diff.json")]
     assert snapshot["name"] == str(written)  # this run's own snapshot

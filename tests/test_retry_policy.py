@@ -357,7 +357,7 @@ def test_each_failure_gets_its_decision(error: BaseException, action: str, delay
 def test_a_refused_key_says_what_to_fix_and_the_cap_is_configurable() -> None:
     assert "check the connection's API key" in str(decide(BlinkAuthError("no", status=401))[2])
     assert decide(BlinkTransientError("slow down", status=429, retry_after=90.0), max_retry_after=30)[1] == 30.0
-    with pytest.raises(BlinkInputError, match="max_retry_after must be a positive number"):
+    with pytest.raises(BlinkInputError, match="max_retry_after must be a finite number of seconds, more than 0"):
         BlinkRetryPolicy(max_retry_after=0)
 
 

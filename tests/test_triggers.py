@@ -139,7 +139,7 @@ def test_it_serialises_without_its_test_seams_and_checks_its_arguments() -> None
     assert path == "blinkops_provider.triggers.BlinkCatalogueChangeTrigger"
     assert kwargs == {"blink_conn_id": "b", "poll_interval": 60.0, "max_consecutive_failures": 5}
     assert BlinkCatalogueChangeTrigger(**kwargs).serialize() == (path, kwargs)
-    with pytest.raises(BlinkInputError, match="poll_interval must be at least 1 second"):
+    with pytest.raises(BlinkInputError, match="poll_interval must be a finite number of seconds, 1 or more"):
         BlinkCatalogueChangeTrigger(poll_interval=0)
     with pytest.raises(BlinkInputError, match="max_consecutive_failures must be at least 1"):
         BlinkCatalogueChangeTrigger(max_consecutive_failures=0)

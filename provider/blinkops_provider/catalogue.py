@@ -27,7 +27,7 @@ __all__ = [
     "snapshot_name",
 ]
 
-_SNAPSHOT_NAME = re.compile(r"^(?!.*\.diff\.json$)\d{4}-\d{2}-\d{2}(T\d{6}Z__[A-Za-z0-9._-]+)?\.json$")
+_SNAPSHOT_NAME = re.compile(r"^(?!.*\.diff\.json$)\d{4}-\d{2}-\d{2}(T\d{6}(\d{6})?Z__[A-Za-z0-9%._-]+)?\.json$")
 """A snapshot's file name: :func:`snapshot_name`'s, or ``YYYY-MM-DD.json`` (before 0.2)."""
 
 XCOM_IDS = 100
@@ -117,8 +117,10 @@ def read_snapshot(path: Any) -> list[dict[str, Any]]:
 
 def snapshot_name(dag_run: Any) -> str:
     """The file name of a DAG run's snapshot: when the run was scheduled to run (its logical date;
-    ``run_after`` for an Airflow 3 run that has none), in UTC, then its run id with any character outside
-    ``A-Z a-z 0-9 . _ -`` written as ``-``. Names sort as the runs were scheduled, then by run id.
+    ``run_after`` for an Airflow 3 run that has none), in UTC to the microsecond, then its run id
+    with every character outside ``A-Z a-z 0-9 _ -`` written as ``%XX`` (its UTF-8 bytes; ``.``
+    and ``%`` included), so two run ids never share a name and no name ends in ``.diff.json``.
+    Names sort as the runs were scheduled, then by run id.
     Use it in a template: ``output_path=".../connection_types/{{ snapshot_name(dag_run) }}"`` with
     ``user_defined_macros={"snapshot_name": snapshot_name}`` on the DAG.
 
@@ -134,8 +136,16 @@ def snapshot_name(dag_run: Any) -> str:
     )
     if when is None:
         raise ValueError(f"the DAG run {getattr(dag_run, 'run_id', dag_run)!r} has no run_after or logical date")
-    stamp = when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H%M%SZ")
-    return f"{stamp}__{re.sub(r'[^A-Za-z0-9._-]', '-', str(dag_run.run_id))}.json"
+    stamp = when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H%M%S%fZ")
+    return f"{stamp}__{_file_safe(str(dag_run.run_id))}.json"
+
+
+_KEPT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _file_safe(text: str) -> str:
+    """``text`` with every character outside ``_KEPT`` as ``%XX`` per UTF-8 byte: injective."""
+    return "".join(c if c in _KEPT else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass")) for c in text)
 
 
 def previous_snapshot(path: Any) -> Any | None:

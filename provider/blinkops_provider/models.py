@@ -473,9 +473,29 @@ def _checked_entry(
         missing = [member for member in ("type", "display_name") if body.get(member) in (None, "")]
         if missing:
             return f"{where}: {' and '.join(missing)} required (Blink resets what an update leaves out)"
-    if isinstance(body, FieldUpdate):
-        return name, body
     try:
-        return name, FieldUpdate.model_validate(body)
+        update = body if isinstance(body, FieldUpdate) else FieldUpdate.model_validate(body)
     except ValidationError as err:
         return f"{where}: {describe_errors(err.errors())}"
+    problems = contradictions(update)
+    return f"{where}: {'; '.join(problems)}" if problems else (name, update)
+
+
+def contradictions(update: FieldUpdate) -> list[str]:
+    """What contradicts itself in one field's declaration: a select option given twice, a
+    ``default_value`` not among the ``options``, ``include_time`` on a type that is not ``date``,
+    a ``reference`` without ``table_reference``."""
+    attributes, kind = update.attributes or FieldAttributes(), update.type
+    options = attributes.options or []
+    problems = [f"option {option!r} is given twice" for n, option in enumerate(options) if option in options[:n]]
+    if (
+        attributes.options is not None
+        and attributes.default_value is not None
+        and attributes.default_value not in options
+    ):
+        problems.append(f"default_value {attributes.default_value!r} is not one of the options {options}")
+    if attributes.include_time is not None and kind is not None and kind is not FieldType.DATE:
+        problems.append(f"include_time is for a 'date' field, and this one is {kind.value!r}")
+    if kind is FieldType.REFERENCE and attributes.table_reference is None:
+        problems.append("a 'reference' field needs attributes.table_reference (the table it links to)")
+    return problems

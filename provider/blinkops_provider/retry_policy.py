@@ -29,6 +29,7 @@ nothing changes.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import threading
 from collections.abc import Callable
 from email.utils import parsedate_to_datetime
@@ -41,6 +42,7 @@ from urllib3.util.retry import Retry
 
 from blinkops_provider import RETRYABLE_STATUSES
 from blinkops_provider.exceptions import (
+    BlinkApiError,
     BlinkAuthError,
     BlinkClientError,
     BlinkConfigurationError,
@@ -156,6 +158,31 @@ except ImportError:  # older Airflow: a stand-in base, so the class still import
     RetryDecision = None  # type: ignore[assignment,misc]
 
 
+def check_seconds(value: Any, what: str, *, low: float, high: float, low_open: bool = False) -> float:
+    """``value`` as a duration in seconds: a finite number from ``low`` (excluded when
+    ``low_open``) to ``high``.
+
+    :raises BlinkInputError: anything else, saying what is allowed.
+    """
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not number or value > high or value < low or (low_open and value == low):
+        bound = f"more than {low:g}" if low_open else f"{low:g} or more"
+        raise BlinkInputError(f"{what} must be a finite number of seconds, {bound} and at most {high:g}, got {value!r}")
+    return float(value)
+
+
+def _provider_error(exception: BaseException) -> BaseException:
+    """The first of the provider's errors along ``exception``'s cause chain (itself if none is)."""
+    seen: set[int] = set()
+    current: BaseException | None = exception
+    while current is not None and id(current) not in seen:
+        if isinstance(current, (BlinkApiError, BlinkInputError, BlinkConfigurationError, BlinkLockedError)):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return exception
+
+
 class BlinkRetryPolicy(RetryPolicy):  # type: ignore[misc,valid-type]
     """Airflow's retry decision for a failed Blink task (see the module's text).
 
@@ -164,12 +191,13 @@ class BlinkRetryPolicy(RetryPolicy):  # type: ignore[misc,valid-type]
     """
 
     def __init__(self, *, max_retry_after: float = MAX_WAIT) -> None:
-        if isinstance(max_retry_after, bool) or not isinstance(max_retry_after, (int, float)) or max_retry_after <= 0:
-            raise BlinkInputError(f"max_retry_after must be a positive number of seconds, got {max_retry_after!r}")
-        self.max_retry_after = float(max_retry_after)
+        self.max_retry_after = check_seconds(max_retry_after, "max_retry_after", low=0, high=86400, low_open=True)
 
     def evaluate(self, exception: BaseException, try_number: int, max_tries: int, context: Any = None) -> RetryDecision:
-        """The decision for ``exception``: fail, retry after a delay, or Airflow's default."""
+        """The decision for ``exception``, or for the provider's error it was raised from (task
+        code that wraps one: ``raise TaskError(...) from err``): fail, retry after a delay, or
+        Airflow's default."""
+        exception = _provider_error(exception)
         if isinstance(exception, BlinkAuthError):
             return RetryDecision.fail(
                 f"Blink refused the API key ({exception.status}): check the connection's API key (password) and "
@@ -182,8 +210,9 @@ class BlinkRetryPolicy(RetryPolicy):  # type: ignore[misc,valid-type]
         if isinstance(exception, (BlinkInputError, BlinkConfigurationError)):
             return RetryDecision.fail(f"{type(exception).__name__}: fix the input or the connection; no retry helps")
         if isinstance(exception, BlinkTransientError) and exception.status == 429:
-            if exception.retry_after is not None:
-                wait = min(max(exception.retry_after, 0.0), self.max_retry_after)
+            asked = exception.retry_after
+            if isinstance(asked, (int, float)) and math.isfinite(asked) and asked >= 0:  # else: retry_delay
+                wait = min(float(asked), self.max_retry_after)
                 return RetryDecision.retry(
                     dt.timedelta(seconds=wait), f"Blink's rate limit: retrying after its Retry-After, {wait:g} s"
                 )

@@ -16,10 +16,13 @@ sync instead.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from blinkops_provider.exceptions import BlinkAuthError, BlinkConfigurationError, BlinkInputError
+from blinkops_provider.retry_policy import check_seconds
 
 __all__ = ["STATE_KEY", "BlinkCatalogueChangeTrigger"]
 
@@ -56,8 +59,7 @@ class BlinkCatalogueChangeTrigger(BaseEventTrigger):  # type: ignore[misc,valid-
         fingerprint: Callable[[str], str] | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
-        if isinstance(poll_interval, bool) or not isinstance(poll_interval, (int, float)) or poll_interval < 1:
-            raise BlinkInputError(f"poll_interval must be at least 1 second, got {poll_interval!r}")
+        check_seconds(poll_interval, "poll_interval", low=1, high=86400)
         if isinstance(max_consecutive_failures, bool) or not isinstance(max_consecutive_failures, int):
             raise BlinkInputError(f"max_consecutive_failures must be a whole number, got {max_consecutive_failures!r}")
         if max_consecutive_failures < 1:
@@ -85,6 +87,16 @@ class BlinkCatalogueChangeTrigger(BaseEventTrigger):  # type: ignore[misc,valid-
         while True:
             try:
                 current = await asyncio.to_thread(self._fingerprint, self.blink_conn_id)
+                if last is None:
+                    self.log.info("Watching the catalogue of %r from %s", self.blink_conn_id, current)
+                    await self._save(current)
+                elif current != last:
+                    self.log.info("The catalogue changed: %s -> %s", last, current)
+                    yield TriggerEvent({"fingerprint": current, "previous": last})  # type: ignore[no-untyped-call]
+                    # saved after the event: a cancel in between fires it again (a duplicate sync is
+                    # harmless), never loses it
+                    await self._save(current)
+                last = current
             except (BlinkAuthError, BlinkConfigurationError) as err:
                 self.log.error("Stopping: the connection %r cannot be used: %s", self.blink_conn_id, err)
                 raise
@@ -107,14 +119,6 @@ class BlinkCatalogueChangeTrigger(BaseEventTrigger):  # type: ignore[misc,valid-
                 )
             else:
                 failures = 0
-                if last is None:
-                    self.log.info("Watching the catalogue of %r from %s", self.blink_conn_id, current)
-                    await self._save(current)
-                elif current != last:
-                    self.log.info("The catalogue changed: %s -> %s", last, current)
-                    await self._save(current)  # before the event: a restart does not fire it again
-                    yield TriggerEvent({"fingerprint": current, "previous": last})  # type: ignore[no-untyped-call]
-                last = current
             await self._sleep(self.poll_interval)
 
     async def _load(self) -> str | None:
@@ -144,13 +148,20 @@ class BlinkCatalogueChangeTrigger(BaseEventTrigger):  # type: ignore[misc,valid-
 
 
 def catalogue_fingerprint(blink_conn_id: str) -> str:
-    """``<total>:<newest updated_at>:<its id>`` of the catalogue, from one one-item listing.
+    """``<count>:<digest>``: how many connection types there are, and a digest of every one of
+    them, id and content, in id order: any type added, removed or changed in any member moves it,
+    and the server's order does not (one request at Blink's size: the catalogue is one page).
 
     :raises BlinkApiError: the listing failed (after the hook's retries).
     """
     from blinkops_provider.hooks.blink import BlinkHook
 
-    page = BlinkHook(blink_conn_id).list_connection_types(sort=["-updated_at"], select=["id", "updated_at"], limit=1)
-    newest = page.results[0] if page.results else None
-    total = page.total if page.total is not None else len(page.results)
-    return f"{total}:{getattr(newest, 'updated_at', None)}:{getattr(newest, 'id', None)}"
+    digest, count = hashlib.sha256(), 0
+    items = [item for page in BlinkHook(blink_conn_id).walk_connection_types() for item in page.items]
+    for item in sorted(items, key=lambda item: str(item.get("id"))):
+        digest.update(
+            json.dumps(item, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
+        )
+        digest.update(b"\n")
+        count += 1
+    return f"{count}:{digest.hexdigest()[:32]}"

@@ -66,6 +66,34 @@ def key_forms(key: str) -> tuple[str, ...]:
     return tuple(sorted((form for form in forms if form), key=len, reverse=True))
 
 
+KEY_RUN = 8
+"""The shortest piece of the key that is removed from what the provider quotes of an answer."""
+
+
+def without_key_runs(text: str, key: str) -> str:
+    """``text`` with every run of :data:`KEY_RUN` or more consecutive characters of ``key``
+    replaced by ``***`` (each run as long as it goes on matching the key)."""
+    if len(key) < KEY_RUN or len(text) < KEY_RUN:
+        return text
+    starts: dict[str, list[int]] = {}
+    for k in range(len(key) - KEY_RUN + 1):
+        starts.setdefault(key[k : k + KEY_RUN], []).append(k)
+    out, i = [], 0
+    while i < len(text):
+        longest = max((_run(text, i, key, k) for k in starts.get(text[i : i + KEY_RUN], ())), default=0)
+        out.append("***" if longest else text[i])
+        i += longest or 1
+    return "".join(out)
+
+
+def _run(text: str, i: int, key: str, k: int) -> int:
+    """How far ``text`` from ``i`` goes on matching ``key`` from ``k``."""
+    n = 0
+    while i + n < len(text) and k + n < len(key) and text[i + n] == key[k + n]:
+        n += 1
+    return n
+
+
 def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
@@ -201,11 +229,12 @@ class Transport:
         self._local = threading.local()
 
     def scrub(self, text: str) -> str:
-        """``text`` with the API key replaced by ``***`` in every form a server may echo it."""
+        """``text`` with the API key replaced by ``***`` in every form a server may echo it, and
+        any run of :data:`KEY_RUN` or more consecutive characters of it (a piece Blink quotes)."""
         for form in self._key_forms:
             if form in text:
                 text = text.replace(form, "***")
-        return text
+        return without_key_runs(text, self.settings.api_key)
 
     @cached_property
     def _key_forms(self) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import requests
-from airflow.providers.common.compat.sdk import BaseHook, mask_secret
+from airflow.providers.common.compat.sdk import AirflowNotFoundException, BaseHook, mask_secret
 from pydantic import BaseModel, ValidationError
 
 from blinkops_provider import DEFAULT_HEADER
@@ -32,6 +32,7 @@ from blinkops_provider.models import (
     ConnectionTypePage,
     FieldUpdate,
     TableField,
+    contradictions,
     scalar_fields,
     validate_field_updates,
     validate_input,
@@ -153,7 +154,14 @@ class BlinkHook(BaseHook):
     @cached_property
     def _settings(self) -> ConnectionSettings:
         who = self._testing_as
-        settings = ConnectionSettings.from_connection(self.get_connection(self.blink_conn_id), self.timeout, who)
+        try:
+            connection = self.get_connection(self.blink_conn_id)
+        except AirflowNotFoundException:
+            raise BlinkConfigurationError(
+                f"the connection {self.blink_conn_id!r} does not exist; create it (type blink: the Base URL as "
+                "host, the API key as password) or give blink_conn_id the id of one that does"
+            ) from None
+        settings = ConnectionSettings.from_connection(connection, self.timeout, who)
         mask_secret(settings.api_key)
         return settings
 
@@ -222,7 +230,11 @@ class BlinkHook(BaseHook):
         :raises BlinkBadRequestError: Blink refused the update (400).
         :raises BlinkNotFoundError: no such workspace, table or field (404).
         """
-        return self._put_field(ws_id, table, field, validate_input(FieldUpdate, update, "field update"))
+        checked = validate_input(FieldUpdate, update, "field update")
+        problems = contradictions(checked)
+        if problems:
+            raise BlinkInputError(f"invalid update of field {field!r}, not sent: {'; '.join(problems)}")
+        return self._put_field(ws_id, table, field, checked)
 
     def _put_field(self, ws_id: str, table: str, field: str, update: FieldUpdate) -> TableField:
         path = "/workspace/{}/table/{}/fields/{}".format(

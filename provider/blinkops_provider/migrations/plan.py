@@ -29,6 +29,7 @@ __all__ = [
     "SchemaPlan",
     "declared_schema",
     "differing_members",
+    "one_line",
     "plan_fields",
 ]
 
@@ -188,7 +189,7 @@ class SchemaPlan:
                 log.info("%s", line)
         for plan in self.fields:
             if plan.action in (ADD, CHANGE):
-                log.info("  %s: %s %s", plan.field, _action_cell(plan), _details(plan))
+                log.info("  %s: %s %s", one_line(plan.field), _action_cell(plan), _details(plan))
         if self.counts[UNCHANGED]:
             log.info("  (%d field(s) unchanged)", self.counts[UNCHANGED])
 
@@ -272,6 +273,12 @@ def _details(plan: FieldPlan) -> str:
 _BREAKS = {ord(ch): f"\\u{ord(ch):04x}" for ch in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
 
 
+def one_line(text: str) -> str:
+    """A name as a log line or a table cell shows it: on one line, nothing in it able to start
+    another (line breaks of every kind escaped), ``|`` and ``\\`` escaped."""
+    return _cell(text)
+
+
 def _cell(text: str) -> str:
     """Text as one Markdown table cell: a backslash and ``|`` escaped, and every character that
     could break the line (``\\n``, ``\\r``, VT, FF, NEL, U+2028, U+2029, ...) written as its escape."""
@@ -312,6 +319,8 @@ def declared_schema(value: Any, *, source: str) -> list[dict[str, Any]]:
         batch = validate_field_updates(value, require_type_and_name=True)
     except BlinkInputError as err:
         raise BlinkInputError(f"{source}: {err}") from None
+    if not batch:
+        raise BlinkInputError(f"{source} declares no field; give at least one (a template that rendered nothing?)")
     return [{"field": name, **update.to_body()} for name, update in batch]
 
 
@@ -356,9 +365,14 @@ def _destruction(after: Mapping[str, Any], before: Mapping[str, Any]) -> str:
         if removed:
             risks.append(f"options removed: {', '.join(map(_shown, removed))} (values using them are orphaned)")
     old_ref, new_ref = _member(before, "attributes.table_reference"), _member(after, "attributes.table_reference")
-    if old_ref is not None and new_ref != old_ref:
+    if old_ref is not None and _target(new_ref) != _target(old_ref):  # the displayed field alone breaks nothing
         risks.append(f"the reference moves from {_shown(old_ref)} to {_shown(new_ref)} (existing links break)")
     return "; ".join(risks)
+
+
+def _target(reference: Any) -> Any:
+    """The table a ``table_reference`` links to."""
+    return reference.get("table_name") if isinstance(reference, Mapping) else reference
 
 
 def differing_members(declared: Mapping[str, Any], recorded: Mapping[str, Any]) -> list[str]:

@@ -7,9 +7,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from blinkops_provider.assets import TABLES_ALIAS, table_lineage
-from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkClientError, BlinkInputError
+from blinkops_provider.exceptions import (
+    BlinkApiError,
+    BlinkAuthError,
+    BlinkClientError,
+    BlinkInputError,
+    BlinkTransientError,
+)
 from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook, FieldUpdates, check_concurrency
 from blinkops_provider.migrations import Holder, apply_schema, approved_plan, check_lock_wait, plan_schema
+from blinkops_provider.migrations.plan import one_line
 from blinkops_provider.models import FieldType, FieldUpdate, validate_field_updates, validate_input
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
 from blinkops_provider.rql import parse_json_object
@@ -104,7 +111,12 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage: the table as an output dataset with the field's schema (no request)."""
-        return table_lineage(self.hook.base_url, str(self.ws_id), str(self.table), self._declared)
+        declared = getattr(self, "_declared", None)
+        if not declared:  # execute failed before the update was checked: nothing to describe
+            from airflow.providers.openlineage.extractors import OperatorLineage
+
+            return OperatorLineage()
+        return table_lineage(self.hook.base_url, str(self.ws_id), str(self.table), declared)
 
 
 def _grouped(outcomes: dict[str, str]) -> dict[str, list[str]]:
@@ -215,6 +227,10 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         batch = validate_field_updates(self.fields, require_type_and_name=True)
+        if not batch:
+            raise BlinkInputError(
+                "fields declares no field: give at least one entry (a template that rendered '[]' or nothing?)"
+            )
         approved = approved_plan(self.plan)  # checked before any request
         self._declared = [{"field": name, **update.to_body()} for name, update in batch]  # for lineage
         if self.plan_only:
@@ -314,14 +330,14 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             self._log_applied(name, outcome, result)
             return None
         if outcome == "unknown":
-            self.log.warning("  %s: unknown: in flight when the task was interrupted (perhaps applied)", name)
+            self.log.warning("  %s: unknown: in flight when the task was interrupted (perhaps applied)", one_line(name))
             return None
         error = result.failed.get(name)
         status = error.status if error is not None else None
         message = str(error.message) if error is not None else f"not sent: {stopped}"
         if error is not None and error.details and error.details != error.message:
             message = f"{message} ({error.details})"
-        self.log.error("  %s: failed%s: %s", name, f" with {status}" if status else "", message)
+        self.log.error("  %s: failed%s: %s", one_line(name), f" with {status}" if status else "", one_line(message))
         return {"field": name, "status": status, "message": message}
 
     def _log_applied(self, name: str, outcome: str, result: FieldUpdates) -> None:
@@ -329,9 +345,9 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         members = result.plan.members(name) if result.plan is not None else ()
         detail = f"; {', '.join(members)}" if members else ""
         if stored is None:
-            self.log.info("  %s: %s%s; answer unreadable (Blink confirmed it, 2xx)", name, outcome, detail)
+            self.log.info("  %s: %s%s; answer unreadable (Blink confirmed it, 2xx)", one_line(name), outcome, detail)
         else:
-            self.log.info("  %s: %s (%s, %r%s)", name, outcome, stored.type, stored.display_name, detail)
+            self.log.info("  %s: %s (%s, %r%s)", one_line(name), outcome, stored.type, stored.display_name, detail)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage: the table as an output dataset with the declared schema (no request;
@@ -356,6 +372,15 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
                 f"header name (extra header_name); {message}",
                 status=auth.status,
             )
-        if any(isinstance(error, BlinkClientError) for error in result.failed.values()):
+        errors = list(result.failed.values())
+        if any(isinstance(error, BlinkClientError) for error in errors):
             return BlinkClientError(message)  # a 4xx (or a refused change): a retry would fail on it again
+        if errors and all(isinstance(error, BlinkTransientError) and error.status == 429 for error in errors):
+            waits = [error.retry_after for error in errors if error.retry_after is not None]
+            return BlinkTransientError(  # rate-limited to the end: the retry policy honours Blink's wait
+                f"{message}; Blink's rate limit",
+                status=429,
+                retry_after=max(waits) if waits else None,
+                attempts=max((error.attempts or 0) for error in errors) or None,
+            )
         return BlinkApiError(message)
