@@ -3,6 +3,7 @@ code lives in :mod:`blinkops_provider.migrations`."""
 
 from __future__ import annotations
 
+from blinkops_provider.migrations.apply import declared_schema
 from blinkops_provider.migrations.plan import (
     ADD,
     BASELINE,
@@ -11,7 +12,6 @@ from blinkops_provider.migrations.plan import (
     UNCHANGED,
     FieldPlan,
     SchemaPlan,
-    declared_schema,
     differing_members,
     plan_fields,
 )

@@ -6,7 +6,7 @@ is the Blink API client they send through. ``blink-schema`` (:mod:`.cli`) lists 
 
 from __future__ import annotations
 
-from blinkops_provider.migrations.apply import apply_schema, approved_plan, plan_schema
+from blinkops_provider.migrations.apply import apply_schema, approved_plan, declared_schema, plan_schema
 from blinkops_provider.migrations.lock import (
     MAX_LOCK_WAIT,
     Holder,
@@ -25,7 +25,6 @@ from blinkops_provider.migrations.plan import (
     UNCHANGED,
     FieldPlan,
     SchemaPlan,
-    declared_schema,
     differing_members,
     plan_fields,
 )

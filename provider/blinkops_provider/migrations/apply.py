@@ -23,10 +23,10 @@ from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook,
 from blinkops_provider.migrations.lock import Holder, TableLock, check_lock_wait
 from blinkops_provider.migrations.plan import REFUSED, UNCHANGED, SchemaPlan
 from blinkops_provider.migrations.record import SchemaRecord, record_location
-from blinkops_provider.models import FieldUpdate, validate_field_updates
+from blinkops_provider.models import FieldUpdate, _RepeatedMember, _unique_members, validate_field_updates
 from blinkops_provider.names import segment
 
-__all__ = ["apply_schema", "approved_plan", "check_lock_wait", "plan_schema"]
+__all__ = ["apply_schema", "approved_plan", "check_lock_wait", "declared_schema", "plan_schema"]
 
 Updates = Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | str
 Batch = list[tuple[str, FieldUpdate]]
@@ -58,6 +58,45 @@ def approved_plan(value: Any) -> dict[str, Any] | str | None:
         f"plan must be the plan task's XCom (plan=plan_task.output, or its JSON) or its 16-hex-digit fingerprint, "
         f"got {shown}"
     )
+
+
+def declared_schema(value: Any, *, source: str) -> list[dict[str, Any]]:
+    """The entries of a declared schema, checked before any request: from its JSON text, a
+    ``{"fields": [...]}`` object, or the list of entries itself.
+
+    :param source: where the schema came from, named in every error (``"the 'schema' param"``,
+        ``"schema file /opt/schemas/incidents.json"``).
+    :returns: the entries as JSON-ready dicts, ``{"field": name, "type": ..., "display_name":
+        ..., "attributes": {...}}``, in the declared order.
+    :raises BlinkInputError: naming the source, and the line and column of a JSON syntax error
+        or the position of each wrong entry.
+    """
+    if isinstance(value, (str, bytes)):
+        try:
+            value = json.loads(value, object_pairs_hook=_unique_members)
+        except json.JSONDecodeError as err:
+            raise BlinkInputError(
+                f"{source} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
+            ) from None
+        except _RepeatedMember as err:
+            raise BlinkInputError(f"{source} names {err.args[0]!r} twice in one object; name it once") from None
+        except RecursionError:
+            raise BlinkInputError(f"{source} nests too deeply to read") from None
+    if isinstance(value, Mapping):
+        if not isinstance(value.get("fields"), list):
+            raise BlinkInputError(f"{source} is an object without a 'fields' list; give {{\"fields\": [entries]}}")
+        value = value["fields"]
+    if not isinstance(value, list):
+        raise BlinkInputError(
+            f"{source} is a {type(value).__name__}; give a list of entries or an object with a 'fields' list"
+        )
+    try:
+        batch = validate_field_updates(value, require_type_and_name=True)
+    except BlinkInputError as err:
+        raise BlinkInputError(f"{source}: {err}") from None
+    if not batch:
+        raise BlinkInputError(f"{source} declares no field; give at least one (a template that rendered nothing?)")
+    return [{"field": name, **update.to_body()} for name, update in batch]
 
 
 def _record(hook: BlinkHook, ws_id: str, table: str, record_path: str | os.PathLike[str]) -> SchemaRecord:

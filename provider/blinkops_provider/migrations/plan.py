@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from blinkops_provider.exceptions import BlinkInputError, BlinkStalePlanError
-from blinkops_provider.models import FieldUpdate, _RepeatedMember, _unique_members, validate_field_updates
+from blinkops_provider.exceptions import BlinkStalePlanError
+from blinkops_provider.models import FieldUpdate
 
 __all__ = [
     "ACTIONS",
@@ -27,7 +27,6 @@ __all__ = [
     "UNCHANGED",
     "FieldPlan",
     "SchemaPlan",
-    "declared_schema",
     "differing_members",
     "one_line",
     "plan_fields",
@@ -212,6 +211,16 @@ class SchemaPlan:
             "text": self.describe(),
         }
 
+    def _check_rows(self, approved: Mapping[str, Any]) -> None:
+        """A plan XCom with this fingerprint whose rows or text say anything else was edited: a
+        reviewer may have approved a false description, so nothing is applied."""
+        edited = _edited(approved, self)
+        if edited:
+            raise BlinkStalePlanError(
+                f"the approved plan {self.fingerprint} has {' and '.join(edited)} that are not what it would apply: "
+                "its XCom was edited after it was made. Nothing was sent: plan again and review the new plan"
+            )
+
     def check_approved(self, approved: Mapping[str, Any] | str) -> None:
         """Refuse to apply anything but the approved plan.
 
@@ -225,6 +234,7 @@ class SchemaPlan:
             why = [f"the approved plan's fingerprint is {approved.strip()!r}"]
         else:
             if approved.get("fingerprint") == self.fingerprint:
+                self._check_rows(approved)
                 return
             then = {entry.get("field"): entry for entry in approved.get("fields") or [] if isinstance(entry, Mapping)}
             now = {plan.field: plan.to_xcom() for plan in self.fields}
@@ -247,6 +257,12 @@ class SchemaPlan:
             f"the approved plan is not what would be applied now (plan {self.fingerprint}): {'; '.join(why)}. "
             "Nothing was sent: plan again and review the new plan"
         )
+
+
+def _edited(approved: Mapping[str, Any], plan: SchemaPlan) -> list[str]:
+    """What of an approved plan's XCom differs from ``plan`` although its fingerprint is the same."""
+    edited = [] if approved.get("fields") == [row.to_xcom() for row in plan.fields] else ["rows"]
+    return edited + ([] if approved.get("text", plan.describe()) == plan.describe() else ["text"])
 
 
 def _digest(value: Any) -> str:
@@ -283,45 +299,6 @@ def _cell(text: str) -> str:
     """Text as one Markdown table cell: a backslash and ``|`` escaped, and every character that
     could break the line (``\\n``, ``\\r``, VT, FF, NEL, U+2028, U+2029, ...) written as its escape."""
     return text.replace("\\", "\\\\").replace("|", "\\|").translate(_BREAKS)
-
-
-def declared_schema(value: Any, *, source: str) -> list[dict[str, Any]]:
-    """The entries of a declared schema, checked before any request: from its JSON text, a
-    ``{"fields": [...]}`` object, or the list of entries itself.
-
-    :param source: where the schema came from, named in every error (``"the 'schema' param"``,
-        ``"schema file /opt/schemas/incidents.json"``).
-    :returns: the entries as JSON-ready dicts, ``{"field": name, "type": ..., "display_name":
-        ..., "attributes": {...}}``, in the declared order.
-    :raises BlinkInputError: naming the source, and the line and column of a JSON syntax error
-        or the position of each wrong entry.
-    """
-    if isinstance(value, (str, bytes)):
-        try:
-            value = json.loads(value, object_pairs_hook=_unique_members)
-        except json.JSONDecodeError as err:
-            raise BlinkInputError(
-                f"{source} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
-            ) from None
-        except _RepeatedMember as err:
-            raise BlinkInputError(f"{source} names {err.args[0]!r} twice in one object; name it once") from None
-        except RecursionError:
-            raise BlinkInputError(f"{source} nests too deeply to read") from None
-    if isinstance(value, Mapping):
-        if not isinstance(value.get("fields"), list):
-            raise BlinkInputError(f"{source} is an object without a 'fields' list; give {{\"fields\": [entries]}}")
-        value = value["fields"]
-    if not isinstance(value, list):
-        raise BlinkInputError(
-            f"{source} is a {type(value).__name__}; give a list of entries or an object with a 'fields' list"
-        )
-    try:
-        batch = validate_field_updates(value, require_type_and_name=True)
-    except BlinkInputError as err:
-        raise BlinkInputError(f"{source}: {err}") from None
-    if not batch:
-        raise BlinkInputError(f"{source} declares no field; give at least one (a template that rendered nothing?)")
-    return [{"field": name, **update.to_body()} for name, update in batch]
 
 
 def plan_fields(declared: Iterable[tuple[str, FieldUpdate]], recorded: Mapping[str, Any]) -> list[FieldPlan]:
