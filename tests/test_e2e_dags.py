@@ -392,7 +392,9 @@ def test_nightly_sync_snapshots_and_diffs(
     )
     noon = run_on(dag, pendulum.datetime(2026, 11, 21, 12, tz="UTC"))
     assert state(noon) == "success"
-    (noon_name,) = [p.name for p in folder.glob("2026-11-21T120000000000Z__*.json") if not p.name.endswith(".diff.json")]
+    (noon_name,) = [
+        p.name for p in folder.glob("2026-11-21T120000000000Z__*.json") if not p.name.endswith(".diff.json")
+    ]
     noon_diff = json.loads((folder / noon_name).with_suffix(".diff.json").read_text())
     assert noon_diff["counts"] == {"added": 1, "removed": 0, "changed": 0, "unchanged": 201}
     assert noon_diff["added"] == ["ct-same-day"] and noon_diff["previous"].endswith(second_name)

@@ -212,3 +212,17 @@ def test_hook_signatures_are_the_documented_ones() -> None:
         "blink_default",
         "blink_conn_id",
     )
+
+
+def test_a_single_field_update_that_contradicts_itself_is_refused_before_any_request(hook: Any) -> None:
+    import requests_mock as rm
+
+    from blinkops_provider.exceptions import BlinkInputError
+
+    update = {"type": "checkbox", "display_name": "Done", "attributes": {"include_time": True}}
+    with (
+        rm.Mocker() as m,
+        pytest.raises(BlinkInputError, match=r"invalid update of field 'Done', not sent: include_time"),
+    ):
+        hook.update_table_field("ws-1", "Incidents", "Done", update)
+    assert m.call_count == 0

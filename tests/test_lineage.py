@@ -67,6 +67,22 @@ def test_the_single_field_operator_reports_its_field(blink_conn: None) -> None:
     assert schema_of(output) == [("Title", "text", "Title")]
 
 
+def test_the_single_field_operator_reports_nothing_after_a_failed_execute(blink_conn: None) -> None:
+    """OpenLineage asks on failure too: an execute that failed before the update was checked
+    gives an empty lineage, not an AttributeError (#35)."""
+    import pytest
+
+    from blinkops_provider.exceptions import BlinkInputError
+
+    op = UpdateTableFieldOperator(
+        task_id="one", ws_id="ws", table="Incidents", field="Title", field_type="", display_name="Title"
+    )
+    with pytest.raises(BlinkInputError):
+        op.execute({})
+    lineage = op.get_openlineage_facets_on_complete(None)
+    assert (lineage.inputs, lineage.outputs) == ([], [])
+
+
 def listing(request: Any, context: Any) -> dict[str, Any]:
     return {"results": [{"id": "ct-1", "name": "aws"}], "total": 1, "limit": 1000, "offset": 0}
 

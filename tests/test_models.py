@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 from pydantic import ValidationError
 
@@ -193,3 +195,26 @@ def test_validation_errors_echo_the_value_cut_short_one_line_per_field() -> None
     assert lines[2].startswith("  - entry 2 ('Notes'):")
     assert all(len(line) < 400 for line in lines)
     assert "N" * 60 not in str(caught.value)
+
+
+# -- contradictions inside one field's declaration (#35) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        (
+            {"type": "single-select", "display_name": "S", "attributes": {"options": ["Low", "High", "Low"]}},
+            "option 'Low' is given twice",
+        ),
+        (
+            {"type": "single-select", "display_name": "S", "attributes": {"options": ["Low"], "default_value": "Mid"}},
+            "default_value 'Mid' is not one of the options",
+        ),
+        ({"type": "text", "display_name": "T", "attributes": {"include_time": True}}, "include_time is for a 'date'"),
+        ({"type": "reference", "display_name": "R"}, "a 'reference' field needs attributes.table_reference"),
+    ],
+)
+def test_a_declaration_that_contradicts_itself_is_refused_naming_the_field(entry: dict, problem: str) -> None:
+    with pytest.raises(BlinkInputError, match=rf"entry 1 \('Odd'\): .*{re.escape(problem)}"):
+        validate_field_updates([{"field": "Odd", **entry}])

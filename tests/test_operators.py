@@ -12,7 +12,7 @@ import pytest
 import requests_mock as rm
 from airflow.providers.common.compat.sdk import AirflowException
 
-from blinkops_provider.exceptions import BlinkInputError, BlinkTransientError
+from blinkops_provider.exceptions import BlinkClientError, BlinkInputError, BlinkTransientError
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 from blinkops_provider.operators.tables import UpdateTableFieldOperator
 from tests.fake_listing import FakeListing
@@ -370,3 +370,52 @@ def test_a_collector_the_caller_disabled_stays_disabled(blink_conn: None) -> Non
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# -- hardening (#35) -------------------------------------------------------------------------------
+
+
+class PushingTI:
+    def __init__(self) -> None:
+        self.pushed: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.pushed[key] = value
+
+
+def test_a_schema_batch_rate_limited_to_the_end_carries_blinks_retry_after(blink_conn: None) -> None:
+    from blinkops_provider.operators.tables import UpdateTableFieldsOperator
+
+    fields = [{"field": f"f{i}", "type": "text", "display_name": f"F{i}"} for i in range(3)]
+    op = UpdateTableFieldsOperator(
+        task_id="apply", ws_id="ws-1", table="t", fields=fields, hook_params={"retry_limit": 1}
+    )
+    with rm.Mocker() as m:
+        m.put(rm.ANY, status_code=429, headers={"Retry-After": "45"}, json={"message": "slow down"})
+        with pytest.raises(BlinkTransientError) as caught:
+            op.execute({"ti": PushingTI()})
+    assert (caught.value.status, caught.value.retry_after) == (429, 45.0)
+    assert "3 of 3 field(s) not applied" in str(caught.value)
+
+
+@pytest.mark.parametrize("fields", ["[]", [], "  [] "])
+def test_an_empty_declared_schema_is_refused_before_any_request(blink_conn: None, fields: Any) -> None:
+    from blinkops_provider.operators.tables import UpdateTableFieldsOperator
+
+    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="t", fields=fields)
+    with rm.Mocker() as m, pytest.raises(BlinkInputError, match="fields declares no field"):
+        op.execute({"ti": PushingTI()})
+    assert m.call_count == 0
+
+
+def test_field_names_cannot_break_the_applys_log_lines(blink_conn: None, provider_log: Any) -> None:
+    from blinkops_provider.operators.tables import UpdateTableFieldsOperator
+
+    fields = [{"field": "a\nINFO forged", "type": "text", "display_name": "A"}]
+    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="t", fields=fields)
+    with rm.Mocker() as m:
+        m.put(rm.ANY, status_code=400, json={"message": "no"})
+        with pytest.raises(BlinkClientError):
+            op.execute({"ti": PushingTI()})
+    assert any("a\\u000aINFO forged" in line for line in provider_log())
+    assert not any(line.lstrip().startswith("INFO forged") for line in provider_log())

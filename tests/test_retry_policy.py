@@ -25,6 +25,7 @@ from blinkops_provider.exceptions import (
     BlinkTransientError,
 )
 from blinkops_provider.hooks._transport import Clock
+from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.retry_policy import (
     HAS_RETRY_POLICY,
     MAX_WAIT,
@@ -405,3 +406,55 @@ def test_a_record_location_that_cannot_be_written_fails_at_once(tmp_path: Any) -
     with pytest.raises(BlinkConfigurationError) as unusable:
         TableLock("/proc/self/blink/records/", ws_id="ws", table="t", holder=Holder.current()).acquire()
     assert decide(unusable.value)[0] == "fail"
+
+
+# -- hardening (#35) ------------------------------------------------------------------------------------
+
+
+@needs_policy
+@pytest.mark.parametrize("asked", [-30.0, float("nan"), float("inf")])
+def test_an_unusable_retry_after_falls_back_to_the_tasks_own_retry_settings(asked: float) -> None:
+    assert decide(BlinkTransientError("rate limited", status=429, retry_after=asked))[0] == "default"
+
+
+@needs_policy
+def test_a_provider_error_wrapped_by_task_code_is_judged_by_its_cause() -> None:
+    class TaskError(Exception):
+        pass
+
+    def wrapped(inner: BaseException, explicit: bool) -> BaseException:
+        try:
+            try:
+                raise inner
+            except type(inner) as err:
+                if explicit:
+                    raise TaskError("the sync failed") from err
+                raise RuntimeError("while syncing")  # noqa: B904 - implicit chaining (__context__) is followed too
+        except (TaskError, RuntimeError) as outer:
+            return outer
+        raise AssertionError("not raised")
+
+    assert decide(wrapped(BlinkAuthError("no", status=401), explicit=True))[0] == "fail"
+    assert decide(wrapped(BlinkTransientError("slow", status=429, retry_after=7.0), explicit=False))[:2] == (
+        "retry",
+        7.0,
+    )
+
+
+def test_a_connection_that_does_not_exist_fails_at_once_naming_it() -> None:
+    hook = BlinkHook("no_such_blink")
+    with (
+        rm.Mocker() as m,
+        pytest.raises(BlinkConfigurationError, match="the connection 'no_such_blink' does not exist") as e,
+    ):
+        hook.list_connection_types()
+    assert m.call_count == 0
+    if HAS_RETRY_POLICY:  # and the retry policy fails the task at once on it
+        assert decide(e.value)[0] == "fail"
+
+
+@needs_policy
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 0, -5, "30", True])
+def test_max_retry_after_must_be_a_finite_positive_duration(value: Any) -> None:
+    with pytest.raises(BlinkInputError, match="max_retry_after must be a finite number of seconds"):
+        BlinkRetryPolicy(max_retry_after=value)

@@ -496,3 +496,23 @@ def test_tls_failure_on_a_host_with_https_keeps_the_certificate_hint(
         BlinkHook(retry_limit=1).list_connection_types(limit=1)
     assert "http://" not in str(caught.value).split("failed", 1)[1]
     assert "certificate" in str(caught.value)
+
+
+@pytest.mark.parametrize(("start", "length"), [(0, 14), (5, 8), (9, 20), (0, len(API_KEY) - 1)])
+def test_a_piece_of_the_key_that_blink_echoes_never_shows(hook: BlinkHook, start: int, length: int) -> None:
+    """Any run of 8 or more consecutive characters of the key is removed from what the provider
+    quotes of a server's answer (#35), in the exception text and the log alike."""
+    piece = API_KEY[start : start + length]
+    with rm.Mocker() as m:
+        m.get(f"{BASE}/connection_types", status_code=400, json={"message": f"bad key {piece}..."})
+        with pytest.raises(BlinkApiError) as caught:
+            hook.list_connection_types()
+    assert piece not in str(caught.value) and piece[:8] not in str(caught.value)
+    assert "***" in str(caught.value)
+
+
+def test_runs_of_the_key_shorter_than_8_characters_are_left_alone() -> None:
+    from blinkops_provider.hooks._transport import without_key_runs
+
+    assert without_key_runs("blink-t refused 0123456 it", API_KEY) == "blink-t refused 0123456 it"  # runs of 7
+    assert without_key_runs("x0123456789aby", API_KEY) == "x***y"  # a run of 12, replaced whole

@@ -172,3 +172,90 @@ def test_a_blocking_state_store_is_read_and_written_off_the_event_loop(blink_san
     loop_threads.add(threading.get_ident())  # asyncio.run runs the loop in this thread
     assert events_of(trigger) == []
     assert calls == [("get", False), ("set", False)]
+
+
+# -- hardening (#35): what the fingerprint sees, when it is saved, what stops the trigger -------------
+
+LISTING = "https://blink.test/api/v1/connection_types"
+
+
+def fingerprint_of(blink_conn: None, types: list[dict[str, Any]], reverse: bool = False) -> str:
+    import requests_mock as rm
+
+    served = sorted(types, key=lambda t: t["id"], reverse=reverse)
+    with rm.Mocker() as m:
+        m.get(LISTING, json={"results": served, "total": len(served), "offset": 0, "limit": 1000})
+        return catalogue_fingerprint("blink_default")
+
+
+BASE = [
+    {"id": "ct-1", "name": "aws", "updated_at": 100},
+    {"id": "ct-2", "name": "gcp", "updated_at": 200},
+    {"id": "ct-3", "name": "okta", "updated_at": 300},
+]
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        [BASE[0], BASE[2], {"id": "ct-9", "name": "new", "updated_at": 50}],  # one deleted, an older one added
+        [BASE[0], {**BASE[1], "name": "renamed"}, BASE[2]],  # updated without a new updated_at
+        [{"id": "ct-0", "name": "no date"}, *BASE],  # a type without updated_at (sorted first by some servers)
+    ],
+    ids=["deleted and added older", "updated in place", "missing updated_at"],
+)
+def test_every_change_to_the_set_of_types_or_to_any_member_moves_the_fingerprint(
+    blink_conn: None, changed: list[dict[str, Any]]
+) -> None:
+    assert fingerprint_of(blink_conn, changed) != fingerprint_of(blink_conn, BASE)
+
+
+def test_the_fingerprint_does_not_depend_on_the_servers_order(blink_conn: None) -> None:
+    tied = [{**t, "updated_at": 100} for t in BASE]  # tied on updated_at, served in either order
+    assert fingerprint_of(blink_conn, tied) == fingerprint_of(blink_conn, tied, reverse=True)
+
+
+def test_the_fingerprint_is_saved_after_the_event_so_a_cancel_in_between_loses_no_change() -> None:
+    store, seen = Store(), iter(["a", "b", "b"])
+    trigger = BlinkCatalogueChangeTrigger(poll_interval=1, sleep=Waits(polls=9), fingerprint=lambda conn: next(seen))
+    trigger.asset_state_store = store  # type: ignore[attr-defined]
+
+    async def cancelled_at_the_event() -> None:
+        run = trigger.run()
+        await run.__anext__()  # the event for "b"
+        await run.aclose()  # the trigger is cancelled before it goes on
+
+    asyncio.run(cancelled_at_the_event())
+    assert store.values[STATE_KEY] == "a"  # not "b": the restarted trigger fires "b" again
+    again = BlinkCatalogueChangeTrigger(poll_interval=1, sleep=Waits(polls=1), fingerprint=lambda conn: "b")
+    again.asset_state_store = store  # type: ignore[attr-defined]
+    assert events_of(again) == [{"fingerprint": "b", "previous": "a"}]
+
+
+def test_a_failed_state_store_write_counts_as_a_failed_poll() -> None:
+    class Broken(Store):
+        async def aset(self, key: str, value: Any) -> None:
+            raise OSError("the metadata database is away")
+
+    trigger = BlinkCatalogueChangeTrigger(
+        poll_interval=1, max_consecutive_failures=3, sleep=Waits(polls=9), fingerprint=lambda conn: "a"
+    )
+    trigger.asset_state_store = Broken()  # type: ignore[attr-defined]
+    with pytest.raises(OSError, match="away"):
+        events_of(trigger)
+
+
+def test_a_connection_id_that_does_not_exist_stops_the_trigger_at_once_naming_it() -> None:
+    from blinkops_provider.exceptions import BlinkConfigurationError
+
+    waits = Waits(polls=9)
+    trigger = BlinkCatalogueChangeTrigger(blink_conn_id="no_such_blink", poll_interval=60, sleep=waits)
+    with pytest.raises(BlinkConfigurationError, match="the connection 'no_such_blink' does not exist"):
+        events_of(trigger)
+    assert waits == []  # not one more poll
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1, 0.5, "60", True])
+def test_poll_interval_must_be_a_finite_duration(value: Any) -> None:
+    with pytest.raises(BlinkInputError, match="poll_interval must be a finite number of seconds"):
+        BlinkCatalogueChangeTrigger(poll_interval=value)

@@ -133,8 +133,8 @@ def test_servers_that_do_not_honour_the_keyset_give_exact_results(
 ) -> None:
     server = OddServer(catalogue(), **odd)
     ids = walk(hook, server, page_size=1000, max_concurrency=workers)
-    # without a user sort, the order is the server's: every item, once
-    assert (sorted(ids) if odd.get("shuffle") or odd.get("reverse") else ids) == EVERY
+    # every item, once, in id order: offset pages are put in id order (#35, #37), never returned reversed
+    assert ids == EVERY
     assert len(ids) == len(set(ids)) == SIZE
     assert "paging by offset from here" in all_output()
 
@@ -251,7 +251,13 @@ def test_a_shuffled_server_that_honours_the_filter_is_walked_by_offset_with_it(h
     nothing against the filter. The walk goes on by offset with the filter, and says why."""
     server = OddServer(catalogue(), shuffle=True)
     ids = walk(hook, server, page_size=500, filter={"oauth": True})
-    assert sorted(ids) == [d["id"] for d in evaluate(catalogue(), {"oauth": True}, ["id"])]
+    assert ids == [d["id"] for d in evaluate(catalogue(), {"oauth": True}, ["id"])]
     output = all_output()
     assert "is not in the requested order" in output and "paging by offset from here" in output
     assert "does not honour RQL conditions" not in output
+
+
+def test_pages_served_in_reverse_come_back_in_id_order_after_the_offset_fallback(hook: Any, all_output: Any) -> None:
+    server = OddServer(catalogue(), reverse=True)
+    assert walk(hook, server, page_size=250) == EVERY
+    assert "paging by offset from here" in all_output()

@@ -1,0 +1,58 @@
+"""The plan of a migration (blinkops_provider.migrations.plan): plan identity, risk rules and log lines (#35)."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+import pytest
+
+from blinkops_provider.exceptions import BlinkStalePlanError
+from blinkops_provider.migrations.plan import CHANGE, SchemaPlan, plan_fields
+from blinkops_provider.models import validate_field_updates
+
+OWNER = {"type": "reference", "display_name": "Owner", "attributes": {"table_reference": {"table_name": "Users"}}}
+
+
+def plan_of(declared: list[dict[str, Any]], recorded: dict[str, Any]) -> SchemaPlan:
+    batch = validate_field_updates(declared)
+    return SchemaPlan("ws", "Incidents", "r.json", None, tuple(plan_fields(batch, recorded)), (), "s", "r")
+
+
+def test_changing_only_the_displayed_field_of_a_reference_is_not_destructive() -> None:
+    before = copy.deepcopy(OWNER)
+    before["attributes"]["table_reference"]["display_name_field"] = "Name"
+    after = copy.deepcopy(OWNER)
+    after["attributes"]["table_reference"]["display_name_field"] = "Email"
+    plan = plan_of([{"field": "Owner", **after}], {"Owner": before})
+    assert plan.action("Owner") == CHANGE and plan.risk("Owner") == ""
+    moved = copy.deepcopy(after)
+    moved["attributes"]["table_reference"]["table_name"] = "Teams"
+    assert "existing links break" in plan_of([{"field": "Owner", **moved}], {"Owner": before}).risk("Owner")
+
+
+@pytest.mark.parametrize("edit", ["a row", "the text"])
+def test_an_approved_plan_whose_rows_or_text_were_edited_is_refused(edit: str) -> None:
+    recorded = {"Severity": {"type": "single-select", "display_name": "S", "attributes": {"options": ["Low", "High"]}}}
+    declared = [{"field": "Severity", "type": "single-select", "display_name": "S", "attributes": {"options": ["Low"]}}]
+    plan = plan_of(declared, recorded)
+    assert plan.fields[0].destructive
+    approved = plan.to_xcom()
+    if edit == "a row":  # the destructive change shown as unchanged
+        approved["fields"][0].update(action="unchanged", destructive=False, risk="")
+    else:
+        approved["text"] = approved["text"].replace("destructive", "harmless")
+    with pytest.raises(BlinkStalePlanError, match=r"its XCom was edited after it was made\. Nothing was sent"):
+        plan.check_approved(approved)
+    plan.check_approved(plan.to_xcom())  # as made: approved
+
+
+def test_field_names_cannot_break_or_forge_log_lines(caplog: Any) -> None:
+    names = ["a\nINFO forged", "b\rX", "c\u2028Y", "d\x85Z", "e\vW"]
+    plan = plan_of([{"field": n, "type": "text", "display_name": "T"} for n in names], {})
+    with caplog.at_level(logging.INFO):
+        plan.log_to(logging.getLogger("plan"))
+    messages = [record.getMessage() for record in caplog.records]
+    assert not any(ch in m for m in messages for ch in "\n\r\u2028\x85\v")
+    assert any("a\\u000aINFO forged" in m for m in messages)
