@@ -312,7 +312,7 @@ def main() -> int:
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"  # else the first file move loads Airflow's example plugins
     out = str(Path(tempfile.mkdtemp(prefix="blink-bench-out-")) / "catalogue.json")
     compile_bytecode()
-    real = "Blink's real size, one page: the whole task against HttpOperator; the targets are for 20,000"
+    real = "Blink's real size, one page: the headline"
     if args.smoke:
         compare(2_000, 1, 10, out, note="smoke sizes: fixed costs dominate; the targets are for the full run")
         compare(300, 1, 10, out, note=real)
