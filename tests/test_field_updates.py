@@ -240,7 +240,8 @@ def test_partial_failure_applies_the_rest_and_reports_each_field(blink_conn: Non
     lines = provider_log()
     per_field = [m.group(1) for line in lines if (m := re.search(r"\s([abcd]): (applied|failed)", line))]
     assert per_field == ["a", "b", "c", "d"]  # one line per field, in the declared order
-    assert any("2/4 fields applied, 2 failed" in line for line in lines)  # progress as updates complete
+    progress = [line for line in lines if re.search(r"\d+/\d+ fields applied", line)]
+    assert len(progress) == 1 and "2/4 fields applied, 2 failed" in progress[0]  # under 20 fields: its end only (#36)
 
 
 @pytest.mark.parametrize(("first", "retried"), [(503, True), (400, False)])
@@ -460,3 +461,17 @@ def test_a_refused_key_stops_the_batch(blink_conn: None, provider_log: Any, stat
     hints = [line for line in provider_log() if "check the connection's API key" in line]
     assert len(hints) == 1
     assert "header name" in hints[0]
+
+
+def test_a_batch_logs_its_progress_at_most_every_tenth(blink_conn: None, provider_log: Any) -> None:
+    """Progress lines of a batch: about every 10% from 20 fields up, never one per field (#36)."""
+    import requests_mock as rm
+
+    from blinkops_provider.hooks.blink import BlinkHook
+
+    updates = {f"f{i}": {"type": "text", "display_name": f"F{i}"} for i in range(95)}
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json=lambda request, context: {"id": "x", "name": request.path.rsplit("/", 1)[-1]})
+        assert BlinkHook().update_table_fields("ws-1", "t", updates, max_concurrency=4).ok
+    progress = [line for line in provider_log() if "fields applied" in line]
+    assert 5 <= len(progress) <= 11 and "95/95 fields applied" in progress[-1]

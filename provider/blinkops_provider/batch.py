@@ -14,7 +14,10 @@ from blinkops_provider.models import FieldUpdate, TableField
 if TYPE_CHECKING:
     from blinkops_provider.migrations.plan import SchemaPlan
 
-__all__ = ["FieldUpdates", "check_concurrency", "run_batch"]
+__all__ = ["PROGRESS_FROM", "FieldUpdates", "check_concurrency", "run_batch"]
+
+PROGRESS_FROM = 20
+"""The smallest batch whose progress is logged on the way (every 10%); a smaller one logs its end."""
 
 
 @dataclass
@@ -123,7 +126,8 @@ class _Batch:
         self.pending: dict[Future[TableField], str] = {}
         self.failures = 0
         self.stopping = self.refused = False
-        self.step = max(1, len(self.order) // 10)
+        # progress at most every 10% of a batch of PROGRESS_FROM fields or more; a smaller batch logs the end only
+        self.step = -(-len(self.order) // 10) if len(self.order) >= PROGRESS_FROM else len(self.order) or 1
 
     def run(self) -> FieldUpdates:
         pool = ThreadPoolExecutor(min(self.limit, max(len(self.order), 1)), thread_name_prefix="blink-fields")
@@ -166,7 +170,7 @@ class _Batch:
                 len(self.pending),
                 total - done - len(self.pending),
             )
-        if done % self.step == 0 or done == total:
+        if done % self.step == 0 or done == total:  # (a smaller batch: its last one only)
             failed = f", {self.failures} failed" if self.failures else ""
             self.log.info("%d/%d fields applied%s", done - self.failures, total, failed)
 

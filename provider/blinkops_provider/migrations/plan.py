@@ -184,8 +184,11 @@ class SchemaPlan:
         added or changed, one line each; unchanged fields are counted, not listed."""
         text = self.describe().split("\n| field | action | details |")[0]
         for line in text.splitlines():
-            if line and line != BASELINE:
-                log.info("%s", line)
+            if line and line != BASELINE:  # plain text: no Markdown emphasis, bullets as indents
+                log.info(
+                    "%s",
+                    line.replace("**", "").replace("- ", "  ", 1) if line.startswith("- ") else line.replace("**", ""),
+                )
         for plan in self.fields:
             if plan.action in (ADD, CHANGE):
                 log.info("  %s: %s %s", one_line(plan.field), _action_cell(plan), _details(plan))
