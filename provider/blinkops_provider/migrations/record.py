@@ -132,6 +132,13 @@ class SchemaRecord:
                 "give record_path a file of its own"
             )
         owner = (_canonical(data.get("blink")), data.get("ws_id"), data.get("table"))
+        if owner[0] != self.host and owner[1:] == (self.ws_id, self.table):
+            raise BlinkInputError(
+                f"{where} names the Blink at {owner[0]}, and the connection's Blink is {self.host}: it was written "
+                f"through another connection, or the Blink moved (a sandbox on another port?). Point the connection "
+                f"back at {owner[0]} if that is the same Blink, or move the record aside to start again at "
+                f"{self.host} (every field is then planned as add)"
+            )
         if owner != (self.host, self.ws_id, self.table):
             raise BlinkInputError(
                 f"{where} is for table {owner[2]!r} of workspace {owner[1]!r} at {owner[0]}, not {self.table!r} of "
