@@ -66,7 +66,7 @@ def test_two_blinks_give_two_assets_two_datasets_and_refuse_each_others_record(
 ) -> None:
     assert table_uri(one, "w", "t") != table_uri(other, "w", "t")
     SchemaRecord(tmp_path / "r.json", blink=one, ws_id="w", table="t").write({}, now=NOW)
-    with pytest.raises(BlinkInputError, match="names the Blink at .*, and the connection.s Blink is"):
+    with pytest.raises(BlinkInputError, match=r"names the Blink at .*, and the connection.s Blink is"):
         SchemaRecord(tmp_path / "r.json", blink=other, ws_id="w", table="t").read()
 
 

@@ -171,3 +171,18 @@ def test_the_request_log_caps_every_body(blink_sandbox: Any) -> None:
     bodies = [entry["body"] for entry in blink_sandbox.requests if entry["method"] == "PUT"]
     assert len(bodies) == 2
     assert all(isinstance(body, str) and len(body) < 2100 for body in bodies)
+
+
+def test_put_connection_type_changes_a_running_sandboxs_catalogue_as_printed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The command make airflow-ui prints, run as printed (#36): the type is in the catalogue."""
+    from blinkops_provider.sandbox import BlinkSandbox
+
+    with BlinkSandbox(connection_types=3) as sandbox:
+        args = ["put-connection-type", sandbox.url, "--admin-token", sandbox.admin_token, "--id", "ct-demo"]
+        assert main([*args, "--name", "demo-type"]) == 0
+        assert "Connection type 'ct-demo' (demo-type) written" in capsys.readouterr().out
+        assert "ct-demo" in sandbox.store.connection_type_ids()
+        assert main([*args, "--name", "x", "--admin-token", "wrong"]) == 1
+        assert "refused it (401)" in capsys.readouterr().err

@@ -57,7 +57,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     faults.add_argument("--retry-after", default="1", help="Retry-After of a 429: seconds or an HTTP date")
     faults.add_argument("--seed", type=int, default=0, help="seeds the fault draws and the generated catalogue")
+    put = commands.add_parser(
+        "put-connection-type", help="add or change a connection type of a running sandbox (its admin API)"
+    )
+    put.add_argument("url", help="the sandbox's URL, as 'serve' or make airflow-ui prints it")
+    put.add_argument("--admin-token", required=True, help="the sandbox's admin token, as printed")
+    put.add_argument("--id", required=True, help="the connection type's id, e.g. ct-demo (an existing id changes it)")
+    put.add_argument("--name", required=True, help="its name")
+    put.add_argument("--display-name", help="its display name (default: the name)")
     return parser
+
+
+def put_connection_type(args: argparse.Namespace) -> int:
+    """``put-connection-type``: one connection type written through the running sandbox's admin API."""
+    import requests
+
+    doc = {"id": args.id, "name": args.name, "display_name": args.display_name or args.name, "plugin_name": args.name}
+    url = f"{args.url.rstrip('/').removesuffix('/api/v1')}/_sandbox/connection_types"
+    try:
+        answer = requests.put(url, json=[doc], headers={"X-Sandbox-Token": args.admin_token}, timeout=30)
+    except requests.RequestException as err:
+        print(f"blink-sandbox: the sandbox at {args.url} did not answer ({type(err).__name__})", file=sys.stderr)
+        return 1
+    if not answer.ok:
+        print(f"blink-sandbox: the sandbox refused it ({answer.status_code}): {answer.text[:300]}", file=sys.stderr)
+        return 1
+    print(f"Connection type {args.id!r} ({args.name}) written to the sandbox at {args.url}")
+    return 0
 
 
 def _loopback(host: str) -> bool:
@@ -77,6 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda signum, frame: stop.set())
     args = build_parser().parse_args(argv)
+    if args.command == "put-connection-type":
+        return put_connection_type(args)
     try:
         check_dependencies()  # before anything is printed
     except SandboxDependencyError as err:
