@@ -3,9 +3,11 @@
 It starts a Blink sandbox (or uses the tenant in ``BLINK_BASE_URL`` and ``BLINK_API_KEY``), then
 ``airflow standalone`` (api-server, scheduler, DAG processor and triggerer) on free loopback ports,
 with a project-local ``AIRFLOW_HOME`` (``.airflow-ui/``), the example DAGs, a ``blink_default``
-connection to the sandbox, and the records and snapshots under that home. It prints the URL and
-the login, and stops everything on Ctrl-C (or SIGTERM). ``BLINK_CATALOGUE_POLL_SECONDS`` sets how
-often the event-driven sync's trigger polls (default 300).
+connection to the sandbox (in the metadata database, with the UI's Test button on), and the
+records and snapshots under that home. The sandbox keeps its port, key and state under that home
+across starts. It prints the URL, the login and the command that changes the sandbox's catalogue,
+and stops everything on Ctrl-C (or SIGTERM). ``BLINK_CATALOGUE_POLL_SECONDS`` sets how often the
+event-driven sync's trigger polls (default 300).
 
 Listed in ``.airflowignore``: Airflow does not parse it as a DAG file.
 """
@@ -56,6 +58,42 @@ def stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
+def start_sandbox(home: Path) -> Any:
+    """The sandbox of this home: the same port, key, admin token and state (``blink_sandbox.sqlite``)
+    at every start, so the records, assets and catalogue of an earlier start carry over."""
+    from blinkops_provider.sandbox import BlinkSandbox
+
+    state = home / "blink_sandbox.json"
+    saved = json.loads(state.read_text()) if state.exists() else {}
+    kept = {
+        "db": str(home / "blink_sandbox.sqlite"),
+        "api_key": saved.get("api_key"),
+        "admin_token": saved.get("admin_token"),
+    }
+    try:
+        sandbox = BlinkSandbox(port=int(saved.get("port", 0)), **kept).start()
+    except OSError:  # its port is taken now
+        sandbox = BlinkSandbox(**kept).start()
+        say(f"- The sandbox's port {saved['port']} is taken: it runs on port {sandbox.port} now. A plan of a record")
+        say("  written at the old port says what to do (point the connection back, or move the record aside)")
+    state.write_text(json.dumps({"port": sandbox.port, "api_key": sandbox.api_key, "admin_token": sandbox.admin_token}))
+    say(f"- Blink sandbox started at {sandbox.base_url} (state: {kept['db']})")
+    return sandbox
+
+
+def store_connection(env: dict[str, str], conn: dict[str, Any]) -> None:
+    """``blink_default`` in the metadata database (made first), so Admin -> Connections lists it."""
+    airflow = [sys.executable, "-m", "airflow"]
+    subprocess.run([*airflow, "db", "migrate"], env=env, check=True, capture_output=True)
+    subprocess.run([*airflow, "connections", "delete", "blink_default"], env=env, check=False, capture_output=True)
+    subprocess.run(
+        [*airflow, "connections", "add", "blink_default", "--conn-json", json.dumps(conn)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+
+
 def main() -> int:
     home = Path(os.environ.get("AIRFLOW_HOME") or HERE.parent / ".airflow-ui").resolve()
     home.mkdir(parents=True, exist_ok=True)
@@ -67,11 +105,8 @@ def main() -> int:
         conn = {"conn_type": "blink", "host": tenant_url, "password": tenant_key}
         say(f"- Using the Blink at {tenant_url} (BLINK_BASE_URL), not the sandbox")
     else:
-        from blinkops_provider.sandbox import BlinkSandbox
-
-        sandbox = BlinkSandbox().start()
+        sandbox = start_sandbox(home)
         conn = json.loads(sandbox.connection_json())
-        say(f"- Blink sandbox started at {sandbox.base_url}")
     env = {
         **os.environ,
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),  # its `airflow`
@@ -84,10 +119,15 @@ def main() -> int:
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{url}/execution/",
         "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
         "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
-        "AIRFLOW_CONN_BLINK_DEFAULT": json.dumps(conn),
+        "AIRFLOW__CORE__TEST_CONNECTION": "Enabled",  # the Test button of this local UI
         "AIRFLOW_VAR_BLINK_SNAPSHOT_ROOT": str(home / "blink_snapshots"),
         "AIRFLOW_VAR_BLINK_SCHEMA_RECORDS": str(home / "blink_schema_records"),
     }
+    if sandbox is None:  # a tenant's key stays in this process's environment, not in the metadata database
+        env["AIRFLOW_CONN_BLINK_DEFAULT"] = json.dumps(conn)
+    else:
+        env.pop("AIRFLOW_CONN_BLINK_DEFAULT", None)
+        store_connection(env, conn)
     log = home / "standalone.log"
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
@@ -121,6 +161,18 @@ def main() -> int:
         say("            blink_connection_types_on_change (unpause it: it runs when the catalogue changes)")
         say(f"  Records:  {env['AIRFLOW_VAR_BLINK_SCHEMA_RECORDS']}")
         say(f"  Snapshots: {env['AIRFLOW_VAR_BLINK_SNAPSHOT_ROOT']}")
+        if sandbox is None:
+            say("  Connection: blink_default, from AIRFLOW_CONN_BLINK_DEFAULT: your tenant's API key is not written")
+            say("            to this local metadata database, so Admin -> Connections does not list it")
+        else:
+            say("  Connection: blink_default, in Admin -> Connections (its Test button works)")
+            blink_sandbox = Path(sys.executable).with_name("blink-sandbox")
+            say(f"  Sandbox:  {sandbox.base_url} (the same port and state at every start: {home})")
+            say("  Change its catalogue (the event-driven sync then runs):")
+            say(f"            {blink_sandbox} put-connection-type {sandbox.url} --admin-token {sandbox.admin_token} \\")
+            say("              --id ct-demo --name demo-type")
+        poll = os.environ.get("BLINK_CATALOGUE_POLL_SECONDS", "300")
+        say(f"  Polls:    the catalogue every {poll} s (BLINK_CATALOGUE_POLL_SECONDS=10 make airflow-ui for a demo)")
         say("Press Ctrl-C to stop.")
         while process.poll() is None and not stopping:
             time.sleep(0.5)

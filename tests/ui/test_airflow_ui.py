@@ -116,3 +116,61 @@ def test_make_airflow_ui_serves_the_examples_and_the_trigger_runs_the_sync_on_a_
         printed_out = out.read_text()
         assert code == 0, printed_out[-3000:]
         assert printed_out.rstrip().endswith("- Stopped")
+
+
+def start_driver(home: Path, out: Path) -> tuple[subprocess.Popen[str], str, requests.Session]:
+    """``make airflow-ui`` with its own sandbox (no tenant): the driver, the URL, a logged-in API session."""
+    env = {**os.environ, "AIRFLOW_HOME": str(home)}
+    for name in [n for n in env if n.startswith(("AIRFLOW__", "AIRFLOW_CONN_", "BLINK_"))]:
+        env.pop(name)
+    with out.open("w") as printed:
+        command = [sys.executable, str(EXAMPLE_DAGS / "airflow_ui.py")]
+        driver = subprocess.Popen(command, env=env, stdout=printed, stderr=subprocess.STDOUT, text=True)
+    line = wait_for(
+        "the driver's URL",
+        lambda: next((ln for ln in out.read_text().splitlines() if ln.startswith("Airflow is up at ")), None),
+        300,
+        driver,
+        home / "standalone.log",
+    )
+    url = line.removeprefix("Airflow is up at ").strip()
+    password = next(ln for ln in out.read_text().splitlines() if "Login:" in ln).rsplit("password ", 1)[1].strip()
+    token = requests.post(f"{url}/auth/token", json={"username": "admin", "password": password}, timeout=10)
+    api = requests.Session()
+    api.headers["Authorization"] = f"Bearer {token.json()['access_token']}"
+    return driver, url, api
+
+
+def stop_driver(driver: subprocess.Popen[str]) -> None:
+    if driver.poll() is None:
+        driver.send_signal(signal.SIGINT)
+    assert driver.wait(timeout=120) == 0
+
+
+def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_that_changes_the_catalogue(
+    tmp_path: Path,
+) -> None:
+    """#36: two starts of make airflow-ui in a row give the same sandbox (port, key, state), the
+    connection is in the metadata database with its Test button on, and the printed command
+    changes the catalogue."""
+    home = tmp_path / "airflow-ui"
+    sandboxes = []
+    for start in (1, 2):
+        out = tmp_path / f"driver-{start}.out"
+        driver, url, api = start_driver(home, out)
+        try:
+            printed = out.read_text()
+            sandboxes.append(next(ln for ln in printed.splitlines() if ln.strip().startswith("Sandbox:")))
+            conn = api.get(f"{url}/api/v2/connections/blink_default", timeout=10)
+            assert conn.ok and conn.json()["conn_type"] == "blink", conn.text
+            tested = api.post(f"{url}/api/v2/connections/test", json={**conn.json(), "password": None}, timeout=60)
+            assert tested.ok and tested.json()["status"] is True, tested.text  # the Test button answers
+            assert "connection types visible" in tested.json()["message"]
+            if start == 2:
+                command = printed.split("Change its catalogue (the event-driven sync then runs):", 1)[1]
+                words = " ".join(command.split("\n")[1:3]).replace("\\", " ").split()
+                done = subprocess.run(words, capture_output=True, text=True, timeout=60, check=False)
+                assert done.returncode == 0 and "written to the sandbox" in done.stdout, done.stderr
+        finally:
+            stop_driver(driver)
+    assert sandboxes[0] == sandboxes[1]  # the same port, every start
