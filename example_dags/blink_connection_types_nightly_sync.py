@@ -91,9 +91,11 @@ def catalogue_sync(dag_id: str, schedule: Any, doc_md: str | None) -> DAG:
         # [START howto_catalogue_diff_asset]
         @task(outlets=[CATALOGUE])
         def diff(summary: dict[str, Any]) -> dict[str, Any]:
-            """Compare with the latest snapshot before this one; log the summary and announce the
-            counts on the asset. Returns (XCom) the ids added, removed and changed, at most 100 of
-            each, with how many more there are (the whole lists are in ``<ds>.diff.json``)."""
+            """Compare with the latest snapshot before this one (the first run records a baseline);
+            log the counts and each type added, removed or changed, by name, and announce the
+            counts on the asset. Returns (XCom) the counts, then the types added, removed and
+            changed (with the members that changed), at most 100 of each, with how many more there
+            are (the whole lists are in ``<name>.diff.json``)."""
             import json
             import logging
 
@@ -107,18 +109,25 @@ def catalogue_sync(dag_id: str, schedule: Any, doc_md: str | None) -> DAG:
             changes = diff_catalogues(read_snapshot(previous) if previous else None, read_snapshot(current))
             report = {
                 **changes.counts,
+                "baseline": changes.baseline,
                 "total": summary["total"],
                 "snapshot": str(current),
                 "previous": str(previous) if previous else None,
             }
             current.with_name(current.name.removesuffix(".json") + ".diff.json").write_text(
-                json.dumps({**report, **changes.to_dict()}, indent=1)
+                json.dumps(
+                    {**changes.to_dict(), "snapshot": report["snapshot"], "previous": report["previous"]},
+                    indent=1,
+                    ensure_ascii=False,
+                )
             )
             pruned = prune_snapshots(current, int(get_current_context()["params"]["keep_snapshots"]))
             add_alias_event(get_current_context()["outlet_events"], CATALOGUE_ALIAS, blink_catalogue_asset(), report)
             log = logging.getLogger("airflow.task")
-            before = previous.name if previous else "none"
-            log.info("Catalogue %s: %s (previous: %s)", current.name, changes.describe(), before)
+            log.info("Catalogue: %s", changes.describe())  # the counts first, then what changed, by name
+            for line in changes.lines():
+                log.info("  %s", line)
+            log.info("Snapshot %s (previous: %s)", current.name, previous.name if previous else "none")
             if pruned:
                 log.info("Deleted %d old snapshot(s), the oldest %s", len(pruned), pruned[0])
             return {**changes.to_xcom(), "snapshot": str(current), "previous": report["previous"]}

@@ -20,21 +20,31 @@ B = {"id": "b", "name": "gcp"}
 C = {"id": "c", "name": "okta"}
 
 
-def test_first_snapshot_is_all_added() -> None:
+def test_the_first_snapshot_is_a_baseline_with_nothing_to_compare_with() -> None:
     diff = diff_catalogues(None, [B, A])
-    assert diff == CatalogueDiff(added=["a", "b"], removed=[], changed=[], unchanged=0)
-    assert diff.counts == {"added": 2, "removed": 0, "changed": 0, "unchanged": 0}
+    assert diff == CatalogueDiff(baseline=True, total=2)
+    assert diff.counts == {"added": 0, "removed": 0, "changed": 0, "unchanged": 0}
+    assert diff.describe() == "first snapshot: 2 connection types; nothing to compare with"
+    assert diff.lines() == []
 
 
-def test_added_removed_changed_unchanged() -> None:
-    diff = diff_catalogues([A, B, C], [A, {**B, "name": "gcp-2"}, {"id": "d", "name": "new"}])
+def test_a_diff_names_the_types_and_the_members_that_changed_old_to_new() -> None:
+    before = [A, B, C]
+    after = [A, {**B, "name": "gcp-2", "metadata": {"x": "y" * 200}}, {"id": "d", "name": "new"}]
+    diff = diff_catalogues(before, after)
     assert (diff.added, diff.removed, diff.changed, diff.unchanged) == (["d"], ["c"], ["b"], 1)
-    assert diff.to_dict() == {
-        "added": ["d"],
-        "removed": ["c"],
-        "changed": ["b"],
-        "counts": {"added": 1, "removed": 1, "changed": 1, "unchanged": 1},
-    }
+    whole = diff.to_dict()
+    assert next(iter(whole)) == "counts" and whole["counts"] == {"added": 1, "removed": 1, "changed": 1, "unchanged": 1}
+    assert whole["added"] == [{"id": "d", "name": "new"}] and whole["removed"] == [{"id": "c", "name": "okta"}]
+    (changed,) = whole["changed"]
+    assert changed["id"] == "b" and changed["name"] == "gcp-2"
+    members = {m["member"]: m for m in changed["members"]}
+    assert (members["name"]["before"], members["name"]["after"]) == ("gcp", "gcp-2")
+    assert members["metadata"]["before"] == "null" and len(members["metadata"]["after"]) == 60  # cut
+    assert diff.describe() == "1 added, 1 removed, 1 changed, 1 unchanged"
+    assert "changed: gcp-2 (b): metadata: null -> " in diff.lines()[2] and "name: gcp -> gcp-2" in diff.lines()[2]
+    assert diff.lines()[:2] == ["added: new (d)", "removed: okta (c)"]
+    assert list(diff.to_xcom())[:3] == ["counts", "baseline", "total"]
 
 
 def test_nested_changes_count_and_order_does_not() -> None:

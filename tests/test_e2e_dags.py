@@ -360,21 +360,28 @@ def test_nightly_sync_snapshots_and_diffs(
         "metadata",
     }
     first_diff = json.loads((folder / first_name).with_suffix(".diff.json").read_text())
-    assert first_diff["counts"] == {"added": 200, "removed": 0, "changed": 0, "unchanged": 0}
+    assert first_diff["baseline"] is True and first_diff["total"] == 200  # the first run: a baseline (#36)
+    assert first_diff["counts"] == {"added": 0, "removed": 0, "changed": 0, "unchanged": 0}
     assert first_diff["previous"] is None
     diff = json.loads((folder / second_name).with_suffix(".diff.json").read_text())
     assert diff["counts"] == {"added": 3, "removed": 2, "changed": 4, "unchanged": 194}
-    assert {key: diff[key] for key in ("added", "removed", "changed")} == changes
+    assert {key: [t["id"] for t in diff[key]] for key in ("added", "removed", "changed")} == changes
+    assert all(t["name"] for key in ("added", "removed", "changed") for t in diff[key])  # by name too (#36)
+    assert all(t["members"] for t in diff["changed"])  # with what changed, old -> new
     assert diff["previous"].endswith(first_name)
     catalogue = f"blink://{asset_host(blink_sandbox.base_url)}/connection_types"  # replaces blink-connection-types
     extras = [event for event in asset_events(catalogue)]
-    assert [(e["added"], e["removed"], e["changed"]) for e in extras] == [(200, 0, 0), (3, 2, 4)]
+    assert [(e["added"], e["removed"], e["changed"], e["baseline"]) for e in extras] == [
+        (0, 0, 0, True),
+        (3, 2, 4, False),
+    ]
     assert extras[-1]["snapshot"].endswith(second_name)
     returned = xcom_of(task_of(second, "diff"), dag)
-    assert {kind: returned[kind] for kind in ("added", "removed", "changed")} == changes
+    assert {kind: [t["id"] for t in returned[kind]] for kind in ("added", "removed", "changed")} == changes
     assert returned["more"] == {"added": 0, "removed": 0, "changed": 0}
+    assert next(iter(returned)) == "counts"  # the summary leads with the counts
     first_returned = xcom_of(task_of(first, "diff"), dag)
-    assert len(first_returned["added"]) == 100 and first_returned["more"]["added"] == 100  # capped
+    assert first_returned["baseline"] is True and first_returned["added"] == []
 
     # The catalogue changes again, and a second run the same day (at noon) reports that change,
     # against the morning's look, not the day before's; the morning's diff is kept.
@@ -397,7 +404,7 @@ def test_nightly_sync_snapshots_and_diffs(
     ]
     noon_diff = json.loads((folder / noon_name).with_suffix(".diff.json").read_text())
     assert noon_diff["counts"] == {"added": 1, "removed": 0, "changed": 0, "unchanged": 201}
-    assert noon_diff["added"] == ["ct-same-day"] and noon_diff["previous"].endswith(second_name)
+    assert [t["id"] for t in noon_diff["added"]] == ["ct-same-day"] and noon_diff["previous"].endswith(second_name)
     assert (folder / second_name).with_suffix(".diff.json").read_text() == written
 
 

@@ -2,10 +2,12 @@
 
 Each DAG run keeps its own snapshot, named by :func:`snapshot_name` so that names sort as the runs
 were scheduled to run (the logical date, or ``run_after`` for a run without one), then by run id:
-``2026-11-24T000000Z__scheduled__2026-11-24T00-00-00-00-00.json``. The diff of a run compares its
+``2026-11-24T000000000000Z__scheduled__2026-11-24T00%3A00%3A00%2B00%3A00.json``. The diff of a run compares its
 snapshot with the latest one named before it (:func:`previous_snapshot`), whatever its date, so
 a second run the same day, or one started by an event, reports what changed since the previous
 look; a retry or a clear of the same run rewrites only its own snapshot and gives the same diff.
+The first snapshot is a baseline: there is nothing to compare it with. A diff names the types
+added and removed, and for each changed one the members that changed, old -> new.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "SHOWN",
     "XCOM_IDS",
     "CatalogueDiff",
     "diff_catalogues",
@@ -34,14 +37,28 @@ XCOM_IDS = 100
 """The most ids of each kind (added, removed, changed) that :meth:`CatalogueDiff.to_xcom` keeps."""
 
 
+SHOWN = 60
+"""The most characters of one value a diff shows (then ``…``)."""
+
+
 @dataclass(frozen=True)
 class CatalogueDiff:
-    """What changed between two snapshots, as sorted lists of ids."""
+    """What changed between two snapshots: sorted lists of ids, and what a person reads of them.
+
+    :ivar baseline: there was no earlier snapshot: nothing to compare with (the lists are empty).
+    :ivar total: how many connection types the current snapshot holds.
+    :ivar names: id -> name, for every id in the lists.
+    :ivar members: a changed id -> ``(member, before, after)`` for each member that changed.
+    """
 
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     unchanged: int = 0
+    baseline: bool = False
+    total: int = 0
+    names: dict[str, str] = field(default_factory=dict, compare=False)
+    members: dict[str, list[tuple[str, Any, Any]]] = field(default_factory=dict, compare=False)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -53,43 +70,95 @@ class CatalogueDiff:
             "unchanged": self.unchanged,
         }
 
+    def _named(self, ids: list[str]) -> list[dict[str, Any]]:
+        return [{"id": i, "name": self.names.get(i)} for i in ids]
+
+    def _changes(self, ids: list[str]) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": i,
+                "name": self.names.get(i),
+                "members": [
+                    {"member": m, "before": _shown(b), "after": _shown(a)} for m, b, a in self.members.get(i, [])
+                ],
+            }
+            for i in ids
+        ]
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of the ids and the counts."""
-        return {"added": self.added, "removed": self.removed, "changed": self.changed, "counts": self.counts}
+        """A JSON-ready dict, the counts first: added and removed types by id and name, changed
+        ones with the members that changed, old -> new (values cut to :data:`SHOWN` characters)."""
+        return {
+            "counts": self.counts,
+            "baseline": self.baseline,
+            "total": self.total,
+            "added": self._named(self.added),
+            "removed": self._named(self.removed),
+            "changed": self._changes(self.changed),
+        }
 
     def to_xcom(self, cap: int = XCOM_IDS) -> dict[str, Any]:
-        """A small JSON-ready dict for XCom: at most ``cap`` ids of each kind, how many more there
-        are (``more``), and the counts. The whole lists belong in the ``.diff.json`` file."""
+        """:meth:`to_dict`, small for XCom: at most ``cap`` types of each kind, and how many more
+        there are (``more``). The whole lists belong in the ``.diff.json`` file."""
         kinds = {"added": self.added, "removed": self.removed, "changed": self.changed}
+        whole = self.to_dict()
         return {
-            **{kind: ids[:cap] for kind, ids in kinds.items()},
+            **{key: whole[key] for key in ("counts", "baseline", "total")},
+            **{kind: whole[kind][:cap] for kind in kinds},
             "more": {kind: max(0, len(ids) - cap) for kind, ids in kinds.items()},
-            "counts": self.counts,
         }
 
     def describe(self) -> str:
-        """One line: ``3 added, 2 removed, 4 changed, 194 unchanged``."""
+        """One line, the counts first: ``3 added, 2 removed, 4 changed, 194 unchanged``; for a
+        baseline, ``first snapshot: 199 connection types; nothing to compare with``."""
+        if self.baseline:
+            return f"first snapshot: {self.total} connection types; nothing to compare with"
         return ", ".join(f"{count} {kind}" for kind, count in self.counts.items())
+
+    def lines(self, cap: int = 20) -> list[str]:
+        """A line for each type added, removed or changed (at most ``cap`` of each kind): by name
+        and id, a changed one with its members, old -> new."""
+        out = []
+        for kind, ids in (("added", self.added), ("removed", self.removed), ("changed", self.changed)):
+            for i in ids[:cap]:
+                shown = "; ".join(f"{m}: {_shown(b)} -> {_shown(a)}" for m, b, a in self.members.get(i, []))
+                out.append(f"{kind}: {self.names.get(i)} ({i})" + (f": {shown}" if shown else ""))
+            if len(ids) > cap:
+                out.append(f"{kind}: and {len(ids) - cap} more (all in the .diff.json file)")
+        return out
+
+
+def _shown(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    text = text.replace("\n", " ").replace("\r", " ")
+    return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
 
 
 def diff_catalogues(
     previous: Iterable[Mapping[str, Any]] | None, current: Iterable[Mapping[str, Any]], *, key: str = "id"
 ) -> CatalogueDiff:
     """Compare two snapshots by ``key``: ids only in ``current`` are added, only in ``previous``
-    removed, in both with any other member different changed. No previous snapshot (None): all added.
+    removed, in both with any other member different changed. No previous snapshot (None): a
+    baseline, with nothing to compare with.
 
     :raises ValueError: an item without ``key``, or a ``key`` that appears twice in one snapshot.
     """
-    before = _index(previous or (), key, "previous")
     after = _index(current, key, "current")
+    if previous is None:
+        return CatalogueDiff(baseline=True, total=len(after))
+    before = _index(previous, key, "previous")
     both = before.keys() & after.keys()
     changed = sorted(k for k in both if before[k] != after[k])
-    return CatalogueDiff(
-        added=sorted(after.keys() - before.keys()),
-        removed=sorted(before.keys() - after.keys()),
-        changed=changed,
-        unchanged=len(both) - len(changed),
-    )
+    added, removed = sorted(after.keys() - before.keys()), sorted(before.keys() - after.keys())
+    names = {i: str((after.get(i) or before[i]).get("name", i)) for i in (*added, *removed, *changed)}
+    members = {i: _members(before[i], after[i]) for i in changed}
+    return CatalogueDiff(added, removed, changed, len(both) - len(changed), False, len(after), names, members)
+
+
+def _members(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    return [
+        (m, before.get(m), after.get(m)) for m in sorted(before.keys() | after.keys()) if before.get(m) != after.get(m)
+    ]
 
 
 def _index(items: Iterable[Mapping[str, Any]], key: str, which: str) -> dict[str, Mapping[str, Any]]:
