@@ -22,6 +22,9 @@ Applies a declared schema to the fields of one Blink table, the way a migration 
    `added`, `changed`, `unchanged` or `failed`, and records the fields Blink confirmed. Its XCom
    holds `{"ws_id", "table", "updated", "failed", "unknown", "outcomes"}`, pushed also when it
    fails.
+6. `announce` (a teardown of the apply: it runs whatever the apply's outcome, and the run's state
+   stays the apply's) gives the table's asset event for what a failed apply did change in Blink,
+   from its XCom (`blinkops_provider.assets.announce_applied`): a failed task emits no asset event.
 
 **Trigger** it with the params `ws_id` and `table`, and `schema` or `schema_file`.
 
@@ -42,8 +45,9 @@ from pathlib import Path
 from typing import Any
 
 import pendulum
-from airflow.providers.common.compat.sdk import DAG, Param, get_current_context, task
+from airflow.providers.common.compat.sdk import DAG, AssetAlias, Param, get_current_context, task
 
+from blinkops_provider.assets import TABLES_ALIAS
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 
 try:  # Airflow 3.1+: the human-in-the-loop approval (the standard provider refuses to import before)
@@ -117,6 +121,19 @@ with DAG(
         trigger_rule="none_failed_min_one_success",  # also when the review was not needed
     )
     # [END howto_operator_update_table_fields]
+
+    # [START howto_announce_applied]
+    @task(outlets=[AssetAlias(TABLES_ALIAS)])
+    def announce(report: dict[str, Any] | None) -> bool:
+        """The table's asset event for what a failed apply did change in Blink (a failed task
+        emits none; a successful apply announced itself): downstream DAGs still learn of it."""
+        from blinkops_provider.assets import announce_applied
+
+        return announce_applied(get_current_context()["outlet_events"], report)
+
+    # A teardown runs once the apply is done, whatever its outcome, and leaves the run's state to it.
+    apply_schema >> announce(apply_schema.output).as_teardown()
+    # [END howto_announce_applied]
 
     if ApprovalOperator is not None:
         # [START howto_review_plan]

@@ -474,3 +474,22 @@ def test_a_rate_limited_task_is_retried_after_blinks_retry_after_not_its_retry_d
     assert (second[0], second[2]) == (2, "success")
     waited = pendulum.parse(str(second[1])) - pendulum.parse(str(first[0]))
     assert waited.total_seconds() < 600  # not the task's retry_delay of 10 minutes
+
+
+def test_a_partly_applied_migration_still_announces_what_it_changed(blink_sandbox: BlinkSandbox, records: Path) -> None:
+    """#36: an approved plan with one refused type change: two fields are changed in Blink, the
+    apply fails (a BlinkClientError, so the run is failed), and the table's asset event still
+    tells downstream DAGs which fields changed (the announce teardown)."""
+    assert state(migrate()) == "success"
+    uri = f"blink://{asset_host(blink_sandbox.base_url)}/ws-demo/Incidents"
+    before = len(asset_events(uri))
+    changed = json.loads(json.dumps(SCHEMA))
+    by_name = {entry["field"]: entry for entry in changed}
+    by_name["Title"]["type"] = "long-text"  # refused: Blink refuses type changes
+    by_name["Description"]["display_name"] = "What happened, in short"
+    by_name["Impact"]["display_name"] = "Impact (0-10)"
+    run = migrate(schema={"fields": changed})
+    assert state(run) == "failed"
+    events = asset_events(uri)[before:]
+    assert len(events) == 1
+    assert set(events[0]["changed"]) == {"Description", "Impact"} and events[0]["changed_count"] == 2

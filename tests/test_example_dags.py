@@ -72,6 +72,7 @@ EXPECTED = {
             "load_schema": "_PythonDecoratedOperator",
             "plan": "UpdateTableFieldsOperator",
             "apply_schema": "UpdateTableFieldsOperator",
+            "announce": "_PythonDecoratedOperator",
             **(
                 {"needs_review": "_ShortCircuitDecoratedOperator", "review": "ApprovalOperator"} if HAS_APPROVAL else {}
             ),

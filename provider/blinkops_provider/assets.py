@@ -27,14 +27,17 @@ from blinkops_provider.names import blink_host, canonical_segment, host_of, tabl
 
 __all__ = [
     "CATALOGUE_ALIAS",
+    "EVENT_NAMES",
     "SCHEME",
     "TABLES_ALIAS",
     "add_alias_event",
+    "announce_applied",
     "asset_host",
     "blink_catalogue_asset",
     "blink_table_asset",
     "convert_asset_to_openlineage",
     "create_asset",
+    "event_extra",
     "normalize_uri",
     "storage_dataset",
     "table_uri",
@@ -163,6 +166,59 @@ def add_alias_event(outlet_events: Any, alias: str, asset: Any, extra: dict[str,
                 type(err).__name__,
             )
     outlet_events[AssetAlias(alias)].add(asset, extra=extra or {})
+
+
+EVENT_NAMES = 100
+"""The most field names of each outcome an asset event's extra lists (the counts cover all)."""
+
+
+def event_extra(
+    ws_id: str, table: str, applied: list[str], planned: dict[str, list[str]] | None = None
+) -> dict[str, Any]:
+    """A table event's extra, flat, with tuples for the names (Airflow 2.11 hashes the values of
+    an extra added through an alias):
+
+    - always ``ws_id``, ``table``, ``applied`` (the fields Blink confirmed, at most
+      :data:`EVENT_NAMES` names) and ``applied_count``;
+    - with a plan (a ``record_path``): ``added`` and ``changed`` (names, at most
+      :data:`EVENT_NAMES` each), ``added_count``, ``changed_count`` and ``unchanged_count``,
+      zeros included.
+    """
+    extra: dict[str, Any] = {
+        "ws_id": ws_id,
+        "table": table,
+        "applied": tuple(applied[:EVENT_NAMES]),
+        "applied_count": len(applied),
+    }
+    if planned is not None:
+        for outcome in ("added", "changed"):
+            names = planned.get(outcome, [])
+            extra[outcome] = tuple(names[:EVENT_NAMES])
+            extra[f"{outcome}_count"] = len(names)
+        extra["unchanged_count"] = len(planned.get("unchanged", []))
+    return extra
+
+
+def announce_applied(outlet_events: Any, report: Any, *, blink_conn_id: str = "blink_default") -> bool:
+    """The table's event for what an apply changed in Blink before it failed, from its XCom report
+    (``UpdateTableFieldsOperator`` pushes it on every way out), through :data:`TABLES_ALIAS`: for a
+    task downstream of the apply with ``trigger_rule="all_done"`` (a failed task emits no asset
+    event, so the apply cannot announce it itself). Nothing when the apply succeeded (it announced
+    its own event), was skipped, or changed nothing.
+
+    :returns: whether an event was added.
+    """
+    if not isinstance(report, dict) or not (report.get("failed") or report.get("unknown")):
+        return False
+    grouped: dict[str, list[str]] = {}
+    for name, outcome in (report.get("outcomes") or {}).items():
+        grouped.setdefault(outcome, []).append(name)
+    if not (grouped.get("added") or grouped.get("changed")):
+        return False
+    ws_id, table = str(report["ws_id"]), str(report["table"])
+    asset = blink_table_asset(ws_id, table, blink_conn_id=blink_conn_id)
+    add_alias_event(outlet_events, TABLES_ALIAS, asset, event_extra(ws_id, table, list(report["updated"]), grouped))
+    return True
 
 
 def _airflow_major() -> int:

@@ -9,6 +9,7 @@ from typing import Any
 
 from airflow.providers.common.compat.sdk import BaseOperator
 
+from blinkops_provider.assets import event_extra
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.retry_policy import default_retry_policy
@@ -20,37 +21,6 @@ HOOK_PARAMS = tuple(
 )
 """What ``hook_params`` may set: the keyword arguments of :class:`BlinkHook` a DAG author tunes
 (not the collaborators tests inject)."""
-
-
-EVENT_NAMES = 100
-"""The most field names of each outcome an asset event's extra lists (the counts cover all)."""
-
-
-def event_extra(
-    ws_id: str, table: str, applied: list[str], planned: dict[str, list[str]] | None = None
-) -> dict[str, Any]:
-    """A table event's extra, flat, with tuples for the names (Airflow 2.11 hashes the values of
-    an extra added through an alias):
-
-    - always ``ws_id``, ``table``, ``applied`` (the fields Blink confirmed, at most
-      :data:`EVENT_NAMES` names) and ``applied_count``;
-    - with a plan (a ``record_path``): ``added`` and ``changed`` (names, at most
-      :data:`EVENT_NAMES` each), ``added_count``, ``changed_count`` and ``unchanged_count``,
-      zeros included.
-    """
-    extra: dict[str, Any] = {
-        "ws_id": ws_id,
-        "table": table,
-        "applied": tuple(applied[:EVENT_NAMES]),
-        "applied_count": len(applied),
-    }
-    if planned is not None:
-        for outcome in ("added", "changed"):
-            names = planned.get(outcome, [])
-            extra[outcome] = tuple(names[:EVENT_NAMES])
-            extra[f"{outcome}_count"] = len(names)
-        extra["unchanged_count"] = len(planned.get("unchanged", []))
-    return extra
 
 
 def with_alias(declared: Any, name: str) -> list[Any]:
