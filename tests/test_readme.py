@@ -46,12 +46,14 @@ def test_the_sample_output_of_make_test_is_what_make_test_prints() -> None:
     found = re.search(r"(\d+)/(\d+) tests collected \((\d+) deselected\)", collected)
     assert found is not None, collected[-2000:]
     selected, deselected = int(found.group(1)), int(found.group(3))
-    assert f"the {deselected} deselected are `make ui-test`'s" in README
     summary = re.search(r"=+ (\d+) passed, (\d+) deselected, ", README)
-    assert summary is not None and int(summary.group(2)) == deselected
+    assert summary is not None
     import airflow
 
     from tests.conftest import HAS_OPENLINEAGE
 
     if airflow.__version__.startswith("3.") and HAS_OPENLINEAGE:  # the sample's environment: make test's
-        assert int(summary.group(1)) == selected
+        assert (int(summary.group(1)), int(summary.group(2))) == (selected, deselected)
+        assert f"the {deselected} deselected are `make ui-test`'s" in README
+    else:  # Airflow 2.11 or the lowest floors collect fewer: the sample is not theirs
+        assert selected < int(summary.group(1))
