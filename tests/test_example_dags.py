@@ -74,7 +74,13 @@ EXPECTED = {
             "apply_schema": "UpdateTableFieldsOperator",
             "announce": "_PythonDecoratedOperator",
             **(
-                {"needs_review": "_ShortCircuitDecoratedOperator", "review": "ApprovalOperator"} if HAS_APPROVAL else {}
+                {
+                    "needs_review": "_ShortCircuitDecoratedOperator",
+                    "review": "ApprovalOperator",
+                    "review_outcome": "_PythonDecoratedOperator",
+                }
+                if HAS_APPROVAL
+                else {}
             ),
         },
         "schedule": "None",
@@ -131,3 +137,24 @@ def test_the_event_driven_sync_is_scheduled_by_the_catalogue_trigger() -> None:
     (watcher,) = module.CATALOGUE_CHANGES.watchers
     assert isinstance(watcher.trigger, BlinkCatalogueChangeTrigger) and watcher.trigger.poll_interval == 300
     assert list(on_change.timetable.asset_condition.objects) == [module.CATALOGUE_CHANGES]
+
+
+def test_a_rejected_review_fails_the_run_naming_the_plan() -> None:
+    """#36: a rejection is plain to see: review_outcome (a teardown that fails the run) fails with
+    a message that names the plan; an approval, or no review, passes. (No review before 3.1.)"""
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    spec = importlib.util.spec_from_file_location("migration", EXAMPLE_DAGS / "blink_table_schema_migration.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not HAS_APPROVAL:
+        assert "review_outcome" not in module.dag.task_ids
+        return
+    outcome = module.dag.get_task("review_outcome")
+    assert outcome.is_teardown and outcome.on_failure_fail_dagrun
+    plan = {"fingerprint": "92f99d31be2535cc", "ws_id": "ws-demo", "table": "Incidents"}
+    with pytest.raises(AirflowFailException, match=r"The review rejected plan 92f99d31be2535cc of ws-demo/Incidents"):
+        outcome.python_callable({"chosen_options": ["Reject"]}, plan)
+    assert outcome.python_callable({"chosen_options": ["Approve"]}, plan) is None
+    assert outcome.python_callable(None, plan) is None
