@@ -121,8 +121,8 @@ def test_make_airflow_ui_serves_the_examples_and_the_trigger_runs_the_sync_on_a_
 
 def start_driver(home: Path, out: Path) -> tuple[subprocess.Popen[str], str, requests.Session]:
     """``make airflow-ui`` with its own sandbox (no tenant): the driver, the URL, a logged-in API session."""
-    env = {**os.environ, "AIRFLOW_HOME": str(home)}
-    for name in [n for n in env if n.startswith(("AIRFLOW__", "AIRFLOW_CONN_", "BLINK_"))]:
+    env = {**os.environ, "AIRFLOW_HOME": str(home), "BLINK_CATALOGUE_POLL_SECONDS": str(POLL)}
+    for name in [n for n in env if n.startswith(("AIRFLOW__", "AIRFLOW_CONN_", "BLINK_BASE", "BLINK_API"))]:
         env.pop(name)
     with out.open("w") as printed:
         command = [sys.executable, str(EXAMPLE_DAGS / "airflow_ui.py")]
@@ -148,17 +148,79 @@ def stop_driver(driver: subprocess.Popen[str]) -> None:
     assert driver.wait(timeout=120) == 0
 
 
+MIGRATION = "blink_table_schema_migration"
+
+
+def migrate_and_approve(
+    url: str, api: requests.Session, schema: dict[str, Any], driver: subprocess.Popen[str], log: Path
+) -> str:
+    """A run of the migration example with ``schema``, its review approved through the REST API
+    as a person's click would: the run's final state."""
+    wait_for("the migration DAG", lambda: api.get(f"{url}/api/v2/dags/{MIGRATION}", timeout=10).ok, 180, driver, log)
+    assert api.patch(f"{url}/api/v2/dags/{MIGRATION}", json={"is_paused": False}, timeout=10).ok
+    conf = {"ws_id": "ws-demo", "table": "Incidents", "schema": schema}
+    started = api.post(f"{url}/api/v2/dags/{MIGRATION}/dagRuns", json={"logical_date": None, "conf": conf}, timeout=10)
+    assert started.ok, started.text
+    run_id = started.json()["dag_run_id"]
+
+    def pending() -> Any:
+        answer = api.get(f"{url}/api/v2/dags/{MIGRATION}/dagRuns/{run_id}/hitlDetails", timeout=10)
+        details = answer.json().get("hitl_details", []) if answer.ok else []
+        return next((d for d in details if not d.get("response_received")), None)
+
+    review = wait_for("the review of the plan", pending, 240, driver, log)
+    assert "change" in review["body"] or "add" in review["body"]
+    # A person takes seconds; an answer within the scheduler's loop races it (Airflow marks the
+    # review failed: "task state changed externally"). Answer once the scheduler has seen the
+    # review's first execution end (it paused, awaiting input).
+    seen = f"task_id='review', run_id='{run_id}'"
+    wait_for("the scheduler to see the review wait", lambda: seen in log.read_text(errors="replace"), 60, driver, log)
+    answered = api.patch(
+        f"{url}/api/v2/dags/{MIGRATION}/dagRuns/{run_id}/taskInstances/review/-1/hitlDetails",
+        json={"chosen_options": ["Approve"], "params_input": {}},
+        timeout=10,
+    )
+    assert answered.ok, answered.text
+
+    def finished() -> Any:
+        answer = api.get(f"{url}/api/v2/dags/{MIGRATION}/dagRuns/{run_id}", timeout=10)
+        return answer.ok and answer.json()["state"] in ("success", "failed") and answer.json()["state"]
+
+    return str(wait_for("the migration's end", finished, 300, driver, log))
+
+
+def the_printed_change_queues_the_event_driven_sync(
+    url: str, api: requests.Session, printed: str, driver: subprocess.Popen[str], log: Path
+) -> None:
+    assert api.patch(f"{url}/api/v2/dags/{ON_CHANGE}", json={"is_paused": False}, timeout=10).ok
+    wait_for("the trigger's baseline", lambda: "Watching the catalogue" in log.read_text(), 180, driver, log)
+    command = printed.split("Change its catalogue (the event-driven sync then runs):", 1)[1]
+    words = " ".join(command.split("\n")[1:3]).replace("\\", " ").split()
+    done = subprocess.run(words, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and "written to the sandbox" in done.stdout, done.stderr
+
+    def runs() -> list[Any]:
+        answer = api.get(f"{url}/api/v2/dags/{ON_CHANGE}/dagRuns", timeout=10)
+        return list(answer.json().get("dag_runs", [])) if answer.ok else []
+
+    (run,) = wait_for("the event-driven run the printed command queues", runs, 120, driver, log)
+    assert run["run_type"] == "asset_triggered"
+
+
 def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_that_changes_the_catalogue(
     tmp_path: Path,
 ) -> None:
-    """#36: two starts of make airflow-ui in a row give the same sandbox (port, key, state), the
-    connection is in the metadata database with its Test button on, and the printed command
-    changes the catalogue."""
+    """#36: two starts of make airflow-ui in a row, each followed by a migration with a changed
+    schema, both end green (the second start is the same Blink: port, key and state), with
+    nothing deleted by hand; the connection is in the metadata database with its Test button on;
+    and the printed command changes the catalogue, which queues the event-driven sync."""
     home = tmp_path / "airflow-ui"
+    schema = json.loads((EXAMPLE_DAGS / "blink_table_schema_migration.json").read_text())
     sandboxes = []
     for start in (1, 2):
         out = tmp_path / f"driver-{start}.out"
         driver, url, api = start_driver(home, out)
+        log = home / "standalone.log"
         try:
             printed = out.read_text()
             sandboxes.append(next(ln for ln in printed.splitlines() if ln.strip().startswith("Sandbox:")))
@@ -167,11 +229,10 @@ def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_
             tested = api.post(f"{url}/api/v2/connections/test", json={**conn.json(), "password": None}, timeout=60)
             assert tested.ok and tested.json()["status"] is True, tested.text  # the Test button answers
             assert "connection types visible" in tested.json()["message"]
+            schema["fields"][0]["display_name"] = f"Title, start {start}"  # a changed schema each time
+            assert migrate_and_approve(url, api, schema, driver, log) == "success", log.read_text()[-3000:]
             if start == 2:
-                command = printed.split("Change its catalogue (the event-driven sync then runs):", 1)[1]
-                words = " ".join(command.split("\n")[1:3]).replace("\\", " ").split()
-                done = subprocess.run(words, capture_output=True, text=True, timeout=60, check=False)
-                assert done.returncode == 0 and "written to the sandbox" in done.stdout, done.stderr
+                the_printed_change_queues_the_event_driven_sync(url, api, printed, driver, log)
         finally:
             stop_driver(driver)
     assert sandboxes[0] == sandboxes[1]  # the same port, every start
