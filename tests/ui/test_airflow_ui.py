@@ -139,6 +139,7 @@ def start_driver(home: Path, out: Path) -> tuple[subprocess.Popen[str], str, req
     token = requests.post(f"{url}/auth/token", json={"username": "admin", "password": password}, timeout=10)
     api = requests.Session()
     api.headers["Authorization"] = f"Bearer {token.json()['access_token']}"
+    api.cookies.set("_token", token.json()["access_token"])  # for the browser, as the login page sets it
     return driver, url, api
 
 
@@ -206,9 +207,40 @@ def the_printed_change_queues_the_event_driven_sync(
     (run,) = wait_for("the event-driven run the printed command queues", runs, 120, driver, log)
     assert run["run_type"] == "asset_triggered"
 
+    def done(count: int) -> Any:
+        finished = [r for r in runs() if r["state"] in ("success", "failed")]
+        return len(finished) >= count and finished
+
+    wait_for("the first event-driven run's end (its baseline)", lambda: done(1), 240, driver, log)
+    again = [*words[:-4], "--id", "ct-demo-2", "--name", "second-demo-type"]
+    assert subprocess.run(again, capture_output=True, text=True, timeout=60, check=False).returncode == 0
+    finished = wait_for("the second event-driven run's end", lambda: done(2), 240, driver, log)
+    assert all(r["state"] == "success" for r in finished), finished
+
+
+def in_the_browser(browser: Any, url: str, api: requests.Session, driver: subprocess.Popen[str], log: Path) -> None:
+    """What a person sees (screenshots in build/ui-test/): blink_default under Admin -> Connections,
+    and the event-driven sync's diff naming the type the printed command added."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.ui.conftest import SHOTS
+
+    browser.get(f"{url}/api/v2/monitor/health")
+    browser.add_cookie({"name": "_token", "value": api.cookies["_token"]})
+    browser.get(f"{url}/connections")
+    WebDriverWait(browser, 60).until(lambda page: "blink_default" in page.page_source, "blink_default is not listed")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SHOTS / "airflow-ui-connections.png"))
+    runs = api.get(f"{url}/api/v2/dags/{ON_CHANGE}/dagRuns?order_by=-run_after", timeout=10).json()["dag_runs"]
+    browser.get(f"{url}/dags/{ON_CHANGE}/runs/{runs[0]['dag_run_id']}/tasks/diff")
+    WebDriverWait(browser, 90).until(
+        lambda page: "second-demo-type (ct-demo-2)" in page.page_source, "the diff does not name the new type"
+    )
+    browser.save_screenshot(str(SHOTS / "airflow-ui-catalogue-diff.png"))
+
 
 def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_that_changes_the_catalogue(
-    tmp_path: Path,
+    tmp_path: Path, browser: Any
 ) -> None:
     """#36: two starts of make airflow-ui in a row, each followed by a migration with a changed
     schema, both end green (the second start is the same Blink: port, key and state), with
@@ -233,6 +265,7 @@ def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_
             assert migrate_and_approve(url, api, schema, driver, log) == "success", log.read_text()[-3000:]
             if start == 2:
                 the_printed_change_queues_the_event_driven_sync(url, api, printed, driver, log)
+                in_the_browser(browser, url, api, driver, log)
         finally:
             stop_driver(driver)
     assert sandboxes[0] == sandboxes[1]  # the same port, every start
