@@ -190,6 +190,32 @@ def migrate_and_approve(
     return str(wait_for("the migration's end", finished, 300, driver, log))
 
 
+def a_partly_applied_migration_is_announced(
+    url: str, api: requests.Session, schema: dict[str, Any], browser: Any, driver: subprocess.Popen[str], log: Path
+) -> None:
+    """An approved plan with one refused type change: the run fails, and the table's asset still
+    gets an event naming the fields that did change (the announce teardown), in the REST API and
+    on the asset's page."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.ui.conftest import SHOTS
+
+    changed = json.loads(json.dumps(schema))
+    changed["fields"][0]["type"] = "long-text"  # Title: refused
+    changed["fields"][1]["display_name"] = "What happened, briefly"  # Description: changed
+    assert migrate_and_approve(url, api, changed, driver, log) == "failed"
+    assets = api.get(f"{url}/api/v2/assets", params={"uri_pattern": "ws-demo/Incidents"}, timeout=10).json()["assets"]
+    (asset,) = [a for a in assets if a["uri"].endswith("/ws-demo/Incidents")]
+    events = api.get(
+        f"{url}/api/v2/assets/events", params={"asset_id": asset["id"], "order_by": "-timestamp"}, timeout=10
+    )
+    latest = events.json()["asset_events"][0]
+    assert latest["source_task_id"] == "announce" and list(latest["extra"]["changed"]) == ["Description"]
+    browser.get(f"{url}/assets/{asset['id']}")
+    WebDriverWait(browser, 60).until(lambda page: "announce" in page.page_source, "the announce event is not shown")
+    browser.save_screenshot(str(SHOTS / "airflow-ui-partly-applied-announced.png"))
+
+
 def the_printed_change_queues_the_event_driven_sync(
     url: str, api: requests.Session, printed: str, driver: subprocess.Popen[str], log: Path
 ) -> None:
@@ -266,6 +292,7 @@ def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_
             if start == 2:
                 the_printed_change_queues_the_event_driven_sync(url, api, printed, driver, log)
                 in_the_browser(browser, url, api, driver, log)
+                a_partly_applied_migration_is_announced(url, api, schema, browser, driver, log)
         finally:
             stop_driver(driver)
     assert sandboxes[0] == sandboxes[1]  # the same port, every start
