@@ -153,17 +153,7 @@ class S3LockObject:
         self.bucket, _, self.key = path.path.partition("/")  # (its bucket names the connection on Airflow 2.11)
 
     def create(self, body: bytes) -> bool:
-        try:
-            self.fs.call_s3("put_object", Bucket=self.bucket, Key=self.key, Body=body, IfNoneMatch="*")
-        except FileExistsError:
-            return False
-        except OSError as err:
-            if _lost_a_race(err):
-                return False
-            raise unusable_location(self.where, err, "written") from None
-        finally:
-            self.fs.invalidate_cache(f"{self.bucket}/{self.key}")
-        return True
+        return self._conditional("put_object", "written", FileExistsError, Body=body, IfNoneMatch="*")
 
     def read(self) -> tuple[bytes, str] | None:
         for _ in range(3):  # replaced between the head and the get: read the new one
@@ -179,14 +169,19 @@ class S3LockObject:
         raise unusable_location(self.where, OSError(errno.EAGAIN, "replaced while read, three times"), "read")
 
     def remove(self, version: str) -> bool:
+        return self._conditional("delete_object", "removed", FileNotFoundError, IfMatch=version)
+
+    def _conditional(self, method: str, doing: str, lost: type[OSError], **kwargs: Any) -> bool:
+        """One conditional request on the lock's object: whether S3 carried it out (``lost``, or a
+        failed condition: another request got there first)."""
         try:
-            self.fs.call_s3("delete_object", Bucket=self.bucket, Key=self.key, IfMatch=version)
-        except FileNotFoundError:
+            self.fs.call_s3(method, Bucket=self.bucket, Key=self.key, **kwargs)
+        except lost:
             return False
         except OSError as err:
             if _lost_a_race(err):
                 return False
-            raise unusable_location(self.where, err, "removed") from None
+            raise unusable_location(self.where, err, doing) from None
         finally:
             self.fs.invalidate_cache(f"{self.bucket}/{self.key}")
         return True
