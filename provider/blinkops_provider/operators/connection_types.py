@@ -37,8 +37,9 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         catalogue stays out of the metadata database. A local path is written with the standard
         library; a symlink is written through to its target; a path that is a directory, device,
         pipe or socket is refused before any request.
-    :param max_concurrency: requests in flight at once while walking (see
-        :meth:`~blinkops_provider.hooks.blink.BlinkHook.walk_connection_types`); 1 walks page by page.
+    :param max_concurrency: accepted and checked (1 to 32) for compatibility; it has no effect:
+        the walk sends one request at a time (see
+        :meth:`~blinkops_provider.hooks.blink.BlinkHook.walk_connection_types`).
     :param blink_conn_id: the ``blink`` connection to use.
     :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
     :returns: (XCom ``return_value``) the connection types as JSON-ready dicts, or with
