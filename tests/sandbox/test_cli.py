@@ -186,3 +186,24 @@ def test_put_connection_type_changes_a_running_sandboxs_catalogue_as_printed(
         assert "ct-demo" in sandbox.store.connection_type_ids()
         assert main([*args, "--name", "x", "--admin-token", "wrong"]) == 1
         assert "refused it (401)" in capsys.readouterr().err
+
+
+def test_create_table_makes_a_table_a_fleet_can_be_migrated_into(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#34: a fleet's tables are set up over HTTP, as a user would: the declared schema's fields
+    exist afterwards, a second create is refused (409), and a wrong schema is refused (400)."""
+    from blinkops_provider.sandbox import BlinkSandbox
+
+    schema = tmp_path / "Assets.json"
+    schema.write_text(json.dumps({"fields": [{"field": "Name", "type": "text", "display_name": "Name"}]}))
+    with BlinkSandbox(connection_types=1) as sandbox:
+        args = ["create-table", sandbox.url, "--admin-token", sandbox.admin_token, "--ws-id", "ws-fleet"]
+        assert main([*args, "--table", "Assets 2026", "--schema", str(schema)]) == 0
+        assert "Table ws-fleet/Assets 2026 created" in capsys.readouterr().out
+        assert [f["name"] for f in sandbox.store.fields("ws-fleet", "Assets 2026")] == ["Name"]
+        assert main([*args, "--table", "Assets 2026", "--schema", str(schema)]) == 1
+        assert "refused it (409)" in capsys.readouterr().err
+        schema.write_text(json.dumps({"fields": [{"field": "Name", "type": "txt", "display_name": "Name"}]}))
+        assert main([*args, "--table", "Other", "--schema", str(schema)]) == 1
+        assert "refused it (400)" in capsys.readouterr().err

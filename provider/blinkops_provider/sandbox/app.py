@@ -19,6 +19,7 @@ from blinkops_provider.models import (
     FieldUpdate,
     TableField,
     describe_errors,
+    validate_field_updates,
 )
 from blinkops_provider.sandbox.faults import FaultConfig
 from blinkops_provider.sandbox.rql_sql import QueryError, parse_query
@@ -211,6 +212,24 @@ def create_app(sandbox: BlinkSandbox) -> FastAPI:
         if not sandbox.store.delete_connection_types([type_id]):
             raise ApiError(404, f"connection type {type_id!r} not found")
         return {"deleted": type_id}
+
+    @admin.put("/workspace/{ws_id}/table/{table}")
+    def create_table(ws_id: str, table: str, declared: dict[str, Any]) -> Any:
+        """A table with its fields, declared as a schema is (``{"fields": [{"field", "type",
+        "display_name", "attributes"}]}``), so a fleet can be set up as a user would."""
+        entries = declared.get("fields")
+        if not isinstance(entries, list) or not entries:
+            raise ApiError(400, 'give the table\'s fields: {"fields": [{"field", "type", "display_name"}, ...]}')
+        try:
+            batch = validate_field_updates(entries, require_type_and_name=True)
+        except ValueError as err:
+            raise ApiError(400, "invalid fields", str(err)) from None
+        fields = [{"attributes": {}, **update.to_body(), "name": name} for name, update in batch]
+        try:
+            sandbox.store.add_table(unquote(ws_id), unquote(table), fields)
+        except StoreError as err:
+            raise ApiError(err.status, err.message) from None
+        return {"ws_id": unquote(ws_id), "table": unquote(table), "fields": [f["name"] for f in fields]}
 
     @admin.get("/workspace/{ws_id}/table/{table}/fields")
     def table_fields(ws_id: str, table: str) -> Any:

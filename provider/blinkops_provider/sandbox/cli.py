@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -65,25 +66,52 @@ def build_parser() -> argparse.ArgumentParser:
     put.add_argument("--id", required=True, help="the connection type's id, e.g. ct-demo (an existing id changes it)")
     put.add_argument("--name", required=True, help="its name")
     put.add_argument("--display-name", help="its display name (default: the name)")
+    table = commands.add_parser("create-table", help="create a table with its fields in a running sandbox")
+    table.add_argument("url", help="the sandbox's URL, as 'serve' or make airflow-ui prints it")
+    table.add_argument("--admin-token", required=True, help="the sandbox's admin token, as printed")
+    table.add_argument("--ws-id", required=True, help="the workspace (made when new)")
+    table.add_argument("--table", required=True, help="the table's name")
+    table.add_argument("--schema", required=True, help='a declared schema file: {"fields": [{"field", "type", ...}]}')
     return parser
 
 
-def put_connection_type(args: argparse.Namespace) -> int:
-    """``put-connection-type``: one connection type written through the running sandbox's admin API."""
+def _admin(args: argparse.Namespace, path: str, body: Any, done: str) -> int:
+    """One PUT to a running sandbox's admin API; what it did, or why not."""
     import requests
 
-    doc = {"id": args.id, "name": args.name, "display_name": args.display_name or args.name, "plugin_name": args.name}
-    url = f"{args.url.rstrip('/').removesuffix('/api/v1')}/_sandbox/connection_types"
+    url = f"{args.url.rstrip('/').removesuffix('/api/v1')}/_sandbox/{path}"
     try:
-        answer = requests.put(url, json=[doc], headers={"X-Sandbox-Token": args.admin_token}, timeout=30)
+        answer = requests.put(url, json=body, headers={"X-Sandbox-Token": args.admin_token}, timeout=30)
     except requests.RequestException as err:
         print(f"blink-sandbox: the sandbox at {args.url} did not answer ({type(err).__name__})", file=sys.stderr)
         return 1
     if not answer.ok:
         print(f"blink-sandbox: the sandbox refused it ({answer.status_code}): {answer.text[:300]}", file=sys.stderr)
         return 1
-    print(f"Connection type {args.id!r} ({args.name}) written to the sandbox at {args.url}")
+    print(done)
     return 0
+
+
+def create_table(args: argparse.Namespace) -> int:
+    """``create-table``: a table with the fields a declared-schema file names."""
+    import json
+    from pathlib import Path
+    from urllib.parse import quote
+
+    try:
+        declared = json.loads(Path(args.schema).read_text())
+    except (OSError, ValueError) as err:
+        print(f"blink-sandbox: the schema file {args.schema!r} cannot be read as JSON: {err}", file=sys.stderr)
+        return 2
+    path = f"workspace/{quote(args.ws_id, safe='')}/table/{quote(args.table, safe='')}"
+    return _admin(args, path, declared, f"Table {args.ws_id}/{args.table} created in the sandbox at {args.url}")
+
+
+def put_connection_type(args: argparse.Namespace) -> int:
+    """``put-connection-type``: one connection type written through the running sandbox's admin API."""
+    doc = {"id": args.id, "name": args.name, "display_name": args.display_name or args.name, "plugin_name": args.name}
+    done = f"Connection type {args.id!r} ({args.name}) written to the sandbox at {args.url}"
+    return _admin(args, "connection_types", [doc], done)
 
 
 def _loopback(host: str) -> bool:
@@ -103,8 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda signum, frame: stop.set())
     args = build_parser().parse_args(argv)
-    if args.command == "put-connection-type":
-        return put_connection_type(args)
+    if args.command in ("put-connection-type", "create-table"):
+        return put_connection_type(args) if args.command == "put-connection-type" else create_table(args)
     try:
         check_dependencies()  # before anything is printed
     except SandboxDependencyError as err:

@@ -122,6 +122,11 @@ class SandboxStore:
         """Create a table (and its workspace when new) with fields given as
         ``{"name", "type", "display_name", "attributes"}``, as the seed data does."""
         with self._lock, self._transaction():
+            exists = "SELECT 1 FROM tables WHERE workspace_id = ? AND name = ?"
+            if self._db.execute(exists, (ws_id, table)).fetchone() is not None:
+                raise StoreError(
+                    409, f"table {table!r} already exists in workspace {ws_id!r}", identifier="TABLE_EXISTS"
+                )
             self._add_workspace(ws_id, {table: fields})
 
     def _add_workspace(self, ws_id: str, tables: dict[str, list[dict[str, Any]]]) -> None:
