@@ -3,7 +3,8 @@
 
 Applies a declared schema to the fields of one Blink table, the way a migration tool does:
 1. `load_schema` reads the declaration: the `schema` param (JSON in the trigger form) when given,
-   else the file `schema_file` (by default `blink_table_schema_migration.json` beside this file).
+   else the file `schema_file` (by default `blink_table_schema_migration.json` beside this file,
+   found relative to the DAG file's folder on the worker that runs the task).
    Every entry is checked here; an error names the source and the entry or JSON position.
 2. `plan` checks that Blink accepts the connection's key, compares the declaration with the
    record of this DAG's last apply to that table, and logs each field as `add`, `change` (old →
@@ -57,7 +58,7 @@ try:  # Airflow 3.1+: the human-in-the-loop approval (the standard provider refu
 except Exception:  # ImportError, or the provider's "needs Airflow 3.1+"
     ApprovalOperator = None
 
-SCHEMA_FILE = Path(__file__).with_name("blink_table_schema_migration.json")  # read when the task runs
+SCHEMA_FILE = "blink_table_schema_migration.json"  # beside this file, wherever a worker has the DAGs folder
 RECORDS = "{{ var.value.get('blink_schema_records', '/tmp/blink_schema_records') }}"
 RECORD_PATH = RECORDS + "/"  # a folder: each table's record is <ws_id>/<table>.json inside it, names encoded
 
@@ -75,7 +76,11 @@ with DAG(
             description='The declared schema as JSON, {"fields": [...]} or the list of entries; '
             "when empty, schema_file is read",
         ),
-        "schema_file": Param(str(SCHEMA_FILE), type="string", description="The declared schema (a JSON file)"),
+        "schema_file": Param(
+            SCHEMA_FILE,
+            type="string",
+            description="The declared schema (a JSON file): a path relative to this DAG file's folder, or absolute",
+        ),
     },
     tags=["blink", "example"],
     doc_md=__doc__,
@@ -90,7 +95,7 @@ with DAG(
         params = get_current_context()["params"]
         if params.get("schema"):
             return declared_schema(params["schema"], source="the 'schema' param")
-        path = Path(params["schema_file"])
+        path = Path(__file__).parent / params["schema_file"]  # this worker's DAGs folder (an absolute path stays)
         try:
             text = path.read_bytes()
         except OSError as err:

@@ -22,7 +22,7 @@ from blinkops_provider.exceptions import BlinkApiError, BlinkBadRequestError, Bl
 from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook, FieldUpdates, check_concurrency
 from blinkops_provider.migrations.lock import Holder, TableLock, check_lock_wait
 from blinkops_provider.migrations.plan import REFUSED, UNCHANGED, SchemaPlan
-from blinkops_provider.migrations.record import SchemaRecord, record_location
+from blinkops_provider.migrations.record import SchemaRecord, check_shared, record_location
 from blinkops_provider.models import FieldUpdate, _RepeatedMember, _unique_members, validate_field_updates
 from blinkops_provider.names import segment
 
@@ -106,6 +106,7 @@ def _record(hook: BlinkHook, ws_id: str, table: str, record_path: str | os.PathL
         except ValueError as err:
             raise BlinkInputError(str(err)) from None
     location = record_location(record_path, ws_id, table)
+    check_shared(location)  # no worker-local record under an executor of several machines
     storage_path(location, "record_path")  # a location that cannot hold a record is refused before the lock
     return SchemaRecord(location, blink=hook.base_url, ws_id=ws_id, table=table)
 

@@ -30,7 +30,14 @@ from blinkops_provider.names import blink_host, segment
 if TYPE_CHECKING:
     from blinkops_provider.migrations.lock import TableLock
 
-__all__ = ["RECORD_FORMAT", "SchemaRecord", "record_location", "unusable_location"]
+__all__ = [
+    "RECORD_FORMAT",
+    "SINGLE_MACHINE_EXECUTORS",
+    "SchemaRecord",
+    "check_shared",
+    "record_location",
+    "unusable_location",
+]
 
 RECORD_FORMAT = "blinkops-schema-record/1"
 _FORMAT_NAME, _, _FORMAT_VERSION = RECORD_FORMAT.rpartition("/")
@@ -81,6 +88,43 @@ def _canonical(blink: Any) -> Any:
         return blink_host(blink) if isinstance(blink, str) else blink
     except ValueError:
         return blink
+
+
+SINGLE_MACHINE_EXECUTORS = frozenset({"LocalExecutor", "SequentialExecutor", "DebugExecutor"})
+"""Executors that run every task on one machine: there, a local record location is shared."""
+
+
+def check_shared(location: str, executor: str | None = None) -> None:
+    """Refuse a record location on a worker's own temporary disk (``/tmp``, ``/var/tmp``,
+    ``/dev/shm``, the temp dir) when the executor runs tasks on several machines: each worker
+    would keep its own record and its own lock, and nothing would keep two applies apart.
+
+    :param executor: Airflow's ``[core] executor`` (read from the configuration when None).
+    :raises BlinkConfigurationError: naming the location, the executor and what to set instead.
+    """
+    import tempfile
+
+    from blinkops_provider._storage import local_path
+
+    local = local_path(location)
+    if local is None:
+        return
+    if executor is None:
+        from airflow.providers.common.compat.sdk import conf
+
+        executor = str(conf.get("core", "executor", fallback="LocalExecutor"))
+    names = {part.strip().rpartition(":")[2].rpartition(".")[2] for part in executor.split(",") if part.strip()}
+    if names <= SINGLE_MACHINE_EXECUTORS:
+        return
+    resolved = os.path.realpath(local)
+    scratch = {os.path.realpath(p) for p in ("/tmp", "/var/tmp", "/dev/shm", tempfile.gettempdir())}
+    if any(resolved == root or resolved.startswith(root + os.sep) for root in scratch):
+        raise BlinkConfigurationError(
+            f"the schema record location {location!r} is on this worker's own temporary disk, and the executor "
+            f"({executor}) runs tasks on several machines: each worker would keep its own record and lock. Set "
+            "record_path (the example's Variable blink_schema_records) to a folder every worker shares, or an "
+            "object-storage URI naming its connection, e.g. s3://aws_default@bucket/blink/records/"
+        )
 
 
 class SchemaRecord:
