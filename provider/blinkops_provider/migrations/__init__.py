@@ -7,6 +7,7 @@ is the Blink API client they send through. ``blink-schema`` (:mod:`.cli`) lists 
 from __future__ import annotations
 
 from blinkops_provider.migrations.apply import apply_schema, approved_plan, declared_schema, plan_schema
+from blinkops_provider.migrations.fleet import fleet_review
 from blinkops_provider.migrations.lock import (
     MAX_LOCK_WAIT,
     Holder,
@@ -48,6 +49,7 @@ __all__ = [
     "check_lock_wait",
     "declared_schema",
     "differing_members",
+    "fleet_review",
     "force_unlock",
     "held_locks",
     "plan_fields",
