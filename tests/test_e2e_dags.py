@@ -493,3 +493,28 @@ def test_a_partly_applied_migration_still_announces_what_it_changed(blink_sandbo
     events = asset_events(uri)[before:]
     assert len(events) == 1
     assert set(events[0]["changed"]) == {"Description", "Impact"} and events[0]["changed_count"] == 2
+
+
+def test_the_fleet_example_plans_each_table_reviews_once_and_applies_each(
+    blink_sandbox: BlinkSandbox, records: Path
+) -> None:
+    """#34 (in part): three tables of a folder of declared schemas, one mapped plan and one mapped
+    apply per table, one review of all of them; every table's fields end as declared."""
+    folder = EXAMPLE_DAGS / "blink_schema_fleet" / "ws-demo"
+    for path in sorted(folder.glob("*.json")):
+        fields = json.loads(path.read_text())["fields"]
+        blink_sandbox.store.add_table(
+            "ws-demo", path.stem, [{**f, "name": f["field"], "attributes": f.get("attributes", {})} for f in fields]
+        )
+    dag = load_dag("blink_schema_fleet.py")
+    run = dag.test(mark_success_pattern="review")
+    assert state(run) == "success"
+    for path in sorted(folder.glob("*.json")):
+        declared = {f["field"]: f for f in json.loads(path.read_text())["fields"]}
+        stored = {f["name"]: f for f in blink_sandbox.store.fields("ws-demo", path.stem)}
+        assert {name: stored[name]["display_name"] for name in declared} == {
+            name: f["display_name"] for name, f in declared.items()
+        }
+        assert (records / "ws-demo" / f"{path.stem}.json").exists()
+    review = xcom_of(task_of(run, "review_text"), dag)
+    assert review["text"].startswith("Fleet review: 3 tables, 3 to change") and review["has_changes"] is True

@@ -66,6 +66,21 @@ HAS_APPROVAL = AIRFLOW >= (3, 1) and importlib.util.find_spec("airflow.providers
 """Airflow 3.1 and later have the human-in-the-loop approval the migration reviews its plan with."""
 
 EXPECTED = {
+    "blink_schema_fleet.py": {
+        "dag_id": "blink_schema_fleet",
+        "tasks": {
+            "tables": "_PythonDecoratedOperator",
+            "plan": "MappedOperator",  # one UpdateTableFieldsOperator per table
+            "review_text": "_PythonDecoratedOperator",
+            "approved": "_PythonDecoratedOperator",
+            "apply": "MappedOperator",
+            **(
+                {"needs_review": "_ShortCircuitDecoratedOperator", "review": "ApprovalOperator"} if HAS_APPROVAL else {}
+            ),
+        },
+        "schedule": "None",
+        "params": ["folder"],
+    },
     "blink_table_schema_migration.py": {
         "dag_id": "blink_table_schema_migration",
         "tasks": {

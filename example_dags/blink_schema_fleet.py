@@ -1,0 +1,113 @@
+"""
+### Blink schema fleet: a plan per table, one review, an apply per table
+
+Migrates a folder of declared schemas, one file per table, `<ws_id>/<table>.json` (the
+format of `blink_table_schema_migration.json`), across workers:
+1. `tables` reads the folder (`folder`, relative to this file's folder on the worker, by default
+   `blink_schema_fleet/`) and checks every declaration; an error names the file.
+2. `plan` plans each table (dynamic task mapping: one mapped task per table).
+3. `review_text` builds one review of every plan (`blinkops_provider.migrations.fleet_review`):
+   a summary first, the tables with refused or destructive changes first, the unchanged ones in
+   one line, then each changed table's rows.
+4. `review` (Airflow 3.1 and later) asks a person once, when anything changes.
+5. `apply` applies each table's approved plan (one mapped task per table): a table whose apply
+   fails does not stop the others.
+
+Keep the records (the Variable `blink_schema_records`) on a folder every worker shares or on
+object storage (`s3://aws_conn_id@bucket/blink/records`): under an executor of several machines
+a worker-local location is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pendulum
+from airflow.providers.common.compat.sdk import DAG, Param, get_current_context, task
+
+from blinkops_provider.operators.tables import UpdateTableFieldsOperator
+
+try:  # Airflow 3.1+: the human-in-the-loop approval
+    from airflow.providers.standard.operators.hitl import ApprovalOperator
+except Exception:  # ImportError, or the provider's "needs Airflow 3.1+"
+    ApprovalOperator = None
+
+RECORD_PATH = "{{ var.value.get('blink_schema_records', '/tmp/blink_schema_records') }}/"
+
+with DAG(
+    dag_id="blink_schema_fleet",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    params={
+        "folder": Param(
+            "blink_schema_fleet",
+            type="string",
+            description="The folder of declared schemas, <ws_id>/<table>.json, relative to this DAG file's folder",
+        ),
+    },
+    tags=["blink", "example"],
+    doc_md=__doc__,
+) as dag:
+
+    @task
+    def tables() -> list[dict[str, Any]]:
+        """Each table of the folder with its checked declaration: ``{"ws_id", "table", "fields"}``."""
+        from pathlib import Path
+
+        from blinkops_provider.exceptions import BlinkInputError
+        from blinkops_provider.migrations import declared_schema
+
+        root = Path(__file__).parent / get_current_context()["params"]["folder"]
+        found = [
+            {
+                "ws_id": path.parent.name,
+                "table": path.stem,
+                "fields": declared_schema(path.read_bytes(), source=f"schema file {str(path)!r}"),
+            }
+            for path in sorted(root.glob("*/*.json"))
+        ]
+        if not found:
+            raise BlinkInputError(f"no declared schema in {str(root)!r}: give <ws_id>/<table>.json files")
+        return found
+
+    declared = tables()
+    plan = UpdateTableFieldsOperator.partial(task_id="plan", record_path=RECORD_PATH, plan_only=True).expand_kwargs(
+        declared
+    )
+
+    @task
+    def review_text(plans: list[dict[str, Any]]) -> dict[str, Any]:
+        """One review of every table's plan, and whether anything changes."""
+        from blinkops_provider.migrations import fleet_review
+
+        plans = list(plans)
+        return {"text": fleet_review(plans), "has_changes": any(p["has_changes"] for p in plans)}
+
+    @task(trigger_rule="none_failed_min_one_success")
+    def approved(declared: list[dict[str, Any]], plans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each table's declaration with its plan, the one the apply must find again."""
+        by_table = {(p["ws_id"], p["table"]): p for p in plans}
+        return [{**table, "plan": by_table[(table["ws_id"], table["table"])]} for table in declared]
+
+    review = review_text(plan.output)
+    to_apply = approved(declared, plan.output)
+    UpdateTableFieldsOperator.partial(
+        task_id="apply", record_path=RECORD_PATH, max_concurrency=8, retries=1
+    ).expand_kwargs(to_apply)
+
+    if ApprovalOperator is not None:
+
+        @task.short_circuit(ignore_downstream_trigger_rules=False)
+        def needs_review(review: dict[str, Any]) -> bool:
+            """Ask a person only when a table changes."""
+            return bool(review["has_changes"])
+
+        ask = ApprovalOperator(
+            task_id="review",
+            subject="Apply the fleet's plans?",
+            body="{{ ti.xcom_pull(task_ids='review_text')['text'] }}",
+        )
+        needs_review(review) >> ask >> to_apply
+    else:
+        review >> to_apply
