@@ -330,7 +330,8 @@ class BlinkHook(BaseHook):
         carries out (the table's lock, the plan, the record); the lock names the Airflow task
         instance running now, the host and the process.
         """
-        from blinkops_provider.migrations.apply import apply_schema, check_lock_wait
+        from blinkops_provider.migrations.apply import apply_schema
+        from blinkops_provider.migrations.lock import check_lock_wait
 
         check_lock_wait(lock_wait)
         for name, given in (("only_changed", only_changed), ("plan", plan is not None)):

@@ -26,7 +26,7 @@ from blinkops_provider.migrations.record import SchemaRecord, check_shared, reco
 from blinkops_provider.models import FieldUpdate, _RepeatedMember, _unique_members, validate_field_updates
 from blinkops_provider.names import segment
 
-__all__ = ["apply_schema", "approved_plan", "check_lock_wait", "declared_schema", "plan_schema"]
+__all__ = ["apply_schema", "approved_plan", "declared_schema", "plan_schema"]
 
 Updates = Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | str
 Batch = list[tuple[str, FieldUpdate]]
