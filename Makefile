@@ -5,6 +5,7 @@
 #   make test-lowest                   the built wheel with its lowest declared dependencies, then pytest
 #   make ui-test                       the connection form and the plan review in Airflow 3's UI, in headless Chromium
 #   make demo                          the main job: both example DAGs end to end against the sandbox
+#   make celery-demo                   the fleet example on CeleryExecutor: two workers, Redis, PostgreSQL, S3 (moto), the sandbox
 #   make airflow-ui                    the example DAGs in Airflow 3's UI (airflow standalone, the sandbox); Ctrl-C stops
 #   make docs                          the documentation site (Sphinx, warnings are errors) in docs/_build/html
 #   make bench                         the benchmarks (prints measured figures)
@@ -26,7 +27,7 @@ endif
 PY := $(VENV)/bin/python
 export UV_PROJECT_ENVIRONMENT := $(abspath .venv)
 
-.PHONY: help uv env lint typecheck pytest test test-py313 test-lowest ui-test demo airflow-ui docs bench pins-airflow2 clean
+.PHONY: help uv env lint typecheck pytest test test-py313 test-lowest ui-test demo celery-demo airflow-ui docs bench pins-airflow2 clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -101,6 +102,16 @@ ui-test: env
 demo: env
 	AIRFLOW_HOME="$(CURDIR)/.airflow$(if $(AIRFLOW_VERSION),-$(AIRFLOW_VERSION))" $(PY) example_dags/demo.py
 
+# Airflow 3 only. Debian's postgresql and redis-server, installed with apt when missing; the Celery
+# provider in its own environment (.venv-celery: uv.lock's group celery). State and logs in .airflow-celery/.
+celery-demo: uv
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && command -v redis-server >/dev/null || { \
+		echo "installing Debian's postgresql and redis-server"; \
+		$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -qq postgresql redis-server >/dev/null; }
+	UV_PROJECT_ENVIRONMENT="$(CURDIR)/.venv-celery" $(UV) sync --locked --all-extras --group celery --quiet
+	.venv-celery/bin/python example_dags/celery_demo.py
+
 # Airflow 3 only (the event-driven sync and the review need it). Records, snapshots and logs in .airflow-ui/.
 airflow-ui: env
 	AIRFLOW_HOME="$(CURDIR)/.airflow-ui" $(PY) example_dags/airflow_ui.py
@@ -120,4 +131,4 @@ pins-airflow2: uv
 	@rm .ci/airflow-2.11.2-override.txt
 
 clean:
-	rm -rf .venv .venv-airflow-* .venv-py3.13 .venv-lowest dist .airflow .airflow-* .airflow-ui .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv .venv-airflow-* .venv-py3.13 .venv-lowest .venv-celery .airflow-celery dist .airflow .airflow-* .airflow-ui .pytest_cache .mypy_cache .ruff_cache

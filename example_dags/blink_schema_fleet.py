@@ -8,18 +8,25 @@ format of `blink_table_schema_migration.json`), across workers:
 2. `plan` plans each table (dynamic task mapping: one mapped task per table).
 3. `review_text` builds one review of every plan (`blinkops_provider.migrations.fleet_review`):
    a summary first, the tables with refused or destructive changes first, the unchanged ones in
-   one line, then each changed table's rows.
-4. `review` (Airflow 3.1 and later) asks a person once, when anything changes.
-5. `apply` applies each table's approved plan (one mapped task per table): a table whose apply
-   fails does not stop the others.
+   one line, then each changed table's rows; and says whether the review policy
+   (`review_policy`: `always`, `changes` by default, or `risky`) needs a person.
+4. `review` (Airflow 3.1 and later) asks a person once, when the policy says so.
+5. `apply` applies each table's approved plan (one mapped task per table, in the pool
+   `blink_applies`, the fleet's limit on concurrent applies across workers): a table whose
+   apply fails does not stop the others. Each plan records the policy that let it through.
+6. `summary` says which tables were applied, unchanged, failed or stale, and counts the
+   rate-limit (429) waits; it fails the run when a table failed or was stale.
 
-Keep the records (the Variable `blink_schema_records`) on a folder every worker shares or on
-object storage (`s3://aws_conn_id@bucket/blink/records`): under an executor of several machines
-a worker-local location is refused.
+Create the pool first (`airflow pools set blink_applies 4 "Blink schema applies"`): a task in a
+pool that does not exist is never scheduled. Keep the records (the Variable
+`blink_schema_records`) on a folder every worker shares or on object storage
+(`s3://aws_conn_id@bucket/blink/records`): under an executor of several machines a worker-local
+location is refused. See the docs' "Fleets of tables".
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pendulum
@@ -44,6 +51,12 @@ with DAG(
             "blink_schema_fleet",
             type="string",
             description="The folder of declared schemas, <ws_id>/<table>.json, relative to this DAG file's folder",
+        ),
+        "review_policy": Param(
+            "changes",
+            enum=["always", "changes", "risky"],
+            description="When a person approves: always, when anything changes, or only when a change is refused "
+            "or destructive",
         ),
     },
     tags=["blink", "example"],
@@ -78,30 +91,62 @@ with DAG(
 
     @task
     def review_text(plans: list[dict[str, Any]]) -> dict[str, Any]:
-        """One review of every table's plan, and whether anything changes."""
-        from blinkops_provider.migrations import fleet_review
+        """One review of every table's plan, and whether the review policy needs a person."""
+        from blinkops_provider.migrations import fleet_review, review_needed
 
-        plans = list(plans)
-        return {"text": fleet_review(plans), "has_changes": any(p["has_changes"] for p in plans)}
+        plans, policy = list(plans), get_current_context()["params"]["review_policy"]
+        return {"text": fleet_review(plans), "policy": policy, "needs_review": review_needed(plans, policy)}
 
     @task(trigger_rule="none_failed_min_one_success")
-    def approved(declared: list[dict[str, Any]], plans: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Each table's declaration with its plan, the one the apply must find again."""
+    def approved(
+        declared: list[dict[str, Any]], plans: list[dict[str, Any]], review: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        """Each table's declaration with its plan, the one the apply must find again, marked
+        with the policy that let it through."""
+        from blinkops_provider.migrations import let_through
+
         by_table = {(p["ws_id"], p["table"]): p for p in plans}
-        return [{**table, "plan": by_table[(table["ws_id"], table["table"])]} for table in declared]
+        return [
+            {
+                **table,
+                "plan": let_through(
+                    by_table[(table["ws_id"], table["table"])],
+                    policy=review["policy"],
+                    reviewed=review["needs_review"],
+                ),
+            }
+            for table in declared
+        ]
+
+    @task(trigger_rule="all_done")
+    def summary(applied: list[dict[str, Any]]) -> dict[str, Any]:
+        """Which tables were applied, unchanged, failed or stale; fails the run if any failed."""
+        from blinkops_provider.exceptions import BlinkApiError
+        from blinkops_provider.migrations import fleet_summary
+
+        ti = get_current_context()["ti"]
+        results = [ti.xcom_pull(task_ids="apply", map_indexes=index) for index in range(len(applied))]
+        outcome = fleet_summary(applied, results)
+        for line in outcome["text"].splitlines():
+            logging.getLogger("airflow.task").info("%s", line)
+        if outcome["failed"] or outcome["stale"]:
+            ti.xcom_push(key="fleet", value=outcome)
+            raise BlinkApiError(outcome["text"].splitlines()[0] + " See this task's log and each apply's.")
+        return outcome
 
     review = review_text(plan.output)
-    to_apply = approved(declared, plan.output)
-    UpdateTableFieldsOperator.partial(
-        task_id="apply", record_path=RECORD_PATH, max_concurrency=8, retries=1
+    to_apply = approved(declared, plan.output, review)
+    apply = UpdateTableFieldsOperator.partial(
+        task_id="apply", record_path=RECORD_PATH, max_concurrency=8, retries=1, pool="blink_applies"
     ).expand_kwargs(to_apply)
+    apply >> summary(to_apply)
 
     if ApprovalOperator is not None:
 
         @task.short_circuit(ignore_downstream_trigger_rules=False)
         def needs_review(review: dict[str, Any]) -> bool:
-            """Ask a person only when a table changes."""
-            return bool(review["has_changes"])
+            """Ask a person only when the review policy says so."""
+            return bool(review["needs_review"])
 
         ask = ApprovalOperator(
             task_id="review",
@@ -109,5 +154,3 @@ with DAG(
             body="{{ ti.xcom_pull(task_ids='review_text')['text'] }}",
         )
         needs_review(review) >> ask >> to_apply
-    else:
-        review >> to_apply

@@ -517,4 +517,8 @@ def test_the_fleet_example_plans_each_table_reviews_once_and_applies_each(
         }
         assert (records / "ws-demo" / f"{path.stem}.json").exists()
     review = xcom_of(task_of(run, "review_text"), dag)
-    assert review["text"].startswith("Fleet review: 3 tables, 3 to change") and review["has_changes"] is True
+    assert review["text"].startswith("Fleet review: 3 tables, 3 to change") and review["needs_review"] is True
+    assert review["policy"] == "changes"
+    summary = xcom_of(task_of(run, "summary"), dag)
+    assert sorted(summary["applied"]) == ["ws-demo/Assets", "ws-demo/Findings", "ws-demo/Vendors"]
+    assert summary["failed"] == summary["stale"] == [] and summary["rate_limited"] == 0

@@ -74,12 +74,13 @@ EXPECTED = {
             "review_text": "_PythonDecoratedOperator",
             "approved": "_PythonDecoratedOperator",
             "apply": "MappedOperator",
+            "summary": "_PythonDecoratedOperator",
             **(
                 {"needs_review": "_ShortCircuitDecoratedOperator", "review": "ApprovalOperator"} if HAS_APPROVAL else {}
             ),
         },
         "schedule": "None",
-        "params": ["folder"],
+        "params": ["folder", "review_policy"],
     },
     "blink_table_schema_migration.py": {
         "dag_id": "blink_table_schema_migration",

@@ -99,6 +99,8 @@ def test_fields_may_be_the_json_a_template_renders(blink_conn: None) -> None:
             "failed": [],
             "unknown": [],
             "outcomes": {"title": "applied"},
+            "outcome": "applied",  # for a fleet's summary (#34)
+            "rate_limited": 0,
         }
 
 
@@ -200,6 +202,7 @@ def test_a_retry_after_pauses_every_worker(make_hook: Any) -> None:
         assert m.call_count == 3
     assert result.ok
     assert [seconds for _, seconds in slept] == [7.0, 7.0]  # the other worker waited for the Retry-After too
+    assert hook.rate_limited == 1  # the 429 is counted once, for a fleet's summary
     assert slept[0][0].startswith("blink-fields") and slept[1][0] == "other"
 
 
@@ -234,6 +237,9 @@ def test_partial_failure_applies_the_rest_and_reports_each_field(blink_conn: Non
         ],
         "unknown": [],
         "outcomes": {"a": "applied", "b": "failed", "c": "failed", "d": "applied"},
+        "outcome": "failed",
+        "rate_limited": 0,
+        "error": "BlinkClientError: " + str(caught.value),
     }
     import re
 

@@ -588,3 +588,76 @@ def test_on_s3_a_locked_table_refuses_a_second_apply(hook: Any, s3_record: str, 
 
 def test_on_s3_two_concurrent_applies_one_applies_the_other_refuses(make_hook: Any, s3_record: str) -> None:
     two_concurrent_applies(make_hook, s3_record)
+
+
+# -- what a fleet's summary reads of each apply (#34) -----------------------------------------------
+
+
+def test_the_apply_reports_its_outcome_and_the_review_policy_that_let_its_plan_through(
+    blink_conn: None, record: Path, provider_log: Any
+) -> None:
+    from blinkops_provider.migrations import let_through
+
+    def operator(**kwargs: Any) -> UpdateTableFieldsOperator:
+        return UpdateTableFieldsOperator(
+            task_id="t", ws_id="ws-1", table="Incidents", fields=SCHEMA, record_path=str(record), **kwargs
+        )
+
+    with rm.Mocker() as m:
+        m.get(rm.ANY, json={"results": [], "total": 0})
+        m.put(rm.ANY, json=field_json)
+        plan = operator(plan_only=True).execute({"ti": FakeTI()})
+        through = let_through(plan, policy="risky", reviewed=False)
+        first = operator(plan=through).execute({"ti": FakeTI()})
+        again = operator().execute({"ti": FakeTI()})
+    assert (first["outcome"], first["review"], first["rate_limited"]) == (
+        "applied",
+        {"policy": "risky", "reviewed": False},
+        0,
+    )
+    assert again["outcome"] == "unchanged" and "review" not in again
+    assert any(
+        f"Plan {plan['fingerprint']} let through by review policy 'risky' (no one was asked)" in line
+        for line in provider_log()
+    )
+
+
+def test_a_stale_apply_pushes_its_outcome_with_why_and_sends_nothing(blink_conn: None, record: Path) -> None:
+    with rm.Mocker() as m:
+        m.get(rm.ANY, json={"results": [], "total": 0})
+        m.put(rm.ANY, json=field_json)
+        plan = UpdateTableFieldsOperator(
+            task_id="plan", ws_id="ws-1", table="Incidents", fields=SCHEMA, record_path=str(record), plan_only=True
+        ).execute({"ti": FakeTI()})
+        UpdateTableFieldsOperator(  # another apply moves the record on
+            task_id="other", ws_id="ws-1", table="Incidents", fields=SCHEMA, record_path=str(record)
+        ).execute({"ti": FakeTI()})
+        sent = m.call_count
+        ti = FakeTI()
+        with pytest.raises(BlinkStalePlanError):
+            UpdateTableFieldsOperator(
+                task_id="apply", ws_id="ws-1", table="Incidents", fields=SCHEMA, record_path=str(record), plan=plan
+            ).execute({"ti": ti})
+        assert m.call_count == sent
+    pushed = ti.pushed["return_value"]
+    assert pushed["outcome"] == "stale" and pushed["updated"] == [] and pushed["table"] == "Incidents"
+    assert pushed["error"].startswith("BlinkStalePlanError: the approved plan is not what would be applied now")
+
+
+def test_a_rate_limited_apply_counts_its_429_answers_and_fails(blink_conn: None, record: Path) -> None:
+    with rm.Mocker() as m:
+        m.put(rm.ANY, status_code=429, headers={"Retry-After": "30"}, json={"message": "slow"})
+        op = UpdateTableFieldsOperator(
+            task_id="apply",
+            ws_id="ws-1",
+            table="Incidents",
+            fields=SCHEMA,
+            record_path=str(record),
+            hook_params={"retry_limit": 1},  # no wait here: Airflow's retry would honour it
+        )
+        ti = FakeTI()
+        with pytest.raises(BlinkApiError):
+            op.execute({"ti": ti})
+    pushed = ti.pushed["return_value"]
+    assert (pushed["outcome"], pushed["rate_limited"]) == ("failed", 3)
+    assert pushed["error"].startswith("BlinkTransientError: ") and "3 of 3 field(s) not applied" in pushed["error"]

@@ -133,6 +133,13 @@ class SharedPause:
         self.clock = clock
         self._until = 0.0
         self._lock = threading.Lock()
+        self.rate_limited = 0
+        """The rate-limit (429) answers the hook's threads met, each waited out or retried."""
+
+    def count_rate_limit(self) -> None:
+        """Count one rate-limit (429) answer."""
+        with self._lock:
+            self.rate_limited += 1
 
     def extend(self, seconds: float) -> None:
         """Pause every thread for ``seconds`` from now (never shortens a longer pause)."""

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from blinkops_provider.migrations.fleet import fleet_review
+import pytest
+
+from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.migrations.fleet import fleet_review, fleet_summary, let_through, review_needed
 from blinkops_provider.migrations.plan import SchemaPlan, plan_fields
 from blinkops_provider.models import validate_field_updates
 
@@ -47,3 +50,76 @@ def test_past_the_size_bound_the_rest_are_named_with_where_their_plans_are() -> 
     assert "### ws/Gamma" in bounded and "### ws/Zeta" not in bounded
     assert "2 more table(s) not shown here" in bounded and "ws/Beta, ws/Zeta" in bounded
     assert "Their full plans are in the XCom of their plan tasks" in bounded
+
+
+# -- the review policy (#34) ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("policy", "unchanged_only", "safe_changes", "risky"),
+    [("always", True, True, True), ("changes", False, True, True), ("risky", False, False, True)],
+)
+def test_the_review_policy_says_when_a_person_approves(
+    policy: str, unchanged_only: bool, safe_changes: bool, risky: bool
+) -> None:
+    plans = fleet()  # Zeta adds, Alpha and Delta unchanged, Beta destructive, Gamma refused
+    by_name = {p["table"]: p for p in plans}
+    assert review_needed([by_name["Alpha"], by_name["Delta"]], policy) is unchanged_only
+    assert review_needed([by_name["Alpha"], by_name["Zeta"]], policy) is safe_changes
+    assert review_needed([by_name["Zeta"], by_name["Beta"]], policy) is risky
+    assert review_needed([by_name["Gamma"]], policy) is True
+
+
+def test_the_default_policy_is_when_anything_changes() -> None:
+    by_name = {p["table"]: p for p in fleet()}
+    assert review_needed([by_name["Zeta"]]) is True and review_needed([by_name["Alpha"]]) is False
+
+
+@pytest.mark.parametrize("policy", ["never", "", None, "ALWAYS", 1])
+def test_an_unknown_policy_is_refused_naming_the_allowed_ones(policy: Any) -> None:
+    with pytest.raises(BlinkInputError, match=r"review policy must be one of: 'always' .*'changes' .*'risky'"):
+        review_needed(fleet(), policy)
+    with pytest.raises(BlinkInputError, match="review policy must be one of"):
+        let_through(fleet()[0], policy=policy, reviewed=True)
+
+
+def test_the_plan_records_the_policy_that_let_it_through_and_stays_the_approved_plan() -> None:
+    declared = [{"field": "New", "type": "text", "display_name": "N"}]
+    plan = SchemaPlan("ws", "Zeta", "Zeta.json", None, tuple(plan_fields(validate_field_updates(declared), {})))
+    through = let_through(plan.to_xcom(), policy="changes", reviewed=True)
+    assert through["review"] == {"policy": "changes", "reviewed": True}
+    plan.check_approved(through)  # the same plan: its identity, rows and text are untouched
+    with pytest.raises(BlinkInputError, match="reviewed must be True or False"):
+        let_through(plan.to_xcom(), policy="changes", reviewed="yes")  # type: ignore[arg-type]
+
+
+# -- the fleet's summary (#34) ----------------------------------------------------------------------
+
+
+def result(table: str, outcome: str, **extra: Any) -> dict[str, Any]:
+    return {"ws_id": "ws", "table": table, "updated": [], "failed": [], "unknown": [], "outcome": outcome, **extra}
+
+
+def test_the_summary_says_which_tables_were_applied_unchanged_failed_or_stale() -> None:
+    tables = [{"ws_id": "ws", "table": t} for t in ("A", "B", "C", "D", "E", "F")]
+    results = [
+        result("A", "applied", rate_limited=2),
+        result("B", "unchanged"),
+        result("C", "failed", failed=[{"field": "Due", "status": 400, "message": "no"}], rate_limited=1),
+        result("D", "stale", error="BlinkStalePlanError: plan again"),
+        None,  # failed before it knew anything (or never ran)
+        {"ws_id": "ws", "table": "F"},  # an XCom of another shape: not taken for a success
+    ]
+    summary = fleet_summary(tables, results)
+    assert (summary["applied"], summary["unchanged"], summary["stale"]) == (["ws/A"], ["ws/B"], ["ws/D"])
+    assert summary["failed"] == ["ws/C", "ws/E", "ws/F"] and summary["rate_limited"] == 3
+    assert summary["errors"]["ws/C"] == "fields failed: Due"
+    assert summary["errors"]["ws/D"] == "BlinkStalePlanError: plan again"
+    assert summary["errors"]["ws/E"].startswith("no result")
+    first = summary["text"].splitlines()[0]
+    assert first == "Fleet of 6 tables: 1 applied, 1 unchanged, 3 failed, 1 stale; 3 rate-limit (429) wait(s)."
+
+
+def test_the_summary_needs_one_result_per_table() -> None:
+    with pytest.raises(BlinkInputError, match="2 tables but 1 apply results"):
+        fleet_summary([{"ws_id": "w", "table": "a"}, {"ws_id": "w", "table": "b"}], [None])

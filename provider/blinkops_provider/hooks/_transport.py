@@ -351,6 +351,8 @@ class Transport:
                 raise
             raise requests.ConnectionError(exc) from None
         if answer.status in RETRYABLE_STATUSES:
+            if answer.status == 429:
+                self.pause.count_rate_limit()
             asked = parse_retry_after(answer.headers.get("Retry-After"), self.clock.now())
             if asked is not None:  # a wait meant for every thread, whichever attempt this was
                 self.pause.extend(min(asked, MAX_WAIT))

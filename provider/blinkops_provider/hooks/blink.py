@@ -178,6 +178,11 @@ class BlinkHook(BaseHook):
         )
 
     @property
+    def rate_limited(self) -> int:
+        """The rate-limit (429) answers this hook's calls met so far (0 before its first call)."""
+        return self.transport.pause.rate_limited if "transport" in self.__dict__ else 0
+
+    @property
     def base_url(self) -> str:
         """The API's base URL, ending in ``/api/v1``."""
         return self._settings.base_url

@@ -7,7 +7,14 @@ is the Blink API client they send through. ``blink-schema`` (:mod:`.cli`) lists 
 from __future__ import annotations
 
 from blinkops_provider.migrations.apply import apply_schema, approved_plan, declared_schema, plan_schema
-from blinkops_provider.migrations.fleet import fleet_review
+from blinkops_provider.migrations.fleet import (
+    REVIEW_POLICIES,
+    check_review_policy,
+    fleet_review,
+    fleet_summary,
+    let_through,
+    review_needed,
+)
 from blinkops_provider.migrations.lock import (
     MAX_LOCK_WAIT,
     Holder,
@@ -37,6 +44,7 @@ __all__ = [
     "CHANGE",
     "MAX_LOCK_WAIT",
     "REFUSED",
+    "REVIEW_POLICIES",
     "UNCHANGED",
     "FieldPlan",
     "Holder",
@@ -47,13 +55,17 @@ __all__ = [
     "apply_schema",
     "approved_plan",
     "check_lock_wait",
+    "check_review_policy",
     "declared_schema",
     "differing_members",
     "fleet_review",
+    "fleet_summary",
     "force_unlock",
     "held_locks",
+    "let_through",
     "plan_fields",
     "plan_schema",
     "record_location",
+    "review_needed",
     "unlock_command",
 ]

@@ -175,6 +175,14 @@ class _Recording:
         return full
 
 
+def _log_review(log: Any, planned: SchemaPlan, approved: Mapping[str, Any] | str) -> None:
+    """Say which review policy let the approved plan through, when its XCom records one."""
+    review = approved.get("review") if isinstance(approved, Mapping) else None
+    if isinstance(review, Mapping):
+        who = "approved by a person" if review.get("reviewed") else "no one was asked"
+        log.info("Plan %s let through by review policy %r (%s)", planned.fingerprint, review.get("policy"), who)
+
+
 def apply_schema(
     hook: BlinkHook,
     ws_id: str,
@@ -221,6 +229,7 @@ def apply_schema(
         planned, recorded = record.plan(batch)
         if approved is not None:
             planned.check_approved(approved)  # before anything is sent
+            _log_review(hook.log, planned, approved)
         planned.log_to(hook.log)
         recording = _Recording(record, recorded, planned, batch, only_changed)
         try:

@@ -5,6 +5,12 @@
 plan tasks' ``plan.output``) and writes one text: a summary first, the tables with refused or
 destructive changes before the others, the tables with nothing to change in one line, then each
 changed table's rows, within a size bound.
+
+:func:`review_needed` says whether a person must approve, by a review policy (``always``,
+``changes``, the default, or ``risky``); :func:`let_through` marks each table's plan with the
+policy that let it through, which the apply logs and reports. :func:`fleet_summary` says, once the
+applies are over, which tables were applied, unchanged, failed or stale, and how many rate-limit
+(429) answers they met.
 """
 
 from __future__ import annotations
@@ -12,7 +18,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["MAX_REVIEW_CHARS", "fleet_review"]
+from blinkops_provider.exceptions import BlinkInputError
+
+__all__ = [
+    "MAX_REVIEW_CHARS",
+    "REVIEW_ALWAYS",
+    "REVIEW_CHANGES",
+    "REVIEW_POLICIES",
+    "REVIEW_RISKY",
+    "check_review_policy",
+    "fleet_review",
+    "fleet_summary",
+    "let_through",
+    "review_needed",
+]
 
 MAX_REVIEW_CHARS = 20_000
 """The most characters of a fleet's review; the plans past it are in their tasks' XCom."""
@@ -66,3 +85,93 @@ def fleet_review(plans: Sequence[Mapping[str, Any]], *, max_chars: int = MAX_REV
             f"{', '.join(left)}. Their full plans are in the XCom of their plan tasks."
         )
     return text
+
+
+REVIEW_ALWAYS, REVIEW_CHANGES, REVIEW_RISKY = "always", "changes", "risky"
+REVIEW_POLICIES = {
+    REVIEW_ALWAYS: "a person approves every run",
+    REVIEW_CHANGES: "a person approves when any table has something to add, change or refuse",
+    REVIEW_RISKY: "a person approves only when a change is refused or destructive",
+}
+"""When a person must approve a fleet's plans (Atlas's lint-based approval is ``risky``)."""
+
+
+def check_review_policy(policy: Any) -> str:
+    """``policy`` when it is one of :data:`REVIEW_POLICIES`.
+
+    :raises BlinkInputError: anything else, naming what is allowed.
+    """
+    if isinstance(policy, str) and policy in REVIEW_POLICIES:
+        return policy
+    allowed = "; ".join(f"{name!r} ({meaning})" for name, meaning in REVIEW_POLICIES.items())
+    raise BlinkInputError(f"review policy must be one of: {allowed}. Got {policy!r}")
+
+
+def review_needed(plans: Sequence[Mapping[str, Any]], policy: str = REVIEW_CHANGES) -> bool:
+    """Whether a person must approve these plans under ``policy`` (see :data:`REVIEW_POLICIES`)."""
+    policy = check_review_policy(policy)
+    if policy == REVIEW_ALWAYS:
+        return True
+    if policy == REVIEW_CHANGES:
+        return any(plan.get("has_changes") for plan in plans)
+    return any(_rank(plan)[0] < 2 for plan in plans if plan.get("has_changes"))
+
+
+def let_through(plan: Mapping[str, Any], *, policy: str, reviewed: bool) -> dict[str, Any]:
+    """``plan`` (a plan's XCom) recording what let it through: ``{"review": {"policy", "reviewed"}}``,
+    ``reviewed`` being whether a person approved it (False: the policy asked no one). The apply
+    logs it and reports it in its XCom; the plan's identity and rows are unchanged by it."""
+    if not isinstance(reviewed, bool):
+        raise BlinkInputError(f"reviewed must be True or False, got {reviewed!r}")
+    return {**plan, "review": {"policy": check_review_policy(policy), "reviewed": reviewed}}
+
+
+APPLIED, UNCHANGED, FAILED, STALE = "applied", "unchanged", "failed", "stale"
+OUTCOMES = (APPLIED, UNCHANGED, FAILED, STALE)
+
+
+def _outcome(result: Mapping[str, Any] | None) -> str:
+    if not result:
+        return FAILED  # the apply failed before it knew anything of the table, or never ran
+    outcome = result.get("outcome")
+    return outcome if outcome in OUTCOMES else FAILED
+
+
+def fleet_summary(tables: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any] | None]) -> dict[str, Any]:
+    """What became of each table of a fleet once its applies are over.
+
+    :param tables: the tables, each with ``ws_id`` and ``table``, in the applies' map order.
+    :param results: each apply's XCom (the :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator`
+        summary, pushed also when it fails), None where there is none: in the same order.
+    :returns: ``{"applied", "unchanged", "failed", "stale": ["ws/table", ...], "rate_limited": n,
+        "errors": {"ws/table": message}, "text": ...}``, ``rate_limited`` being the 429 answers the
+        applies met (each one waited out, or retried by the task).
+    """
+    if len(tables) != len(results):
+        raise BlinkInputError(f"{len(tables)} tables but {len(results)} apply results: give one result per table")
+    summary: dict[str, Any] = {outcome: [] for outcome in OUTCOMES}
+    errors: dict[str, str] = {}
+    waits = 0
+    for table, result in zip(tables, results, strict=True):
+        name = f"{table.get('ws_id')}/{table.get('table')}"
+        outcome = _outcome(result)
+        summary[outcome].append(name)
+        waits += int((result or {}).get("rate_limited") or 0)
+        if outcome in (FAILED, STALE):
+            errors[name] = str((result or {}).get("error") or _fields_failed(result) or "no result: see its task's log")
+    lines = [
+        f"Fleet of {len(tables)} tables: {len(summary[APPLIED])} applied, {len(summary[UNCHANGED])} unchanged, "
+        f"{len(summary[FAILED])} failed, {len(summary[STALE])} stale; {waits} rate-limit (429) wait(s)."
+    ]
+    for outcome in OUTCOMES:
+        if summary[outcome]:
+            lines.append(f"{outcome.capitalize()}: {', '.join(summary[outcome])}")
+    lines += [f"- {name}: {message}" for name, message in errors.items()]
+    return {**summary, "rate_limited": waits, "errors": errors, "text": "\n".join(lines)}
+
+
+def _fields_failed(result: Mapping[str, Any] | None) -> str:
+    failed = [entry.get("field") for entry in (result or {}).get("failed") or [] if isinstance(entry, Mapping)]
+    unknown = list((result or {}).get("unknown") or [])
+    parts = [f"fields failed: {', '.join(map(str, failed))}"] if failed else []
+    return "; ".join(parts + ([f"fields unknown: {', '.join(map(str, unknown))}"] if unknown else []))

@@ -12,10 +12,13 @@ from blinkops_provider.exceptions import (
     BlinkAuthError,
     BlinkClientError,
     BlinkInputError,
+    BlinkLockedError,
+    BlinkStalePlanError,
     BlinkTransientError,
 )
 from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook, FieldUpdates, check_concurrency
 from blinkops_provider.migrations import Holder, apply_schema, approved_plan, check_lock_wait, plan_schema
+from blinkops_provider.migrations.fleet import APPLIED, FAILED, STALE, UNCHANGED
 from blinkops_provider.migrations.plan import one_line
 from blinkops_provider.models import FieldType, FieldUpdate, validate_field_updates, validate_input
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
@@ -125,6 +128,14 @@ def _grouped(outcomes: dict[str, str]) -> dict[str, list[str]]:
     for name, outcome in outcomes.items():
         grouped.setdefault(outcome, []).append(name)
     return grouped
+
+
+def _table_outcome(counts: Counter[str], exc: BaseException | None) -> str:
+    """The table's outcome for a fleet: ``failed`` (a field failed, or unknown, or the task did),
+    ``applied`` (a field sent), else ``unchanged``."""
+    if exc is not None or counts["failed"] or counts["unknown"]:
+        return FAILED
+    return APPLIED if counts["added"] or counts["changed"] or counts["applied"] else UNCHANGED
 
 
 class UpdateTableFieldsOperator(BaseBlinkOperator):
@@ -242,10 +253,10 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
                 raise self._failure(result)
         except BaseException as exc:  # every way out: a failure, execution_timeout, a signal
             known = result or FieldUpdates.carried_by(exc)
-            if known is not None:
-                context["ti"].xcom_push(key="return_value", value=self._report(known))
+            report = self._report(known, approved, exc) if known is not None else self._nothing_sent(approved, exc)
+            context["ti"].xcom_push(key="return_value", value=report)
             raise
-        summary = self._report(result)
+        summary = self._report(result, approved)
         self._announce(context, summary, planned=result.plan is not None)
         return summary
 
@@ -284,7 +295,33 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         plan.log_to(self.log)
         return plan.to_xcom()
 
-    def _report(self, result: FieldUpdates) -> dict[str, Any]:
+    def _nothing_sent(self, approved: Any, exc: BaseException) -> dict[str, Any]:
+        """The XCom of an apply that failed before it sent anything (stale, locked, unreachable)."""
+        return {
+            "ws_id": self.ws_id,
+            "table": self.table,
+            "updated": [],
+            "failed": [],
+            "unknown": [],
+            "outcomes": {},
+            **self._fleet_facts(approved, exc, STALE if isinstance(exc, BlinkStalePlanError) else FAILED),
+        }
+
+    def _fleet_facts(self, approved: Any, exc: BaseException | None, outcome: str) -> dict[str, Any]:
+        """What a fleet's summary reads of an apply: its outcome, its rate-limit waits, the review
+        policy that let its plan through, and why it failed (a provider error's scrubbed text)."""
+        facts: dict[str, Any] = {
+            "outcome": outcome,
+            "rate_limited": self.hook.rate_limited if "hook" in self.__dict__ else 0,
+        }
+        if isinstance(approved, dict) and isinstance(approved.get("review"), dict):
+            facts["review"] = approved["review"]
+        if exc is not None:
+            shown = str(exc) if isinstance(exc, (BlinkApiError, BlinkInputError, BlinkLockedError)) else ""
+            facts["error"] = f"{type(exc).__name__}: {shown}"[:500].rstrip(": ")
+        return facts
+
+    def _report(self, result: FieldUpdates, approved: Any = None, exc: BaseException | None = None) -> dict[str, Any]:
         """Log the outcome, keyed by the declared names: a summary line, then one line per field
         added, changed, failed or unknown (unchanged fields are counted, not listed); the XCom
         summary. Linear in the number of fields."""
@@ -315,6 +352,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             "failed": failed,
             "unknown": list(result.unknown),
             "outcomes": outcomes,
+            **self._fleet_facts(approved, exc, _table_outcome(counts, exc)),
         }
 
     def _stopped_by(self, result: FieldUpdates) -> str:
