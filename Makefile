@@ -9,6 +9,7 @@
 #   make airflow-ui                    the example DAGs in Airflow 3's UI (airflow standalone, the sandbox); Ctrl-C stops
 #   make docs                          the documentation site (Sphinx, warnings are errors) in docs/_build/html
 #   make bench                         the benchmarks (prints measured figures)
+#   make bench-fleet                   the fleet example's time per table at 20 and 100 tables (LocalExecutor)
 # Every target creates its environment with uv first when it is missing.
 
 SHELL := /bin/bash
@@ -27,7 +28,7 @@ endif
 PY := $(VENV)/bin/python
 export UV_PROJECT_ENVIRONMENT := $(abspath .venv)
 
-.PHONY: help uv env lint typecheck pytest test test-py313 test-lowest ui-test demo celery-demo airflow-ui docs bench pins-airflow2 clean
+.PHONY: help uv env lint typecheck pytest test test-py313 test-lowest ui-test demo debian-services celery-env celery-demo airflow-ui docs bench bench-fleet pins-airflow2 clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -102,14 +103,19 @@ ui-test: env
 demo: env
 	AIRFLOW_HOME="$(CURDIR)/.airflow$(if $(AIRFLOW_VERSION),-$(AIRFLOW_VERSION))" $(PY) example_dags/demo.py
 
-# Airflow 3 only. Debian's postgresql and redis-server, installed with apt when missing; the Celery
-# provider in its own environment (.venv-celery: uv.lock's group celery). State and logs in .airflow-celery/.
-celery-demo: uv
+# Debian's postgresql and redis-server, installed with apt when missing, and the Celery provider with
+# PostgreSQL's drivers in their own environment (.venv-celery: uv.lock's group celery). Airflow 3 only.
+debian-services:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && command -v redis-server >/dev/null || { \
 		echo "installing Debian's postgresql and redis-server"; \
 		$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -qq postgresql redis-server >/dev/null; }
+
+celery-env: uv debian-services
 	UV_PROJECT_ENVIRONMENT="$(CURDIR)/.venv-celery" $(UV) sync --locked --all-extras --group celery --quiet
+
+# State and logs in .airflow-celery/.
+celery-demo: celery-env
 	.venv-celery/bin/python example_dags/celery_demo.py
 
 # Airflow 3 only (the event-driven sync and the review need it). Records, snapshots and logs in .airflow-ui/.
@@ -123,6 +129,10 @@ docs: env
 bench: env
 	$(PY) tests/benchmarks/run.py $(BENCH_ARGS)
 
+# The fleet example through Airflow's scheduler (LocalExecutor, PostgreSQL): 20 and 100 tables.
+bench-fleet: celery-env
+	.venv-celery/bin/python tests/benchmarks/fleet.py $(BENCH_ARGS)
+
 # Regenerate the pinned Airflow 2.11 environment (run when pyproject.toml's dependencies change).
 pins-airflow2: uv
 	@echo "apache-airflow==2.11.2" > .ci/airflow-2.11.2-override.txt
@@ -131,4 +141,4 @@ pins-airflow2: uv
 	@rm .ci/airflow-2.11.2-override.txt
 
 clean:
-	rm -rf .venv .venv-airflow-* .venv-py3.13 .venv-lowest .venv-celery .airflow-celery dist .airflow .airflow-* .airflow-ui .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv .venv-airflow-* .venv-py3.13 .venv-lowest .venv-celery .airflow-celery .airflow-bench-fleet dist .airflow .airflow-* .airflow-ui .pytest_cache .mypy_cache .ruff_cache

@@ -42,6 +42,7 @@ WS = "ws-celery"
 TABLES = [f"Fleet {n:02d}" for n in range(1, 21)]
 BUCKET = "blink-demo"
 RECORDS = f"s3://aws_demo@{BUCKET}/records"
+"""The Variable ``blink_schema_records``: the DAG adds the ``/`` that makes it a folder of records."""
 WORKERS = ("worker-1", "worker-2")
 
 
@@ -89,11 +90,12 @@ def declared(table: int, version: int) -> dict[str, Any]:
     return {"fields": fields}
 
 
-def write_folder(root: Path, tables: dict[str, dict[str, Any]]) -> Path:
+def write_folder(root: Path, tables: dict[str, dict[str, Any]], ws_id: str = WS) -> Path:
+    """A fleet's folder of declared schemas, ``<root>/<ws_id>/<table>.json``."""
     shutil.rmtree(root, ignore_errors=True)
-    (root / WS).mkdir(parents=True)
+    (root / ws_id).mkdir(parents=True)
     for name, schema in tables.items():
-        (root / WS / f"{name}.json").write_text(json.dumps(schema, indent=1))
+        (root / ws_id / f"{name}.json").write_text(json.dumps(schema, indent=1))
     return root
 
 
@@ -249,7 +251,7 @@ class Airflow:
         self.workers[name] = self.services.start(name, [*command, "--celery-hostname", f"{name}@%h"], env)
 
     def logs(self) -> list[Path]:
-        return [self.services.log(name) for name in ("scheduler", "dag-processor", "api-server", *WORKERS)]
+        return [self.services.log(name) for name in ("scheduler", "dag-processor", "api-server", "triggerer", *WORKERS)]
 
     def run(self, run_id: str, conf: dict[str, Any]) -> None:
         self.cli("dags", "trigger", FLEET, "--run-id", run_id, "--conf", json.dumps(conf))
@@ -270,6 +272,22 @@ class Airflow:
             run_id,
         )
         return [(str(t), int(m), str(s), str(h or ""), int(n or 0)) for t, m, s, h, n in rows]
+
+    def state(self, run_id: str, task_id: str, map_index: int = -1) -> str | None:
+        rows = self.query(
+            "SELECT state FROM task_instance WHERE dag_id = %s AND run_id = %s AND task_id = %s AND map_index = %s",
+            FLEET,
+            run_id,
+            task_id,
+            map_index,
+        )
+        return rows[0][0] if rows else None
+
+    def task_log(self, run_id: str, task_id: str, map_index: int, attempt: int) -> str:
+        """A try's log, from whichever worker ran it."""
+        name = f"dag_id={FLEET}/run_id={run_id}/task_id={task_id}/map_index={map_index}/attempt={attempt}.log"
+        found = [home / "logs" / name for home in (self.services.home / w for w in WORKERS)]
+        return "".join(path.read_text(errors="replace") for path in found if path.exists())
 
     def xcom(self, run_id: str, task_id: str, map_index: int = -1, key: str = "return_value") -> Any:
         rows = self.query(
@@ -298,7 +316,7 @@ def airflow_env(home: Path, database: str, broker: str, s3_url: str, sandbox: An
     aws = {
         "conn_type": "aws",
         "login": "demo",
-        "password": "demo",
+        "password": "demo-secret",  # moto takes any; 5 characters or more, so Airflow masks it
         "extra": {"endpoint_url": s3_url, "region_name": "us-east-1"},
     }
     env = {
@@ -325,6 +343,10 @@ def airflow_env(home: Path, database: str, broker: str, s3_url: str, sandbox: An
             "AIRFLOW__API__BASE_URL": url,
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{url}/execution/",
             "AIRFLOW__CORE__HOSTNAME_CALLABLE": "blink_demo_host.hostname",
+            "AIRFLOW__CORE__AUTH_MANAGER": (
+                "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+            ),
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",  # the demo approves through the REST API
             "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": "3",
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "20",
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "3",
@@ -338,15 +360,18 @@ def airflow_env(home: Path, database: str, broker: str, s3_url: str, sandbox: An
     return env
 
 
-def start_airflow(services: Services, env: dict[str, str], database: str) -> Airflow:
+def start_airflow(
+    services: Services, env: dict[str, str], database: str, workers: tuple[str, ...] = WORKERS
+) -> Airflow:
+    """Airflow on ``database``, with ``workers`` (Celery workers; none for a local executor)."""
     import requests
 
     airflow = Airflow(services, env, database)
     airflow.cli("db", "migrate")
     airflow.cli("pools", "set", "blink_applies", "4", "Blink schema applies: the fleet's limit across workers")
-    for name in ("api-server", "scheduler", "dag-processor"):
+    for name in ("api-server", "scheduler", "dag-processor", "triggerer"):
         services.start(name, [sys.executable, "-m", "airflow", name], env)
-    for worker in WORKERS:
+    for worker in workers:
         airflow.start_worker(worker)
     url = env["AIRFLOW__API__BASE_URL"]
 
@@ -363,7 +388,7 @@ def start_airflow(services: Services, env: dict[str, str], database: str) -> Air
         300,
         airflow.logs(),
     )
-    for worker in WORKERS:
+    for worker in workers:
         wait_for(
             f"{worker} to be ready",
             lambda w=worker: "ready." in services.log(w).read_text(errors="replace"),
@@ -379,7 +404,7 @@ def record_matches_blink(sandbox: Any, table: str) -> bool:
     from blinkops_provider.migrations import SchemaRecord, record_location
 
     recorded, _ = SchemaRecord(
-        record_location(RECORDS, WS, table), blink=sandbox.base_url, ws_id=WS, table=table
+        record_location(f"{RECORDS}/", WS, table), blink=sandbox.base_url, ws_id=WS, table=table
     ).read()
     held = {f["name"]: f for f in sandbox.store.fields(WS, table)}
     return bool(recorded) and all(
@@ -419,29 +444,76 @@ def fleet_of_20(airflow: Airflow, sandbox: Any) -> None:
     say(f"- Tasks ran on {', '.join(sorted(hosts))}; 20 tables applied; each record on S3 matches what Blink holds")
 
 
+def approve(airflow: Airflow, run_id: str) -> None:
+    """Approve a run's review through the REST API, as a person's click in the UI does."""
+    import requests
+
+    url = f"{airflow.env['AIRFLOW__API__BASE_URL']}/api/v2/dags/{FLEET}/dagRuns/{run_id}"
+    answer = requests.patch(
+        f"{url}/taskInstances/review/-1/hitlDetails",
+        json={"chosen_options": ["Approve"], "params_input": {}},
+        timeout=30,
+    )
+    if not answer.ok:
+        raise DemoFailed(f"approving {run_id}'s review failed: {answer.status_code} {answer.text}")
+
+
 def two_runs_at_once(airflow: Airflow, sandbox: Any) -> None:
+    """Both runs wait at their review (policy ``always``) and are approved at the same moment, so
+    their applies start together; Blink answers slowly, so the first holds the lock for 20 s."""
     say("== 2. Two runs apply one table at once ==")
     table = TABLES[0]
+    runs = ("contend-a", "contend-b")
     folder = write_folder(airflow.services.home / "contend", {table: declared(0, 2)})
-    sandbox.set_faults(latency_ms=2000)  # each apply holds the lock for seconds
+    for run_id in runs:
+        airflow.run(run_id, {"folder": str(folder), "review_policy": "always"})
+    for run_id in runs:  # answered once the scheduler has seen the review wait, as a person would
+        seen = f"task_id='review', run_id='{run_id}'"
+        wait_for(
+            f"{run_id}'s review to wait",
+            lambda seen=seen, run_id=run_id: (
+                airflow.state(run_id, "review") in ("deferred", "awaiting_input")
+                and seen in airflow.services.log("scheduler").read_text(errors="replace")
+            ),
+            300,
+            airflow.logs(),
+            airflow.services,
+        )
+    sandbox.set_faults(latency_ms=10_000)  # each wave of PUTs takes 10 s: the holder keeps the lock 20 s
     sandbox.log.clear()
-    for run_id in ("contend-a", "contend-b"):
-        airflow.run(run_id, {"folder": str(folder), "review_policy": "risky"})
-    states = {run_id: airflow.finished(run_id) for run_id in ("contend-a", "contend-b")}
-    sandbox.clear_faults()
+    for run_id in runs:
+        approve(airflow, run_id)
+    states = {run_id: airflow.finished(run_id) for run_id in runs}
+    sandbox.set_faults(latency_ms=20)
     puts = [r for r in sandbox.requests if r.get("method") == "PUT" and f"/table/{table}/" in r.get("path", "")]
-    results = {run_id: airflow.xcom(run_id, "apply", 0) or {} for run_id in states}
-    say(f"- Runs: {states}; PUT requests for {WS}/{table}: {len(puts)} (10 declared fields)")
+    results = {run_id: airflow.xcom(run_id, "apply", 0) or {} for run_id in runs}
+    say(f"- Both approved at once. Runs: {states}; PUT requests for {WS}/{table}: {len(puts)} (10 declared fields)")
     winners = [run_id for run_id, result in results.items() if result.get("outcome") == "applied"]
-    losers = [run_id for run_id in results if run_id not in winners]
     if len(winners) != 1 or len(puts) != 10:
         raise DemoFailed(f"expected one apply to send the 10 fields, got {results} and {len(puts)} PUTs")
-    message = str(results[losers[0]].get("error") or "")
-    say(f"- One holder: {winners[0]} applied. The other's message: {message}")
+    loser = next(run_id for run_id in runs if run_id not in winners)
+    refused = airflow.task_log(loser, "apply", 0, 1)
+    if "BlinkLockedError" not in refused:
+        raise DemoFailed(
+            f"{loser}'s first try was not refused by the lock (the applies did not meet):\n{refused[-3000:]}"
+        )
+    first = next(line for line in refused.splitlines() if "BlinkLockedError" in line)
+    say(f"- One holder: {winners[0]} applied. {loser}'s first try was refused by the lock:")
+    say(f"    {_refusal(first)}")
+    message = str(results[loser].get("error") or "")
+    say(f"- {loser}'s last try ({results[loser].get('outcome')}): {message}")
     if "blink-schema unlock" not in message and "plan again" not in message:
         raise DemoFailed(f"the loser's message does not say what to do: {message!r}")
     if not record_matches_blink(sandbox, table):
         raise DemoFailed("the record does not match Blink after the contention")
+
+
+def _refusal(line: str) -> str:
+    """The exception's text from a task log's JSON line."""
+    with contextlib.suppress(ValueError, KeyError, IndexError, TypeError):
+        detail = json.loads(line)["error_detail"][0]
+        return f"{detail['exc_type']}: {detail['exc_value']}"
+    return line[:600]
 
 
 def _descends(pid: int, ancestor: int) -> bool:
@@ -465,7 +537,7 @@ def worker_killed_mid_apply(airflow: Airflow, sandbox: Any) -> None:
     sandbox.set_faults(latency_ms=4000)
     airflow.run("kill", {"folder": str(folder), "review_policy": "risky"})
     lock = wait_for(
-        "the apply to take the table's lock", lambda: held_locks(RECORDS), 300, airflow.logs(), airflow.services
+        "the apply to take the table's lock", lambda: held_locks(f"{RECORDS}/"), 300, airflow.logs(), airflow.services
     )[0]
     holder = lock.holder
     victim = next((name for name, worker in airflow.workers.items() if _descends(holder.pid, worker.pid)), None)
@@ -485,8 +557,8 @@ def worker_killed_mid_apply(airflow: Airflow, sandbox: Any) -> None:
     say(f"- Run 'kill': {state}; the apply: {tries}")
     if state != "success" or not tries or tries[0][1] < 2:
         raise DemoFailed(f"the apply did not recover by its next try: {state}, {tries}")
-    if held_locks(RECORDS):
-        raise DemoFailed(f"a lock is still held: {held_locks(RECORDS)}")
+    if held_locks(f"{RECORDS}/"):
+        raise DemoFailed(f"a lock is still held: {held_locks(RECORDS + '/')}")
     if not record_matches_blink(sandbox, table):
         raise DemoFailed("the record does not match Blink after the recovery")
     say(f"- The next try ran on {tries[0][0]}, took over its earlier try's lock and applied; the record matches Blink")
@@ -494,6 +566,7 @@ def worker_killed_mid_apply(airflow: Airflow, sandbox: Any) -> None:
 
 
 def main() -> int:
+    os.environ["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"  # this driver's own reads of the records, quietly
     from blinkops_provider.sandbox import BlinkSandbox
 
     home = (HERE.parent / ".airflow-celery").resolve()

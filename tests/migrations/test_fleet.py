@@ -43,6 +43,17 @@ def test_the_review_leads_with_a_summary_and_the_risky_tables_first() -> None:
     assert text.index("### ws/Gamma") < text.index("### ws/Zeta")  # each changed table's rows follow
 
 
+def test_the_baseline_is_said_once_for_the_fleet_not_once_a_table() -> None:
+    from blinkops_provider.migrations.plan import BASELINE
+
+    plans = fleet()
+    assert all(BASELINE in plan["text"] for plan in plans)  # each plan's own text says it
+    text = fleet_review(plans)
+    assert text.count(BASELINE) == 1 and text.index(BASELINE) < text.index("### ws/Gamma")
+    assert "| S | refused |" in text and "| New | add |" in text  # the rows stay
+    assert BASELINE not in fleet_review([p for p in plans if not p["has_changes"]])  # nothing to review
+
+
 def test_past_the_size_bound_the_rest_are_named_with_where_their_plans_are() -> None:
     plans = fleet()
     whole = fleet_review(plans)

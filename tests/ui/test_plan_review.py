@@ -32,11 +32,11 @@ pytestmark = pytest.mark.ui
 DAG_ID = "blink_table_schema_migration"
 
 
-def waiting_review(ui: AirflowUI, run: subprocess.Popen[bytes], log: Path) -> dict[str, Any]:
+def waiting_review(ui: AirflowUI, run: subprocess.Popen[bytes], log: Path, dag_id: str = DAG_ID) -> dict[str, Any]:
     """The review's human-in-the-loop request, once the run has reached it."""
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
-        answer = ui.api("GET", f"/dags/{DAG_ID}/dagRuns/~/hitlDetails")
+        answer = ui.api("GET", f"/dags/{dag_id}/dagRuns/~/hitlDetails")
         if answer.ok:
             pending = [d for d in answer.json()["hitl_details"] if not d.get("response_received")]
             if pending:
@@ -49,8 +49,8 @@ def waiting_review(ui: AirflowUI, run: subprocess.Popen[bytes], log: Path) -> di
     raise AssertionError(f"no review was requested:\n{log.read_text()[-3000:]}")
 
 
-def ui_reviews(ui: AirflowUI) -> list[dict[str, Any]]:
-    answer = ui.api("GET", f"/dags/{DAG_ID}/dagRuns/~/hitlDetails")
+def ui_reviews(ui: AirflowUI, dag_id: str = DAG_ID) -> list[dict[str, Any]]:
+    answer = ui.api("GET", f"/dags/{dag_id}/dagRuns/~/hitlDetails")
     assert answer.ok, answer.text
     return list(answer.json()["hitl_details"])
 
@@ -145,3 +145,88 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
     waiting(browser).until(open_asset, f"no asset {uri}")
     waiting(browser).until(lambda driver: "apply_schema" in driver.page_source, "no graph of the asset")
     browser.save_screenshot(str(SHOTS / "asset-graph.png"))
+
+
+FLEET = "blink_schema_fleet"
+
+
+def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
+    airflow_ui: AirflowUI, sandbox: BlinkSandbox, browser: Any, tmp_path: Path
+) -> None:
+    """Four tables of the fleet example: a first run adds every field without asking anyone
+    (policy ``risky``); the second finds one refused, one destructive, one added and one unchanged
+    table, and asks one person once, the refused and destructive tables first."""
+    import requests
+
+    from blinkops_provider.sandbox.app import ADMIN_HEADER
+
+    env = {
+        **airflow_ui.env,
+        "AIRFLOW__CORE__DAGS_FOLDER": str(EXAMPLE_DAGS),
+        "AIRFLOW_CONN_BLINK_DEFAULT": sandbox.connection_json(),
+        "AIRFLOW_VAR_BLINK_SCHEMA_RECORDS": str(tmp_path / "records"),
+    }
+    select = {"type": "single-select", "display_name": "Stage", "attributes": {"options": ["New", "Done"]}}
+    first = {
+        "Access": [{"field": "Stage", **select}],
+        "Billing": [{"field": "Stage", **select}],
+        "Catalog": [{"field": "Stage", **select}],
+        "Devices": [{"field": "Stage", **select}],
+    }
+    for table, fields in first.items():  # the tables, made as a user would (blink-sandbox create-table)
+        made = requests.put(
+            f"{sandbox.url}/_sandbox/workspace/ws-ui/table/{table}",
+            json={"fields": fields},
+            headers={ADMIN_HEADER: sandbox.admin_token},
+            timeout=30,
+        )
+        assert made.ok, made.text
+
+    def fleet_run(name: str, schemas: dict[str, list[dict[str, Any]]], policy: str) -> subprocess.Popen[bytes]:
+        folder = tmp_path / name / "ws-ui"
+        folder.mkdir(parents=True)
+        for table, fields in schemas.items():
+            (folder / f"{table}.json").write_text(json.dumps({"fields": fields}))
+        conf = json.dumps({"folder": str(folder.parent), "review_policy": policy})
+        with (tmp_path / f"{name}.log").open("wb") as out:
+            command = [sys.executable, "-m", "airflow", "dags", "test", FLEET, "-c", conf]
+            return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+    # 1. Every field is new and nothing is risky: policy "risky" asks no one.
+    assert fleet_run("first", first, "risky").wait(timeout=600) == 0, (tmp_path / "first.log").read_text()[-3000:]
+    assert len([r for r in sandbox.requests if r["method"] == "PUT" and "/ws-ui/" in r["path"]]) == 4
+
+    # 2. Billing removes an option (destructive), Access changes a type (refused), Devices adds a
+    #    field, Catalog is unchanged: one review, policy "changes".
+    second = {
+        "Access": [{"field": "Stage", "type": "text", "display_name": "Stage"}],
+        "Billing": [{"field": "Stage", **select, "attributes": {"options": ["New"]}}],
+        "Catalog": first["Catalog"],
+        "Devices": [*first["Devices"], {"field": "Owner", "type": "text", "display_name": "Owner"}],
+    }
+    log = tmp_path / "second.log"
+    run = fleet_run("second", second, "changes")
+    try:
+        review = waiting_review(airflow_ui, run, log, dag_id=FLEET)
+        body = review["body"]
+        assert body.startswith("Fleet review: 4 tables, 3 to change (2 with refused or destructive changes")
+        order = [body.index(f"- ws-ui/{table}") for table in ("Access", "Billing", "Devices")]
+        assert order == sorted(order), body  # refused, then destructive, then the others
+        assert "Nothing to change in: ws-ui/Catalog" in body
+        assert len(ui_reviews(airflow_ui, FLEET)) == 1  # one review for the whole fleet
+        ti = review["task_instance"]
+        browser.get(f"{airflow_ui.url}/dags/{FLEET}/runs/{ti['dag_run_id']}/tasks/review/required_actions")
+        button(browser, "Approve")
+        waiting(browser).until(lambda driver: "Fleet review" in driver.page_source, "the fleet's review is not shown")
+        page = browser.page_source
+        assert page.index("ws-ui/Access") < page.index("ws-ui/Billing") < page.index("ws-ui/Devices")
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(str(SHOTS / "fleet-review.png"))
+        press(browser, "Approve")
+        assert run.wait(timeout=300) != 0  # Access's refused type change fails its apply, and the summary the run
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    text = log.read_text()
+    assert "Fleet of 4 tables: 2 applied, 1 unchanged, 1 failed, 0 stale" in text, text[-3000:]

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.migrations.plan import BASELINE
 
 __all__ = [
     "MAX_REVIEW_CHARS",
@@ -72,9 +73,11 @@ def fleet_review(plans: Sequence[Mapping[str, Any]], *, max_chars: int = MAX_REV
     ]
     if unchanged:
         lines += ["", f"Nothing to change in: {', '.join(unchanged)}"]
+    if changed:
+        lines += ["", BASELINE]  # once for the fleet, not once a table
     text, left = "\n".join(lines), list[str]()
     for plan in changed:
-        rows = f"\n\n### {plan.get('ws_id')}/{plan.get('table')}\n\n{plan.get('text', '')}"
+        rows = f"\n\n### {plan.get('ws_id')}/{plan.get('table')}\n\n{_rows(plan)}"
         if left or len(text) + len(rows) > max_chars:
             left.append(f"{plan.get('ws_id')}/{plan.get('table')}")
         else:
@@ -85,6 +88,11 @@ def fleet_review(plans: Sequence[Mapping[str, Any]], *, max_chars: int = MAX_REV
             f"{', '.join(left)}. Their full plans are in the XCom of their plan tasks."
         )
     return text
+
+
+def _rows(plan: Mapping[str, Any]) -> str:
+    """A plan's text without the baseline paragraph, which the fleet's review says once."""
+    return "\n\n".join(part for part in str(plan.get("text", "")).split("\n\n") if part.strip() != BASELINE)
 
 
 REVIEW_ALWAYS, REVIEW_CHANGES, REVIEW_RISKY = "always", "changes", "risky"
