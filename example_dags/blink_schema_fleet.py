@@ -15,7 +15,8 @@ format of `blink_table_schema_migration.json`), across workers:
    `blink_applies`, the fleet's limit on concurrent applies across workers): a table whose
    apply fails does not stop the others. Each plan records the policy that let it through.
 6. `summary` says which tables were applied, unchanged, failed or stale, and counts the
-   rate-limit (429) waits; it fails the run when a table failed or was stale.
+   rate-limit (429) waits; it fails the run when a table failed or was stale, or when the review
+   rejected the plans (then nothing was applied).
 
 Create the pool first (`airflow pools set blink_applies 4 "Blink schema applies"`): a task in a
 pool that does not exist is never scheduled. Keep the records (the Variable
@@ -30,7 +31,7 @@ import logging
 from typing import Any
 
 import pendulum
-from airflow.providers.common.compat.sdk import DAG, Param, get_current_context, task
+from airflow.providers.common.compat.sdk import DAG, AirflowFailException, Param, get_current_context, task
 
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 
@@ -119,14 +120,20 @@ with DAG(
         ]
 
     @task(trigger_rule="all_done")
-    def summary(applied: list[dict[str, Any]]) -> dict[str, Any]:
-        """Which tables were applied, unchanged, failed or stale; fails the run if any failed."""
+    def summary(tables: list[dict[str, Any]], decision: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Which tables were applied, unchanged, failed or stale; fails the run if any failed or
+        went stale, or if the review rejected the plans (Airflow then skips the applies)."""
         from blinkops_provider.exceptions import BlinkApiError
         from blinkops_provider.migrations import fleet_summary
 
+        if decision and "Reject" in (decision.get("chosen_options") or []):
+            raise AirflowFailException(
+                f"The review rejected the plans of {len(tables)} tables: nothing was applied. Change the declared "
+                "schemas and trigger the DAG again for new plans"
+            )
         ti = get_current_context()["ti"]
-        results = [ti.xcom_pull(task_ids="apply", map_indexes=index) for index in range(len(applied))]
-        outcome = fleet_summary(applied, results)
+        results = [ti.xcom_pull(task_ids="apply", map_indexes=index) for index in range(len(tables))]
+        outcome = fleet_summary(tables, results)
         for line in outcome["text"].splitlines():
             logging.getLogger("airflow.task").info("%s", line)
         if outcome["failed"] or outcome["stale"]:
@@ -139,7 +146,6 @@ with DAG(
     apply = UpdateTableFieldsOperator.partial(
         task_id="apply", record_path=RECORD_PATH, max_concurrency=8, retries=1, pool="blink_applies"
     ).expand_kwargs(to_apply)
-    apply >> summary(to_apply)
 
     if ApprovalOperator is not None:
 
@@ -154,3 +160,8 @@ with DAG(
             body="{{ ti.xcom_pull(task_ids='review_text')['text'] }}",
         )
         needs_review(review) >> ask >> to_apply
+        # A teardown: the review's Reject skips every task downstream of it but teardowns, so the
+        # summary still runs, says so and fails the run.
+        apply >> summary(declared, ask.output).as_teardown(on_failure_fail_dagrun=True)
+    else:
+        apply >> summary(declared)

@@ -336,7 +336,7 @@ def airflow_env(home: Path, database: str, broker: str, s3_url: str, sandbox: An
             "AIRFLOW__CORE__DAGS_FOLDER": str(HERE),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__FERNET_KEY": Fernet.generate_key().decode(),
-            "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+            "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(64),
             "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(32),
             "AIRFLOW__API__HOST": "127.0.0.1",
             "AIRFLOW__API__PORT": str(api_port),

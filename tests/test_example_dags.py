@@ -174,3 +174,23 @@ def test_a_rejected_review_fails_the_run_naming_the_plan() -> None:
         outcome.python_callable({"chosen_options": ["Reject"]}, plan)
     assert outcome.python_callable({"chosen_options": ["Approve"]}, plan) is None
     assert outcome.python_callable(None, plan) is None
+
+
+def test_a_rejected_fleet_review_fails_the_run_and_the_summary_says_so() -> None:
+    """#34: the fleet's summary is a teardown on Airflow 3.1+, so it runs when a Reject skips the
+    applies, and fails the run saying nothing was applied; elsewhere it follows the applies."""
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    spec = importlib.util.spec_from_file_location("fleet", EXAMPLE_DAGS / "blink_schema_fleet.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    summary = module.dag.get_task("summary")
+    assert "apply" in summary.upstream_task_ids
+    if not HAS_APPROVAL:
+        assert not summary.is_teardown and summary.trigger_rule == "all_done"
+        return
+    assert summary.is_teardown and summary.on_failure_fail_dagrun
+    tables = [{"ws_id": "ws", "table": "A"}, {"ws_id": "ws", "table": "B"}]
+    with pytest.raises(AirflowFailException, match=r"The review rejected the plans of 2 tables: nothing was applied"):
+        summary.python_callable(tables, {"chosen_options": ["Reject"]})
