@@ -92,6 +92,14 @@ def run_fleet(airflow: Any, folder: Path, run_id: str, count: int) -> float:
         demo.FLEET,
         run_id,
     )[0]
+    tasks = airflow.query(
+        "SELECT task_id, count(*), avg(duration) FROM task_instance WHERE dag_id = %s AND run_id = %s "
+        "AND task_id IN ('plan', 'apply') GROUP BY task_id ORDER BY task_id DESC",
+        demo.FLEET,
+        run_id,
+    )
+    spent = ", ".join(f"{n} {task_id} tasks of {float(mean):.2f} s each" for task_id, n, mean in tasks)
+    print(f"    where it goes: {spent} (start to end, as Airflow records each)", flush=True)
     return float(seconds)
 
 
