@@ -661,3 +661,20 @@ def test_a_rate_limited_apply_counts_its_429_answers_and_fails(blink_conn: None,
     pushed = ti.pushed["return_value"]
     assert (pushed["outcome"], pushed["rate_limited"]) == ("failed", 3)
     assert pushed["error"].startswith("BlinkTransientError: ") and "3 of 3 field(s) not applied" in pushed["error"]
+
+
+def test_a_locked_apply_pushes_the_whole_refusal_with_its_unlock_command(blink_conn: None, record: Path) -> None:
+    """A fleet's summary shows each apply's error: the lock's refusal keeps its unlock command,
+    however long the names in it are."""
+    table = "Quarterly vendor risk assessments " * 6  # about 200 characters, encoded in the command
+    holder = SchemaRecord(record, blink=BASE, ws_id="ws-1", table=table)
+    with holder.locked(owner="dag/run-1/apply (try 1)", sleep=lambda s: None), rm.Mocker() as m:
+        ti = FakeTI()
+        with pytest.raises(BlinkLockedError) as refused:
+            UpdateTableFieldsOperator(
+                task_id="apply", ws_id="ws-1", table=table, fields=SCHEMA, record_path=str(record)
+            ).execute({"ti": ti})
+        assert m.call_count == 0
+    pushed = ti.pushed["return_value"]
+    assert pushed["outcome"] == "failed" and pushed["updated"] == []
+    assert pushed["error"] == f"BlinkLockedError: {refused.value}" and "blink-schema unlock " in pushed["error"]

@@ -318,7 +318,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             facts["review"] = approved["review"]
         if exc is not None:
             shown = str(exc) if isinstance(exc, (BlinkApiError, BlinkInputError, BlinkLockedError)) else ""
-            facts["error"] = f"{type(exc).__name__}: {shown}"[:500].rstrip(": ")
+            facts["error"] = f"{type(exc).__name__}: {shown}"[:2000].rstrip(": ")  # room for the unlock command
         return facts
 
     def _report(self, result: FieldUpdates, approved: Any = None, exc: BaseException | None = None) -> dict[str, Any]:
