@@ -17,7 +17,8 @@ snapshot, reports everything as added. One run at a time (`max_active_runs=1`), 
 scheduled and a manual run never write at once.
 
 **Adapt it**: set the Airflow Variable `blink_snapshot_root` to where snapshots belong (a local
-folder or an object-storage URI such as `s3://bucket/blink`; default `/tmp/blink_snapshots`),
+folder or an object-storage URI such as `s3://aws_default@bucket/blink`; default
+`/tmp/blink_snapshots`, which is refused under an executor of several machines),
 change `name_like` (an RQL `$like` pattern) or the `filter` and `select` of `snapshot`. The
 snapshot goes to the file, not XCom: only `{path, count, total}` reaches the metadata database.
 

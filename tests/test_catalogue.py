@@ -174,3 +174,32 @@ def test_pruning_keeps_the_latest_snapshots_with_their_diffs(tmp_path: Path) -> 
     )
     with pytest.raises(ValueError, match="at least 2"):
         prune_snapshots(folder / f"{names[-1]}.json", 1)
+
+
+@pytest.mark.parametrize(
+    ("executor", "refused"),
+    [("CeleryExecutor", True), ("LocalExecutor,KubernetesExecutor", True), ("LocalExecutor", False)],
+)
+def test_snapshots_on_a_workers_own_temporary_disk_are_refused_under_an_executor_of_several_machines(
+    tmp_path: Path, executor: str, refused: bool
+) -> None:
+    """#34: with the Variable unset, each Celery worker would keep its own snapshots, and the diff
+    would compare with whichever its worker holds (tmp_path is under the temp dir)."""
+    from blinkops_provider.exceptions import BlinkConfigurationError
+
+    folder = tmp_path / "connection_types"
+    folder.mkdir()
+    (folder / "2026-11-21.json").write_text("[]")
+    if refused:
+        with pytest.raises(
+            BlinkConfigurationError, match=r"own temporary disk.*blink_snapshot_root.*s3://aws_default@"
+        ):
+            previous_snapshot(folder / "2026-11-22.json", executor=executor)
+    else:
+        assert previous_snapshot(folder / "2026-11-22.json", executor=executor) == folder / "2026-11-21.json"
+
+
+def test_shared_snapshots_are_compared_under_any_executor() -> None:
+    """A folder that is not a worker's scratch disk (a shared mount, say) is compared as before."""
+    shared = Path("/srv-blink-test-shared")  # not under /tmp, /var/tmp, /dev/shm or the temp dir
+    assert previous_snapshot(shared / "connection_types" / "2026-11-22.json", executor="CeleryExecutor") is None

@@ -16,7 +16,10 @@ from urllib.parse import unquote, urlsplit
 
 from blinkops_provider.exceptions import BlinkInputError
 
-__all__ = ["local_path", "regular_file", "replacing", "storage_path"]
+__all__ = ["SINGLE_MACHINE_EXECUTORS", "local_path", "regular_file", "replacing", "storage_path", "worker_local"]
+
+SINGLE_MACHINE_EXECUTORS = frozenset({"LocalExecutor", "SequentialExecutor", "DebugExecutor"})
+"""Executors that run every task on one machine: there, a local folder is shared by every task."""
 
 
 def local_path(location: str) -> Path | None:
@@ -27,6 +30,30 @@ def local_path(location: str) -> Path | None:
     if parts.scheme and len(parts.scheme) > 1:  # s3://..., gs://... (a drive letter is one character)
         return None
     return Path(location)
+
+
+def worker_local(location: str, executor: str | None = None) -> str | None:
+    """The executor, when ``location`` is on a worker's own temporary disk (``/tmp``, ``/var/tmp``,
+    ``/dev/shm``, the temp dir) and the executor runs tasks on several machines; else None. There,
+    each worker would keep its own copy of what is written, and another task would not see it.
+
+    :param executor: Airflow's ``[core] executor`` (read from the configuration when None).
+    """
+    import tempfile
+
+    local = local_path(location)
+    if local is None:
+        return None
+    if executor is None:
+        from airflow.providers.common.compat.sdk import conf
+
+        executor = str(conf.get("core", "executor", fallback="LocalExecutor"))
+    names = {part.strip().rpartition(":")[2].rpartition(".")[2] for part in executor.split(",") if part.strip()}
+    if names <= SINGLE_MACHINE_EXECUTORS:
+        return None
+    resolved = os.path.realpath(local)
+    scratch = {os.path.realpath(p) for p in ("/tmp", "/var/tmp", "/dev/shm", tempfile.gettempdir())}
+    return executor if any(resolved == root or resolved.startswith(root + os.sep) for root in scratch) else None
 
 
 def regular_file(path: Path, what: str = "output_path") -> Path:

@@ -217,10 +217,27 @@ def _file_safe(text: str) -> str:
     return "".join(c if c in _KEPT else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass")) for c in text)
 
 
-def previous_snapshot(path: Any) -> Any | None:
-    """The latest snapshot in the same folder named before ``path`` (an earlier look), or None."""
+def previous_snapshot(path: Any, *, executor: str | None = None) -> Any | None:
+    """The latest snapshot in the same folder named before ``path`` (an earlier look), or None.
+
+    :param executor: Airflow's ``[core] executor`` (read from the configuration when None).
+    :raises BlinkConfigurationError: the snapshots are on a worker's own temporary disk and the
+        executor runs tasks on several machines: each worker would keep its own snapshots, and a
+        diff would compare with whichever this worker happens to hold.
+    """
+    from blinkops_provider._storage import worker_local
+    from blinkops_provider.exceptions import BlinkConfigurationError
+
     current = _as_path(path)
     folder = current.parent
+    on = worker_local(str(folder), executor)
+    if on is not None:
+        raise BlinkConfigurationError(
+            f"the snapshots in {str(folder)!r} are on this worker's own temporary disk, and the executor ({on}) runs "
+            "tasks on several machines: each worker would keep its own snapshots, and a diff would compare with "
+            "whichever this worker holds. Set output_path (the example's Variable blink_snapshot_root) to a folder "
+            "every worker shares, or an object-storage URI naming its connection, e.g. s3://aws_default@bucket/blink"
+        )
     if not folder.exists():
         return None
     older = [p for p in folder.iterdir() if _SNAPSHOT_NAME.match(p.name) and p.name < current.name]

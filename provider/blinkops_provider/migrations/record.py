@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from blinkops_provider._storage import replacing, storage_path
+from blinkops_provider._storage import SINGLE_MACHINE_EXECUTORS, replacing, storage_path, worker_local
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError
 from blinkops_provider.migrations.plan import SchemaPlan, _digest, plan_fields
 from blinkops_provider.models import FieldUpdate
@@ -90,10 +90,6 @@ def _canonical(blink: Any) -> Any:
         return blink
 
 
-SINGLE_MACHINE_EXECUTORS = frozenset({"LocalExecutor", "SequentialExecutor", "DebugExecutor"})
-"""Executors that run every task on one machine: there, a local record location is shared."""
-
-
 def check_shared(location: str, executor: str | None = None) -> None:
     """Refuse a record location on a worker's own temporary disk (``/tmp``, ``/var/tmp``,
     ``/dev/shm``, the temp dir) when the executor runs tasks on several machines: each worker
@@ -102,23 +98,8 @@ def check_shared(location: str, executor: str | None = None) -> None:
     :param executor: Airflow's ``[core] executor`` (read from the configuration when None).
     :raises BlinkConfigurationError: naming the location, the executor and what to set instead.
     """
-    import tempfile
-
-    from blinkops_provider._storage import local_path
-
-    local = local_path(location)
-    if local is None:
-        return
-    if executor is None:
-        from airflow.providers.common.compat.sdk import conf
-
-        executor = str(conf.get("core", "executor", fallback="LocalExecutor"))
-    names = {part.strip().rpartition(":")[2].rpartition(".")[2] for part in executor.split(",") if part.strip()}
-    if names <= SINGLE_MACHINE_EXECUTORS:
-        return
-    resolved = os.path.realpath(local)
-    scratch = {os.path.realpath(p) for p in ("/tmp", "/var/tmp", "/dev/shm", tempfile.gettempdir())}
-    if any(resolved == root or resolved.startswith(root + os.sep) for root in scratch):
+    executor = worker_local(location, executor)
+    if executor is not None:
         raise BlinkConfigurationError(
             f"the schema record location {location!r} is on this worker's own temporary disk, and the executor "
             f"({executor}) runs tasks on several machines: each worker would keep its own record and lock. Set "
