@@ -19,9 +19,18 @@ from blinkops_provider.exceptions import (
     BlinkLockedError,
     BlinkStalePlanError,
 )
+from blinkops_provider.migrations import RECORD_BASELINE, Holder, SchemaRecord, TableLock, differing_members
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
-from blinkops_provider.schema import BASELINE, SchemaRecord, differing_members
 from tests.conftest import keys
+from tests.fake_blink import without_table_reads
+
+
+@pytest.fixture(autouse=True)
+def _blink_without_table_reads() -> Any:
+    """Outside a test's own mock, Blink does not serve the table reads: plans fall back to the record."""
+    with rm.Mocker() as m:
+        yield without_table_reads(m)
+
 
 BASE = "https://blink.test/api/v1"
 TABLE_URL = f"{BASE}/workspace/ws-1/table/Incidents/fields"
@@ -66,20 +75,32 @@ def changed_schema() -> list[dict[str, Any]]:
     return schema
 
 
+def writes(m: Any) -> list[Any]:
+    """The requests that change something in Blink (a plan reads the table's fields)."""
+    return [call for call in m.request_history if call.method != "GET"]
+
+
+def locked(record: Path | str, owner: str, table: str = "Incidents", **clock: Any) -> Any:
+    """The table's lock, held by another apply named ``owner``."""
+    return TableLock(str(record), ws_id="ws-1", table=table, holder=Holder.current(label=owner), **clock)
+
+
 def apply(hook: Any, schema: Any, record: Path, **kwargs: Any) -> Any:
     with rm.Mocker() as m:
+        without_table_reads(m)
         m.put(rm.ANY, json=field_json)
         result = hook.update_table_fields("ws-1", "Incidents", schema, record_path=str(record), **kwargs)
-    return result, sorted(unquote(call.url).rsplit("/", 1)[-1] for call in m.request_history)
+    return result, sorted(unquote(call.url).rsplit("/", 1)[-1] for call in m.request_history if call.method == "PUT")
 
 
 # -- the plan ---------------------------------------------------------------------------------
 
 
 def test_with_no_record_every_field_is_planned_as_add_and_nothing_is_sent(hook: Any, record: Path) -> None:
-    with rm.Mocker() as m:  # no address registered: any request would fail the test
+    with rm.Mocker() as m:  # only the table reads are answered: any other request would fail the test
+        without_table_reads(m)
         plan = hook.plan_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
-        assert m.call_count == 0
+        assert {call.method for call in m.request_history} == {"GET"}
     assert [(p.field, p.action) for p in plan.fields] == [("Title", "add"), ("Severity", "add"), ("Due", "add")]
     assert plan.recorded_at is None
     assert not record.exists()  # planning writes nothing either
@@ -105,8 +126,9 @@ def test_the_plan_says_its_baseline_is_the_last_recorded_apply(hook: Any, record
     apply(hook, SCHEMA, record)
     plan = hook.plan_table_fields("ws-1", "Incidents", changed_schema()[:2], record_path=str(record))
     text = plan.describe()
-    assert BASELINE in text
-    assert "not Blink's current state" in BASELINE
+    assert text.splitlines()[0].startswith("Blink's live schema could not be read (404)")
+    assert RECORD_BASELINE in text
+    assert "not Blink's current state" in RECORD_BASELINE
     assert (
         "| Severity | change | display_name: 'Severity' → 'How bad'; attributes.options: [\"Low\", \"High\"] → "
         '["Low", "High", "Critical"] |' in text
@@ -145,7 +167,9 @@ def test_only_changed_without_a_record_is_refused_before_any_request(hook: Any) 
 
 def test_the_record_is_updated_only_for_fields_blink_confirmed(hook: Any, record: Path) -> None:
     with rm.Mocker() as m:
+        without_table_reads(m)
         m.put(rm.ANY, json=field_json)
+        without_table_reads(m)
         m.put(f"{TABLE_URL}/Severity", status_code=400, json={"message": "options are invalid"})
         result = hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
     assert result.outcomes() == {"Title": "added", "Severity": "failed", "Due": "added"}
@@ -159,7 +183,9 @@ def test_the_record_is_updated_only_for_fields_blink_confirmed(hook: Any, record
 def test_a_failed_change_keeps_the_previous_record_of_that_field(hook: Any, record: Path) -> None:
     apply(hook, SCHEMA, record)
     with rm.Mocker() as m:
+        without_table_reads(m)
         m.put(rm.ANY, json=field_json)
+        without_table_reads(m)
         m.put(f"{TABLE_URL}/Severity", status_code=400, json={"message": "no"})
         hook.update_table_fields("ws-1", "Incidents", changed_schema(), record_path=str(record))
     plan = hook.plan_table_fields("ws-1", "Incidents", changed_schema(), record_path=str(record))
@@ -190,6 +216,7 @@ def test_a_record_that_cannot_be_written_fails_the_task_for_a_retry(hook: Any, r
         return field_json(request, context)
 
     with rm.Mocker() as m:
+        without_table_reads(m)
         m.put(rm.ANY, json=block_the_record)
         with pytest.raises(BlinkApiError, match=r"could not be updated.*A retry applies the schema again") as caught:
             hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record), max_concurrency=1)
@@ -225,11 +252,12 @@ def test_plan_only_returns_the_plan_and_sends_nothing(blink_conn: None, record: 
     )
     with rm.Mocker() as m:
         m.get(rm.ANY, json={"results": [], "total": 0})
+        without_table_reads(m)
         plan = op.execute({"ti": FakeTI()})
-    assert [request.method for request in m.request_history] == ["GET"]  # the key's check, nothing else
+    assert {request.method for request in m.request_history} == {"GET"}  # the key's check and the reads
     assert [f["action"] for f in plan["fields"]] == ["add", "add", "add"]
     assert plan["counts"] == {"add": 3, "change": 0, "unchanged": 0, "refused": 0, "destructive": 0}
-    assert plan["baseline"] == BASELINE and BASELINE in plan["text"]
+    assert plan["baseline"] == RECORD_BASELINE and RECORD_BASELINE in plan["text"]
 
 
 def test_the_operator_reports_outcomes_added_then_unchanged(blink_conn: None, record: Path, provider_log: Any) -> None:
@@ -238,6 +266,7 @@ def test_the_operator_reports_outcomes_added_then_unchanged(blink_conn: None, re
             task_id="apply", ws_id="ws-1", table="Incidents", fields=SCHEMA, record_path=str(record)
         )
         with rm.Mocker() as m:
+            without_table_reads(m)
             m.put(rm.ANY, json=field_json)
             result: dict[str, Any] = op.execute({"ti": FakeTI()})
         return result
@@ -291,23 +320,28 @@ def stale_cases(hook: Any, record: str) -> list[tuple[str, dict[str, Any], list[
 def assert_stale_refused(hook: Any, record: str) -> None:
     (_, approved, changed, reason), record_case = stale_cases(hook, record)
     with rm.Mocker() as m:
+        without_table_reads(m)
         with pytest.raises(BlinkStalePlanError, match=f"{reason}.*Nothing was sent: plan again"):
             hook.update_table_fields("ws-1", "Incidents", changed, record_path=record, plan=approved)
-        assert m.call_count == 0
+        assert not writes(m)
     # Another run applies (the record changes) while the approved plan waits in review.
     with rm.Mocker() as m:
+        without_table_reads(m)
         m.put(rm.ANY, json=field_json)
         hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=record)
     with rm.Mocker() as m:
+        without_table_reads(m)
         with pytest.raises(
             BlinkStalePlanError, match=r"changed since the plan \(last apply then: none; now: 20"
         ) as caught:
             hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=record, plan=record_case[1])
-        assert m.call_count == 0
+        assert not writes(m)
     assert "fields planned differently now: 'Title', 'Severity', 'Due'" in str(caught.value)
-    with rm.Mocker() as m, pytest.raises(BlinkStalePlanError, match="fingerprint is '0123456789abcdef'"):
-        hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=record, plan="0123456789abcdef")
-    assert m.call_count == 0
+    with rm.Mocker() as m:
+        without_table_reads(m)
+        with pytest.raises(BlinkStalePlanError, match="fingerprint is '0123456789abcdef'"):
+            hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=record, plan="0123456789abcdef")
+    assert not writes(m)
 
 
 def test_a_stale_plan_is_refused_with_nothing_sent(hook: Any, record: Path) -> None:
@@ -327,6 +361,7 @@ def test_the_operator_accepts_the_plan_as_a_template_renders_it(blink_conn: None
     """``plan="{{ ti.xcom_pull(task_ids='plan') }}"`` renders the dict as Python text."""
     with rm.Mocker() as m:
         m.get(rm.ANY, json={"results": [], "total": 0})
+        without_table_reads(m)
         xcom = UpdateTableFieldsOperator(
             task_id="plan", ws_id="ws-1", table="Incidents", fields=SCHEMA, record_path=str(record), plan_only=True
         ).execute({"ti": FakeTI()})
@@ -343,9 +378,8 @@ def test_the_operator_accepts_the_plan_as_a_template_renders_it(blink_conn: None
 
 
 def test_a_second_apply_of_a_locked_table_fails_naming_the_holder_with_nothing_sent(hook: Any, record: Path) -> None:
-    holder = SchemaRecord(record, blink=BASE, ws_id="ws-1", table="Incidents")
     taken = dt.datetime.now(dt.UTC).replace(microsecond=0)  # the hook tells the lease's time by the real clock
-    with holder.locked(owner="dag/run-1/apply (try 1)", now=lambda: taken, sleep=lambda s: None):
+    with locked(record, "dag/run-1/apply (try 1)", now=lambda: taken, sleep=lambda s: None):
         with (
             rm.Mocker() as m,
             pytest.raises(BlinkLockedError, match=r"being applied by dag/run-1/apply \(try 1\)") as e,
@@ -358,8 +392,7 @@ def test_a_second_apply_of_a_locked_table_fails_naming_the_holder_with_nothing_s
 
 
 def test_an_apply_waits_for_the_lock_when_told_to(make_hook: Any, record: Path, sleeps: Any) -> None:
-    holder = SchemaRecord(record, blink=BASE, ws_id="ws-1", table="Incidents")
-    lock = holder.locked(owner="other", now=lambda: NOW, sleep=lambda s: None)
+    lock = locked(record, "other", now=lambda: NOW, sleep=lambda s: None)
     lock.__enter__()
 
     def release_after_two_waits(seconds: float) -> None:
@@ -393,6 +426,7 @@ def two_concurrent_applies(make_hook: Any, record: str) -> None:
         )
 
     with rm.Mocker(real_http=True) as m:  # real HTTP for a local S3 API
+        without_table_reads(m)
         m.put(re.compile("blink.test"), json=slow_put)
         thread = threading.Thread(target=first)
         thread.start()
@@ -402,7 +436,7 @@ def two_concurrent_applies(make_hook: Any, record: str) -> None:
         release.set()
         thread.join(20)
     assert outcome["first"].ok
-    assert len([call for call in m.request_history if "blink.test" in call.url]) == 3  # the second sent nothing
+    assert len([call for call in writes(m) if "blink.test" in call.url]) == 3  # the second sent nothing
 
 
 def test_two_concurrent_applies_one_applies_the_other_refuses(make_hook: Any, record: Path) -> None:
@@ -501,7 +535,9 @@ def test_a_batch_stopped_by_a_refused_key_names_the_cause_and_what_was_in_flight
     from blinkops_provider.exceptions import BlinkAuthError
 
     fields = [{"field": f"f{i}", "type": "text", "display_name": f"F{i}"} for i in range(40)]
-    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=fields, max_concurrency=4)
+    op = UpdateTableFieldsOperator(
+        task_id="apply", ws_id="ws-1", table="Incidents", fields=fields, max_concurrency=4, replace=True
+    )
     with rm.Mocker() as m:
         m.put(rm.ANY, status_code=401, json={"message": "bad key"})
         with pytest.raises(
@@ -536,6 +572,7 @@ def test_an_unwritable_record_names_its_location(hook: Any, record: Path) -> Non
         return field_json(request, context)
 
     with rm.Mocker() as m:
+        without_table_reads(m)
         m.put(rm.ANY, json=block)
         with pytest.raises(
             BlinkApiError, match=f"the schema record at '{re.escape(str(record))}' could not be updated"
@@ -577,8 +614,7 @@ def test_on_s3_a_stale_plan_is_refused_with_nothing_sent(hook: Any, s3_record: s
 
 def test_on_s3_a_locked_table_refuses_a_second_apply(hook: Any, s3_record: str, bucket: tuple[Any, str]) -> None:
     client, name = bucket
-    holder = SchemaRecord(s3_record, blink=BASE, ws_id="ws-1", table="Incidents")
-    with holder.locked(owner="the other run"):
+    with locked(s3_record, "the other run"):
         assert keys(client, name) == ["records/ws-1/Incidents.json.lock"]
         with rm.Mocker(real_http=True) as m, pytest.raises(BlinkLockedError, match="being applied by the other run"):
             hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=s3_record)
@@ -605,6 +641,7 @@ def test_the_apply_reports_its_outcome_and_the_review_policy_that_let_its_plan_t
 
     with rm.Mocker() as m:
         m.get(rm.ANY, json={"results": [], "total": 0})
+        without_table_reads(m)
         m.put(rm.ANY, json=field_json)
         plan = operator(plan_only=True).execute({"ti": FakeTI()})
         through = let_through(plan, policy="risky", reviewed=False)
@@ -625,6 +662,7 @@ def test_the_apply_reports_its_outcome_and_the_review_policy_that_let_its_plan_t
 def test_a_stale_apply_pushes_its_outcome_with_why_and_sends_nothing(blink_conn: None, record: Path) -> None:
     with rm.Mocker() as m:
         m.get(rm.ANY, json={"results": [], "total": 0})
+        without_table_reads(m)
         m.put(rm.ANY, json=field_json)
         plan = UpdateTableFieldsOperator(
             task_id="plan", ws_id="ws-1", table="Incidents", fields=SCHEMA, record_path=str(record), plan_only=True
@@ -632,13 +670,13 @@ def test_a_stale_apply_pushes_its_outcome_with_why_and_sends_nothing(blink_conn:
         UpdateTableFieldsOperator(  # another apply moves the record on
             task_id="other", ws_id="ws-1", table="Incidents", fields=SCHEMA, record_path=str(record)
         ).execute({"ti": FakeTI()})
-        sent = m.call_count
+        sent = len(writes(m))
         ti = FakeTI()
         with pytest.raises(BlinkStalePlanError):
             UpdateTableFieldsOperator(
                 task_id="apply", ws_id="ws-1", table="Incidents", fields=SCHEMA, record_path=str(record), plan=plan
             ).execute({"ti": ti})
-        assert m.call_count == sent
+        assert len(writes(m)) == sent
     pushed = ti.pushed["return_value"]
     assert pushed["outcome"] == "stale" and pushed["updated"] == [] and pushed["table"] == "Incidents"
     assert pushed["error"].startswith("BlinkStalePlanError: the approved plan is not what would be applied now")
@@ -646,6 +684,7 @@ def test_a_stale_apply_pushes_its_outcome_with_why_and_sends_nothing(blink_conn:
 
 def test_a_rate_limited_apply_counts_its_429_answers_and_fails(blink_conn: None, record: Path) -> None:
     with rm.Mocker() as m:
+        without_table_reads(m)
         m.put(rm.ANY, status_code=429, headers={"Retry-After": "30"}, json={"message": "slow"})
         op = UpdateTableFieldsOperator(
             task_id="apply",
@@ -667,8 +706,7 @@ def test_a_locked_apply_pushes_the_whole_refusal_with_its_unlock_command(blink_c
     """A fleet's summary shows each apply's error: the lock's refusal keeps its unlock command,
     however long the names in it are."""
     table = "Quarterly vendor risk assessments " * 6  # about 200 characters, encoded in the command
-    holder = SchemaRecord(record, blink=BASE, ws_id="ws-1", table=table)
-    with holder.locked(owner="dag/run-1/apply (try 1)", sleep=lambda s: None), rm.Mocker() as m:
+    with locked(record, "dag/run-1/apply (try 1)", table, sleep=lambda s: None), rm.Mocker() as m:
         ti = FakeTI()
         with pytest.raises(BlinkLockedError) as refused:
             UpdateTableFieldsOperator(

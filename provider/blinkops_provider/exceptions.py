@@ -27,6 +27,7 @@ __all__ = [
     "BlinkInputError",
     "BlinkLockedError",
     "BlinkNotFoundError",
+    "BlinkReadUnavailableError",
     "BlinkResponseError",
     "BlinkStalePlanError",
     "BlinkTransientError",
@@ -137,6 +138,12 @@ class BlinkAuthError(BlinkClientError):
 
 class BlinkNotFoundError(BlinkClientError):
     """404: the workspace, table, field or listing named in the request does not exist."""
+
+
+class BlinkReadUnavailableError(BlinkClientError):
+    """404 or 405 from a table read (``GET .../tables``, ``GET .../fields``) while the table is
+    there, or cannot be told missing: this Blink (or a proxy in front of it) does not serve the
+    read. Not a :class:`BlinkNotFoundError`, so a caller can fall back, and say so."""
 
 
 class BlinkStalePlanError(BlinkInputError):

@@ -25,6 +25,7 @@ from pydantic import (
     StrictBool,
     StrictStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -33,9 +34,12 @@ from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.names import segment
 
 __all__ = [
+    "READ_ONLY_ATTRIBUTES",
+    "SYSTEM_FIELD_TYPES",
     "ActionToRunParamValues",
     "Authentication",
     "AuthenticationKey",
+    "BlinkTable",
     "ConnectionType",
     "ConnectionTypeMetadata",
     "ConnectionTypeMethod",
@@ -44,15 +48,20 @@ __all__ = [
     "Extractor",
     "ExtractorExpiry",
     "FieldAttributes",
+    "FieldList",
     "FieldType",
     "FieldUpdate",
     "Pagination",
     "TableField",
+    "TableList",
     "TableReference",
     "TestConnection",
     "TwoLeggedValues",
     "Validation",
+    "contradictions",
     "describe_errors",
+    "field_body",
+    "merge_field",
     "scalar_fields",
     "validate_field_updates",
     "validate_input",
@@ -98,33 +107,74 @@ def describe_errors(errors: Iterable[Mapping[str, Any]]) -> str:
 
 
 class FieldType(str, Enum):  # noqa: UP042  (StrEnum would change what str() of a member says)
-    """The types a table field can have (the values accepted by the field update)."""
+    """The eighteen types a user can give a table field (Blink's own tool lists them; the API
+    reference names ten of them). A field's type never changes once it is created."""
 
     TEXT = "text"
     LONG_TEXT = "long-text"
     NUMBER = "number"
+    DURATION = "duration"
     RISK_LEVEL = "risk-level"
     CHECKBOX = "checkbox"
     SINGLE_SELECT = "single-select"
     MULTI_SELECT = "multi-select"
     LIST = "list"
     REFERENCE = "reference"
+    STATUS = "status"
+    USER = "user"
     DATE = "date"
+    BUTTON = "button"
+    ATTACHMENT = "attachment"
+    SLA = "sla"
+    VENDOR = "vendor"
+    VENDORS = "vendors"
 
     def __str__(self) -> str:
         return self.value
 
 
-class _RequestModel(BaseModel):
-    """A body we send: unknown members and wrongly typed values are errors."""
+SYSTEM_FIELD_TYPES = ("sys-id", "auto-increment-id", "incident", "generic-id", "sys-time", "sys-record-modifier")
+"""The types of the fields Blink makes itself: never valid in a request."""
 
-    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+READ_ONLY_ATTRIBUTES = ("system", "protected")
+"""Attributes Blink sets on its own fields: read, never sent."""
+
+_SELECT_TYPES = (FieldType.SINGLE_SELECT, FieldType.MULTI_SELECT)
+
+
+def _check_type(value: Any) -> Any:
+    """A field type as a request may give it: refuse Blink's system-only types by name."""
+    if isinstance(value, str) and not isinstance(value, FieldType) and value in SYSTEM_FIELD_TYPES:
+        raise ValueError(
+            f"{value!r} is one of Blink's own system types ({', '.join(SYSTEM_FIELD_TYPES)}), which Blink gives its "
+            f"own fields and never accepts in a request; allowed: {', '.join(t.value for t in FieldType)}"
+        )
+    if isinstance(value, str) and not isinstance(value, FieldType) and value not in FieldType._value2member_map_:
+        raise ValueError(f"unknown field type {value!r}; allowed: {', '.join(t.value for t in FieldType)}")
+    return value
+
+
+class _RequestModel(BaseModel):
+    """A body we send: in a declaration, unknown members and wrongly typed values are errors.
+
+    A body merged with what Blink holds (validated with the context ``{"from_blink": True}``)
+    keeps the members Blink sent that this provider does not know, so sending it back loses none.
+    """
+
+    model_config = ConfigDict(extra="allow", validate_by_name=True, validate_by_alias=True)
 
     @model_validator(mode="before")
     @classmethod
-    def _reject_unknown_members(cls, data: Any) -> Any:
-        if isinstance(data, dict):
+    def _reject_unknown_members(cls, data: Any, info: ValidationInfo) -> Any:
+        if isinstance(data, dict) and not (info.context or {}).get("from_blink"):
             allowed = sorted(name for name in cls.model_fields)
+            read_only = sorted(str(key) for key in data if key in READ_ONLY_ATTRIBUTES)
+            if read_only and cls is FieldAttributes:
+                raise ValueError(
+                    f"{', '.join(map(repr, read_only))} {'is' if len(read_only) == 1 else 'are'} Blink's read-only "
+                    f"marker{'s' if len(read_only) > 1 else ''} of its own fields and cannot be declared; allowed: "
+                    f"{', '.join(allowed)}"
+                )
             unknown = sorted(str(key) for key in data if key not in cls.model_fields)
             if unknown:
                 raise ValueError(
@@ -142,8 +192,12 @@ class TableReference(_RequestModel):
 
 
 class FieldAttributes(_RequestModel):
-    """Type-specific settings of a field (defaults, select options, reference target)."""
+    """A field's settings: whether it is required or unique, its default, its select options,
+    its reference target. A declaration may give only these; an attribute Blink holds that this
+    provider does not know is kept when a merge sends it back (:func:`merge_field`)."""
 
+    required: StrictBool | None = None
+    is_unique: StrictBool | None = None
     default_value: StrictStr | None = None
     include_time: StrictBool | None = None
     options: list[StrictStr] | None = None
@@ -153,13 +207,21 @@ class FieldAttributes(_RequestModel):
 class FieldUpdate(_RequestModel):
     """The body of a field update (``PUT .../fields/{field}``).
 
-    The update is a full replacement: a member left out is reset by Blink. Give ``type`` (the
-    field's current type: Blink refuses to change it) and ``display_name`` to keep them.
+    The update is a full replacement: Blink resets every member and attribute it leaves out
+    (``required`` and ``is_unique`` included). Give ``type`` (the field's current type: Blink
+    refuses to change it) and ``display_name`` to keep them, or send the merge of the update
+    with the field as Blink holds it (:func:`merge_field`).
     """
 
     type: FieldType | None = None
     display_name: StrictStr | None = Field(default=None, min_length=1)
+    description: StrictStr | None = None
     attributes: FieldAttributes | None = None
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _user_type(cls, value: Any) -> Any:
+        return _check_type(value)
 
     @field_validator("display_name")
     @classmethod
@@ -188,7 +250,8 @@ class _ResponseModel(BaseModel):
 
 
 class TableField(_ResponseModel):
-    """A field of a Blink table, as the field update returns it (it must carry ``id`` or ``name``)."""
+    """A field of a Blink table, as the field update and the fields read return it (it must carry
+    ``id`` or ``name``). Any type and any attribute Blink sends is kept."""
 
     id: str | None = None
     name: str | None = None
@@ -210,6 +273,30 @@ class TableField(_ResponseModel):
         if self.id is None and self.name is None:
             raise ValueError("the body does not identify a field: it has neither 'id' nor 'name'")
         return self
+
+
+class BlinkTable(_ResponseModel):
+    """An entry of a workspace's tables (``GET /workspace/{ws_id}/tables``): ``name`` is what the
+    table's paths take, ``display_name`` only its label in Blink's UI."""
+
+    id: str | None = None
+    name: str
+    display_name: str | None = None
+    description: str | None = None
+    estimated_records_count: int | None = None
+    settings: dict[str, Any] | None = None
+
+
+class TableList(_ResponseModel):
+    """The answer of ``GET /workspace/{ws_id}/tables``."""
+
+    results: list[BlinkTable]
+
+
+class FieldList(_ResponseModel):
+    """The answer of ``GET /workspace/{ws_id}/table/{table}/fields``."""
+
+    results: list[TableField]
 
 
 class AuthenticationKey(_ResponseModel):
@@ -381,7 +468,9 @@ def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return members
 
 
-def validate_field_updates(updates: Any, *, require_type_and_name: bool = False) -> list[tuple[str, FieldUpdate]]:
+def validate_field_updates(
+    updates: Any, *, require_type_and_name: bool = False, judge: bool = False
+) -> list[tuple[str, FieldUpdate]]:
     """Check a batch of field updates before any is sent, and report every problem at once.
 
     :param updates: a mapping ``{field name: update}``, or a list of entries in the declared-schema
@@ -389,6 +478,8 @@ def validate_field_updates(updates: Any, *, require_type_and_name: bool = False)
         JSON text of either (as a template renders it).
     :param require_type_and_name: refuse entries without ``type`` or ``display_name`` (Blink
         resets what an update leaves out, and refuses a type change).
+    :param judge: refuse entries that contradict themselves (:func:`contradictions`), as a body
+        about to be sent is judged; the client (the hook) sends what the API accepts unjudged.
     :returns: ``(field name, FieldUpdate)`` pairs in the given order.
     :raises BlinkInputError: naming each wrong entry (its position and field) and what is wrong.
     """
@@ -397,7 +488,7 @@ def validate_field_updates(updates: Any, *, require_type_and_name: bool = False)
     valid: list[tuple[str, FieldUpdate]] = []
     first_seen: dict[str, int] = {}
     for position, entry in enumerate(entries, start=1):
-        checked = _checked_entry(position, entry, first_seen, require_type_and_name)
+        checked = _checked_entry(position, entry, first_seen, require_type_and_name, judge)
         if isinstance(checked, str):
             problems.append(checked)
         else:
@@ -457,7 +548,7 @@ def _named(position: int, entry: Any) -> tuple[str, Any] | str:
 
 
 def _checked_entry(
-    position: int, entry: Any, first_seen: dict[str, int], require_type_and_name: bool
+    position: int, entry: Any, first_seen: dict[str, int], require_type_and_name: bool, judge: bool
 ) -> tuple[str, FieldUpdate] | str:
     """One entry as ``(field name, update)``, or what is wrong with it (``first_seen``: the
     position of each name met so far, updated here)."""
@@ -477,25 +568,56 @@ def _checked_entry(
         update = body if isinstance(body, FieldUpdate) else FieldUpdate.model_validate(body)
     except ValidationError as err:
         return f"{where}: {describe_errors(err.errors())}"
-    problems = contradictions(update)
+    problems = contradictions(update) if judge else []
     return f"{where}: {'; '.join(problems)}" if problems else (name, update)
 
 
 def contradictions(update: FieldUpdate) -> list[str]:
-    """What contradicts itself in one field's declaration: a select option given twice, a
-    ``default_value`` not among the ``options``, ``include_time`` on a type that is not ``date``,
-    a ``reference`` without ``table_reference``."""
+    """What contradicts itself in one field's body: a select without options or with an option
+    given twice, a ``reference`` without ``table_reference``, ``include_time: true`` on a type
+    that is not ``date``. (``include_time: false`` and a ``default_value`` outside the options are
+    not contradictions: Blink's own published example sends both.)"""
     attributes, kind = update.attributes or FieldAttributes(), update.type
     options = attributes.options or []
     problems = [f"option {option!r} is given twice" for n, option in enumerate(options) if option in options[:n]]
-    if (
-        attributes.options is not None
-        and attributes.default_value is not None
-        and attributes.default_value not in options
-    ):
-        problems.append(f"default_value {attributes.default_value!r} is not one of the options {options}")
-    if attributes.include_time is not None and kind is not None and kind is not FieldType.DATE:
+    if kind in _SELECT_TYPES and not options:
+        problems.append(f"a {kind.value!r} field needs attributes.options (its choices)")
+    if attributes.include_time is True and kind is not None and kind is not FieldType.DATE:
         problems.append(f"include_time is for a 'date' field, and this one is {kind.value!r}")
     if kind is FieldType.REFERENCE and attributes.table_reference is None:
         problems.append("a 'reference' field needs attributes.table_reference (the table it links to)")
     return problems
+
+
+def field_body(field: TableField | Mapping[str, Any]) -> dict[str, Any]:
+    """A field as Blink holds it, in the shape of an update's body: ``type``, ``display_name``,
+    ``description`` and the attributes, without Blink's read-only markers (``system``,
+    ``protected``) and without members Blink left empty."""
+    held = field.model_dump(mode="json", exclude_none=True) if isinstance(field, TableField) else dict(field)
+    body = {member: held[member] for member in ("type", "display_name", "description") if held.get(member) is not None}
+    attributes = held.get("attributes")
+    if isinstance(attributes, Mapping):
+        body["attributes"] = {
+            name: value for name, value in attributes.items() if name not in READ_ONLY_ATTRIBUTES and value is not None
+        }
+    return body
+
+
+def merge_field(update: FieldUpdate, held: TableField | Mapping[str, Any], *, name: str) -> FieldUpdate:
+    """The body that changes what ``update`` gives and keeps everything else of the field as Blink
+    holds it: Blink's update replaces the whole field, so a member or attribute the update leaves
+    out (``required``, ``is_unique``, ``description``, one Blink added later) is sent as held.
+
+    :param name: the field's name, for the error.
+    :raises BlinkInputError: Blink holds a value this provider cannot send back unchanged
+        (then ``replace=True`` sends the update as given).
+    """
+    kept, given = field_body(held), update.to_body()
+    merged = {**kept, **given, "attributes": {**kept.get("attributes", {}), **given.get("attributes", {})}}
+    try:
+        return FieldUpdate.model_validate(merged, context={"from_blink": True})
+    except ValidationError as err:
+        raise BlinkInputError(
+            f"field {name!r} as Blink holds it cannot be sent back unchanged ({describe_errors(err.errors())}); "
+            "nothing was sent: replace=True sends the declaration as given, and Blink resets what it leaves out"
+        ) from None

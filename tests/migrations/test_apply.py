@@ -11,6 +11,15 @@ import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations import apply_schema, declared_schema, plan_schema
+from tests.fake_blink import without_table_reads
+
+
+@pytest.fixture(autouse=True)
+def _blink_without_table_reads() -> Any:
+    """Outside a test's own mock, Blink does not serve the table reads: plans fall back to the record."""
+    with rm.Mocker() as m:
+        yield without_table_reads(m)
+
 
 SCHEMA = [{"field": "Title", "type": "text", "display_name": "Title"}]
 
@@ -25,6 +34,7 @@ def test_the_hooks_plan_takes_the_same_forms_as_the_operators(hook: Any, tmp_pat
     plan = plan_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=records).to_xcom()
     given = {"dict": plan, "json": json.dumps(plan), "python": repr(plan), "fingerprint": plan["fingerprint"]}[form]
     with rm.Mocker() as m:
+        without_table_reads(m)
         m.put(rm.ANY, json=field_json)
         assert hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=records, plan=given).ok
 
@@ -39,3 +49,195 @@ def test_a_plan_that_is_no_plan_is_refused_briefly_before_any_request(hook: Any,
 def test_an_empty_declared_schema_is_refused(value: Any) -> None:
     with pytest.raises(BlinkInputError, match="declares no field"):
         declared_schema(value, source="the 'schema' param")
+
+
+# -- against Blink as Blink's own code shows it (tests/fake_blink.py, #42) ----------------------
+
+from blinkops_provider.exceptions import BlinkNotFoundError  # noqa: E402
+from tests.fake_blink import FakeBlink, blink_field  # noqa: E402
+
+HELD = {
+    "Incidents": [
+        blink_field("Title", "text", required=True, is_unique=True, description="One line"),
+        blink_field("Severity", "single-select", required=True, is_unique=False, options=["Low", "High"]),
+        blink_field("Stage", "status", options=["Open", "Closed"]),
+        blink_field("Assignee", "user"),
+    ]
+}
+OPTIONS_ONLY = [
+    {
+        "field": "Severity",
+        "type": "single-select",
+        "display_name": "Severity",
+        "attributes": {"options": ["Low", "High", "Critical"]},
+    }
+]
+
+
+def test_a_declaration_that_changes_only_options_keeps_what_blink_held(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        result = apply_schema(hook, "ws-1", "Incidents", OPTIONS_ONLY, record_path=f"{tmp_path}/")
+    assert result.ok and result.outcomes() == {"Severity": "changed"}
+    [(_, _, body)] = blink.puts
+    assert body["attributes"] == {"required": True, "is_unique": False, "options": ["Low", "High", "Critical"]}
+    assert body["description"] == "" or "description" not in body
+    held = blink.field("Incidents", "Severity")["attributes"]
+    assert held["required"] is True and held["is_unique"] is False and held["options"][-1] == "Critical"
+
+
+def test_the_description_blink_holds_is_sent_back(hook: Any, tmp_path: Path) -> None:
+    declared = [{"field": "Title", "type": "text", "display_name": "Headline"}]
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
+    [(_, _, body)] = blink.puts
+    assert body == {
+        "type": "text",
+        "display_name": "Headline",
+        "description": "One line",
+        "attributes": {"required": True, "is_unique": True},
+    }
+    assert blink.field("Incidents", "Title")["description"] == "One line"
+
+
+def test_replace_sends_exactly_the_declaration_and_the_plan_says_what_is_lost(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        plan = plan_schema(hook, "ws-1", "Incidents", OPTIONS_ONLY, record_path=f"{tmp_path}/", replace=True)
+        apply_schema(hook, "ws-1", "Incidents", OPTIONS_ONLY, record_path=f"{tmp_path}/", replace=True)
+    [(_, _, body)] = blink.puts
+    assert body == {k: v for k, v in OPTIONS_ONLY[0].items() if k != "field"}
+    assert blink.field("Incidents", "Severity")["attributes"] == {"options": ["Low", "High", "Critical"]}
+    (row,) = plan.fields
+    assert row.destructive and "required dropped" in row.risk
+
+
+def test_a_field_blink_lacks_is_refused_and_nothing_is_sent_for_it(hook: Any, tmp_path: Path) -> None:
+    declared = [*OPTIONS_ONLY, {"field": "Ghost", "type": "text", "display_name": "Ghost"}]
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        plan = plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
+        result = apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
+    assert [(p.field, p.action) for p in plan.fields] == [("Severity", "change"), ("Ghost", "refused")]
+    assert "no field 'Ghost' in table 'Incidents'; create it in Blink first" in plan.describe()
+    assert [field for _, field, _ in blink.puts] == ["Severity"]
+    assert result.outcomes() == {"Severity": "changed", "Ghost": "failed"}
+
+
+def test_a_field_changed_in_blink_between_two_applies_shows_drift(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        apply_schema(hook, "ws-1", "Incidents", OPTIONS_ONLY, record_path=f"{tmp_path}/")
+        blink.change_in_ui("Incidents", "Severity", who="alice@blink.test", is_unique=True)
+        plan = plan_schema(hook, "ws-1", "Incidents", OPTIONS_ONLY, record_path=f"{tmp_path}/")
+    (row,) = plan.fields
+    assert row.drift == ("attributes.is_unique",) and row.action == "unchanged"
+    assert plan.to_xcom()["fields"][0]["drift"] == ["attributes.is_unique"]
+    text = plan.describe()
+    assert "Changed in Blink since the last apply" in text
+    assert "- Severity: attributes.is_unique (changed in Blink by alice@blink.test, 2026-01-01T00:01:00+00:00)" in text
+
+
+def test_a_field_changed_in_blink_after_approval_makes_the_plan_stale(hook: Any, tmp_path: Path) -> None:
+    from blinkops_provider.exceptions import BlinkStalePlanError
+
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        approved = plan_schema(hook, "ws-1", "Incidents", OPTIONS_ONLY, record_path=f"{tmp_path}/").to_xcom()
+        blink.change_in_ui("Incidents", "Severity", required=False)
+        with pytest.raises(BlinkStalePlanError, match="changed in Blink since the plan"):
+            apply_schema(hook, "ws-1", "Incidents", OPTIONS_ONLY, record_path=f"{tmp_path}/", plan=approved)
+    assert blink.puts == []
+
+
+@pytest.mark.parametrize("status", [404, 405])
+def test_a_fields_read_blink_does_not_serve_falls_back_to_the_record(hook: Any, tmp_path: Path, status: int) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        blink.fields_status = status
+        plan = plan_schema(hook, "ws-1", "Incidents", OPTIONS_ONLY, record_path=f"{tmp_path}/")
+        result = apply_schema(hook, "ws-1", "Incidents", OPTIONS_ONLY, record_path=f"{tmp_path}/")
+    first = plan.describe().splitlines()[0]
+    assert first == f"Blink's live schema could not be read ({status}): planned against the record of the last apply"
+    assert plan.unread == str(status) and [p.action for p in plan.fields] == ["add"]
+    assert result.ok and [field for _, field, _ in blink.puts] == ["Severity"]
+
+
+def test_a_table_blink_does_not_have_fails_the_plan_naming_it(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        FakeBlink(HELD).mount(m)
+        with pytest.raises(BlinkNotFoundError, match="no table 'Nope' in workspace 'ws-1'"):
+            plan_schema(hook, "ws-1", "Nope", OPTIONS_ONLY, record_path=f"{tmp_path}/")
+
+
+def test_status_and_user_fields_are_planned_and_applied(hook: Any, tmp_path: Path) -> None:
+    declared = [
+        {"field": "Stage", "type": "status", "display_name": "Stage", "attributes": {"options": ["Open", "Done"]}},
+        {"field": "Assignee", "type": "user", "display_name": "Owner"},
+    ]
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        plan = plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
+        result = apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
+    assert [(p.field, p.action) for p in plan.fields] == [("Stage", "change"), ("Assignee", "change")]
+    assert result.outcomes() == {"Stage": "changed", "Assignee": "changed"}
+    assert blink.field("Incidents", "Assignee")["display_name"] == "Owner"
+
+
+def test_a_system_only_type_is_refused_before_any_request(hook: Any, tmp_path: Path) -> None:
+    declared = [{"field": "id", "type": "sys-id", "display_name": "ID"}]
+    with rm.Mocker() as m, pytest.raises(BlinkInputError, match="'sys-id' is one of Blink's own system types") as e:
+        apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
+    assert m.call_count == 0 and "allowed: text, long-text" in str(e.value)
+
+
+def test_a_blink_system_field_is_refused_by_the_plan(hook: Any, tmp_path: Path) -> None:
+    declared = [{"field": "created_by", "type": "text", "display_name": "Creator"}]
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        plan = plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
+    assert plan.fields[0].action == "refused" and "Blink's own system fields" in plan.fields[0].risk
+    assert blink.puts == []
+
+
+@pytest.mark.parametrize(
+    ("attributes", "risk"),
+    [
+        ({"required": True}, "required turned on"),
+        ({"is_unique": True}, "is_unique turned on"),
+        ({"required": False}, "required dropped"),
+    ],
+)
+def test_turning_checks_on_or_dropping_required_is_destructive(
+    hook: Any, tmp_path: Path, attributes: dict[str, Any], risk: str
+) -> None:
+    held = {"T": [blink_field("A", "text", required=not attributes.get("required", False))]}
+    if "is_unique" in attributes:
+        held = {"T": [blink_field("A", "text")]}
+    declared = [{"field": "A", "type": "text", "display_name": "A", "attributes": attributes}]
+    with rm.Mocker() as m:
+        FakeBlink(held).mount(m)
+        (row,) = plan_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/").fields
+    assert row.destructive and risk in row.risk
+
+
+@pytest.mark.parametrize(
+    ("declared", "why"),
+    [
+        ({"type": "single-select", "attributes": {"options": []}}, "needs attributes.options"),
+        ({"type": "reference"}, "needs attributes.table_reference"),
+        ({"type": "single-select", "attributes": {"options": ["a", "a"]}}, "option 'a' is given twice"),
+        ({"type": "text", "attributes": {"include_time": True}}, "include_time is for a 'date' field"),
+    ],
+)
+def test_a_declaration_that_contradicts_itself_is_refused_by_the_plan(
+    hook: Any, tmp_path: Path, declared: dict[str, Any], why: str
+) -> None:
+    held = {"T": [blink_field("A", declared["type"])]}
+    with rm.Mocker() as m:
+        blink = FakeBlink(held).mount(m)
+        entry = {"field": "A", "display_name": "A", **declared}
+        result = apply_schema(hook, "ws-1", "T", [entry], record_path=f"{tmp_path}/")
+    assert result.outcomes() == {"A": "failed"} and why in str(result.failed["A"])
+    assert blink.puts == []

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -17,8 +19,11 @@ from blinkops_provider.batch import FieldUpdates, check_concurrency, run_batch
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
+    BlinkClientError,
     BlinkConfigurationError,
     BlinkInputError,
+    BlinkNotFoundError,
+    BlinkReadUnavailableError,
     BlinkResponseError,
     BlinkTransientError,
 )
@@ -28,11 +33,13 @@ from blinkops_provider.hooks._responses import Answer, describe_invalid, parse_j
 from blinkops_provider.hooks._transport import Clock, Transport
 from blinkops_provider.hooks._walk import KEYSET, OFFSET, CataloguePage
 from blinkops_provider.models import (
+    BlinkTable,
     ConnectionType,
     ConnectionTypePage,
+    FieldList,
     FieldUpdate,
     TableField,
-    contradictions,
+    TableList,
     scalar_fields,
     validate_field_updates,
     validate_input,
@@ -68,6 +75,19 @@ Filter = Mapping[str, Any] | str
 """An RQL filter, or its JSON text."""
 Names = Sequence[str] | str
 """Field names, or one string of them (a JSON array or comma-separated)."""
+
+
+def _once_each(names: Sequence[str], what: str, method: str, path: str) -> None:
+    """:raises BlinkResponseError: an answer that names one table or field twice (never a
+    silently doubled result)."""
+    doubled = sorted(name for name, count in Counter(names).items() if count > 1)
+    if doubled:
+        raise BlinkResponseError(
+            f"the answer names the {what}(s) {', '.join(map(repr, doubled[:10]))} more than once",
+            status=200,
+            method=method,
+            path=path,
+        )
 
 
 def _segment(value: object, what: str) -> str:
@@ -221,37 +241,122 @@ class BlinkHook(BaseHook):
 
     # -- endpoints ------------------------------------------------------------------------
 
+    @contextmanager
+    def _in_workspace(self, ws_id: str) -> Iterator[None]:
+        """A 403 inside the block names the workspace and the role the key's user lacks there."""
+        try:
+            yield
+        except BlinkAuthError as err:
+            if err.status != 403:
+                raise
+            raise BlinkAuthError(
+                f"Blink refused the API key of the connection {self.blink_conn_id!r} in workspace {ws_id!r}: the key "
+                "is valid, but its user has no workspace role there (a company role alone is not enough); give the "
+                "user a role in that workspace (Contributor or above to write)",
+                status=403,
+                method=err.method,
+                path=err.path,
+            ) from None
+
     def update_table_field(
         self, ws_id: str, table: str, field: str, update: FieldUpdate | Mapping[str, Any]
     ) -> TableField:
         """Replace the settings of a table field (``PUT /workspace/{ws_id}/table/{table}/fields/{field}``).
 
-        Blink resets what the update leaves out and refuses type changes: give the field's
-        ``type`` and ``display_name`` to keep them.
+        The body is sent as given, once the model accepts it: Blink replaces the whole field, so
+        it resets every member and attribute the update leaves out (``required`` and
+        ``is_unique`` among them) and refuses type changes. To change part of a field, send the
+        merge with the field as Blink holds it (:meth:`get_table_fields`,
+        :func:`~blinkops_provider.models.merge_field`), as the operators do.
 
         :param update: a :class:`FieldUpdate` or a mapping validated into one.
         :returns: the field as Blink stored it.
         :raises BlinkInputError: an empty name or an invalid update, before any request.
         :raises BlinkBadRequestError: Blink refused the update (400).
+        :raises BlinkAuthError: the key was refused (401), or its user has no role in the workspace (403).
         :raises BlinkNotFoundError: no such workspace, table or field (404).
         """
         checked = validate_input(FieldUpdate, update, "field update")
-        problems = contradictions(checked)
-        if problems:
-            raise BlinkInputError(f"invalid update of field {field!r}, not sent: {'; '.join(problems)}")
         return self._put_field(ws_id, table, field, checked)
 
     def _put_field(self, ws_id: str, table: str, field: str, update: FieldUpdate) -> TableField:
         path = "/workspace/{}/table/{}/fields/{}".format(
             _segment(ws_id, "ws_id"), _segment(table, "table"), _segment(field, "field")
         )
-        return self._request(
-            "PUT",
-            path,
-            TableField,
-            json=update.to_body(),
-            subject=f"field {field!r} of table {table!r} in workspace {ws_id!r}",
-        )
+        with self._in_workspace(ws_id):
+            return self._request(
+                "PUT",
+                path,
+                TableField,
+                json=update.to_body(),
+                subject=f"field {field!r} of table {table!r} in workspace {ws_id!r}",
+            )
+
+    def list_tables(self, ws_id: str) -> list[BlinkTable]:
+        """The tables of a workspace (``GET /workspace/{ws_id}/tables``); ``name`` is what the
+        field paths take.
+
+        :raises BlinkReadUnavailableError: 404 or 405: no such workspace, or this Blink does not
+            serve the read.
+        :raises BlinkResponseError: the answer is not a list of tables, or names one twice.
+        """
+        path = f"/workspace/{_segment(ws_id, 'ws_id')}/tables"
+        subject = f"the tables of workspace {ws_id!r}"
+        with self._in_workspace(ws_id), self._readable(subject):
+            tables = self._request("GET", path, TableList, subject=subject).results
+        _once_each([table.name for table in tables], "table", "GET", path)
+        return tables
+
+    def get_table_fields(self, ws_id: str, table: str) -> list[TableField]:
+        """The fields of a table as Blink holds them (``GET /workspace/{ws_id}/table/{table}/fields``),
+        Blink's system fields included, every type and attribute kept.
+
+        :raises BlinkNotFoundError: Blink's tables read says the workspace has no such table.
+        :raises BlinkReadUnavailableError: 404 or 405 while the table is there (or its absence
+            cannot be read): this Blink does not serve the read.
+        :raises BlinkResponseError: the answer is not a list of fields, or names one twice.
+        """
+        path = "/workspace/{}/table/{}/fields".format(_segment(ws_id, "ws_id"), _segment(table, "table"))
+        subject = f"the fields of table {table!r} in workspace {ws_id!r}"
+        try:
+            with self._in_workspace(ws_id), self._readable(subject):
+                fields = self._request("GET", path, FieldList, subject=subject).results
+        except BlinkReadUnavailableError as err:
+            if err.status == 404 and self._missing_table(ws_id, table):
+                raise BlinkNotFoundError(
+                    f"no table {table!r} in workspace {ws_id!r} (Blink's tables read does not list it)",
+                    status=404,
+                    method="GET",
+                    path=path,
+                ) from None
+            raise
+        _once_each([field.name for field in fields if field.name is not None], "field", "GET", path)
+        return fields
+
+    def _missing_table(self, ws_id: str, table: str) -> bool:
+        """Whether Blink's tables read shows that ``table`` is not in the workspace (False when it
+        cannot be read)."""
+        try:
+            return table not in {entry.name for entry in self.list_tables(ws_id)}
+        except BlinkReadUnavailableError:
+            return False
+
+    @staticmethod
+    @contextmanager
+    def _readable(subject: str) -> Iterator[None]:
+        """A 404 or 405 inside the block is a :class:`BlinkReadUnavailableError`."""
+        try:
+            yield
+        except BlinkClientError as err:
+            if err.status not in (404, 405):
+                raise
+            raise BlinkReadUnavailableError(
+                f"Blink answered {err.status} to the read of {subject}: this Blink (or a proxy in front of it) does "
+                "not serve it, or the workspace does not exist",
+                status=err.status,
+                method=err.method,
+                path=err.path,
+            ) from None
 
     def plan_table_fields(
         self,

@@ -1,6 +1,8 @@
 """How a schema migration is planned and applied.
 
-- :func:`plan_schema` plans the declared fields against the table's record; it sends nothing.
+- :func:`plan_schema` reads the table's fields from Blink (one request) and plans the declared
+  fields against them, with the record of the last apply as the drift baseline (and as the
+  baseline itself where Blink does not serve the read); it changes nothing.
 - :func:`apply_schema` takes the table's lock (:mod:`blinkops_provider.migrations.lock`), plans
   again under it, refuses anything but the approved plan, sends what the plan sends through the
   hook (:meth:`BlinkHook.update_table_fields <blinkops_provider.hooks.blink.BlinkHook.update_table_fields>`,
@@ -18,12 +20,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from blinkops_provider._storage import storage_path
-from blinkops_provider.exceptions import BlinkApiError, BlinkBadRequestError, BlinkConfigurationError, BlinkInputError
+from blinkops_provider.exceptions import (
+    BlinkApiError,
+    BlinkBadRequestError,
+    BlinkConfigurationError,
+    BlinkInputError,
+    BlinkReadUnavailableError,
+)
 from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook, FieldUpdates, check_concurrency
 from blinkops_provider.migrations.lock import Holder, TableLock, check_lock_wait
-from blinkops_provider.migrations.plan import REFUSED, UNCHANGED, SchemaPlan
+from blinkops_provider.migrations.plan import REFUSED, UNCHANGED, SchemaPlan, make_plan
 from blinkops_provider.migrations.record import SchemaRecord, check_shared, record_location
-from blinkops_provider.models import FieldUpdate, _RepeatedMember, _unique_members, validate_field_updates
+from blinkops_provider.models import FieldUpdate, TableField, _RepeatedMember, _unique_members, validate_field_updates
 from blinkops_provider.names import segment
 
 __all__ = ["apply_schema", "approved_plan", "declared_schema", "plan_schema"]
@@ -111,15 +119,65 @@ def _record(hook: BlinkHook, ws_id: str, table: str, record_path: str | os.PathL
     return SchemaRecord(location, blink=hook.base_url, ws_id=ws_id, table=table)
 
 
+def _read_live(hook: BlinkHook, ws_id: str, table: str) -> tuple[list[TableField] | None, str]:
+    """The table's fields as Blink holds them, or None and why when Blink does not serve the read."""
+    try:
+        return hook.get_table_fields(ws_id, table), ""
+    except BlinkReadUnavailableError as err:
+        hook.log.warning(
+            "Blink's live schema of %s/%s could not be read (%s): planning against the record of the last apply",
+            ws_id,
+            table,
+            err.status,
+        )
+        return None, str(err.status)
+
+
+def _plan(hook: BlinkHook, record: SchemaRecord, batch: Batch, replace: bool) -> tuple[SchemaPlan, dict[str, Any]]:
+    """The plan of ``batch`` against Blink's fields (one read) and the record, and the record's bodies."""
+    recorded, recorded_at = record.read()
+    live, unread = _read_live(hook, record.ws_id, record.table)
+    plan = make_plan(
+        target=(record.host, record.ws_id, record.table),
+        record=record.location,
+        declared=batch,
+        recorded=recorded,
+        recorded_at=recorded_at,
+        live=live,
+        unread=unread,
+        replace=replace,
+    )
+    return plan, recorded
+
+
 def plan_schema(
-    hook: BlinkHook, ws_id: str, table: str, updates: Updates, *, record_path: str | os.PathLike[str]
+    hook: BlinkHook,
+    ws_id: str,
+    table: str,
+    updates: Updates,
+    *,
+    record_path: str | os.PathLike[str],
+    replace: bool = False,
 ) -> SchemaPlan:
-    """What applying ``updates`` would do to each field of ``ws_id``/``table``, against the record
-    at ``record_path`` (see :meth:`BlinkHook.plan_table_fields
-    <blinkops_provider.hooks.blink.BlinkHook.plan_table_fields>`). Sends nothing."""
+    """What applying ``updates`` would do to each field of ``ws_id``/``table``: against Blink's
+    fields (one ``GET .../fields``), with the record at ``record_path`` as the drift baseline, or
+    against the record alone where Blink does not serve the read. Changes nothing.
+
+    :param replace: plan to send each declaration as given (Blink resets what it leaves out)
+        instead of its merge with the field as Blink holds it.
+    :raises BlinkInputError: invalid updates, or a file at ``record_path`` that is not this
+        table's record.
+    :raises BlinkNotFoundError: Blink has no such table.
+    """
     batch = validate_field_updates(updates)
-    plan, _ = _record(hook, ws_id, table, record_path).plan(batch)
+    plan, _ = _plan(hook, _record(hook, ws_id, table, record_path), batch, _checked_replace(replace))
     return plan
+
+
+def _checked_replace(replace: Any) -> bool:
+    if not isinstance(replace, bool):
+        raise BlinkInputError(f"replace must be True or False, got {replace!r}")
+    return replace
 
 
 @dataclasses.dataclass
@@ -138,9 +196,11 @@ class _Recording:
         self.skipped = [name for name, _ in self.batch if self.only_changed and action(name) == UNCHANGED]
 
     def sent(self) -> dict[str, FieldUpdate]:
-        """The batch less what is not sent: the refused fields and, with ``only_changed``, the unchanged."""
+        """The plan's bodies (merged with Blink's fields, unless ``replace``) less what is not
+        sent: the refused fields and, with ``only_changed``, the unchanged."""
         left_out = {*self.refused, *self.skipped}
-        return {name: update for name, update in self.batch if name not in left_out}
+        bodies = {plan.field: plan.body for plan in self.plan.fields if plan.body is not None}
+        return {name: bodies[name] for name, _ in self.batch if name not in left_out}
 
     def report(self, result: FieldUpdates) -> FieldUpdates:
         refused = {name: BlinkBadRequestError(f"not sent: {why}") for name, why in self.refused.items()}
@@ -155,7 +215,7 @@ class _Recording:
         full = self.report(result)
         try:
             if result.applied:
-                confirmed = {name: update.to_body() for name, update in self.batch if name in result.applied}
+                confirmed = {name: body.to_body() for name, body in self.sent().items() if name in result.applied}
                 self.record.write({**self.recorded, **confirmed}, now=now)
         except Exception as err:
             if not raising:
@@ -196,12 +256,15 @@ def apply_schema(
     plan: Mapping[str, Any] | str | None = None,
     lock_wait: float = 0.0,
     holder: Holder | None = None,
+    replace: bool = False,
 ) -> FieldUpdates:
-    """Apply ``updates`` to ``ws_id``/``table`` as a migration: lock, plan, check, send, record.
+    """Apply ``updates`` to ``ws_id``/``table`` as a migration: lock, read Blink's fields and
+    plan, check, send each field's merge with what Blink holds, record.
 
     The arguments are those of :meth:`BlinkHook.update_table_fields
     <blinkops_provider.hooks.blink.BlinkHook.update_table_fields>`; ``holder`` names who holds the
-    table's lock (by default this process, as the Airflow task instance running now).
+    table's lock (by default this process, as the Airflow task instance running now);
+    ``replace`` sends each declaration as given (see :func:`plan_schema`).
 
     :raises BlinkInputError: invalid input, before the lock is taken.
     :raises BlinkStalePlanError: ``plan`` is not what would be applied now (nothing sent).
@@ -211,6 +274,7 @@ def apply_schema(
     check_concurrency(max_concurrency)
     wait = check_lock_wait(lock_wait)
     approved = approved_plan(plan)
+    replace = _checked_replace(replace)
     batch = validate_field_updates(updates)
     record = _record(hook, ws_id, table, record_path)  # reads the connection: a broken one fails here
     clock = hook.clock
@@ -226,7 +290,7 @@ def apply_schema(
         log=hook.log,
     )
     with lock:
-        planned, recorded = record.plan(batch)
+        planned, recorded = _plan(hook, record, batch, replace)
         if approved is not None:
             planned.check_approved(approved)  # before anything is sent
             _log_review(hook.log, planned, approved)

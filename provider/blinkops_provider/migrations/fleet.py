@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations.plan import BASELINE
+from blinkops_provider.migrations.plan import BASELINE, RECORD_BASELINE
 
 __all__ = [
     "MAX_REVIEW_CHARS",
@@ -73,8 +73,8 @@ def fleet_review(plans: Sequence[Mapping[str, Any]], *, max_chars: int = MAX_REV
     ]
     if unchanged:
         lines += ["", f"Nothing to change in: {', '.join(unchanged)}"]
-    if changed:
-        lines += ["", BASELINE]  # once for the fleet, not once a table
+    said = [text for text in (BASELINE, RECORD_BASELINE) if any(p.get("baseline") == text for p in changed)]
+    lines += [line for text in said for line in ("", text)]  # once for the fleet, not once a table
     text, left = "\n".join(lines), list[str]()
     for plan in changed:
         rows = f"\n\n### {plan.get('ws_id')}/{plan.get('table')}\n\n{_rows(plan)}"
@@ -92,7 +92,8 @@ def fleet_review(plans: Sequence[Mapping[str, Any]], *, max_chars: int = MAX_REV
 
 def _rows(plan: Mapping[str, Any]) -> str:
     """A plan's text without the baseline paragraph, which the fleet's review says once."""
-    return "\n\n".join(part for part in str(plan.get("text", "")).split("\n\n") if part.strip() != BASELINE)
+    baselines = (BASELINE, RECORD_BASELINE)
+    return "\n\n".join(part for part in str(plan.get("text", "")).split("\n\n") if part.strip() not in baselines)
 
 
 REVIEW_ALWAYS, REVIEW_CHANGES, REVIEW_RISKY = "always", "changes", "risky"

@@ -1,33 +1,49 @@
-"""The plan of a schema migration: each declared field against the record of this provider's
-last apply to the table (``add``, ``change`` with the members that differ, ``unchanged``, or
-``refused``), the risk rules that flag a change destructive, and the plan's identity.
+"""The plan of a schema migration: each declared field against the table as Blink holds it
+(``change`` with the members that differ, ``unchanged``, or ``refused``), what changed in Blink
+since this provider's last apply (``drift``), the risk rules that flag a change destructive, and
+the plan's identity.
 
-Blink's API can update a table's field but cannot read one, so the only baseline there is, is
-what this provider last applied and recorded (:mod:`blinkops_provider.migrations.record`).
+The baseline is Blink's live schema (``GET .../fields``, one read per table). Blink's field
+update replaces the whole field, so each field's body is the declaration merged with what Blink
+holds (:func:`~blinkops_provider.models.merge_field`), unless ``replace``. Where Blink does not
+serve the read (404 or 405), the plan falls back to the record of the last apply
+(:mod:`blinkops_provider.migrations.record`) and says so in its first line; a field the record
+does not hold is then an ``add``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from blinkops_provider.exceptions import BlinkStalePlanError
-from blinkops_provider.models import FieldUpdate
+from blinkops_provider.models import (
+    READ_ONLY_ATTRIBUTES,
+    FieldUpdate,
+    TableField,
+    contradictions,
+    field_body,
+    merge_field,
+)
 
 __all__ = [
     "ACTIONS",
     "ADD",
     "BASELINE",
     "CHANGE",
+    "RECORD_BASELINE",
     "REFUSED",
     "UNCHANGED",
     "FieldPlan",
     "SchemaPlan",
     "differing_members",
+    "make_plan",
     "one_line",
     "plan_fields",
 ]
@@ -40,8 +56,12 @@ SHOWN = 60
 """The most characters of one value a plan row shows (then ``…``)."""
 
 BASELINE = (
-    "The baseline is the last apply this provider recorded, not Blink's current state: Blink's API "
-    "cannot read a table's fields, so changes made in Blink's UI or by other tools are not seen."
+    "The baseline is the table as Blink holds it, read when the plan was made: what the declaration "
+    "leaves out of a field is sent as Blink holds it, so nothing is reset by omission."
+)
+RECORD_BASELINE = (
+    "The baseline is the last apply this provider recorded, not Blink's current state: changes made "
+    "in Blink's UI or by other tools are not seen, and Blink resets what a declaration leaves out."
 )
 
 
@@ -56,6 +76,10 @@ class FieldPlan:
         None for an ``add``).
     :ivar risk: why a ``change`` is destructive (it can orphan existing values), or why a field
         is ``refused``; empty otherwise.
+    :ivar drift: the members whose value in Blink differs from the record of the last apply
+        (changed in Blink since); empty without a record or a live read.
+    :ivar changed_by: who changed the field in Blink last, and when, as Blink says (with drift).
+    :ivar body: what the apply sends for this field (None when it sends nothing).
     """
 
     field: str
@@ -63,6 +87,9 @@ class FieldPlan:
     members: tuple[str, ...] = ()
     values: tuple[tuple[str, Any, Any], ...] = ()
     risk: str = ""
+    drift: tuple[str, ...] = ()
+    changed_by: str = ""
+    body: FieldUpdate | None = dataclasses.field(default=None, compare=False)
 
     @property
     def destructive(self) -> bool:
@@ -77,6 +104,7 @@ class FieldPlan:
             "values": [{"member": m, "before": b, "after": a} for m, b, a in self.values],
             "destructive": self.destructive,
             "risk": self.risk,
+            "drift": list(self.drift),
         }
 
 
@@ -90,7 +118,10 @@ class SchemaPlan:
     :ivar undeclared: fields in the record that the schema no longer declares (left as they are:
         a field update cannot delete a field).
     :ivar schema_digest: a digest of the target (Blink, workspace, table) and the declared schema.
-    :ivar record_digest: a digest of the baseline: the record's fields and when they were recorded.
+    :ivar record_digest: a digest of the record's fields and when they were recorded.
+    :ivar live_digest: a digest of the declared fields as Blink held them when the plan was made.
+    :ivar unread: why Blink's live schema could not be read (its status, e.g. ``404``): the plan
+        was made against the record; empty when it was made against Blink.
     """
 
     ws_id: str
@@ -101,13 +132,21 @@ class SchemaPlan:
     undeclared: tuple[str, ...] = ()
     schema_digest: str = ""
     record_digest: str = ""
+    live_digest: str = ""
+    unread: str = ""
 
     @property
     def fingerprint(self) -> str:
-        """The plan's identity: 16 hex digits of the target, the declared schema and the baseline.
-        The same inputs give the same fingerprint; an apply given an approved plan sends nothing
-        unless its own plan has the same one."""
-        return _digest([self.schema_digest, self.record_digest])
+        """The plan's identity: 16 hex digits of the target, the declared schema, the record and
+        what Blink held. The same inputs give the same fingerprint; an apply given an approved
+        plan sends nothing unless its own plan has the same one (a field changed in Blink since
+        makes the approved plan stale)."""
+        return _digest([self.schema_digest, self.record_digest, self.live_digest])
+
+    @property
+    def baseline(self) -> str:
+        """What the plan was made against, in a sentence."""
+        return RECORD_BASELINE if self.unread else BASELINE
 
     @cached_property
     def _by_field(self) -> dict[str, FieldPlan]:
@@ -150,7 +189,14 @@ class SchemaPlan:
         (Markdown, which reads as plain text too)."""
         counts = self.counts
         since = f"recorded {self.recorded_at}" if self.recorded_at else "none recorded yet"
-        lines = [
+        lines = (
+            []
+            if not self.unread
+            else [
+                f"Blink's live schema could not be read ({self.unread}): planned against the record of the last apply",
+            ]
+        )
+        lines += [
             f"Plan {self.fingerprint} for {self.ws_id}/{self.table}: {counts[ADD]} to add, {counts[CHANGE]} to "
             f"change ({counts['destructive']} destructive), {counts[UNCHANGED]} unchanged, {counts[REFUSED]} "
             f"refused (last apply: {since}, at {self.record})",
@@ -166,9 +212,13 @@ class SchemaPlan:
         if destructive:
             lines += ["", "**Destructive** (these changes can orphan values already in the table):"]
             lines += [f"- {_cell(plan.field)}: {plan.risk}" for plan in destructive]
+        drifted = [plan for plan in self.fields if plan.drift]
+        if drifted:
+            lines += ["", "**Changed in Blink since the last apply** (the plan is made against Blink's values):"]
+            lines += [f"- {_cell(plan.field)}: {', '.join(plan.drift)}{plan.changed_by}" for plan in drifted]
         lines += [
             "",
-            BASELINE,
+            self.baseline,
             "",
             "| field | action | details |",
             "|---|---|---|",
@@ -184,7 +234,7 @@ class SchemaPlan:
         added or changed, one line each; unchanged fields are counted, not listed."""
         text = self.describe().split("\n| field | action | details |")[0]
         for line in text.splitlines():
-            if line and line != BASELINE:  # plain text: no Markdown emphasis, bullets as indents
+            if line and line != self.baseline:  # plain text: no Markdown emphasis, bullets as indents
                 log.info(
                     "%s",
                     line.replace("**", "").replace("- ", "  ", 1) if line.startswith("- ") else line.replace("**", ""),
@@ -202,11 +252,13 @@ class SchemaPlan:
             "fingerprint": self.fingerprint,
             "schema_digest": self.schema_digest,
             "record_digest": self.record_digest,
+            "live_digest": self.live_digest,
+            "unread": self.unread,
             "ws_id": self.ws_id,
             "table": self.table,
             "record": self.record,
             "recorded_at": self.recorded_at,
-            "baseline": BASELINE,
+            "baseline": self.baseline,
             "fields": [plan.to_xcom() for plan in self.fields],
             "counts": self.counts,
             "has_changes": self.has_changes,
@@ -254,6 +306,8 @@ class SchemaPlan:
                 )
             if approved.get("schema_digest") != self.schema_digest:
                 why.append("the declared schema changed since the plan")
+            if approved.get("live_digest", "") != self.live_digest:
+                why.append("the declared fields changed in Blink since the plan (or Blink's read answers differently)")
             if moved:
                 why.append(f"fields planned differently now: {listed}")
         raise BlinkStalePlanError(
@@ -304,27 +358,113 @@ def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").translate(_BREAKS)
 
 
-def plan_fields(declared: Iterable[tuple[str, FieldUpdate]], recorded: Mapping[str, Any]) -> list[FieldPlan]:
-    """Each declared field against its recorded body: ``add``, ``change`` (destructive when it
-    can orphan data), ``unchanged``, or ``refused`` (a type change, which Blink refuses)."""
+def make_plan(
+    *,
+    target: Sequence[str],
+    record: str,
+    declared: Sequence[tuple[str, FieldUpdate]],
+    recorded: Mapping[str, Any],
+    recorded_at: str | None,
+    live: Sequence[TableField] | None,
+    unread: str = "",
+    replace: bool = False,
+) -> SchemaPlan:
+    """The plan of ``declared`` for one table.
+
+    :param target: ``(Blink's host, workspace, table)``.
+    :param record: where the record of the last apply is kept.
+    :param recorded: the record's field bodies (``{}`` when there is none yet).
+    :param live: the table's fields as Blink holds them, or None when Blink did not serve the
+        read (``unread`` says why): the plan is then made against the record.
+    :param replace: send each declaration as given (Blink resets what it leaves out) instead
+        of its merge with what Blink holds.
+    """
+    host, ws_id, table = target
+    held = None if live is None else {field.name: field for field in live if field.name is not None}
+    names = {name for name, _ in declared}
+    return SchemaPlan(
+        ws_id=ws_id,
+        table=table,
+        record=record,
+        recorded_at=recorded_at,
+        fields=tuple(plan_fields(declared, recorded, held, table=table, replace=replace)),
+        undeclared=tuple(name for name in recorded if name not in names),
+        schema_digest=_digest([[host, ws_id, table], [[name, update.to_body()] for name, update in declared], replace]),
+        record_digest=_digest([recorded_at, recorded]),
+        live_digest="" if held is None else _digest([field_body(held[n]) if n in held else None for n, _ in declared]),
+        unread=unread,
+    )
+
+
+def plan_fields(
+    declared: Iterable[tuple[str, FieldUpdate]],
+    recorded: Mapping[str, Any],
+    live: Mapping[str, TableField] | None = None,
+    *,
+    table: str = "",
+    replace: bool = False,
+) -> list[FieldPlan]:
+    """Each declared field against Blink's field (``live``) or, without a live read, its recorded
+    body: ``add`` (only without a live read), ``change`` (destructive when it can orphan data or
+    loses a check), ``unchanged``, or ``refused`` (not sent: a type change, a field Blink lacks or
+    keeps to itself, a declaration that contradicts itself)."""
     plans = []
     for name, update in declared:
-        after, before = update.to_body(), recorded.get(name)
-        if not isinstance(before, Mapping):
-            shown = tuple((member, None, after[member]) for member in ("type", "display_name") if member in after)
-            plans.append(FieldPlan(name, ADD, values=shown))
-            continue
-        members = differing_members(after, before)
-        if not members:
-            plans.append(FieldPlan(name, UNCHANGED))
-            continue
-        values = tuple((member, _member(before, member), _member(after, member)) for member in members)
-        if "type" in members and before.get("type") is not None:
-            why = f"the type would change from {before['type']!r} to {after.get('type')!r}; Blink refuses type changes"
-            plans.append(FieldPlan(name, REFUSED, tuple(members), values, why))
-            continue
-        plans.append(FieldPlan(name, CHANGE, tuple(members), values, _destruction(after, before)))
+        before = recorded.get(name)
+        if live is None:
+            plan = _against(name, update, before if isinstance(before, Mapping) else None, update)
+        elif name not in live:
+            why = f"no field {name!r} in table {table!r}; create it in Blink first (a field update cannot add one)"
+            plan = FieldPlan(name, REFUSED, risk=why)
+        else:
+            plan = _against_blink(name, update, live[name], before, replace)
+        plans.append(plan)
     return plans
+
+
+def _against_blink(name: str, update: FieldUpdate, held: TableField, recorded: Any, replace: bool) -> FieldPlan:
+    """One declared field against Blink's: the merged body (unless ``replace``), with its drift."""
+    markers = held.attributes or {}
+    if any(markers.get(marker) is True for marker in READ_ONLY_ATTRIBUTES):
+        why = f"{name!r} is one of Blink's own system fields, which Blink keeps to itself"
+        return FieldPlan(name, REFUSED, risk=why)
+    before = field_body(held)
+    drift = tuple(differing_members(before, recorded)) if isinstance(recorded, Mapping) else ()
+    changed_by = _changed_by(held) if drift else ""
+    body = update if replace else merge_field(update, held, name=name)
+    plan = _against(name, update, before, body)
+    return dataclasses.replace(plan, drift=drift, changed_by=changed_by)
+
+
+def _against(name: str, update: FieldUpdate, before: Mapping[str, Any] | None, body: FieldUpdate) -> FieldPlan:
+    """One field's plan: ``body`` (what would be sent) against ``before`` (None: nothing known)."""
+    problems = contradictions(body)
+    if problems:
+        return FieldPlan(name, REFUSED, risk=f"the declaration contradicts itself: {'; '.join(problems)}")
+    after = body.to_body()
+    if before is None:
+        shown = tuple((member, None, after[member]) for member in ("type", "display_name") if member in after)
+        return FieldPlan(name, ADD, values=shown, body=body)
+    members = differing_members(after, before)
+    if not members:
+        return FieldPlan(name, UNCHANGED, body=body)
+    values = tuple((member, _member(before, member), _member(after, member)) for member in members)
+    if "type" in members and before.get("type") is not None:
+        why = f"the type would change from {before['type']!r} to {after.get('type')!r}; Blink refuses type changes"
+        return FieldPlan(name, REFUSED, tuple(members), values, why)
+    return FieldPlan(name, CHANGE, tuple(members), values, _destruction(after, before), body=body)
+
+
+def _changed_by(held: TableField) -> str:
+    """`` (by <who>, <when>)`` as Blink says who changed the field last, and when."""
+    when = ""
+    if isinstance(held.updated_at, int) and not isinstance(held.updated_at, bool):
+        try:
+            when = dt.datetime.fromtimestamp(held.updated_at / 1000, dt.UTC).isoformat(timespec="seconds")
+        except (OverflowError, OSError, ValueError):
+            when = str(held.updated_at)
+    said = [part for part in (f"by {one_line(held.updated_by)}" if held.updated_by else "", when) if part]
+    return f" (changed in Blink {', '.join(said)})" if said else ""
 
 
 def _member(body: Mapping[str, Any], member: str) -> Any:
@@ -347,7 +487,16 @@ def _destruction(after: Mapping[str, Any], before: Mapping[str, Any]) -> str:
     old_ref, new_ref = _member(before, "attributes.table_reference"), _member(after, "attributes.table_reference")
     if old_ref is not None and _target(new_ref) != _target(old_ref):  # the displayed field alone breaks nothing
         risks.append(f"the reference moves from {_shown(old_ref)} to {_shown(new_ref)} (existing links break)")
+    risks += [why for member, why in _CHECKS if _member(after, member) is True and _member(before, member) is not True]
+    if _member(before, "attributes.required") is True and _member(after, "attributes.required") is not True:
+        risks.append("required dropped (a check is lost: rows may be saved without a value)")
     return "; ".join(risks)
+
+
+_CHECKS = (
+    ("attributes.required", "required turned on (rows without a value no longer pass)"),
+    ("attributes.is_unique", "is_unique turned on (rows with duplicate values conflict)"),
+)
 
 
 def _target(reference: Any) -> Any:
@@ -356,9 +505,12 @@ def _target(reference: Any) -> Any:
 
 
 def differing_members(declared: Mapping[str, Any], recorded: Mapping[str, Any]) -> list[str]:
-    """The members of two field bodies that differ: ``type``, ``display_name``, and each attribute
-    as ``attributes.<name>`` (an absent attribute and an absent ``attributes`` count as unset)."""
+    """The members of two field bodies that differ: ``type``, ``display_name``, ``description``,
+    and each attribute as ``attributes.<name>`` (an absent attribute and an absent ``attributes``
+    count as unset)."""
     members = [name for name in ("type", "display_name") if declared.get(name) != recorded.get(name)]
+    if (declared.get("description") or "") != (recorded.get("description") or ""):
+        members.append("description")
     after, before = declared.get("attributes") or {}, recorded.get("attributes") or {}
     if not isinstance(before, Mapping):
         before = {}

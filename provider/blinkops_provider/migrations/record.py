@@ -17,18 +17,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from blinkops_provider._storage import SINGLE_MACHINE_EXECUTORS, replacing, storage_path, worker_local
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError
-from blinkops_provider.migrations.plan import SchemaPlan, _digest, plan_fields
-from blinkops_provider.models import FieldUpdate
 from blinkops_provider.names import blink_host, segment
-
-if TYPE_CHECKING:
-    from blinkops_provider.migrations.lock import TableLock
 
 __all__ = [
     "RECORD_FORMAT",
@@ -188,49 +182,3 @@ class SchemaRecord:
                 out.write(json.dumps(data, indent=1, ensure_ascii=False).encode("utf-8") + b"\n")
         except OSError as err:
             raise unusable_location(self.location, err, "written") from None
-
-    def plan(self, declared: Sequence[tuple[str, FieldUpdate]]) -> tuple[SchemaPlan, dict[str, dict[str, Any]]]:
-        """The plan for ``declared``, and the recorded bodies it was made against."""
-        recorded, recorded_at = self.read()
-        names = {name for name, _ in declared}
-        target = [self.host, self.ws_id, self.table]
-        plan = SchemaPlan(
-            ws_id=self.ws_id,
-            table=self.table,
-            record=self.location,
-            recorded_at=recorded_at,
-            fields=tuple(plan_fields(declared, recorded)),
-            undeclared=tuple(name for name in recorded if name not in names),
-            schema_digest=_digest([target, [[name, update.to_body()] for name, update in declared]]),
-            record_digest=_digest([recorded_at, recorded]),
-        )
-        return plan, recorded
-
-    @contextmanager
-    def locked(
-        self,
-        *,
-        owner: str | None = None,
-        wait: float = 0.0,
-        now: Callable[[], dt.datetime] | None = None,
-        sleep: Callable[[float], None] | None = None,
-        monotonic: Callable[[], float] | None = None,
-        log: Any = None,
-    ) -> Iterator[TableLock]:
-        """Hold this table's lock for the block: :class:`~blinkops_provider.migrations.lock.TableLock`
-        with this process as the holder (``owner`` names it further, e.g. a task)."""
-        from blinkops_provider.migrations.lock import Holder, TableLock
-
-        lock = TableLock(
-            self.location,
-            ws_id=self.ws_id,
-            table=self.table,
-            holder=Holder.current(label=owner),
-            wait=wait,
-            now=now,
-            sleep=sleep,
-            monotonic=monotonic,
-            log=log,
-        )
-        with lock:
-            yield lock

@@ -13,6 +13,8 @@ from blinkops_provider.exceptions import (
     BlinkClientError,
     BlinkInputError,
     BlinkLockedError,
+    BlinkNotFoundError,
+    BlinkReadUnavailableError,
     BlinkStalePlanError,
     BlinkTransientError,
 )
@@ -20,7 +22,14 @@ from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook,
 from blinkops_provider.migrations import Holder, apply_schema, approved_plan, check_lock_wait, plan_schema
 from blinkops_provider.migrations.fleet import APPLIED, FAILED, STALE, UNCHANGED
 from blinkops_provider.migrations.plan import one_line
-from blinkops_provider.models import FieldType, FieldUpdate, validate_field_updates, validate_input
+from blinkops_provider.models import (
+    FieldType,
+    FieldUpdate,
+    contradictions,
+    merge_field,
+    validate_field_updates,
+    validate_input,
+)
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
 from blinkops_provider.rql import parse_json_object
 
@@ -32,12 +41,54 @@ __all__ = ["UpdateTableFieldOperator", "UpdateTableFieldsOperator", "approved_pl
 _OUTCOMES = ("added", "changed", "unchanged", "applied", "failed", "unknown")
 
 
+def _check_replace(replace: Any) -> bool:
+    if not isinstance(replace, bool):
+        raise BlinkInputError(f"replace must be True or False, got {replace!r}")
+    return replace
+
+
+def merged_with_blink(
+    hook: BlinkHook, ws_id: str, table: str, batch: list[tuple[str, FieldUpdate]]
+) -> list[tuple[str, FieldUpdate]]:
+    """Each update merged with its field as Blink holds it (one read of the table's fields), so
+    what an update leaves out is sent as Blink holds it, and judged; nothing is sent here.
+
+    :raises BlinkNotFoundError: a field (or the table) Blink does not have.
+    :raises BlinkReadUnavailableError: Blink does not serve the read: without it the merge
+        cannot be made, and ``replace=True`` is the way to send the updates as given.
+    :raises BlinkInputError: a merged body that contradicts itself.
+    """
+    try:
+        held = {field.name: field for field in hook.get_table_fields(ws_id, table)}
+    except BlinkReadUnavailableError as err:
+        raise BlinkReadUnavailableError(
+            f"{err.message}. Without Blink's fields the update cannot keep what it leaves out, so nothing was sent; "
+            "replace=True sends the update as given (Blink then resets what it leaves out)",
+            status=err.status,
+            method=err.method,
+            path=err.path,
+        ) from None
+    missing = [name for name, _ in batch if name not in held]
+    if missing:
+        raise BlinkNotFoundError(
+            f"no field {', '.join(map(repr, missing[:20]))} in table {table!r} of workspace {ws_id!r}; create "
+            "it in Blink first (a field update cannot add one). Nothing was sent"
+        )
+    merged = [(name, merge_field(update, held[name], name=name)) for name, update in batch]
+    problems = [f"{name!r}: {'; '.join(found)}" for name, update in merged if (found := contradictions(update))]
+    if problems:
+        raise BlinkInputError("contradicting field settings, so nothing was sent: " + " | ".join(problems))
+    return merged
+
+
 class UpdateTableFieldOperator(BaseBlinkOperator):
     """Set the type, display name and attributes of a field of a Blink table.
 
-    The update is a full replacement: Blink resets what it leaves out and refuses to change a
-    field's type, so ``field_type`` (the field's current type) and ``display_name`` are
-    required. The body is checked after templating and before any request.
+    Blink's update replaces the whole field, so the operator reads the table's fields first and
+    sends the update merged with the field as Blink holds it: what it leaves out (``required``,
+    ``is_unique``, ``description``, other attributes) is kept. Blink refuses to change a field's
+    type, so ``field_type`` (the field's current type) and ``display_name`` are required. The
+    body is checked after templating and before any request.
 
     :param ws_id: the workspace id.
     :param table: the table's name (any characters; it is percent-encoded).
@@ -45,8 +96,11 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
     :param field_type: one of ``text``, ``long-text``, ``number``, ``risk-level``, ``checkbox``,
         ``single-select``, ``multi-select``, ``list``, ``reference``, ``date``.
     :param display_name: the name shown in Blink.
-    :param attributes: ``default_value``, ``include_time``, ``options``, ``table_reference``
-        (a dict, or a JSON string as a template renders it).
+    :param attributes: ``required``, ``is_unique``, ``default_value``, ``include_time``,
+        ``options``, ``table_reference`` (a dict, or a JSON string as a template renders it).
+    :param description: the field's description (kept as Blink holds it when not given).
+    :param replace: send the update as given, without reading the field first: Blink then
+        resets every member and attribute it leaves out.
     :param blink_conn_id: the ``blink`` connection to use.
     :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
     :returns: (XCom ``return_value``) the updated field as Blink returned it, a JSON-ready dict.
@@ -54,7 +108,15 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
     :raises BlinkBadRequestError: Blink refused the update (the task fails without retry).
     """
 
-    template_fields: Sequence[str] = ("ws_id", "table", "field", "field_type", "display_name", "attributes")
+    template_fields: Sequence[str] = (
+        "ws_id",
+        "table",
+        "field",
+        "field_type",
+        "display_name",
+        "description",
+        "attributes",
+    )
     template_fields_renderers = {"attributes": "json"}
     ui_color = "#d8e9ff"
 
@@ -67,6 +129,8 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
         field_type: FieldType | str,
         display_name: str,
         attributes: dict[str, Any] | str | None = None,
+        description: str | None = None,
+        replace: bool = False,
         blink_conn_id: str = BlinkHook.default_conn_name,
         hook_params: dict[str, Any] | None = None,
         **kwargs: Any,
@@ -78,7 +142,9 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
         self.field = field
         self.field_type = field_type
         self.display_name = display_name
+        self.description = description
         self.attributes = attributes
+        self.replace = _check_replace(replace)
 
     def build_update(self) -> FieldUpdate:
         """The request body from the (rendered) arguments.
@@ -93,6 +159,8 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
                 "update leaves out and refuses to change a field's type"
             )
         body: dict[str, Any] = {"type": self.field_type, "display_name": self.display_name}
+        if self.description is not None:
+            body["description"] = self.description
         attributes = parse_json_object(self.attributes, "attributes")
         if attributes is not None:
             body["attributes"] = attributes
@@ -101,6 +169,8 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         update = self.build_update()
         self._declared = [{"field": self.field, **update.to_body()}]  # for lineage
+        if not self.replace:
+            [(_, update)] = merged_with_blink(self.hook, self.ws_id, self.table, [(self.field, update)])
         updated = self.hook.update_table_field(self.ws_id, self.table, self.field, update)
         self.log.info(
             "Updated field %r of table %r in workspace %r (type %s)",
@@ -172,6 +242,8 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         fails with :class:`~blinkops_provider.exceptions.BlinkStalePlanError` and sends nothing.
     :param lock_wait: seconds to wait for another apply of the same table to finish (default 0:
         fail at once, naming who holds the table's lock and since when; Airflow's retries apply).
+    :param replace: send each declaration as given instead of its merge with the field as Blink
+        holds it (read first, one request per table): Blink then resets what it leaves out.
     :param blink_conn_id: the ``blink`` connection to use.
     :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
     :returns: (XCom ``return_value``, pushed also when the task fails)
@@ -210,6 +282,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         plan_only: bool = False,
         plan: dict[str, Any] | str | None = None,
         lock_wait: float = 0.0,
+        replace: bool = False,
         blink_conn_id: str = BlinkHook.default_conn_name,
         hook_params: dict[str, Any] | None = None,
         **kwargs: Any,
@@ -217,6 +290,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         kwargs["outlets"] = with_alias(kwargs.get("outlets"), TABLES_ALIAS)
         super().__init__(blink_conn_id=blink_conn_id, hook_params=hook_params, **kwargs)
         check_concurrency(max_concurrency)
+        self.replace = _check_replace(replace)
         for name, value in (("only_changed", only_changed), ("plan_only", plan_only), ("plan", plan is not None)):
             if not isinstance(value, bool):
                 raise BlinkInputError(f"{name} must be True or False, got {value!r}")
@@ -263,8 +337,11 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     def _apply(self, context: Context, batch: dict[str, FieldUpdate], approved: Any) -> FieldUpdates:
         """Send the batch: as a migration of the table (lock, plan, record) with a ``record_path``."""
         if not self.record_path:
+            sent = list(batch.items())
+            if not self.replace:
+                sent = merged_with_blink(self.hook, self.ws_id, self.table, sent)
             return self.hook.update_table_fields(
-                self.ws_id, self.table, batch, max_concurrency=self.max_concurrency, fail_fast=self.fail_fast
+                self.ws_id, self.table, dict(sent), max_concurrency=self.max_concurrency, fail_fast=self.fail_fast
             )
         return apply_schema(
             self.hook,
@@ -278,6 +355,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             plan=approved,
             lock_wait=self.lock_wait,
             holder=Holder.current(context.get("ti")),
+            replace=self.replace,
         )
 
     def _announce(self, context: Context, summary: dict[str, Any], *, planned: bool) -> None:
@@ -291,7 +369,9 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     def _plan(self, batch: list[tuple[str, FieldUpdate]]) -> dict[str, Any]:
         """The plan's XCom, once the key is known to work (before anyone is asked to review)."""
         self.hook.check_key()
-        plan = plan_schema(self.hook, self.ws_id, self.table, dict(batch), record_path=str(self.record_path))
+        plan = plan_schema(
+            self.hook, self.ws_id, self.table, dict(batch), record_path=str(self.record_path), replace=self.replace
+        )
         plan.log_to(self.log)
         return plan.to_xcom()
 

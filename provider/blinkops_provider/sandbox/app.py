@@ -10,16 +10,18 @@ from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from blinkops_provider import API_PREFIX, DEFAULT_HEADER, __version__
-from blinkops_provider.models import (
+from blinkops_provider.sandbox.blink_models import (
     ConnectionTypePage,
     ErrorWrapper,
+    FieldList,
     FieldUpdate,
     TableField,
-    describe_errors,
-    validate_field_updates,
+    TableList,
+    errors_text,
 )
 from blinkops_provider.sandbox.faults import FaultConfig
 from blinkops_provider.sandbox.rql_sql import QueryError, parse_query
@@ -102,6 +104,26 @@ class ApiGate:
         await self.app(scope, receive, send)
 
 
+def _declared_fields(entries: list[Any]) -> list[dict[str, Any]]:
+    """A new table's fields from ``{"field", "type", "display_name", "attributes"}`` entries.
+
+    :raises ApiError: 400 naming the first wrong entry.
+    """
+    fields: list[dict[str, Any]] = []
+    for position, entry in enumerate(entries, start=1):
+        name = entry.get("field") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not name.strip() or any(f["name"] == name for f in fields):
+            raise ApiError(400, "invalid fields", f"entry {position}: a 'field' name, given once, is required")
+        try:
+            body = FieldUpdate.model_validate({k: v for k, v in entry.items() if k != "field"})
+        except ValidationError as err:
+            raise ApiError(400, "invalid fields", f"entry {position} ({name!r}): {errors_text(err.errors())}") from None
+        if body.type is None or not body.display_name:
+            raise ApiError(400, "invalid fields", f"entry {position} ({name!r}): type and display_name are required")
+        fields.append({"attributes": {}, **body.model_dump(mode="json", exclude_none=True), "name": name})
+    return fields
+
+
 def _openapi_without_422(app: FastAPI) -> dict[str, Any]:
     """The OpenAPI document, without FastAPI's 422: invalid requests are 400s with the error wrapper."""
     if app.openapi_schema is None:
@@ -121,7 +143,7 @@ def create_app(sandbox: BlinkSandbox) -> FastAPI:
     app = FastAPI(
         title="Blink API (sandbox)",
         version=__version__,
-        description="A local emulator of Blink's table-field update and connection-type listing.",
+        description="A local emulator of Blink's table reads, its field update and its connection-type listing.",
         openapi_url=f"{API_PREFIX}/openapi.json",
         docs_url=f"{API_PREFIX}/docs",
         redoc_url=None,
@@ -147,9 +169,42 @@ def create_app(sandbox: BlinkSandbox) -> FastAPI:
         summary="Update a field of a table",
     )
     def update_field(ws_id: str, table: str, field: str, update: Annotated[FieldUpdate, Body()]) -> Any:
-        """Replace a field's display name, type and attributes (members left out are reset)."""
+        """Replace a field's display name, description, type and attributes, as a whole: every
+        member and attribute left out is reset."""
         try:
             return sandbox.store.update_field(unquote(ws_id), unquote(table), unquote(field), update, SANDBOX_USER)
+        except StoreError as err:
+            raise ApiError(err.status, err.message, err.details, err.identifier) from None
+
+    @api.get(
+        "/workspace/{ws_id}/tables",
+        response_model=TableList,
+        operation_id="ListTables",
+        tags=["Tables"],
+        summary="List the tables of a workspace",
+    )
+    def list_tables(ws_id: str) -> Any:
+        """The workspace's tables: ``name`` is what the table paths take."""
+        try:
+            return {"results": sandbox.store.tables(unquote(ws_id))}
+        except StoreError as err:
+            raise ApiError(err.status, err.message, err.details, err.identifier) from None
+
+    @api.get(
+        "/workspace/{ws_id}/table/{table}/fields",
+        response_model=FieldList,
+        response_model_exclude_unset=True,
+        operation_id="ListFields",
+        tags=["Tables"],
+        summary="List the fields of a table",
+    )
+    def list_fields(ws_id: str, table: str) -> Any:
+        """The table's fields, Blink's five system fields first."""
+        unread = sandbox.faults.config.fields_read_status
+        if unread is not None:
+            raise ApiError(unread, "Not Found" if unread == 404 else "Method Not Allowed", None, "SANDBOX_FAULT")
+        try:
+            return {"results": sandbox.store.table_fields(unquote(ws_id), unquote(table))}
         except StoreError as err:
             raise ApiError(err.status, err.message, err.details, err.identifier) from None
 
@@ -220,11 +275,7 @@ def create_app(sandbox: BlinkSandbox) -> FastAPI:
         entries = declared.get("fields")
         if not isinstance(entries, list) or not entries:
             raise ApiError(400, 'give the table\'s fields: {"fields": [{"field", "type", "display_name"}, ...]}')
-        try:
-            batch = validate_field_updates(entries, require_type_and_name=True)
-        except ValueError as err:
-            raise ApiError(400, "invalid fields", str(err)) from None
-        fields = [{"attributes": {}, **update.to_body(), "name": name} for name, update in batch]
+        fields = _declared_fields(entries)
         try:
             sandbox.store.add_table(unquote(ws_id), unquote(table), fields)
         except StoreError as err:
@@ -251,7 +302,7 @@ def create_app(sandbox: BlinkSandbox) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [{**error, "loc": tuple(error["loc"])[1:] or error["loc"]} for error in exc.errors()]
-        return wrapper_response(400, "invalid request", describe_errors(errors), "INVALID_REQUEST")
+        return wrapper_response(400, "invalid request", errors_text(errors), "INVALID_REQUEST")
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

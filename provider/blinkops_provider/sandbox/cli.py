@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from blinkops_provider.models import describe_errors
+from blinkops_provider.sandbox.blink_models import errors_text
 from blinkops_provider.sandbox.faults import FaultConfig
 from blinkops_provider.sandbox.server import DEFAULT_CONNECTION_TYPES, SandboxDependencyError, check_dependencies
 
@@ -151,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed=args.seed,
         )
     except ValidationError as err:
-        print(f"blink-sandbox: invalid fault settings: {describe_errors(err.errors())}", file=sys.stderr)
+        print(f"blink-sandbox: invalid fault settings: {errors_text(err.errors())}", file=sys.stderr)
         return 2
     if args.seed_connection_types < 0:
         print("blink-sandbox: --seed-connection-types must be 0 or more", file=sys.stderr)

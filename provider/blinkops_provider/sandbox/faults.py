@@ -56,6 +56,8 @@ class FaultConfig(BaseModel):
         (429, 500, 502, 503, 504) or ``ok``, ``drop``, ``truncate``, ``non-json``.
     :param retry_after: the ``Retry-After`` header of a 429 (seconds, or an HTTP date); None for none.
     :param seed: seeds the draws.
+    :param fields_read_status: 404 or 405 answers every ``GET .../fields`` with it, as a Blink (or a
+        proxy) that does not serve the read; None serves it.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -69,6 +71,7 @@ class FaultConfig(BaseModel):
     sequence: list[Fault] = Field(default_factory=list)
     retry_after: str | None = "1"
     seed: int = 0
+    fields_read_status: Literal[404, 405] | None = None
 
     @model_validator(mode="after")
     def _rates_fit(self) -> FaultConfig:

@@ -154,10 +154,11 @@ def connection_types(count: int, seed: int = 0) -> list[dict[str, Any]]:
     return [json.loads(text) for _, text in connection_type_rows(count, seed)]
 
 
-# One field of each of the ten types, with the attributes that type uses.
+# One field of each of the API reference's ten types, with the attributes that type uses; a required
+# field and a unique one, which a migration that leaves those attributes out must keep.
 DEMO_FIELDS: list[dict[str, Any]] = [
-    {"name": "Title", "type": "text", "display_name": "Title", "attributes": {"default_value": ""}},
-    {"name": "Description", "type": "long-text", "display_name": "Description", "attributes": {}},
+    {"name": "Title", "type": "text", "display_name": "Title", "attributes": {"required": True, "default_value": ""}},
+    {"name": "Description", "type": "long-text", "display_name": "Description", "attributes": {"is_unique": True}},
     {"name": "Impact", "type": "number", "display_name": "Impact score", "attributes": {"default_value": "0"}},
     {"name": "Risk", "type": "risk-level", "display_name": "Risk", "attributes": {"default_value": "Medium"}},
     {"name": "Resolved", "type": "checkbox", "display_name": "Resolved", "attributes": {"default_value": "false"}},

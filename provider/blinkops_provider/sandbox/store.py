@@ -14,12 +14,9 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from blinkops_provider.models import FieldType, FieldUpdate
 from blinkops_provider.sandbox import seed as seed_data
+from blinkops_provider.sandbox.blink_models import MARKERS, SYSTEM_FIELDS, FieldUpdate, field_problems
 from blinkops_provider.sandbox.rql_sql import SQLQuery
-
-RESET_TYPE = FieldType.TEXT.value
-"""What a field's type becomes when an update leaves ``type`` out (Blink resets omitted members)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL);
@@ -134,7 +131,11 @@ class SandboxStore:
         for table_name, fields in tables.items():
             table_id = f"tbl-{uuid.uuid5(uuid.NAMESPACE_URL, f'{ws_id}/{table_name}').hex[:12]}"
             self._db.execute("INSERT INTO tables VALUES (?, ?, ?)", (table_id, ws_id, table_name))
-            for field in fields:
+            system = [
+                {"name": name, "display_name": shown, "type": kind, "attributes": dict.fromkeys(MARKERS, True)}
+                for name, shown, kind in SYSTEM_FIELDS
+            ]
+            for field in [*system, *fields]:
                 key = f"{table_id}/{field['name']}"
                 field_id = f"fld-{uuid.uuid5(uuid.NAMESPACE_URL, key).hex[:12]}"
                 self._db.execute(
@@ -224,7 +225,7 @@ class SandboxStore:
 
     # -- tables and fields ------------------------------------------------------------------
 
-    def _field_row(self, ws_id: str, table: str, field: str) -> tuple[Any, ...]:
+    def _table_id(self, ws_id: str, table: str) -> str:
         if self._db.execute("SELECT 1 FROM workspaces WHERE id = ?", (ws_id,)).fetchone() is None:
             raise StoreError(404, f"workspace {ws_id!r} not found", identifier="WORKSPACE_NOT_FOUND")
         table_row = self._db.execute(
@@ -232,9 +233,12 @@ class SandboxStore:
         ).fetchone()
         if table_row is None:
             raise StoreError(404, f"table {table!r} not found in workspace {ws_id!r}", identifier="TABLE_NOT_FOUND")
+        return str(table_row[0])
+
+    def _field_row(self, ws_id: str, table: str, field: str) -> tuple[Any, ...]:
         row = self._db.execute(
             f"SELECT {', '.join(_FIELD_COLUMNS)} FROM fields WHERE table_id = ? AND name = ?",
-            (table_row[0], field),
+            (self._table_id(ws_id, table), field),
         ).fetchone()
         if row is None:
             raise StoreError(404, f"field {field!r} not found in table {table!r}", identifier="FIELD_NOT_FOUND")
@@ -253,7 +257,7 @@ class SandboxStore:
             return self._field_dict(self._field_row(ws_id, table, field))
 
     def fields(self, ws_id: str, table: str) -> list[dict[str, Any]]:
-        """Every field of a table, in creation order."""
+        """Every field of a table, in creation order (Blink's system fields first); none for an unknown table."""
         with self._lock:
             rows = self._db.execute(
                 f"SELECT {', '.join('f.' + c for c in _FIELD_COLUMNS)} FROM fields f JOIN tables t "
@@ -262,42 +266,75 @@ class SandboxStore:
             ).fetchall()
         return [self._field_dict(row) for row in rows]
 
+    def table_fields(self, ws_id: str, table: str) -> list[dict[str, Any]]:
+        """``GET .../fields``: :meth:`fields`. :raises StoreError: 404 for an unknown workspace or table."""
+        with self._lock:
+            self._table_id(ws_id, table)
+            return self.fields(ws_id, table)
+
+    def tables(self, ws_id: str) -> list[dict[str, Any]]:
+        """``GET .../tables``: the workspace's tables. :raises StoreError: 404 for an unknown workspace."""
+        with self._lock:
+            if self._db.execute("SELECT 1 FROM workspaces WHERE id = ?", (ws_id,)).fetchone() is None:
+                raise StoreError(404, f"workspace {ws_id!r} not found", identifier="WORKSPACE_NOT_FOUND")
+            rows = self._db.execute(
+                "SELECT t.id, t.name, (SELECT count(*) FROM fields f WHERE f.table_id = t.id) FROM tables t "
+                "WHERE t.workspace_id = ? ORDER BY t.rowid",
+                (ws_id,),
+            ).fetchall()
+        return [
+            {"id": row[0], "name": row[1], "display_name": row[1], "description": "", "estimated_records_count": 0}
+            for row in rows
+        ]
+
     def update_field(self, ws_id: str, table: str, field: str, update: FieldUpdate, user: str) -> dict[str, Any]:
-        """Apply a field update as Blink does: a full replacement that may not change the type.
+        """Apply a field update as Blink does: it replaces the whole field and may not change its type.
 
         Members the update leaves out are reset: ``type`` to ``text`` (and so refused unless the
-        field is a text field), ``display_name`` to the field's name, ``attributes`` to ``{}``.
+        field is a text field), ``display_name`` to the field's name, ``description`` to empty,
+        ``attributes`` to ``{}`` (``required`` and ``is_unique`` false). Blink's system fields are
+        not changed, and a table links to another table through one ``reference`` field at most.
 
-        :raises StoreError: 404 for an unknown workspace, table or field; 400 for a type change.
+        :raises StoreError: 404 for an unknown workspace, table or field; 400 for what Blink refuses.
         """
         with self._lock, self._transaction():
             current = self._field_dict(self._field_row(ws_id, table, field))
-            new_type = update.type.value if update.type is not None else RESET_TYPE
-            if new_type != current["type"]:
-                how = (
-                    f"to {new_type!r}"
-                    if update.type is not None
-                    else f"by leaving 'type' out (it resets to {RESET_TYPE!r})"
-                )
-                raise StoreError(
-                    400,
-                    "changing the type is not allowed",
-                    f"field {field!r} is of type {current['type']!r}; the update would change it {how}. "
-                    "Send the current type to keep it.",
-                    identifier="FIELD_TYPE_CHANGE",
-                )
+            if any(current["attributes"].get(marker) for marker in MARKERS):
+                raise StoreError(400, f"field {field!r} is a system field and cannot be updated", None, "SYSTEM_FIELD")
+            problems = field_problems(update, current["type"])
+            if problems:
+                raise StoreError(400, "the field update is invalid", "; ".join(problems), "INVALID_FIELD")
             attributes = update.attributes.model_dump(exclude_none=True) if update.attributes else {}
-            now = self.clock()
+            for marker in MARKERS:
+                attributes.pop(marker, None)
+            self._one_reference_per_target(current, attributes)
             self._db.execute(
-                "UPDATE fields SET display_name = ?, type = ?, attributes = ?, updated_at = ?, updated_by = ? "
+                "UPDATE fields SET display_name = ?, description = ?, attributes = ?, updated_at = ?, updated_by = ? "
                 "WHERE id = ?",
                 (
                     update.display_name or current["name"],
-                    new_type,
+                    update.description or "",
                     json.dumps(attributes),
-                    now,
+                    self.clock(),
                     user,
                     current["id"],
                 ),
             )
             return self._field_dict(self._field_row(ws_id, table, field))
+
+    def _one_reference_per_target(self, current: dict[str, Any], attributes: dict[str, Any]) -> None:
+        target = (attributes.get("table_reference") or {}).get("table_name")
+        if current["type"] != "reference" or not target:
+            return
+        rows = self._db.execute(
+            "SELECT name, attributes FROM fields WHERE table_id = ? AND type = 'reference' AND id != ?",
+            (current["table_id"], current["id"]),
+        ).fetchall()
+        for name, text in rows:
+            if (json.loads(text).get("table_reference") or {}).get("table_name") == target:
+                raise StoreError(
+                    400,
+                    f"the table already references table {target!r} through field {name!r}",
+                    "a table has at most one reference field per target table",
+                    "DUPLICATE_REFERENCE",
+                )
