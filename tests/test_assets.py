@@ -22,6 +22,7 @@ from blinkops_provider.assets import (
 )
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 from blinkops_provider.operators.tables import UpdateTableFieldOperator, UpdateTableFieldsOperator
+from tests.fake_blink import without_table_reads
 from tests.test_field_updates import TABLE_URL, FakeTI, entry, field_json
 
 
@@ -109,18 +110,23 @@ class Added(list[tuple[str, dict[str, Any]]]):
 
 def test_the_table_operators_declare_the_tables_alias_and_keep_given_outlets() -> None:
     given = Asset(uri="s3://bucket/key")
-    op = UpdateTableFieldsOperator(task_id="a", ws_id="w", table="t", fields=[], outlets=[given])
+    op = UpdateTableFieldsOperator(replace=True, task_id="a", ws_id="w", table="t", fields=[], outlets=[given])
     assert op.outlets == [given, AssetAlias(TABLES_ALIAS)]
-    single = UpdateTableFieldOperator(task_id="b", ws_id="w", table="t", field="f", field_type="text", display_name="F")
+    single = UpdateTableFieldOperator(
+        replace=True, task_id="b", ws_id="w", table="t", field="f", field_type="text", display_name="F"
+    )
     assert single.outlets == [AssetAlias(TABLES_ALIAS)]
     sync = ConnectionTypesToXComOperator(task_id="c")
     assert sync.inlets == [AssetAlias(CATALOGUE_ALIAS)]
 
 
 def test_a_successful_batch_emits_the_tables_event_with_outcomes(blink_conn: None) -> None:
-    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")])
+    op = UpdateTableFieldsOperator(
+        replace=True, task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")]
+    )
     events = Events()
     with rm.Mocker() as m:
+        without_table_reads(m)
         m.put(rm.ANY, json=field_json)
         op.execute({"ti": FakeTI(), "outlet_events": events})
     (alias,) = events
@@ -134,7 +140,9 @@ def test_a_successful_batch_emits_the_tables_event_with_outcomes(blink_conn: Non
 
 
 def test_a_failed_batch_emits_no_event(blink_conn: None) -> None:
-    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")])
+    op = UpdateTableFieldsOperator(
+        replace=True, task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")]
+    )
     events = Events()
     with rm.Mocker() as m:
         m.put(rm.ANY, json=field_json)
@@ -146,7 +154,7 @@ def test_a_failed_batch_emits_no_event(blink_conn: None) -> None:
 
 def test_the_single_field_operator_emits_the_tables_event(blink_conn: None) -> None:
     op = UpdateTableFieldOperator(
-        task_id="one", ws_id="ws-1", table="Incidents", field="a", field_type="text", display_name="A"
+        replace=True, task_id="one", ws_id="ws-1", table="Incidents", field="a", field_type="text", display_name="A"
     )
     events = Events()
     with rm.Mocker() as m:
@@ -166,7 +174,7 @@ os.environ["AIRFLOW_CONN_BLINK_DEFAULT"] = json.dumps({"conn_type": "blink", "ho
 import requests_mock
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
-op = UpdateTableFieldsOperator(task_id="a", ws_id="w", table="t", fields=[{"field": "f", "type": "text", "display_name": "F"}])
+op = UpdateTableFieldsOperator(replace=True, task_id="a", ws_id="w", table="t", fields=[{"field": "f", "type": "text", "display_name": "F"}])
 with requests_mock.Mocker() as m:
     m.put(requests_mock.ANY, json={"name": "f", "type": "text", "display_name": "F"})
     op.execute({"outlet_events": type("Events", (dict,), {"__missing__": lambda self, key: type("A", (list,), {"add": lambda self, *a, **k: self.append(a)})()})()})
@@ -193,14 +201,21 @@ def test_with_a_record_the_event_extra_has_every_documented_member_zeros_include
     blink_conn: None, tmp_path: Any
 ) -> None:
     op = UpdateTableFieldsOperator(
-        task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")], record_path=f"{tmp_path}/"
+        replace=True,
+        task_id="apply",
+        ws_id="ws-1",
+        table="Incidents",
+        fields=[entry("a"), entry("b")],
+        record_path=f"{tmp_path}/",
     )
     events = Events()
     with rm.Mocker() as m:
+        without_table_reads(m)
         m.put(rm.ANY, json=field_json)
         op.execute({"ti": FakeTI(), "outlet_events": events})
         op.execute({"ti": FakeTI(), "outlet_events": events})  # the second apply: all unchanged, no event
         changed = UpdateTableFieldsOperator(
+            replace=True,
             task_id="apply",
             ws_id="ws-1",
             table="Incidents",
@@ -249,7 +264,7 @@ def test_a_declared_table_asset_gets_the_event_itself_so_airflow_lists_the_task_
 ) -> None:
     declared = blink_table_asset("ws-1", "Incidents", host="https://BLINK.test:443")
     op = UpdateTableFieldsOperator(
-        task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a")], outlets=[declared]
+        replace=True, task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a")], outlets=[declared]
     )
     events = Accessors()
     with rm.Mocker() as m:
@@ -265,7 +280,7 @@ def test_an_announcement_that_fails_does_not_fail_the_applied_task(blink_conn: N
             raise RuntimeError("the event store is away")
 
     op = UpdateTableFieldOperator(
-        task_id="one", ws_id="ws-1", table="Incidents", field="a", field_type="text", display_name="A"
+        replace=True, task_id="one", ws_id="ws-1", table="Incidents", field="a", field_type="text", display_name="A"
     )
     with rm.Mocker() as m:
         m.put(rm.ANY, json=field_json)
@@ -277,7 +292,7 @@ def test_an_ipv6_base_url_applies_and_announces_the_bracketed_host(monkeypatch: 
     from tests.conftest import set_connection
 
     set_connection(monkeypatch, host="http://[::1]:18080")
-    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="In cidents", fields=[entry("a")])
+    op = UpdateTableFieldsOperator(replace=True, task_id="apply", ws_id="ws-1", table="In cidents", fields=[entry("a")])
     events = Events()
     with rm.Mocker() as m:
         m.put("http://[::1]:18080/api/v1/workspace/ws-1/table/In%20cidents/fields/a", json=field_json)

@@ -17,6 +17,7 @@ from airflow.providers.common.compat.sdk import AirflowFailException, AirflowTas
 from blinkops_provider.exceptions import BlinkApiError, BlinkClientError, BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook, Clock
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
+from tests.fake_blink import without_table_reads
 
 BASE = "https://blink.test/api/v1"
 TABLE_URL = f"{BASE}/workspace/ws-1/table/Incidents/fields"
@@ -64,7 +65,7 @@ def test_every_problem_is_reported_together_and_nothing_is_sent(blink_conn: None
         {"field": "owner", "type": "reference"},  # display_name missing
         "not an object",
     ]
-    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=fields)
+    op = UpdateTableFieldsOperator(replace=True, task_id="apply", ws_id="ws-1", table="Incidents", fields=fields)
     with rm.Mocker() as m:
         with pytest.raises(BlinkInputError) as caught:
             op.execute({"ti": FakeTI()})
@@ -73,7 +74,7 @@ def test_every_problem_is_reported_together_and_nothing_is_sent(blink_conn: None
     assert message.startswith("6 of 7 field update(s) are invalid, so none was sent")
     for part in (
         "entry 2 ('impact'): attributes: unknown member 'opitons' in FieldAttributes; allowed: default_value",
-        "entry 3 ('due'): type: Input should be 'text'",
+        "entry 3 ('due'): type: unknown field type 'calendar'; allowed: text, long-text",
         "entry 4 ('title'): field 'title' is declared twice (entries 1 and 4)",
         "entry 5: 'field' must be a field name, got None",
         "entry 6 ('owner'): display_name required",
@@ -84,6 +85,7 @@ def test_every_problem_is_reported_together_and_nothing_is_sent(blink_conn: None
 
 def test_fields_may_be_the_json_a_template_renders(blink_conn: None) -> None:
     op = UpdateTableFieldsOperator(
+        replace=True,
         task_id="apply",
         ws_id="{{ params.ws }}",
         table="Incidents",
@@ -111,14 +113,14 @@ def test_operator_contract() -> None:
     # record_path, only_changed and plan_only came with the plan, plan and lock_wait with its identity and
     # lock: keyword-only, so no caller breaks
     declared = "ws_id table fields max_concurrency fail_fast record_path only_changed plan_only plan lock_wait"
-    declared += " blink_conn_id"
+    declared += " replace blink_conn_id"  # replace (#42): send declarations as given, not merged with Blink's fields
     assert list(signature.parameters)[1:] == [*declared.split(), "hook_params", "kwargs"]
     assert signature.parameters["max_concurrency"].default == 16
     assert signature.parameters["fail_fast"].default is False
     assert UpdateTableFieldsOperator.template_fields == ("ws_id", "table", "fields", "record_path", "plan")
     assert UpdateTableFieldsOperator.template_fields_renderers == {"fields": "json", "plan": "json"}
     with pytest.raises(BlinkInputError, match="max_concurrency must be an integer from 1 to 32"):
-        UpdateTableFieldsOperator(task_id="t", ws_id="w", table="t", fields=[], max_concurrency=0)
+        UpdateTableFieldsOperator(replace=True, task_id="t", ws_id="w", table="t", fields=[], max_concurrency=0)
 
 
 # -- concurrency -------------------------------------------------------------------------------
@@ -147,7 +149,8 @@ def test_at_most_max_concurrency_updates_are_in_flight(blink_sandbox: Any) -> No
     assert result.ok
     assert blink_sandbox.log.peak_in_flight == 3
     assert [field.display_name for field in result.updated] == [f"Field {i}" for i in range(12)]
-    assert [f["display_name"] for f in blink_sandbox.store.fields("ws-9", "Wide")] == [f"Field {i}" for i in range(12)]
+    user_fields = [f for f in blink_sandbox.store.fields("ws-9", "Wide") if not f["attributes"].get("system")]
+    assert [f["display_name"] for f in user_fields] == [f"Field {i}" for i in range(12)]
 
 
 def test_every_worker_has_a_session_of_its_own(make_hook: Any) -> None:
@@ -211,7 +214,11 @@ def test_a_retry_after_pauses_every_worker(make_hook: Any) -> None:
 
 def test_partial_failure_applies_the_rest_and_reports_each_field(blink_conn: None, provider_log: Any) -> None:
     op = UpdateTableFieldsOperator(
-        task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b"), entry("c"), entry("d")]
+        replace=True,
+        task_id="apply",
+        ws_id="ws-1",
+        table="Incidents",
+        fields=[entry("a"), entry("b"), entry("c"), entry("d")],
     )
     ti = FakeTI()
     with rm.Mocker() as m:
@@ -257,6 +264,7 @@ def test_only_a_batch_that_failed_transiently_leaves_airflow_retries_in_play(
     """A 503 alone: the task may be retried. Any 4xx among the failures: a retry would fail on it
     again, so the task fails at once (an AirflowFailException)."""
     op = UpdateTableFieldsOperator(
+        replace=True,
         task_id="apply",
         ws_id="ws-1",
         table="Incidents",
@@ -273,6 +281,7 @@ def test_only_a_batch_that_failed_transiently_leaves_airflow_retries_in_play(
 
 def test_fail_fast_starts_nothing_new_after_a_failure(blink_conn: None) -> None:
     op = UpdateTableFieldsOperator(
+        replace=True,
         task_id="apply",
         ws_id="ws-1",
         table="Incidents",
@@ -298,7 +307,7 @@ def test_fail_fast_starts_nothing_new_after_a_failure(blink_conn: None) -> None:
 def test_no_secret_in_any_per_field_message(blink_conn: None) -> None:
     from tests.conftest import API_KEY
 
-    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a")])
+    op = UpdateTableFieldsOperator(replace=True, task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a")])
     ti = FakeTI()
     with rm.Mocker() as m:
         m.put(f"{TABLE_URL}/a", status_code=400, json={"message": f"bad key {API_KEY}", "details": API_KEY})
@@ -343,7 +352,7 @@ def test_the_report_is_keyed_by_the_declared_names_whatever_the_server_echoes(
     blink_conn: None, answer: dict[str, Any]
 ) -> None:
     fields = [entry("Severity"), entry("Café")]
-    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=fields)
+    op = UpdateTableFieldsOperator(replace=True, task_id="apply", ws_id="ws-1", table="Incidents", fields=fields)
     with rm.Mocker() as m:
         m.put(rm.ANY, json=answer)
         summary = op.execute({"ti": FakeTI()})  # succeeds: every field was applied
@@ -374,6 +383,7 @@ def test_the_xcom_is_pushed_when_the_batch_is_interrupted(blink_conn: None, inte
     previous = signal.signal(signal.SIGUSR1, interrupt)
     names = ["a", "b", "slow", "c", "d", "e"]
     op = UpdateTableFieldsOperator(
+        replace=True,
         task_id="apply",
         ws_id="ws-1",
         table="Incidents",
@@ -386,6 +396,7 @@ def test_the_xcom_is_pushed_when_the_batch_is_interrupted(blink_conn: None, inte
     ti = FakeTI()
     try:
         with rm.Mocker() as m:
+            without_table_reads(m)
             m.put(rm.ANY, json=field_json)
             with pytest.raises(interruption):
                 op.execute({"ti": ti})
@@ -406,7 +417,9 @@ def test_the_xcom_is_pushed_when_the_batch_is_interrupted(blink_conn: None, inte
 
 
 def test_a_2xx_answer_that_cannot_be_read_is_reported_applied(blink_conn: None, provider_log: Any) -> None:
-    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")])
+    op = UpdateTableFieldsOperator(
+        replace=True, task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")]
+    )
     with rm.Mocker() as m:
         m.put(f"{TABLE_URL}/a", status_code=200, text="<html>OK</html>")
         m.put(f"{TABLE_URL}/b", json=field_json)
@@ -418,7 +431,9 @@ def test_a_2xx_answer_that_cannot_be_read_is_reported_applied(blink_conn: None, 
 
 @pytest.mark.parametrize("body", [DEEP, NESTED], ids=["[ x 100,000", "data nested 600 deep"])
 def test_a_400_body_too_deep_to_parse_is_that_fields_typed_failure(blink_conn: None, body: str) -> None:
-    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")])
+    op = UpdateTableFieldsOperator(
+        replace=True, task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")]
+    )
     ti = FakeTI()
     with rm.Mocker() as m:
         m.put(f"{TABLE_URL}/a", status_code=400, text=body)
@@ -451,7 +466,12 @@ def test_an_unexpected_exception_in_a_worker_is_that_fields_failure(blink_conn: 
 def test_a_refused_key_stops_the_batch(blink_conn: None, provider_log: Any, status: int, workers: int) -> None:
     names = [f"f{i}" for i in range(10)]
     op = UpdateTableFieldsOperator(
-        task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry(n) for n in names], max_concurrency=workers
+        replace=True,
+        task_id="apply",
+        ws_id="ws-1",
+        table="Incidents",
+        fields=[entry(n) for n in names],
+        max_concurrency=workers,
     )
     ti = FakeTI()
     with rm.Mocker() as m:

@@ -12,7 +12,7 @@ import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import FieldType, FieldUpdate, TableField
-from tests.conftest import set_connection
+from tests.conftest import API_KEY, set_connection
 
 BASE = "https://blink.test/api/v1"
 LIST_URL = f"{BASE}/connection_types"
@@ -214,15 +214,77 @@ def test_hook_signatures_are_the_documented_ones() -> None:
     )
 
 
-def test_a_single_field_update_that_contradicts_itself_is_refused_before_any_request(hook: Any) -> None:
+def test_the_hook_sends_blinks_published_example_body_unchanged(hook: Any) -> None:
     import requests_mock as rm
 
-    from blinkops_provider.exceptions import BlinkInputError
+    from tests.test_models import DOCS_BODY
 
-    update = {"type": "checkbox", "display_name": "Done", "attributes": {"include_time": True}}
-    with (
-        rm.Mocker() as m,
-        pytest.raises(BlinkInputError, match=r"invalid update of field 'Done', not sent: include_time"),
-    ):
-        hook.update_table_field("ws-1", "Incidents", "Done", update)
-    assert m.call_count == 0
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json={"id": "f", "name": "Test", **DOCS_BODY})
+        hook.update_table_field("ws-1", "Table 1", "Test", DOCS_BODY)
+    assert m.request_history[0].json() == DOCS_BODY
+
+
+def test_a_403_names_the_workspace_and_the_role_the_keys_user_needs(hook: Any) -> None:
+    import requests_mock as rm
+
+    from blinkops_provider.exceptions import BlinkAuthError
+
+    with rm.Mocker() as m:
+        m.register_uri(rm.ANY, rm.ANY, status_code=403, json={"message": "forbidden"})
+        for call in (
+            lambda: hook.update_table_field("ws-7", "T", "F", {"type": "text", "display_name": "F"}),
+            lambda: hook.get_table_fields("ws-7", "T"),
+            lambda: hook.list_tables("ws-7"),
+        ):
+            with pytest.raises(BlinkAuthError, match=r"in workspace 'ws-7'.*no workspace role there.*Contributor") as e:
+                call()
+            assert e.value.status == 403 and API_KEY not in str(e.value)
+
+
+def test_the_table_reads_return_what_blink_holds(hook: Any) -> None:
+    import requests_mock as rm
+
+    from tests.fake_blink import FakeBlink, blink_field
+
+    with rm.Mocker() as m:
+        FakeBlink({"T": [blink_field("A", "status", required=True, later="kept")]}).mount(m)
+        fields = hook.get_table_fields("ws-1", "T")
+        tables = hook.list_tables("ws-1")
+    assert [f.name for f in fields] == ["id", "created_at", "updated_at", "created_by", "updated_by", "A"]
+    assert fields[0].attributes == {"system": True, "protected": True} and fields[0].type == "sys-id"
+    assert fields[-1].type == "status" and fields[-1].attributes == {"required": True, "later": "kept"}
+    assert [(t.name, t.display_name) for t in tables] == [("T", "T")]
+
+
+@pytest.mark.parametrize("status", [404, 405])
+def test_a_read_blink_does_not_serve_is_told_apart_from_a_missing_table(hook: Any, status: int) -> None:
+    import requests_mock as rm
+
+    from blinkops_provider.exceptions import BlinkNotFoundError, BlinkReadUnavailableError
+    from tests.fake_blink import FakeBlink, blink_field
+
+    with rm.Mocker() as m:
+        blink = FakeBlink({"T": [blink_field("A", "text")]}).mount(m)
+        blink.fields_status = status
+        with pytest.raises(BlinkReadUnavailableError, match=f"Blink answered {status} to the read") as e:
+            hook.get_table_fields("ws-1", "T")
+        assert not isinstance(e.value, BlinkNotFoundError)
+        blink.fields_status = None
+        with pytest.raises(BlinkNotFoundError, match="no table 'Gone' in workspace 'ws-1'"):
+            hook.get_table_fields("ws-1", "Gone")
+        m.get(rm.ANY, status_code=405)
+        with pytest.raises(BlinkReadUnavailableError):
+            hook.list_tables("ws-1")
+
+
+def test_a_read_that_names_a_field_twice_is_refused(hook: Any) -> None:
+    import requests_mock as rm
+
+    from blinkops_provider.exceptions import BlinkResponseError
+
+    field = {"name": "A", "type": "text"}
+    with rm.Mocker() as m:
+        m.get(rm.ANY, json={"results": [field, field]})
+        with pytest.raises(BlinkResponseError, match=r"names the field\(s\) 'A' more than once"):
+            hook.get_table_fields("ws-1", "T")

@@ -27,7 +27,7 @@ def schema_of(dataset: Any) -> list[tuple[str, str | None, str | None]]:
 
 
 def test_the_migration_reports_the_table_with_its_declared_schema(blink_conn: None) -> None:
-    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="Incidents", fields=SCHEMA)
+    op = UpdateTableFieldsOperator(replace=True, task_id="apply", ws_id="ws-1", table="Incidents", fields=SCHEMA)
     with rm.Mocker() as m:
         m.put(rm.ANY, json=field_json)
         op.execute({"ti": FakeTI()})
@@ -41,6 +41,7 @@ def test_the_migration_reports_the_table_with_its_declared_schema(blink_conn: No
 
 def test_a_plan_reports_no_dataset(blink_conn: None, tmp_path: Path) -> None:
     op = UpdateTableFieldsOperator(
+        replace=True,
         task_id="plan",
         ws_id="ws-1",
         table="Incidents",
@@ -57,7 +58,13 @@ def test_a_plan_reports_no_dataset(blink_conn: None, tmp_path: Path) -> None:
 
 def test_the_single_field_operator_reports_its_field(blink_conn: None) -> None:
     op = UpdateTableFieldOperator(
-        task_id="one", ws_id="ws 1", table="Incidents", field="Title", field_type="text", display_name="Title"
+        replace=True,
+        task_id="one",
+        ws_id="ws 1",
+        table="Incidents",
+        field="Title",
+        field_type="text",
+        display_name="Title",
     )
     with rm.Mocker() as m:
         m.put(rm.ANY, json=field_json)
@@ -75,7 +82,7 @@ def test_the_single_field_operator_reports_nothing_after_a_failed_execute(blink_
     from blinkops_provider.exceptions import BlinkInputError
 
     op = UpdateTableFieldOperator(
-        task_id="one", ws_id="ws", table="Incidents", field="Title", field_type="", display_name="Title"
+        replace=True, task_id="one", ws_id="ws", table="Incidents", field="Title", field_type="", display_name="Title"
     )
     with pytest.raises(BlinkInputError):
         op.execute({})

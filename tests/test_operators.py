@@ -36,7 +36,7 @@ def field_operator(**overrides: Any) -> UpdateTableFieldOperator:
         "attributes": {"include_time": True, "default_value": "{{ ds }}"},
     }
     kwargs.update(overrides)
-    return UpdateTableFieldOperator(**kwargs)
+    return UpdateTableFieldOperator(**{"replace": True, **kwargs})
 
 
 def test_update_operator_renders_validates_and_returns_json(blink_conn: None) -> None:
@@ -82,7 +82,9 @@ def test_attributes_may_be_a_rendered_json_string(blink_conn: None) -> None:
     ("overrides", "message"),
     [
         ({"attributes": {"opitons": ["a"]}}, "unknown member 'opitons' in FieldAttributes; allowed:"),
-        ({"field_type": "integer"}, "type: Input should be 'text'"),
+        ({"field_type": "integer"}, "type: unknown field type 'integer'; allowed: text, long-text"),
+        ({"field_type": "sys-id"}, "'sys-id' is one of Blink's own system types"),
+        ({"attributes": {"system": True}}, "'system' is Blink's read-only marker"),
         ({"display_name": None}, "display_name required; Blink resets what a field update leaves out"),
         ({"field_type": "", "display_name": ""}, "field_type and display_name required"),
         ({"attributes": "{broken"}, "attributes is not valid JSON"),
@@ -112,6 +114,7 @@ def test_template_fields_and_renderers() -> None:
         "field",
         "field_type",
         "display_name",
+        "description",
         "attributes",
     )
     assert UpdateTableFieldOperator.template_fields_renderers == {"attributes": "json"}
@@ -293,6 +296,8 @@ def test_a_large_catalogue_into_xcom_warns(
                 "field_type",
                 "display_name",
                 "attributes",
+                "description",
+                "replace",
                 "blink_conn_id",
                 "hook_params",
                 "kwargs",
@@ -388,7 +393,7 @@ def test_a_schema_batch_rate_limited_to_the_end_carries_blinks_retry_after(blink
 
     fields = [{"field": f"f{i}", "type": "text", "display_name": f"F{i}"} for i in range(3)]
     op = UpdateTableFieldsOperator(
-        task_id="apply", ws_id="ws-1", table="t", fields=fields, hook_params={"retry_limit": 1}
+        replace=True, task_id="apply", ws_id="ws-1", table="t", fields=fields, hook_params={"retry_limit": 1}
     )
     with rm.Mocker() as m:
         m.put(rm.ANY, status_code=429, headers={"Retry-After": "45"}, json={"message": "slow down"})
@@ -402,7 +407,7 @@ def test_a_schema_batch_rate_limited_to_the_end_carries_blinks_retry_after(blink
 def test_an_empty_declared_schema_is_refused_before_any_request(blink_conn: None, fields: Any) -> None:
     from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 
-    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="t", fields=fields)
+    op = UpdateTableFieldsOperator(replace=True, task_id="apply", ws_id="ws-1", table="t", fields=fields)
     with rm.Mocker() as m, pytest.raises(BlinkInputError, match="fields declares no field"):
         op.execute({"ti": PushingTI()})
     assert m.call_count == 0
@@ -412,7 +417,7 @@ def test_field_names_cannot_break_the_applys_log_lines(blink_conn: None, provide
     from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 
     fields = [{"field": "a\nINFO forged", "type": "text", "display_name": "A"}]
-    op = UpdateTableFieldsOperator(task_id="apply", ws_id="ws-1", table="t", fields=fields)
+    op = UpdateTableFieldsOperator(replace=True, task_id="apply", ws_id="ws-1", table="t", fields=fields)
     with rm.Mocker() as m:
         m.put(rm.ANY, status_code=400, json={"message": "no"})
         with pytest.raises(BlinkClientError):

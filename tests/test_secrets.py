@@ -43,7 +43,9 @@ def test_key_is_absent_from_errors_and_logs(make_hook: Any, all_output: Any, res
 
 
 def test_key_is_absent_from_xcom_and_rendered_templates(blink_conn: None, all_output: Any) -> None:
-    op = UpdateTableFieldOperator(task_id="u", ws_id="w", table="t", field="f", field_type="text", display_name="F")
+    op = UpdateTableFieldOperator(
+        replace=True, task_id="u", ws_id="w", table="t", field="f", field_type="text", display_name="F"
+    )
     op.render_template_fields({})
     with rm.Mocker() as m:
         m.put("https://blink.test/api/v1/workspace/w/table/t/fields/f", json={"id": "1", "type": "text"})
