@@ -424,3 +424,124 @@ def test_field_names_cannot_break_the_applys_log_lines(blink_conn: None, provide
             op.execute({"ti": PushingTI()})
     assert any("a\\u000aINFO forged" in line for line in provider_log())
     assert not any(line.lstrip().startswith("INFO forged") for line in provider_log())
+
+
+# -- nothing reset by omission (#42): the operators read the field first and send the merge ----------
+
+from blinkops_provider.operators.tables import UpdateTableFieldsOperator  # noqa: E402
+from tests.fake_blink import FakeBlink, blink_field  # noqa: E402
+
+
+class Pushed:
+    def __init__(self) -> None:
+        self.pushed: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.pushed[key] = value
+
+
+HELD = {"Incidents": [blink_field("Severity", "single-select", required=True, is_unique=True, options=["Low"])]}
+SEVERITY = {"type": "single-select", "display_name": "Severity", "attributes": {"options": ["Low", "High"]}}
+
+
+def test_the_field_operator_keeps_what_blink_holds_and_the_update_leaves_out(blink_conn: None) -> None:
+    op = UpdateTableFieldOperator(
+        task_id="u",
+        ws_id="ws-1",
+        table="Incidents",
+        field="Severity",
+        field_type="single-select",
+        display_name="Severity",
+        attributes={"options": ["Low", "High"]},
+    )
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        returned = op.execute({})
+    [(_, _, body)] = blink.puts
+    assert body["attributes"] == {"required": True, "is_unique": True, "options": ["Low", "High"]}
+    assert returned["attributes"]["required"] is True
+    assert blink.field("Incidents", "Severity")["attributes"]["is_unique"] is True
+
+
+def test_the_field_operator_with_replace_sends_blinks_published_example_body_unchanged(blink_conn: None) -> None:
+    from tests.test_models import DOCS_BODY
+
+    op = UpdateTableFieldOperator(
+        task_id="u",
+        ws_id="ws-1",
+        table="Table 1",
+        field="Test",
+        field_type=DOCS_BODY["type"],
+        display_name=DOCS_BODY["display_name"],
+        attributes=DOCS_BODY["attributes"],
+        replace=True,
+    )
+    with rm.Mocker() as m:
+        m.put(rm.ANY, json={"id": "f", "name": "Test", **DOCS_BODY})
+        op.execute({})
+    assert [call.method for call in m.request_history] == ["PUT"]  # no read first
+    assert m.request_history[0].json() == DOCS_BODY
+
+
+def test_the_batch_operator_without_a_record_sends_each_merge(blink_conn: None) -> None:
+    op = UpdateTableFieldsOperator(
+        task_id="a", ws_id="ws-1", table="Incidents", fields=[{"field": "Severity", **SEVERITY}]
+    )
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        assert op.execute({"ti": Pushed()})["updated"] == ["Severity"]
+    assert blink.puts[0][2]["attributes"]["required"] is True and blink.reads == 1
+
+
+def test_a_field_blink_lacks_fails_the_operator_with_nothing_sent(blink_conn: None) -> None:
+    from blinkops_provider.exceptions import BlinkNotFoundError
+
+    op = UpdateTableFieldsOperator(
+        task_id="a", ws_id="ws-1", table="Incidents", fields=[{"field": "Ghost", "type": "text", "display_name": "G"}]
+    )
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        with pytest.raises(
+            BlinkNotFoundError, match=r"no field 'Ghost' in table 'Incidents'.*create it in Blink first"
+        ):
+            op.execute({"ti": Pushed()})
+    assert blink.puts == []
+
+
+@pytest.mark.parametrize("status", [404, 405])
+def test_without_blinks_fields_the_operator_sends_nothing_and_names_replace(blink_conn: None, status: int) -> None:
+    from blinkops_provider.exceptions import BlinkReadUnavailableError
+
+    op = UpdateTableFieldsOperator(
+        task_id="a", ws_id="ws-1", table="Incidents", fields=[{"field": "Severity", **SEVERITY}]
+    )
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        blink.fields_status = status
+        with pytest.raises(
+            BlinkReadUnavailableError, match=r"nothing was sent; replace=True sends the update as given"
+        ):
+            op.execute({"ti": Pushed()})
+    assert blink.puts == []
+
+
+def test_a_merged_body_that_contradicts_itself_is_refused_before_any_write(blink_conn: None) -> None:
+    op = UpdateTableFieldOperator(
+        task_id="u",
+        ws_id="ws-1",
+        table="Incidents",
+        field="Severity",
+        field_type="single-select",
+        display_name="Severity",
+        attributes={"options": ["A", "A"]},
+    )
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        with pytest.raises(BlinkInputError, match="option 'A' is given twice"):
+            op.execute({})
+    assert blink.puts == []
+
+
+def test_replace_must_be_a_boolean() -> None:
+    with pytest.raises(BlinkInputError, match="replace must be True or False"):
+        UpdateTableFieldsOperator(task_id="a", ws_id="w", table="t", fields=[], replace="yes")  # type: ignore[arg-type]
