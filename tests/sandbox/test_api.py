@@ -11,6 +11,8 @@ import requests
 from blinkops_provider.sandbox import BlinkSandbox
 
 WRAPPER = {"status", "message", "details", "identifier", "data", "user_error"}
+OPTIONS = {"options": ["Low", "High"]}
+KEY_HEADER = "BLINK-API-KEY"
 
 
 def put(sandbox: BlinkSandbox, path: str, body: Any, key: str | None = "valid") -> requests.Response:
@@ -69,15 +71,71 @@ def test_the_body_is_json_whatever_its_content_type(blink_sandbox: BlinkSandbox,
 
 
 def test_members_left_out_are_reset(blink_sandbox: BlinkSandbox) -> None:
-    response = put(blink_sandbox, SEVERITY, {"type": "single-select"})
+    title = blink_sandbox.store.get_field("ws-demo", "Incidents", "Title")
+    assert title["attributes"]["required"] is True
+    response = put(blink_sandbox, "/workspace/ws-demo/table/Incidents/fields/Title", {"type": "text"})
     assert response.status_code == 200
     field = response.json()
-    assert field["display_name"] == "Severity"  # reset to the field's name
-    assert field["attributes"] == {}  # the options are gone
+    assert field["display_name"] == "Title"  # reset to the field's name
+    assert field["attributes"] == {} and field["description"] == ""  # required and the default are gone
+
+
+def test_the_whole_attribute_set_is_replaced_not_patched(blink_sandbox: BlinkSandbox) -> None:
+    body = {"type": "single-select", "display_name": "Severity", "attributes": {"options": ["Low", "High"]}}
+    field = put(blink_sandbox, SEVERITY, body).json()
+    assert field["attributes"] == {"options": ["Low", "High"]}  # the default_value it held is gone
+
+
+def test_the_tables_and_fields_reads_answer_as_blinks_own_tool_reads_them(blink_sandbox: BlinkSandbox) -> None:
+    headers = {KEY_HEADER: blink_sandbox.api_key}
+    tables = requests.get(f"{blink_sandbox.base_url}/workspace/ws-demo/tables", headers=headers, timeout=10).json()
+    assert [t["name"] for t in tables["results"]] == ["Incidents", "Users"]
+    url = f"{blink_sandbox.base_url}/workspace/ws-demo/table/Incidents/fields"
+    fields = requests.get(url, headers=headers, timeout=10).json()["results"]
+    system = [(f["name"], f["type"]) for f in fields if f["attributes"].get("system")]
+    assert system == [
+        ("id", "sys-id"),
+        ("created_at", "sys-time"),
+        ("updated_at", "sys-time"),
+        ("created_by", "sys-record-modifier"),
+        ("updated_by", "sys-record-modifier"),
+    ]
+    assert all(f["attributes"]["protected"] for f in fields if f["attributes"].get("system"))
+    assert requests.get(f"{url[:-7]}Nope/fields", headers=headers, timeout=10).status_code == 404
+    blink_sandbox.set_faults(fields_read_status=405)
+    assert requests.get(url, headers=headers, timeout=10).status_code == 405
+
+
+@pytest.mark.parametrize("kind", ["status", "user", "duration", "button", "attachment", "sla", "vendor", "vendors"])
+def test_every_user_type_is_accepted(blink_sandbox: BlinkSandbox, kind: str) -> None:
+    blink_sandbox.store.add_table("ws-9", f"T-{kind}", [{"name": "F", "type": kind, "display_name": "F", "attributes": {}}])
+    body = {"type": kind, "display_name": "G"}
+    if kind in ("status",):
+        body["attributes"] = {"options": ["Open"]}
+    assert put(blink_sandbox, f"/workspace/ws-9/table/T-{kind}/fields/F", body).status_code == 200
+
+
+def test_a_system_only_type_and_a_system_field_are_refused(blink_sandbox: BlinkSandbox) -> None:
+    response = put(blink_sandbox, "/workspace/ws-demo/table/Incidents/fields/id", {"type": "sys-id"})
+    assert response.status_code == 400 and "system-only type" in response.json()["details"]
+    response = put(blink_sandbox, "/workspace/ws-demo/table/Incidents/fields/created_by", {"type": "text"})
+    assert response.status_code == 400 and response.json()["identifier"] == "SYSTEM_FIELD"
+
+
+def test_a_second_reference_to_the_same_table_is_refused(blink_sandbox: BlinkSandbox) -> None:
+    blink_sandbox.store.add_table(
+        "ws-9",
+        "Links",
+        [{"name": n, "type": "reference", "display_name": n, "attributes": {}} for n in ("A", "B")],
+    )
+    target = {"type": "reference", "display_name": "A", "attributes": {"table_reference": {"table_name": "Users"}}}
+    assert put(blink_sandbox, "/workspace/ws-9/table/Links/fields/A", target).status_code == 200
+    second = put(blink_sandbox, "/workspace/ws-9/table/Links/fields/B", {**target, "display_name": "B"})
+    assert second.status_code == 400 and second.json()["identifier"] == "DUPLICATE_REFERENCE"
 
 
 def test_leaving_the_type_out_resets_it_and_is_refused_for_other_types(blink_sandbox: BlinkSandbox) -> None:
-    response = put(blink_sandbox, SEVERITY, {"display_name": "Sev"})
+    response = put(blink_sandbox, SEVERITY, {"display_name": "Sev", "attributes": {"options": ["a"]}})
     assert response.status_code == 400
     assert response.json()["identifier"] == "FIELD_TYPE_CHANGE"
     assert "by leaving 'type' out" in response.json()["details"]
@@ -102,7 +160,7 @@ def test_created_stays_updated_moves(blink_sandbox: BlinkSandbox) -> None:
     [
         ("{not json", "JSON decode error"),
         ({"type": "integer", "display_name": "X"}, "type: Input should be 'text'"),
-        ({"type": "single-select", "attributes": {"opitons": []}}, "unknown member 'opitons' in FieldAttributes"),
+        ({"type": "single-select", "attributes": {"opitons": []}}, "a 'single-select' field needs attributes.options"),
         ({"type": "single-select", "display_name": 5}, "display_name: Input should be a valid string"),
     ],
 )
@@ -159,8 +217,8 @@ def test_faults_and_request_log_through_the_admin_api(blink_sandbox: BlinkSandbo
     response = admin(blink_sandbox, "POST", "/faults", json={"sequence": [503, "ok"], "retry_after": "2"})
     assert response.status_code == 200
     assert response.json()["sequence"] == [503, "ok"]
-    assert put(blink_sandbox, SEVERITY, {"type": "single-select"}).status_code == 503
-    assert put(blink_sandbox, SEVERITY, {"type": "single-select"}).status_code == 200
+    assert put(blink_sandbox, SEVERITY, {"type": "single-select", "attributes": OPTIONS}).status_code == 503
+    assert put(blink_sandbox, SEVERITY, {"type": "single-select", "attributes": OPTIONS}).status_code == 200
     log = admin(blink_sandbox, "GET", "/requests").json()
     assert [(entry["status"], entry["fault"]) for entry in log] == [(503, 503), (200, None)]
     assert all(entry["headers"]["blink-api-key"] == "***" for entry in log)
@@ -193,6 +251,7 @@ def test_catalogue_can_be_changed_through_the_admin_api(blink_sandbox: BlinkSand
     assert "ct-000000" not in ids
     assert admin(blink_sandbox, "POST", "/reset").json() == {"connection_types": 200}
     fields = admin(blink_sandbox, "GET", "/workspace/ws-demo/table/Incidents/fields").json()
+    fields = [field for field in fields if not field["attributes"].get("system")]
     assert sorted(field["type"] for field in fields) == sorted(
         [
             "text",
@@ -212,7 +271,7 @@ def test_catalogue_can_be_changed_through_the_admin_api(blink_sandbox: BlinkSand
 def test_state_persists_in_a_db_file(tmp_path: Any) -> None:
     db = str(tmp_path / "blink.sqlite")
     with BlinkSandbox(db=db, connection_types=10) as first:
-        put(first, SEVERITY, {"type": "single-select", "display_name": "Kept"})
+        put(first, SEVERITY, {"type": "single-select", "display_name": "Kept", "attributes": OPTIONS})
         first.store.upsert_connection_types([{"id": "kept-1", "name": "kept"}])
     with BlinkSandbox(db=db, connection_types=10) as second:
         assert second.store.get_field("ws-demo", "Incidents", "Severity")["display_name"] == "Kept"
@@ -224,7 +283,7 @@ def test_truncation_applies_to_successes_only(blink_sandbox: BlinkSandbox) -> No
     missing = put(blink_sandbox, "/workspace/ws-demo/table/Incidents/fields/Nope", {"type": "text"})
     assert missing.status_code == 404
     assert set(missing.json()) == WRAPPER  # whole
-    cut = put(blink_sandbox, SEVERITY, {"type": "single-select", "display_name": "Cut"})
+    cut = put(blink_sandbox, SEVERITY, {"type": "single-select", "display_name": "Cut", "attributes": OPTIONS})
     assert cut.status_code == 200
     with pytest.raises(ValueError, match=r"Expecting|Unterminated"):
         cut.json()

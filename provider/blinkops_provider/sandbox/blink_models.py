@@ -242,17 +242,20 @@ class ConnectionTypePage(_Open):
     results: list[ConnectionType]
 
 
-def field_problems(update: FieldUpdate, current_type: str) -> list[str]:
-    """Why Blink would refuse ``update`` of a field of ``current_type`` (empty: it takes it).
+def type_change(update: FieldUpdate, field: str, current_type: str) -> str:
+    """Why ``update`` would change a field's type (a left-out type resets to ``text``), or empty."""
+    given = update.type.value if update.type is not None else "text"
+    if given == current_type:
+        return ""
+    how = f"to {given!r}" if update.type is not None else "by leaving 'type' out (it resets to 'text')"
+    return f"field {field!r} is of type {current_type!r}; the update would change it {how}. Send its type to keep it."
 
-    A type given must be the field's own (a type never changes; a left-out type resets to
-    ``text``); a select needs options; a reference needs its table.
-    """
+
+def field_problems(update: FieldUpdate) -> list[str]:
+    """Why Blink would refuse ``update`` of a field of its own type (empty: it takes it): a select
+    needs options, a reference its table."""
     given = update.type.value if update.type is not None else "text"
     problems = []
-    if given != current_type:
-        how = f"to {given!r}" if update.type is not None else "by leaving 'type' out (it resets to 'text')"
-        problems.append(f"the field is of type {current_type!r}; the update would change it {how}")
     attributes = update.attributes or FieldAttributes()
     if given in SELECTS and not attributes.options:
         problems.append(f"a {given!r} field needs attributes.options")

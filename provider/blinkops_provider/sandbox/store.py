@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from blinkops_provider.sandbox import seed as seed_data
-from blinkops_provider.sandbox.blink_models import MARKERS, SYSTEM_FIELDS, FieldUpdate, field_problems
+from blinkops_provider.sandbox.blink_models import MARKERS, SYSTEM_FIELDS, FieldUpdate, field_problems, type_change
 from blinkops_provider.sandbox.rql_sql import SQLQuery
 
 _SCHEMA = """
@@ -301,7 +301,10 @@ class SandboxStore:
             current = self._field_dict(self._field_row(ws_id, table, field))
             if any(current["attributes"].get(marker) for marker in MARKERS):
                 raise StoreError(400, f"field {field!r} is a system field and cannot be updated", None, "SYSTEM_FIELD")
-            problems = field_problems(update, current["type"])
+            changed = type_change(update, field, current["type"])
+            if changed:
+                raise StoreError(400, "changing the type is not allowed", changed, identifier="FIELD_TYPE_CHANGE")
+            problems = field_problems(update)
             if problems:
                 raise StoreError(400, "the field update is invalid", "; ".join(problems), "INVALID_FIELD")
             attributes = update.attributes.model_dump(exclude_none=True) if update.attributes else {}
