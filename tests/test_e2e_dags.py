@@ -80,7 +80,11 @@ def test_schema_migration_applies_every_declared_field(
     for declared in SCHEMA:
         field = fields[declared["field"]]
         assert (field["type"], field["display_name"]) == (declared["type"], declared["display_name"])
-        assert field["attributes"] == declared.get("attributes", {})
+        attributes = declared.get("attributes", {})
+        assert {name: field["attributes"].get(name) for name in attributes} == attributes
+    # what the declaration leaves out is kept as Blink held it (#42): the seed's required and unique fields
+    assert fields["Title"]["attributes"]["required"] is True
+    assert fields["Description"]["attributes"]["is_unique"] is True
     puts = [r for r in blink_sandbox.requests if r["method"] == "PUT"]
     assert len(puts) == len(SCHEMA)
 
@@ -88,7 +92,7 @@ def test_schema_migration_applies_every_declared_field(
 def test_a_failing_field_fails_alone(blink_sandbox: BlinkSandbox, tmp_path: Path, records: Path) -> None:
     schema = [dict(entry) for entry in SCHEMA]
     broken = next(entry for entry in schema if entry["field"] == "Severity")
-    broken["type"] = "text"  # a type change: Blink answers 400
+    broken["type"] = "text"  # a type change: the plan refuses it (Blink would answer 400), nothing is sent
     (tmp_path / "schema.json").write_text(json.dumps({"fields": schema}))
     run = migrate(schema_file=str(tmp_path / "schema.json"))
     assert state(run) == "failed"
@@ -98,15 +102,15 @@ def test_a_failing_field_fails_alone(blink_sandbox: BlinkSandbox, tmp_path: Path
     others = [entry for entry in schema if entry["field"] != "Severity"]
     assert all(fields[e["field"]]["display_name"] == e["display_name"] for e in others)
     severity_puts = [r for r in blink_sandbox.requests if r["raw_path"].endswith("/Severity")]
-    assert [r["status"] for r in severity_puts] == [400]  # failed at once: no hook retry, no task retry
-    assert len([r for r in blink_sandbox.requests if r["method"] == "PUT"]) == len(schema)
+    assert severity_puts == []  # refused by the plan: never sent, and no task retry sends it
+    assert len([r for r in blink_sandbox.requests if r["method"] == "PUT"]) == len(schema) - 1
 
 
 def test_the_batch_summary_reaches_xcom_even_when_the_task_fails(
     blink_sandbox: BlinkSandbox, tmp_path: Path, records: Path
 ) -> None:
     schema = [dict(entry) for entry in SCHEMA]
-    next(entry for entry in schema if entry["field"] == "Owner")["type"] = "text"  # a type change: 400
+    next(entry for entry in schema if entry["field"] == "Owner")["type"] = "text"  # a type change: refused
     (tmp_path / "schema.json").write_text(json.dumps({"fields": schema}))
     dag = load_dag("blink_table_schema_migration.py")
     run = migrate(dag, schema_file=str(tmp_path / "schema.json"))
@@ -114,25 +118,28 @@ def test_the_batch_summary_reaches_xcom_even_when_the_task_fails(
     (ti,) = [ti for ti in run.get_task_instances() if ti.task_id == "apply_schema"]
     summary = xcom_of(ti, dag)
     assert summary["updated"] == [entry["field"] for entry in schema if entry["field"] != "Owner"]
-    assert [(f["field"], f["status"]) for f in summary["failed"]] == [("Owner", 400)]
-    assert "changing the type is not allowed" in summary["failed"][0]["message"]
+    assert [f["field"] for f in summary["failed"]] == ["Owner"]
+    assert "not sent: the type would change from 'reference' to 'text'" in summary["failed"][0]["message"]
 
 
-def test_the_plan_is_all_added_then_all_unchanged(blink_sandbox: BlinkSandbox, records: Path) -> None:
+def test_the_plan_is_made_against_blink_then_all_unchanged(blink_sandbox: BlinkSandbox, records: Path) -> None:
     dag = load_dag("blink_table_schema_migration.py")
     names = [entry["field"] for entry in SCHEMA]
     first = migrate(dag)
     assert state(first) == "success"
     plan = xcom_of(task_of(first, "plan"), dag)
-    assert [(f["field"], f["action"]) for f in plan["fields"]] == [(name, "add") for name in names]
-    assert xcom_of(task_of(first, "apply_schema"), dag)["outcomes"] == dict.fromkeys(names, "added")
+    actions = {f["field"]: f["action"] for f in plan["fields"]}
+    assert actions["Affected hosts"] == "unchanged"  # the seed holds it as declared
+    assert {actions[name] for name in names if name != "Affected hosts"} == {"change"}  # Blink has every field
+    outcomes = xcom_of(task_of(first, "apply_schema"), dag)["outcomes"]
+    assert outcomes == {name: "unchanged" if actions[name] == "unchanged" else "changed" for name in names}
     assert (records / "ws-demo" / "Incidents.json").is_file()
 
     second = migrate(dag)
     assert state(second) == "success"
     plan = xcom_of(task_of(second, "plan"), dag)
     assert {f["action"] for f in plan["fields"]} == {"unchanged"}
-    assert "not Blink's current state" in plan["text"]
+    assert "The baseline is the table as Blink holds it" in plan["text"]
     assert xcom_of(task_of(second, "apply_schema"), dag)["outcomes"] == dict.fromkeys(names, "unchanged")
     if "review" in dag.task_ids:  # Airflow 3.1+: a person is asked only when there is something to review
         assert (state(task_of(first, "review")), state(task_of(second, "review"))) == ("success", "skipped")
@@ -143,7 +150,7 @@ def test_the_schema_may_be_given_inline_as_a_param(blink_sandbox: BlinkSandbox, 
     inline = {"fields": [{"field": "Title", "type": "text", "display_name": "Incident title"}]}
     run = migrate(dag, schema=inline)
     assert state(run) == "success"
-    assert xcom_of(task_of(run, "apply_schema"), dag)["outcomes"] == {"Title": "added"}
+    assert xcom_of(task_of(run, "apply_schema"), dag)["outcomes"] == {"Title": "changed"}
     fields = {field["name"]: field for field in blink_sandbox.store.fields("ws-demo", "Incidents")}
     assert fields["Title"]["display_name"] == "Incident title"
 
@@ -247,7 +254,7 @@ def test_a_dag_scheduled_on_the_table_asset_is_queued_by_the_migration(
     with settings.engine.connect() as connection:
         assert [row[0] for row in connection.execute(queued, {"uri": uri})] == ["blink_incidents_schema_changed"]
     extra = asset_events(uri)[-1]  # this run's (earlier tests migrated the same table)
-    assert extra["added_count"] == 10 and extra["added"][0] == "Title" and "unchanged" not in extra
+    assert extra["changed_count"] == 9 and extra["changed"][0] == "Title" and "unchanged" not in extra
     assert (extra["ws_id"], extra["table"]) == ("ws-demo", "Incidents")
 
 
@@ -445,8 +452,9 @@ with DAG("blink_rate_limited", schedule=None) as dag:
 def test_a_rate_limited_task_is_retried_after_blinks_retry_after_not_its_retry_delay(
     blink_sandbox: BlinkSandbox, tmp_path: Path
 ) -> None:
-    """The task's one request gets a 429 with Retry-After: 2 (the hook does not retry: retry_limit
-    1); BlinkRetryPolicy has Airflow retry the task after 2 s, not after its 10 minutes."""
+    """The task's first request (the read of the table's fields) gets a 429 with Retry-After: 2 (the
+    hook does not retry: retry_limit 1); BlinkRetryPolicy has Airflow retry the task after 2 s, not
+    after its 10 minutes."""
     from airflow import settings
     from sqlalchemy import text
 
@@ -462,7 +470,7 @@ def test_a_rate_limited_task_is_retried_after_blinks_retry_after_not_its_retry_d
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert "retrying after its Retry-After, 2 s" in done.stdout + done.stderr
-    assert [r["status"] for r in blink_sandbox.requests if r["method"] == "PUT"] == [429, 200]
+    assert [(r["method"], r["status"]) for r in blink_sandbox.requests] == [("GET", 429), ("GET", 200), ("PUT", 200)]
     with settings.engine.connect() as connection:
         history = (
             "SELECT end_date, retry_delay_override FROM task_instance_history WHERE dag_id = :dag AND try_number = 1"
@@ -501,10 +509,12 @@ def test_the_fleet_example_plans_each_table_reviews_once_and_applies_each(
     """#34 (in part): three tables of a folder of declared schemas, one mapped plan and one mapped
     apply per table, one review of all of them; every table's fields end as declared."""
     folder = EXAMPLE_DAGS / "blink_schema_fleet" / "ws-demo"
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(folder.glob("*.json")):  # each table's fields, named otherwise in Blink for now
         fields = json.loads(path.read_text())["fields"]
         blink_sandbox.store.add_table(
-            "ws-demo", path.stem, [{**f, "name": f["field"], "attributes": f.get("attributes", {})} for f in fields]
+            "ws-demo",
+            path.stem,
+            [{**f, "name": f["field"], "display_name": "old", "attributes": f.get("attributes", {})} for f in fields],
         )
     dag = load_dag("blink_schema_fleet.py")
     run = dag.test(mark_success_pattern="review")
