@@ -114,20 +114,22 @@ def migration_summary(log: Path, *, per_field: bool) -> list[str]:
     return summary
 
 
-def fields_as_declared(sandbox: Any, ws_id: str, table: str) -> tuple[int, int]:
+def fields_as_declared(sandbox: Any, ws_id: str, table: str) -> tuple[int, int, list[str]]:
+    """How many declared fields Blink now holds as declared, of how many, and the checks Blink held
+    that the declaration leaves out and the migration kept (``Title required``)."""
     declared = json.loads((HERE / f"{MIGRATION}.json").read_text())["fields"]
     stored = {field["name"]: field for field in sandbox.store.fields(ws_id, table)}
-    matching = sum(
-        1
-        for entry in declared
-        if (
-            stored[entry["field"]]["type"],
-            stored[entry["field"]]["display_name"],
-            stored[entry["field"]]["attributes"],
-        )
-        == (entry["type"], entry["display_name"], entry.get("attributes", {}))
-    )
-    return matching, len(declared)
+    matching, kept = 0, []
+    for entry in declared:
+        field, attributes = stored[entry["field"]], entry.get("attributes", {})
+        held = {name: field["attributes"].get(name) for name in attributes}
+        matching += (field["type"], field["display_name"], held) == (entry["type"], entry["display_name"], attributes)
+        kept += [
+            f"{entry['field']} {word}"
+            for check, word in (("required", "required"), ("is_unique", "unique"))
+            if check not in attributes and field["attributes"].get(check) is True
+        ]
+    return matching, len(declared), kept
 
 
 def main() -> int:
@@ -216,8 +218,9 @@ def main() -> int:
         say("")
         say(f"Demo finished in {time.monotonic() - started:.0f} s" + (f" against {tenant_url}" if on_tenant else ""))
         if sandbox is not None:
-            matching, declared = fields_as_declared(sandbox, ws_id, table)  # type: ignore[arg-type]
+            matching, declared, kept = fields_as_declared(sandbox, ws_id, table)  # type: ignore[arg-type]
             say(f"  Fields updated:   {matching} of {declared} fields of {ws_id}/{table} now as declared")
+            say(f"  Kept as Blink held them: {', '.join(kept) or 'nothing'} (the declaration leaves these out)")
         elif ws_id and table:
             say(f"  Fields updated:   see {logs}/{MIGRATION}-*.log")
         say(f"  Catalogue size:   {len(latest)} connection types on {days[1]}")
@@ -227,7 +230,7 @@ def main() -> int:
         )
         say(f"  Snapshots:        {folder}/ (one per run: <when>__<run id>.json and .diff.json)")
         if ws_id and table:
-            say(f"  Schema record:    {records}/{ws_id}/{table}.json (the plan's baseline)")
+            say(f"  Schema record:    {records}/{ws_id}/{table}.json (the last apply: the plan's drift baseline)")
         say(f"  Logs:             {logs}/")
         return 0
     except DemoFailed as err:

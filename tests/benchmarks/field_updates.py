@@ -11,6 +11,12 @@ and medians printed, with the latency floor ``ceil(updates / concurrency) x RTT`
 The ways: ``one by one`` (``BlinkHook.update_table_field`` in a loop) and
 ``UpdateTableFieldsOperator`` at several ``max_concurrency`` values, its default among them.
 
+Then a one-table migration of 50 fields at a 20 ms round trip (#42): the plan task
+(``plan_only``: the key's check and Blink's fields read), the apply (the read, then the PUTs at
+the default concurrency), and, beside them, the same PUTs sent alone through the hook (no read,
+no plan, no record), each against its floor: its round trips x RTT plus the server's time (the
+PUTs alone, measured straight at the sandbox with no added latency, in the same rounds).
+
 Then the scaling run: ``UpdateTableFieldsOperator`` as a migration runs it (a ``record_path``, so
 the plan, the table's lock, the record and the per-field report, with its log on), at its
 default concurrency, at 200 and 5,000 fields (40 and 400 in the smoke run). It prints the time
@@ -58,7 +64,9 @@ def child(way: str, base: str, count: int, round_: int, records: str | None = No
     os.environ["AIRFLOW_CONN_BLINK_DEFAULT"] = json.dumps({"conn_type": "blink", "host": base, "password": KEY})
     fields = declared(count, round_)
     started, cpu = time.perf_counter(), time.process_time()
-    if records is not None:  # the scaling run: a migration with its record, plan, lock and report
+    if way in MIGRATION_WAYS:
+        applied = migration_child(way, fields, records or "")
+    elif records is not None:  # the scaling run: a migration with its record, plan, lock and report
         op = UpdateTableFieldsOperator(
             task_id="apply", ws_id=WS, table=f"{TABLE}{count}", fields=fields, record_path=f"{records}/"
         )
@@ -75,6 +83,73 @@ def child(way: str, base: str, count: int, round_: int, records: str | None = No
         )
         applied = len(op.execute({})["updated"])
     print(json.dumps({"seconds": time.perf_counter() - started, "cpu": time.process_time() - cpu, "count": applied}))
+
+
+MIGRATION_FIELDS, MIGRATION_TABLE = 50, "Migrated"
+MIGRATION_WAYS = ("plan (plan_only)", "apply (read + PUTs)", "PUTs alone (hook)", "PUTs alone, no latency")
+
+
+def migration_child(way: str, fields: list[dict[str, Any]], records: str) -> int:
+    """One way of the migration benchmark, timed by the caller; returns how many fields it handled."""
+    from blinkops_provider.hooks.blink import BlinkHook
+    from blinkops_provider.operators.tables import UpdateTableFieldsOperator
+
+    common = {"ws_id": WS, "table": MIGRATION_TABLE, "fields": fields, "record_path": f"{records}/"}
+    if way.startswith("plan"):
+        return len(UpdateTableFieldsOperator(task_id="plan", plan_only=True, **common).execute({})["fields"])
+    if way.startswith("apply"):
+        return len(UpdateTableFieldsOperator(task_id="apply", **common).execute({})["updated"])
+    updates = {entry["field"]: {k: v for k, v in entry.items() if k != "field"} for entry in fields}
+    return len(BlinkHook().update_table_fields(WS, MIGRATION_TABLE, updates).applied)
+
+
+def migration(rounds: int, delay_ms: float, concurrency: int) -> None:
+    """The one-table migration of 50 fields: plan and apply beside the PUTs alone, interleaved."""
+    from blinkops_provider.sandbox import BlinkSandbox
+
+    count = MIGRATION_FIELDS
+    runs: dict[str, list[float]] = {way: [] for way in MIGRATION_WAYS}
+    with ExitStack() as stack:
+        sandbox = stack.enter_context(BlinkSandbox(connection_types=1, api_key=KEY))
+        sandbox.store.add_table(
+            WS,
+            MIGRATION_TABLE,
+            [{"name": f"f{i:03d}", "type": "text", "display_name": f"f{i}", "attributes": {}} for i in range(count)],
+        )
+        slow = _proxy(stack, sandbox.port, delay_ms)
+        records = stack.enter_context(tempfile.TemporaryDirectory(prefix="blink-bench-migration-"))
+        for round_ in range(rounds):
+            for way in MIGRATION_WAYS:
+                base = sandbox.url if way.endswith("no latency") else slow
+                command = [sys.executable, __file__, "--child", way, "--base", base, "--count", str(count)]
+                command += ["--round", str(2 * round_ + way.startswith("PUTs")), "--records", records]
+                done = subprocess.run(command, capture_output=True, text=True, check=False)
+                if done.returncode != 0:
+                    raise SystemExit(f"migration, {way}, failed:\n{done.stderr[-3000:]}")
+                figures = json.loads(done.stdout.strip().splitlines()[-1])
+                if figures["count"] != count:
+                    raise SystemExit(f"migration, {way}: {figures['count']} of {count} fields")
+                runs[way].append(figures["seconds"])
+    rtt = 2 * delay_ms / 1000
+    server = statistics.median(runs["PUTs alone, no latency"])
+    rounds_of_puts = math.ceil(count / concurrency)
+    trips = {"plan (plan_only)": 2, "apply (read + PUTs)": 1 + rounds_of_puts, "PUTs alone (hook)": rounds_of_puts}
+    print(
+        f"\nA one-table migration of {count} fields, RTT {2 * delay_ms:g} ms, max_concurrency={concurrency}, "
+        f"{rounds} interleaved round(s), medians; server time (the PUTs alone, no added latency): {server:.3f} s"
+    )
+    print(f"{'way':<28}{'seconds':>9}{'round trips':>13}{'floor':>9}{'vs floor':>10}{'vs PUTs alone':>15}")
+    alone = statistics.median(runs["PUTs alone (hook)"])
+    for way, round_trips in trips.items():
+        seconds = statistics.median(runs[way])
+        floor = round_trips * rtt + (server if "PUTs" in way else 0.0)
+        print(
+            f"{way:<28}{seconds:>9.3f}{round_trips:>13}{floor:>9.3f}{seconds / floor:>9.2f}x{seconds / alone:>14.2f}x"
+        )
+    print(
+        "  (floors: the plan's two reads (the key's check, Blink's fields); the apply's read and "
+        f"{rounds_of_puts} rounds of PUTs plus the server's time; the PUTs alone, the same rounds)"
+    )
 
 
 def main() -> int:
@@ -148,6 +223,7 @@ def main() -> int:
         f"target: the default ({DEFAULT_UPDATE_CONCURRENCY}) >= 5x faster than one by one: {one / default:.1f}x  "
         f"{verdict}{note}"
     )
+    migration(rounds, delay_ms, DEFAULT_UPDATE_CONCURRENCY)
     scaling((40, 400) if args.smoke else (200, 5_000), rounds, delay_ms, DEFAULT_UPDATE_CONCURRENCY, note)
     return 0
 

@@ -95,7 +95,7 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
             browser.get(f"{airflow_ui.url}/dags/{DAG_ID}/runs/{ti['dag_run_id']}/tasks/review/required_actions")
             button(browser, "Approve")
             waiting(browser).until(lambda driver: "Title" in driver.page_source, "the plan is not shown")
-            assert "not Blink's current state" in browser.page_source
+            assert "The baseline is the table as Blink holds it" in browser.page_source
             if shot:
                 SHOTS.mkdir(parents=True, exist_ok=True)
                 browser.save_screenshot(str(SHOTS / shot))
@@ -107,12 +107,13 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
                 run.wait()
         return review
 
-    # 1. Everything is new: a person is asked, and nothing is applied before the approval.
+    # 1. The seeded table differs from the declaration: a person is asked, and nothing is applied
+    #    before the approval.
     log = tmp_path / "run-1.log"
-    approve(start(log), log, "10 to add, 0 to change (0 destructive)", nothing_sent=True)
+    approve(start(log), log, "0 to add, 9 to change (0 destructive), 1 unchanged", nothing_sent=True)
     puts = [r for r in sandbox.requests if r["method"] == "PUT"]
     assert len(puts) == 10
-    assert "Schema of ws-demo/Incidents: 10 of 10 fields applied (10 added)" in log.read_text()
+    assert "Schema of ws-demo/Incidents: 10 of 10 fields applied (9 changed, 1 unchanged)" in log.read_text()
 
     # 2. Nothing changed: no one is asked, and the apply goes on (it corrects drift).
     log = tmp_path / "run-2.log"
@@ -153,8 +154,8 @@ FLEET = "blink_schema_fleet"
 def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
     airflow_ui: AirflowUI, sandbox: BlinkSandbox, browser: Any, tmp_path: Path
 ) -> None:
-    """Four tables of the fleet example: a first run adds every field without asking anyone
-    (policy ``risky``); the second finds one refused, one destructive, one added and one unchanged
+    """Four tables of the fleet example: a first run applies every field without asking anyone
+    (policy ``risky``); the second finds one refused, one destructive, one changed and one unchanged
     table, and asks one person once, the refused and destructive tables first."""
     import requests
 
@@ -173,11 +174,12 @@ def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
         "Catalog": [{"field": "Stage", **select}],
         "Devices": [{"field": "Stage", **select}],
     }
-    owner = {"field": "Owner", "type": "text", "display_name": "Owner"}  # in Blink, declared only later
+    owner = {"field": "Owner", "type": "text", "display_name": "Owner"}  # declared only later
+    in_blink = {**owner, "display_name": "Owner (as Blink has it)"}  # so the later declaration changes it
     for table, fields in first.items():  # the tables, made as a user would (blink-sandbox create-table)
         made = requests.put(
             f"{sandbox.url}/_sandbox/workspace/ws-ui/table/{table}",
-            json={"fields": [*fields, owner] if table == "Devices" else fields},
+            json={"fields": [*fields, in_blink] if table == "Devices" else fields},
             headers={ADMIN_HEADER: sandbox.admin_token},
             timeout=30,
         )
@@ -193,12 +195,12 @@ def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
             command = [sys.executable, "-m", "airflow", "dags", "test", FLEET, "-c", conf]
             return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
 
-    # 1. Every field is new and nothing is risky: policy "risky" asks no one.
+    # 1. Every field is as Blink holds it and nothing is risky: policy "risky" asks no one.
     assert fleet_run("first", first, "risky").wait(timeout=600) == 0, (tmp_path / "first.log").read_text()[-3000:]
     assert len([r for r in sandbox.requests if r["method"] == "PUT" and "/ws-ui/" in r["path"]]) == 4
 
-    # 2. Billing removes an option (destructive), Access changes a type (refused), Devices adds a
-    #    field, Catalog is unchanged: one review, policy "changes".
+    # 2. Billing removes an option (destructive), Access changes a type (refused), Devices declares a
+    #    field it did not before (and renames it), Catalog is unchanged: one review, policy "changes".
     second = {
         "Access": [{"field": "Stage", "type": "text", "display_name": "Stage"}],
         "Billing": [{"field": "Stage", **select, "attributes": {"options": ["New"]}}],
