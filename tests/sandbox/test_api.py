@@ -108,7 +108,9 @@ def test_the_tables_and_fields_reads_answer_as_blinks_own_tool_reads_them(blink_
 
 @pytest.mark.parametrize("kind", ["status", "user", "duration", "button", "attachment", "sla", "vendor", "vendors"])
 def test_every_user_type_is_accepted(blink_sandbox: BlinkSandbox, kind: str) -> None:
-    blink_sandbox.store.add_table("ws-9", f"T-{kind}", [{"name": "F", "type": kind, "display_name": "F", "attributes": {}}])
+    blink_sandbox.store.add_table(
+        "ws-9", f"T-{kind}", [{"name": "F", "type": kind, "display_name": "F", "attributes": {}}]
+    )
     body = {"type": kind, "display_name": "G"}
     if kind in ("status",):
         body["attributes"] = {"options": ["Open"]}
