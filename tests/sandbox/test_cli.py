@@ -208,3 +208,12 @@ def test_create_table_makes_a_table_a_fleet_can_be_migrated_into(
         schema.write_text(json.dumps({"fields": [{"field": "Name", "type": "txt", "display_name": "Name"}]}))
         assert main([*args, "--table", "Other", "--schema", str(schema)]) == 1
         assert "refused it (400)" in capsys.readouterr().err
+
+
+def test_the_fields_read_fault_switch_is_a_flag_of_serve() -> None:
+    from blinkops_provider.sandbox.cli import build_parser
+
+    args = build_parser().parse_args(["serve", "--fields-read-status", "404"])
+    assert args.fields_read_status == 404
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--fields-read-status", "500"])

@@ -58,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     faults.add_argument("--retry-after", default="1", help="Retry-After of a 429: seconds or an HTTP date")
     faults.add_argument("--seed", type=int, default=0, help="seeds the fault draws and the generated catalogue")
+    faults.add_argument(
+        "--fields-read-status",
+        type=int,
+        choices=(404, 405),
+        help="answer every GET .../fields with it, as a Blink or proxy that does not serve the read",
+    )
     put = commands.add_parser(
         "put-connection-type", help="add or change a connection type of a running sandbox (its admin API)"
     )
@@ -149,6 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sequence=args.fault_sequence,
             retry_after=args.retry_after,
             seed=args.seed,
+            fields_read_status=args.fields_read_status,
         )
     except ValidationError as err:
         print(f"blink-sandbox: invalid fault settings: {errors_text(err.errors())}", file=sys.stderr)
