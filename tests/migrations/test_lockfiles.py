@@ -149,3 +149,26 @@ def test_on_a_local_folder_a_conditional_remove_leaves_a_lock_that_replaced_the_
     assert read is not None and remove(read[1]) and store.read() is None
     assert store.create(b'{"id": "third"}') and not remove(read[1])
     assert store.read() is not None
+
+
+def test_on_s3_a_lock_replaced_between_the_reads_head_and_get_is_read_again(bucket: tuple[Any, str]) -> None:
+    """#43 item 2: s3fs raises FileExpired when the lock's ETag changed between its HEAD and its GET
+    (released and taken again meanwhile): a lost race, read again, never a configuration error."""
+    from s3fs.utils import FileExpired
+
+    store = lock_file(f"s3://aws_default@{bucket[1]}/records/ws/t.json")
+    assert store.create(b'{"id": "first"}')
+    real_open, expired = store.fs.open, [2]
+
+    def open_replaced_twice(path: str, mode: str = "rb", **kwargs: Any) -> Any:
+        if expired[0]:
+            expired[0] -= 1
+            raise FileExpired(filename=path, e_tag='"old"')
+        return real_open(path, mode, **kwargs)
+
+    store.fs.open = open_replaced_twice
+    try:
+        read = store.read()
+    finally:
+        store.fs.open = real_open
+    assert read is not None and read[0] == b'{"id": "first"}' and expired == [0]

@@ -143,6 +143,10 @@ class LocalLockFile:
             raise unusable_location(self.where, err, doing) from None
 
 
+READ_TRIES = 10
+"""Reads of a lock on S3 replaced under them (each a HEAD and a GET) before the store counts as unreadable."""
+
+
 class S3LockObject:
     """A lock on S3, or a store that speaks its API with conditional writes and deletes."""
 
@@ -156,7 +160,7 @@ class S3LockObject:
         return self._conditional("put_object", "written", FileExistsError, Body=body, IfNoneMatch="*")
 
     def read(self) -> tuple[bytes, str] | None:
-        for _ in range(3):  # replaced between the head and the get: read the new one
+        for _ in range(READ_TRIES):  # replaced between the head and the get: read the new one
             self.fs.invalidate_cache(f"{self.bucket}/{self.key}")
             try:
                 with self.fs.open(f"{self.bucket}/{self.key}", "rb") as handle:
@@ -166,7 +170,7 @@ class S3LockObject:
             except OSError as err:
                 if not _lost_a_race(err):
                     raise unusable_location(self.where, err, "read") from None
-        raise unusable_location(self.where, OSError(errno.EAGAIN, "replaced while read, three times"), "read")
+        raise unusable_location(self.where, OSError(errno.EAGAIN, f"replaced while read, {READ_TRIES} times"), "read")
 
     def remove(self, version: str) -> bool:
         return self._conditional("delete_object", "removed", FileNotFoundError, IfMatch=version)
@@ -189,9 +193,10 @@ class S3LockObject:
 
 def _lost_a_race(err: OSError) -> bool:
     """A conditional request that S3 refused because the object is not as the condition says
-    (412), or because another conditional request on it was in flight (409)."""
+    (412), or because another conditional request on it was in flight (409); or a read whose
+    object was replaced between its HEAD and its GET (s3fs's ``FileExpired``, an ``EBUSY``)."""
     code = getattr(err.__cause__, "response", {}).get("Error", {}).get("Code")
-    return code in ("PreconditionFailed", "ConditionalRequestConflict") or err.errno == errno.EINVAL
+    return code in ("PreconditionFailed", "ConditionalRequestConflict") or err.errno in (errno.EINVAL, errno.EBUSY)
 
 
 class NoLock:
