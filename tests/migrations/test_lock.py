@@ -6,6 +6,7 @@ import contextlib
 import json
 import math
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -17,7 +18,16 @@ import pytest
 import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError, BlinkLockedError, BlinkStalePlanError
-from blinkops_provider.migrations import Holder, TableLock, apply_schema, force_unlock, held_locks, plan_schema
+from blinkops_provider.migrations import (
+    Holder,
+    LockInfo,
+    TableLock,
+    apply_schema,
+    force_unlock,
+    held_locks,
+    plan_schema,
+    unlock_command,
+)
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 from tests.fake_blink import without_table_reads
 
@@ -96,7 +106,7 @@ def test_a_second_holder_is_refused_at_once_naming_the_holder_in_full_and_the_un
     text = str(refused.value)
     assert "being applied by migrate/manual__1/apply[3] (try 2) on worker-2 (pid 4242)" in text
     assert f"lock {held.id}" in text and "nothing was sent" in text
-    assert f"blink-schema unlock {records} ws-1/Incidents {held.id}" in text
+    assert f"blink-schema unlock -- {records} ws-1/Incidents {held.id}" in text
 
 
 def test_a_live_holder_keeps_its_lock_however_long_it_runs(records: str) -> None:
@@ -108,7 +118,7 @@ def test_a_live_holder_keeps_its_lock_however_long_it_runs(records: str) -> None
             lock(records, task(host="worker-1"), monotonic=lambda: far[0]).acquire()
 
 
-def test_a_waiter_backs_off_and_says_whom_it_waits_for(records: str, caplog: Any) -> None:
+def test_a_waiter_polls_often_with_jitter_and_says_whom_it_waits_for(records: str, caplog: Any) -> None:
     clock, slept = [0.0], []
 
     def sleep(seconds: float) -> None:
@@ -121,9 +131,90 @@ def test_a_waiter_backs_off_and_says_whom_it_waits_for(records: str, caplog: Any
         )
         with caplog.at_level("INFO"), pytest.raises(BlinkLockedError, match=r"waited 120 s"):
             waiter.acquire()
-    assert slept == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 29.0]
+    assert sum(slept) == pytest.approx(120)
+    assert 0.05 <= slept[0] <= 0.15 and max(slept) <= 3.0  # from 0.1 s, never more than 2 s (+50% jitter)
+    assert len(set(slept[-10:])) == 10  # jittered: no two waits alike
+    assert len(slept) > 55  # polls often: at least about every 2 s over the two minutes
     waits = [r.getMessage() for r in caplog.records if "Waiting up to" in r.getMessage()]
     assert len(waits) == 1 and "held by migrate/manual__1/apply (try 1) on worker-2" in waits[0]
+
+
+def test_the_waits_restart_short_when_another_apply_takes_the_lock(records: str) -> None:
+    """A waiter that waited long for one holder does not sleep long past the next one's release."""
+    clock, slept = [0.0], []
+    first = lock(records, task(host="worker-2", try_number=1))
+    first.acquire()
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock[0] += seconds
+        if len(slept) == 20:  # the first holder is done; another apply takes the table at once
+            first.release()
+            lock(records, task(host="worker-3", map_index=5)).acquire()
+
+    waiter = TableLock(
+        records, ws_id="ws-1", table="Incidents", holder=task(), wait=60, sleep=sleep, monotonic=lambda: clock[0]
+    )
+    with pytest.raises(BlinkLockedError):
+        waiter.acquire()
+    assert slept[19] > 1.0 and slept[20] <= 0.15  # back to 0.1 s (with jitter) for the new holder
+
+
+def test_a_dangling_link_at_the_locks_path_is_refused_within_the_wait_not_spun_on(tmp_path: Path) -> None:
+    records = f"{tmp_path}/records/"
+    (tmp_path / "records" / "ws-1").mkdir(parents=True)
+    (tmp_path / "records" / "ws-1" / "Incidents.json.lock").symlink_to(tmp_path / "nowhere")
+    clock, slept = [0.0], []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock[0] += seconds
+
+    for wait in (0, 5):
+        waiter = TableLock(
+            records, ws_id="ws-1", table="Incidents", holder=task(), wait=wait, sleep=sleep, monotonic=lambda: clock[0]
+        )
+        with pytest.raises(BlinkLockedError, match="cannot be created and reads as missing"):
+            waiter.acquire()
+    assert sum(slept) == pytest.approx(5)
+
+
+@pytest.mark.parametrize("started", [12345, "", None, "not-a-time"])
+def test_a_live_holder_on_this_host_is_not_taken_over_whatever_its_recorded_start(records: str, started: Any) -> None:
+    import os
+
+    body = {"host": socket.gethostname(), "pid": os.getpid(), "started": started, "label": "me, alive"}
+    info = LockInfo.read(json.dumps({"id": "x", "holder": body}).encode(), "v", "here")
+    assert info.holder.gone_for(task()) == ""  # this process runs: nothing shows it gone
+
+
+@pytest.mark.parametrize(
+    "holder",
+    [{"pid": 2**80, "host": socket.gethostname()}, {"map_index": "three", "pid": 1}, {"pid": -1, "try_number": "2"}],
+)
+def test_a_malformed_holder_is_described_and_never_taken_over(holder: dict[str, Any]) -> None:
+    info = LockInfo.read(json.dumps({"id": "x", "ws_id": "", "holder": holder}).encode(), "v", "here")
+    assert info.holder.gone_for(task()) == "" and info.ws_id == "?"
+    assert "held by" in info.describe()
+
+
+def test_the_printed_unlock_command_works_for_a_workspace_that_starts_with_a_dash(tmp_path: Path) -> None:
+    from blinkops_provider.migrations.cli import main
+
+    records = f"{tmp_path}/records/"
+    held = TableLock(records, ws_id="-ws", table="T", holder=task())
+    held.acquire()
+    command = unlock_command(records, "-ws", "T", held.id)
+    assert main(shlex.split(command)[1:]) == 0
+    assert held_locks(records) == []
+
+
+@pytest.mark.parametrize("records", ["", "/no/such/folder/"])
+def test_listing_the_locks_of_nothing_says_so_and_exits_2(records: str, capsys: Any) -> None:
+    from blinkops_provider.migrations.cli import main
+
+    assert main(["locks", records]) == 2
+    assert "blink-schema: " in capsys.readouterr().err
 
 
 def test_a_lock_gone_when_read_is_created_again_and_nothing_is_removed() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from urllib.parse import unquote
 
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError
@@ -50,6 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "locks":
+            if not str(args.records).strip():
+                raise BlinkInputError("give the record_path of the applies: a folder ending in '/', or a record")
+            if "://" not in args.records and not Path(args.records).exists():
+                raise BlinkInputError(f"{args.records} does not exist: give the record_path the applies use")
             locks = held_locks(args.records)
             for info in locks:
                 holder = info.holder.describe()

@@ -15,7 +15,9 @@ applies of one table never send at once and the second plans against the first o
   earlier try of the same task instance (Airflow runs one try at a time), or a process on this
   host that no longer runs. Otherwise the refusal prints the command that releases that lock by
   its id (:func:`force_unlock`, ``blink-schema unlock``), as Terraform's ``force-unlock`` does.
-- **Waiting** polls with backoff (1 s, doubling, at most 30 s) and logs whom it waits for.
+- **Waiting** polls often, with jitter, and logs whom it waits for: from 0.1 s, growing by half
+  at each poll up to 2 s, and back to 0.1 s whenever another apply holds the lock, so the time a
+  waiter lets pass after a release stays small against the holds before it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import json
 import logging
 import math
 import os
+import random
 import secrets
 import shlex
 import socket
@@ -51,7 +54,10 @@ __all__ = [
 ]
 
 LOCK_FORMAT = "blinkops-table-lock/1"
-FIRST_POLL, MAX_POLL = 1.0, 30.0
+FIRST_POLL, POLL_GROWTH, MAX_POLL = 0.1, 1.5, 2.0
+JITTER = 0.5
+"""Each wait is drawn from ``(1 - JITTER) x`` to ``(1 + JITTER) x`` the poll, so waiters started at
+once do not poll in step."""
 MAX_LOCK_WAIT = 3600.0
 """The longest an apply may wait for another apply's lock, in seconds."""
 
@@ -78,18 +84,22 @@ def _process(pid: int) -> tuple[str, str] | None:
     return after_name[0], after_name[19]
 
 
-def _running(pid: int, started: str | None) -> bool:
-    """Whether the process ``pid`` of this host, started at ``started``, still runs."""
+def _running(pid: int, started: Any) -> bool:
+    """Whether the process ``pid`` of this host, started at ``started``, may still run: False only
+    where it is shown gone (no such process, a zombie, or another process with that pid since)."""
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        return True  # not a process id: nothing shows it gone
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except (PermissionError, OverflowError, ValueError, OSError):
         return True
     now = _process(pid)
     if now is None:
         return True
-    return now[0] not in ("Z", "X") and (started is None or now[1] == started)
+    known = isinstance(started, str) and started.isdigit()  # a start time this module recorded
+    return now[0] not in ("Z", "X") and (not known or now[1] == started)
 
 
 @dataclass(frozen=True)
@@ -145,11 +155,17 @@ class Holder:
 
     @classmethod
     def from_json(cls, data: Any) -> Holder:
+        """A holder as a lock's body names it; a member of the wrong type is left unknown."""
         data = data if isinstance(data, dict) else {}
-        known = {f.name for f in fields(cls)}
-        values = {name: value for name, value in data.items() if name in known}
-        host, pid = values.pop("host", None), values.pop("pid", None)
-        return cls(host=str(host or "an unknown host"), pid=pid if isinstance(pid, int) else 0, **values)
+        kinds = {"pid": int, "map_index": int, "try_number": int}
+        values: dict[str, Any] = {}
+        for name in (f.name for f in fields(cls)):
+            value, kind = data.get(name), kinds.get(name, str)
+            if isinstance(value, kind) and not isinstance(value, bool):
+                values[name] = value
+        values["host"] = values.get("host") or "an unknown host"
+        values.setdefault("pid", 0)
+        return cls(**values)
 
 
 def _running_task_instance() -> Any:
@@ -184,7 +200,7 @@ class LockInfo:
             owner = data.get("owner") if isinstance(data, dict) else None  # a lock of 0.1's format
             holder = Holder.from_json({"label": str(owner) if owner else "an unknown holder"})
             return cls(f"unknown-{digest}", "?", "?", "an unknown time", holder, where, version)
-        text = {name: str(data.get(name, "?")) for name in ("ws_id", "table", "since")}
+        text = {name: str(data.get(name) or "?") for name in ("ws_id", "table", "since")}
         return cls(data["id"], holder=Holder.from_json(data.get("holder")), where=where, version=version, **text)
 
     def describe(self) -> str:
@@ -194,7 +210,7 @@ class LockInfo:
 def unlock_command(records: str, ws_id: str, table: str, lock_id: str) -> str:
     """The command that releases one lock by its id (``records`` as ``record_path`` names it)."""
     table_arg = f"{segment(ws_id, 'workspace id')}/{segment(table, 'table name')}"
-    return f"blink-schema unlock {shlex.quote(records)} {shlex.quote(table_arg)} {shlex.quote(lock_id)}"
+    return f"blink-schema unlock -- {shlex.quote(records)} {shlex.quote(table_arg)} {shlex.quote(lock_id)}"
 
 
 class TableLock:
@@ -253,28 +269,35 @@ class TableLock:
             )
             return
         body, deadline = self._body(), self.monotonic() + self.wait
-        poll, told = FIRST_POLL, ""
+        poll, told, vanished = FIRST_POLL, "", 0
+        jitter = random.Random(self.id)  # each waiter its own draws
         while not self.file.create(body):
             found = self.file.read()
-            if found is None:
-                continue  # released since: try again
-            other = LockInfo.read(*found, self.file.where)
-            why = other.holder.gone_for(self.holder)
-            if why:
+            vanished = vanished + 1 if found is None else 0
+            if vanished == 1:
+                continue  # released since: try again at once
+            other = None if found is None else LockInfo.read(*found, self.file.where)
+            why = other.holder.gone_for(self.holder) if other is not None else ""
+            if other is not None and why:
                 self.log.warning("Taking over the %s: %s", other.describe(), why)
                 self.file.remove(other.version)  # that lock only: one that replaced it stays
                 continue
             left = deadline - self.monotonic()
             if left <= 0:
                 raise BlinkLockedError(self._refusal(other))
-            if told != other.id:
+            if other is not None and told != other.id:
                 self.log.info("Waiting up to %s s for the %s", f"{left:.0f}", other.describe())
-                told = other.id
-            self.sleep(min(poll, left))
-            poll = min(poll * 2, MAX_POLL)
+                told, poll = other.id, FIRST_POLL  # a new holder: its hold starts now
+            self.sleep(min(poll * jitter.uniform(1 - JITTER, 1 + JITTER), left))
+            poll = min(poll * POLL_GROWTH, MAX_POLL)
 
-    def _refusal(self, other: LockInfo) -> str:
+    def _refusal(self, other: LockInfo | None) -> str:
         waited = f" (waited {self.wait:g} s)" if self.wait else ""
+        if other is None:  # a lock that cannot be created, nor read: a dangling link, say
+            return (
+                f"{self.ws_id}/{self.table}: the lock at {self.file.where} cannot be created and reads as missing (a "
+                f"broken link there?); nothing was sent{waited}. Remove what stands at that path once no apply runs"
+            )
         command = unlock_command(self.records, self.ws_id, self.table, other.id)
         return (
             f"{self.ws_id}/{self.table} is being applied by {other.holder.describe()} (since {other.since}; lock "
