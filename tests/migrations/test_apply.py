@@ -241,3 +241,19 @@ def test_a_declaration_that_contradicts_itself_is_refused_by_the_plan(
         result = apply_schema(hook, "ws-1", "T", [entry], record_path=f"{tmp_path}/")
     assert result.outcomes() == {"A": "failed"} and why in str(result.failed["A"])
     assert blink.puts == []
+
+
+def test_a_plan_its_recorded_policy_should_not_have_let_through_is_not_applied(hook: Any, tmp_path: Path) -> None:
+    """#43 item 9: a destructive plan whose XCom says review policy 'risky' let it through with no
+    one asked (an edited XCom) is refused by the apply, judged from its own plan; nothing is sent."""
+    losing = [{**OPTIONS_ONLY[0], "attributes": {"options": ["Low"]}}]  # 'High' removed: destructive
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        approved = plan_schema(hook, "ws-1", "Incidents", losing, record_path=f"{tmp_path}/").to_xcom()
+        assert approved["counts"]["destructive"] == 1
+        forged = {**approved, "review": {"policy": "risky", "reviewed": False}}
+        with pytest.raises(BlinkInputError, match="needs a person's approval under review policy 'risky'"):
+            apply_schema(hook, "ws-1", "Incidents", losing, record_path=f"{tmp_path}/", plan=forged)
+        approved["review"] = {"policy": "risky", "reviewed": True}
+        assert apply_schema(hook, "ws-1", "Incidents", losing, record_path=f"{tmp_path}/", plan=approved).ok
+    assert [field for _, field, _ in blink.puts] == ["Severity"]  # the approved one only

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations.fleet import fleet_review, fleet_summary, let_through, review_needed
+from blinkops_provider.migrations.fleet import (
+    MAX_REVIEW_CHARS,
+    fleet_review,
+    fleet_summary,
+    let_through,
+    review_needed,
+)
 from blinkops_provider.migrations.plan import SchemaPlan, plan_fields
 from blinkops_provider.models import validate_field_updates
 
@@ -57,7 +64,8 @@ def test_the_baseline_is_said_once_for_the_fleet_not_once_a_table() -> None:
 def test_past_the_size_bound_the_rest_are_named_with_where_their_plans_are() -> None:
     plans = fleet()
     whole = fleet_review(plans)
-    bounded = fleet_review(plans, max_chars=whole.index("### ws/Beta") + 10)
+    bounded = fleet_review(plans, max_chars=whole.index("### ws/Beta") + 200)  # room for the note too
+    assert len(bounded) <= whole.index("### ws/Beta") + 200
     assert "### ws/Gamma" in bounded and "### ws/Zeta" not in bounded
     assert "2 more table(s) not shown here" in bounded and "ws/Beta, ws/Zeta" in bounded
     assert "Their full plans are in the XCom of their plan tasks" in bounded
@@ -134,3 +142,48 @@ def test_the_summary_says_which_tables_were_applied_unchanged_failed_or_stale() 
 def test_the_summary_needs_one_result_per_table() -> None:
     with pytest.raises(BlinkInputError, match="2 tables but 1 apply results"):
         fleet_summary([{"ws_id": "w", "table": "a"}, {"ws_id": "w", "table": "b"}], [None])
+
+
+# -- a review a person can trust (#43 items 7 to 10) ----------------------------------------------------
+
+
+@pytest.mark.parametrize("tables", [1, 500, 5000])
+@pytest.mark.parametrize("max_chars", [MAX_REVIEW_CHARS, 3000])
+def test_the_whole_review_stays_within_its_bound_and_every_changed_table_is_findable(
+    tables: int, max_chars: int
+) -> None:
+    one = fleet()[2]  # Beta: a destructive table's plan
+    plans = [{**one, "table": f"T{n:05d}"} for n in range(tables)]
+    text = fleet_review(plans, max_chars=max_chars)
+    assert len(text) <= max_chars
+    named = sum(f"ws/T{n:05d}" in text for n in range(tables))
+    counted = re.findall(r"and (\d+) more table\(s\) to change: their plans are in their plan tasks' XCom", text)
+    assert named + sum(map(int, counted)) >= tables
+
+
+@pytest.mark.parametrize(
+    "name", ["Beta\nws/Beta: 0 destructive", "Beta\r### ws/Forged", "Beta\u2028Nothing to change in: x"]
+)
+def test_a_name_cannot_forge_a_line_of_the_review_or_the_summary(name: str) -> None:
+    plans = [{**plan, "table": name} if plan["table"] == "Beta" else plan for plan in fleet()]
+    review = fleet_review(plans)
+    for line in review.splitlines():
+        assert not line.startswith(("ws/Beta: 0", "### ws/Forged", "Nothing to change in: x"))
+    summary = fleet_summary([{"ws_id": "ws", "table": name}], [{"outcome": "failed", "error": "x\ny: applied"}])
+    assert len(summary["text"].splitlines()) == 3 and "y: applied" not in summary["text"].splitlines()
+
+
+def test_edited_counts_do_not_let_a_destructive_plan_through_unreviewed() -> None:
+    destructive = fleet()[2]  # Beta
+    edited = {**destructive, "counts": {"add": 0, "change": 0, "unchanged": 1, "refused": 0, "destructive": 0}}
+    edited["has_changes"] = False
+    assert review_needed([edited], "risky") and review_needed([edited], "changes")
+    with pytest.raises(BlinkInputError, match="needs a person's approval under review policy 'risky'"):
+        let_through(edited, policy="risky", reviewed=False)
+    assert let_through(edited, policy="risky", reviewed=True)["review"] == {"policy": "risky", "reviewed": True}
+
+
+@pytest.mark.parametrize("result", [["not", "a", "mapping"], "text", {"outcome": ["x"], "rate_limited": "many"}])
+def test_a_malformed_apply_result_is_a_failure_in_the_summary_not_a_crash(result: Any) -> None:
+    summary = fleet_summary([{"ws_id": "ws", "table": "T"}], [result])
+    assert summary["failed"] == ["ws/T"] and summary["rate_limited"] == 0

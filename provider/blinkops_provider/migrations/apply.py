@@ -28,6 +28,7 @@ from blinkops_provider.exceptions import (
     BlinkReadUnavailableError,
 )
 from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook, FieldUpdates, check_concurrency
+from blinkops_provider.migrations.fleet import check_let_through
 from blinkops_provider.migrations.lock import Holder, TableLock, check_lock_wait
 from blinkops_provider.migrations.plan import REFUSED, UNCHANGED, SchemaPlan, make_plan
 from blinkops_provider.migrations.record import SchemaRecord, check_shared, record_location
@@ -235,10 +236,15 @@ class _Recording:
         return full
 
 
-def _log_review(log: Any, planned: SchemaPlan, approved: Mapping[str, Any] | str) -> None:
-    """Say which review policy let the approved plan through, when its XCom records one."""
+def _check_review(log: Any, planned: SchemaPlan, approved: Mapping[str, Any] | str) -> None:
+    """Refuse a plan that the review policy recorded in its XCom should not have let through
+    unreviewed (judged from this apply's own plan); say which policy let it through.
+
+    :raises BlinkInputError: the policy asks a person to approve this plan, and no one did.
+    """
     review = approved.get("review") if isinstance(approved, Mapping) else None
     if isinstance(review, Mapping):
+        check_let_through(planned.to_xcom(), review.get("policy"), review.get("reviewed"))
         who = "approved by a person" if review.get("reviewed") else "no one was asked"
         log.info("Plan %s let through by review policy %r (%s)", planned.fingerprint, review.get("policy"), who)
 
@@ -293,7 +299,7 @@ def apply_schema(
         planned, recorded = _plan(hook, record, batch, replace)
         if approved is not None:
             planned.check_approved(approved)  # before anything is sent
-            _log_review(hook.log, planned, approved)
+            _check_review(hook.log, planned, approved)
         planned.log_to(hook.log)
         recording = _Recording(record, recorded, planned, batch, only_changed)
         try:

@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations.plan import BASELINE, RECORD_BASELINE
+from blinkops_provider.migrations.plan import ADD, BASELINE, CHANGE, RECORD_BASELINE, REFUSED, one_line
+from blinkops_provider.migrations.plan import UNCHANGED as KEPT
 
 __all__ = [
     "MAX_REVIEW_CHARS",
@@ -27,6 +28,7 @@ __all__ = [
     "REVIEW_CHANGES",
     "REVIEW_POLICIES",
     "REVIEW_RISKY",
+    "check_let_through",
     "check_review_policy",
     "fleet_review",
     "fleet_summary",
@@ -38,56 +40,119 @@ MAX_REVIEW_CHARS = 20_000
 """The most characters of a fleet's review; the plans past it are in their tasks' XCom."""
 
 
+MIN_REVIEW_CHARS = 1_000
+"""The smallest size bound a review takes: room for its summary and the count of what it leaves out."""
+
+
+def _rows_of(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    rows = plan.get("fields")
+    return [row for row in rows if isinstance(row, Mapping)] if isinstance(rows, list) else []
+
+
+def _risky(plan: Mapping[str, Any]) -> bool:
+    """Whether a plan refuses or destroys anything, by its rows (not its stored counts)."""
+    return any(row.get("action") == REFUSED or row.get("destructive") is True for row in _rows_of(plan))
+
+
+def _changes(plan: Mapping[str, Any]) -> bool:
+    """Whether a plan adds, changes or refuses anything, by its rows (not its stored flag)."""
+    return any(row.get("action") != KEPT for row in _rows_of(plan))
+
+
+def _name(plan: Mapping[str, Any]) -> str:
+    """``ws/table`` on one line, whatever the names hold (no line break can forge a review line)."""
+    return one_line(f"{plan.get('ws_id')}/{plan.get('table')}")
+
+
 def _rank(plan: Mapping[str, Any]) -> tuple[int, str]:
-    counts = plan.get("counts") or {}
-    risk = 0 if counts.get("refused") else 1 if counts.get("destructive") else 2
-    return risk, f"{plan.get('ws_id')}/{plan.get('table')}"
+    rows = _rows_of(plan)
+    risk = 0 if any(row.get("action") == REFUSED for row in rows) else 1 if _risky(plan) else 2
+    return risk, _name(plan)
 
 
 def _line(plan: Mapping[str, Any]) -> str:
-    c = plan.get("counts") or {}
-    flags = [word for word in ("refused", "destructive") if c.get(word)]
+    rows = _rows_of(plan)
+    count = {action: sum(row.get("action") == action for row in rows) for action in (ADD, CHANGE, REFUSED, KEPT)}
+    destructive = sum(row.get("destructive") is True for row in rows)
+    flags = [word for word, n in (("refused", count[REFUSED]), ("destructive", destructive)) if n]
     mark = f" [{', '.join(flags).upper()}]" if flags else ""
     return (
-        f"- {plan.get('ws_id')}/{plan.get('table')}{mark}: {c.get('add', 0)} to add, {c.get('change', 0)} to change "
-        f"({c.get('destructive', 0)} destructive), {c.get('refused', 0)} refused, {c.get('unchanged', 0)} unchanged "
-        f"(plan {plan.get('fingerprint')})"
+        f"- {_name(plan)}{mark}: {count[ADD]} to add, {count[CHANGE]} to change ({destructive} destructive), "
+        f"{count[REFUSED]} refused, {count[KEPT]} unchanged (plan {one_line(str(plan.get('fingerprint')))})"
     )
 
 
+def _fit(items: Sequence[str], room: int, sep: str) -> tuple[list[str], int]:
+    """The first of ``items`` whose joined length fits in ``room``, and how many are left out."""
+    kept: list[str] = []
+    used = 0
+    for item in items:
+        used += len(item) + (len(sep) if kept else 0)
+        if used > room:
+            break
+        kept.append(item)
+    return kept, len(items) - len(kept)
+
+
 def fleet_review(plans: Sequence[Mapping[str, Any]], *, max_chars: int = MAX_REVIEW_CHARS) -> str:
-    """The text of one review of many tables' plans (Markdown, which reads as plain text too).
+    """The text of one review of many tables' plans (Markdown, which reads as plain text too),
+    at most ``max_chars`` long whatever the number of tables.
+
+    What a table needs is read from its rows, never from its stored counts; every name is written
+    on one line. The tables with refused or destructive changes come first; each changed table is
+    named, or counted with where its plan is (its plan task's XCom) when the bound leaves no room.
 
     :param plans: the plans' XComs, one per table.
-    :param max_chars: the size bound: each changed table's rows are added while they fit; the
-        rest are named, with where their plans are.
+    :param max_chars: the size bound (at least :data:`MIN_REVIEW_CHARS`).
     """
-    changed = sorted((p for p in plans if p.get("has_changes")), key=_rank)
-    unchanged = sorted(f"{p.get('ws_id')}/{p.get('table')}" for p in plans if not p.get("has_changes"))
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < MIN_REVIEW_CHARS:
+        raise BlinkInputError(f"max_chars must be an integer of {MIN_REVIEW_CHARS} or more, got {max_chars!r}")
+    changed = sorted((p for p in plans if _changes(p)), key=_rank)
+    unchanged = sorted(_name(p) for p in plans if not _changes(p))
     risky = sum(1 for p in changed if _rank(p)[0] < 2)
     lines = [
         f"Fleet review: {len(plans)} tables, {len(changed)} to change ({risky} with refused or destructive "
         f"changes, listed first), {len(unchanged)} unchanged.",
         "",
-        *(_line(plan) for plan in changed),
     ]
+    listed, left = _fit([_line(plan) for plan in changed], max_chars * 2 // 5, "\n")
+    lines += listed
+    if left:
+        lines.append(f"- and {left} more table(s) to change: their plans are in their plan tasks' XCom")
     if unchanged:
-        lines += ["", f"Nothing to change in: {', '.join(unchanged)}"]
+        names, more = _fit(unchanged, max_chars // 10, ", ")
+        lines += ["", f"Nothing to change in: {', '.join(names)}" + (f" and {more} more" if more else "")]
     said = [text for text in (BASELINE, RECORD_BASELINE) if any(p.get("baseline") == text for p in changed)]
     lines += [line for text in said for line in ("", text)]  # once for the fleet, not once a table
-    text, left = "\n".join(lines), list[str]()
-    for plan in changed:
-        rows = f"\n\n### {plan.get('ws_id')}/{plan.get('table')}\n\n{_rows(plan)}"
-        if left or len(text) + len(rows) > max_chars:
-            left.append(f"{plan.get('ws_id')}/{plan.get('table')}")
-        else:
-            text += rows
-    if left:
-        text += (
-            f"\n\n{len(left)} more table(s) not shown here, to keep the review within {max_chars:,} characters: "
-            f"{', '.join(left)}. Their full plans are in the XCom of their plan tasks."
-        )
-    return text
+    text = "\n".join(lines)
+    return text + _table_rows(changed, max_chars - len(text))
+
+
+def _table_rows(changed: Sequence[Mapping[str, Any]], room: int) -> str:
+    """Each changed table's rows while they fit in ``room``, then what was left out: named while
+    that fits, else counted (a table's rows give way to the note that names the rest)."""
+    blocks = [f"\n\n### {_name(plan)}\n\n{_rows(plan)}" for plan in changed]
+    shown = 0
+    while shown < len(blocks) and sum(map(len, blocks[: shown + 1])) <= room:
+        shown += 1
+    while True:
+        text = "".join(blocks[:shown]) + _left_out([_name(plan) for plan in changed[shown:]], room)
+        if len(text) <= room or shown == 0:
+            return text[:room]
+        shown -= 1
+
+
+def _left_out(names: Sequence[str], room: int) -> str:
+    if not names:
+        return ""
+    note = (
+        "\n\n{} more table(s) not shown here, to keep the review within the bound: {}. Their full plans are in "
+        "the XCom of their plan tasks."
+    )
+    kept, more = _fit(names, max(room - len(note) - 40, 0), ", ")
+    return note.format(
+        len(names), ", ".join(kept) + (f" and {more} more" if more else "") if kept else f"{more} tables"
+    )
 
 
 def _rows(plan: Mapping[str, Any]) -> str:
@@ -117,13 +182,14 @@ def check_review_policy(policy: Any) -> str:
 
 
 def review_needed(plans: Sequence[Mapping[str, Any]], policy: str = REVIEW_CHANGES) -> bool:
-    """Whether a person must approve these plans under ``policy`` (see :data:`REVIEW_POLICIES`)."""
+    """Whether a person must approve these plans under ``policy`` (see :data:`REVIEW_POLICIES`),
+    judged from their rows (an edited ``counts`` or ``has_changes`` changes nothing)."""
     policy = check_review_policy(policy)
     if policy == REVIEW_ALWAYS:
         return True
     if policy == REVIEW_CHANGES:
-        return any(plan.get("has_changes") for plan in plans)
-    return any(_rank(plan)[0] < 2 for plan in plans if plan.get("has_changes"))
+        return any(_changes(plan) for plan in plans)
+    return any(_risky(plan) for plan in plans)
 
 
 def let_through(plan: Mapping[str, Any], *, policy: str, reviewed: bool) -> dict[str, Any]:
@@ -132,7 +198,18 @@ def let_through(plan: Mapping[str, Any], *, policy: str, reviewed: bool) -> dict
     logs it and reports it in its XCom; the plan's identity and rows are unchanged by it."""
     if not isinstance(reviewed, bool):
         raise BlinkInputError(f"reviewed must be True or False, got {reviewed!r}")
+    check_let_through(plan, policy, reviewed)
     return {**plan, "review": {"policy": check_review_policy(policy), "reviewed": reviewed}}
+
+
+def check_let_through(plan: Mapping[str, Any], policy: Any, reviewed: Any) -> None:
+    """:raises BlinkInputError: ``policy`` asks a person to approve ``plan`` (by its rows), and no
+    one did: such a plan must not be applied."""
+    if reviewed is not True and review_needed([plan], check_review_policy(policy)):
+        raise BlinkInputError(
+            f"plan {one_line(str(plan.get('fingerprint')))} of {_name(plan)} needs a person's approval under review "
+            f"policy {policy!r} ({REVIEW_POLICIES[policy]}), and none was given: nothing is applied"
+        )
 
 
 APPLIED, UNCHANGED, FAILED, STALE = "applied", "unchanged", "failed", "stale"
@@ -143,7 +220,13 @@ def _outcome(result: Mapping[str, Any] | None) -> str:
     if not result:
         return FAILED  # the apply failed before it knew anything of the table, or never ran
     outcome = result.get("outcome")
-    return outcome if outcome in OUTCOMES else FAILED
+    return outcome if isinstance(outcome, str) and outcome in OUTCOMES else FAILED
+
+
+def _waits(result: Mapping[str, Any] | None) -> int:
+    """The 429 answers an apply met, as it reports them (anything but a count is none)."""
+    waits = (result or {}).get("rate_limited")
+    return waits if isinstance(waits, int) and not isinstance(waits, bool) and waits > 0 else 0
 
 
 def fleet_summary(tables: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any] | None]) -> dict[str, Any]:
@@ -161,13 +244,15 @@ def fleet_summary(tables: Sequence[Mapping[str, Any]], results: Sequence[Mapping
     summary: dict[str, Any] = {outcome: [] for outcome in OUTCOMES}
     errors: dict[str, str] = {}
     waits = 0
-    for table, result in zip(tables, results, strict=True):
-        name = f"{table.get('ws_id')}/{table.get('table')}"
+    for table, given in zip(tables, results, strict=True):
+        result = given if isinstance(given, Mapping) else None  # anything else: no result
+        name = _name(table) if isinstance(table, Mapping) else one_line(str(table))
         outcome = _outcome(result)
         summary[outcome].append(name)
-        waits += int((result or {}).get("rate_limited") or 0)
+        waits += _waits(result)
         if outcome in (FAILED, STALE):
-            errors[name] = str((result or {}).get("error") or _fields_failed(result) or "no result: see its task's log")
+            why = (result or {}).get("error") or _fields_failed(result) or "no result: see its task's log"
+            errors[name] = one_line(str(why))
     lines = [
         f"Fleet of {len(tables)} tables: {len(summary[APPLIED])} applied, {len(summary[UNCHANGED])} unchanged, "
         f"{len(summary[FAILED])} failed, {len(summary[STALE])} stale; {waits} rate-limit (429) wait(s)."
@@ -180,7 +265,9 @@ def fleet_summary(tables: Sequence[Mapping[str, Any]], results: Sequence[Mapping
 
 
 def _fields_failed(result: Mapping[str, Any] | None) -> str:
-    failed = [entry.get("field") for entry in (result or {}).get("failed") or [] if isinstance(entry, Mapping)]
-    unknown = list((result or {}).get("unknown") or [])
+    given = (result or {}).get("failed")
+    failed = [entry.get("field") for entry in given if isinstance(entry, Mapping)] if isinstance(given, list) else []
+    unknown = (result or {}).get("unknown")
+    unknown = list(unknown) if isinstance(unknown, list) else []
     parts = [f"fields failed: {', '.join(map(str, failed))}"] if failed else []
     return "; ".join(parts + ([f"fields unknown: {', '.join(map(str, unknown))}"] if unknown else []))
