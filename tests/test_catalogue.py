@@ -39,10 +39,10 @@ def test_a_diff_names_the_types_and_the_members_that_changed_old_to_new() -> Non
     (changed,) = whole["changed"]
     assert changed["id"] == "b" and changed["name"] == "gcp-2"
     members = {m["member"]: m for m in changed["members"]}
-    assert (members["name"]["before"], members["name"]["after"]) == ("gcp", "gcp-2")
+    assert (members["name"]["before"], members["name"]["after"]) == ('"gcp"', '"gcp-2"')  # as JSON
     assert members["metadata"]["before"] == "null" and len(members["metadata"]["after"]) == 60  # cut
     assert diff.describe() == "1 added, 1 removed, 1 changed, 1 unchanged"
-    assert "changed: gcp-2 (b): metadata: null -> " in diff.lines()[2] and "name: gcp -> gcp-2" in diff.lines()[2]
+    assert "changed: gcp-2 (b): metadata: null -> " in diff.lines()[2] and 'name: "gcp" -> "gcp-2"' in diff.lines()[2]
     assert diff.lines()[:2] == ["added: new (d)", "removed: okta (c)"]
     assert list(diff.to_xcom())[:3] == ["counts", "baseline", "total"]
 
@@ -203,3 +203,34 @@ def test_shared_snapshots_are_compared_under_any_executor() -> None:
     """A folder that is not a worker's scratch disk (a shared mount, say) is compared as before."""
     shared = Path("/srv-blink-test-shared")  # not under /tmp, /var/tmp, /dev/shm or the temp dir
     assert previous_snapshot(shared / "connection_types" / "2026-11-22.json", executor="CeleryExecutor") is None
+
+
+# -- what a person reads is what there is (#43 items 11 and 12) ------------------------------------------
+
+
+def test_a_name_or_value_cannot_forge_or_hide_a_diff_line_and_1_is_not_1_quoted() -> None:
+    before = [{"id": "a", "name": "x", "v": 1}]
+    after = [{"id": "a", "name": "x\nadded: forged (f)\x1b[2K", "v": "1"}]
+    lines = diff_catalogues(before, after).lines()
+    assert len(lines) == 1 and "\\u000a" in lines[0] and "\x1b" not in lines[0]
+    assert 'v: 1 -> "1"' in lines[0]
+
+
+def test_a_folder_named_like_a_snapshot_is_neither_pruned_nor_picked(tmp_path: Path) -> None:
+    folder = tmp_path / "connection_types"
+    folder.mkdir()
+    names = [f"2026-01-0{day}T000000000000Z__run{day}.json" for day in range(1, 5)]
+    for name in names[1:]:
+        (folder / name).write_text("[]")
+    (folder / names[0]).mkdir()  # a folder with a snapshot's name
+    assert previous_snapshot(str(folder / names[2]), executor="LocalExecutor").name == names[1]
+    assert previous_snapshot(str(folder / names[1]), executor="LocalExecutor") is None
+    assert prune_snapshots(str(folder / names[3]), keep=2) == [names[1]]
+    assert (folder / names[0]).is_dir()
+
+
+def test_a_corrupt_snapshot_is_refused_naming_the_file(tmp_path: Path) -> None:
+    broken = tmp_path / "2026-01-01T000000000000Z__r.json"
+    broken.write_text("[{")
+    with pytest.raises(ValueError, match=r"the snapshot .*2026-01-01T000000000000Z__r\.json cannot be read as JSON"):
+        read_snapshot(str(broken))

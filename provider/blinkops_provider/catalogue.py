@@ -121,17 +121,27 @@ class CatalogueDiff:
         out = []
         for kind, ids in (("added", self.added), ("removed", self.removed), ("changed", self.changed)):
             for i in ids[:cap]:
-                shown = "; ".join(f"{m}: {_shown(b)} -> {_shown(a)}" for m, b, a in self.members.get(i, []))
-                out.append(f"{kind}: {self.names.get(i)} ({i})" + (f": {shown}" if shown else ""))
+                shown = "; ".join(f"{_text(m)}: {_shown(b)} -> {_shown(a)}" for m, b, a in self.members.get(i, []))
+                out.append(f"{kind}: {_text(self.names.get(i))} ({_text(i)})" + (f": {shown}" if shown else ""))
             if len(ids) > cap:
                 out.append(f"{kind}: and {len(ids) - cap} more (all in the .diff.json file)")
         return out
 
 
 def _shown(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    text = text.replace("\n", " ").replace("\r", " ")
+    """A value as JSON (so ``1`` and ``"1"`` read differently), on one line and with no control
+    character that could forge or hide a line, cut to :data:`SHOWN` characters."""
+    text = _text(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str))
     return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
+
+
+_CONTROLS = {c: f"\\u{c:04x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029]}
+
+
+def _text(value: Any) -> str:
+    """A name or value as a diff line shows it: every control character (line breaks, ANSI
+    escapes) written as its escape."""
+    return str(value).translate(_CONTROLS)
 
 
 def diff_catalogues(
@@ -178,7 +188,10 @@ def read_snapshot(path: Any) -> list[dict[str, Any]]:
 
     :param path: an ``ObjectStoragePath``, a ``pathlib.Path``, or a string for either.
     """
-    data = json.loads(_as_path(path).read_text(encoding="utf-8"))
+    try:
+        data = json.loads(_as_path(path).read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as err:
+        raise ValueError(f"the snapshot {path} cannot be read as JSON ({err}); move it aside to start again") from None
     if not isinstance(data, list):
         raise ValueError(f"{path} is not a snapshot: a JSON array was expected, found {type(data).__name__}")
     return data
@@ -240,7 +253,7 @@ def previous_snapshot(path: Any, *, executor: str | None = None) -> Any | None:
         )
     if not folder.exists():
         return None
-    older = [p for p in folder.iterdir() if _SNAPSHOT_NAME.match(p.name) and p.name < current.name]
+    older = [p for p in folder.iterdir() if _SNAPSHOT_NAME.match(p.name) and p.name < current.name and p.is_file()]
     return max(older, key=lambda p: p.name) if older else None
 
 
@@ -254,7 +267,8 @@ def prune_snapshots(path: Any, keep: int) -> list[str]:
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 2:
         raise ValueError(f"keep must be a whole number of snapshots, at least 2, got {keep!r}")
     current = _as_path(path)
-    snapshots = sorted((p for p in current.parent.iterdir() if _SNAPSHOT_NAME.match(p.name)), key=lambda p: p.name)
+    named = (p for p in current.parent.iterdir() if _SNAPSHOT_NAME.match(p.name) and p.is_file())
+    snapshots = sorted(named, key=lambda p: p.name)
     stale = [p for p in snapshots[:-keep] if p.name != current.name]
     for old in stale:
         old.unlink(missing_ok=True)
