@@ -311,3 +311,45 @@ def test_airflow_and_the_helper_agree_on_every_spelling() -> None:
         assert Asset(uri=spelling).uri == helper == "blink://app.blinkops.com/ws%20demo/a%2Fb"
     if not airflow.__version__.startswith("2."):  # Airflow 2.11 refuses a URI that is not ASCII itself
         assert Asset(uri="blink://h/ws/Inc idents Über").uri == blink_table_asset("ws", "Inc idents Über", host="h").uri
+
+
+# -- announce_applied on a report it cannot use (#43 item 13) ---------------------------------------------
+
+GOOD_REPORT = {
+    "ws_id": "ws-1",
+    "table": "Incidents",
+    "updated": ["a"],
+    "failed": [{"field": "b", "status": 400, "message": "no"}],
+    "unknown": [],
+    "outcomes": {"a": "changed", "b": "failed"},
+}
+
+
+def test_announce_applied_announces_what_a_failed_apply_changed(blink_conn: None) -> None:
+    from blinkops_provider.assets import announce_applied
+
+    events = Events()
+    assert announce_applied(events, GOOD_REPORT) is True
+    [(uri, extra)] = events[AssetAlias(TABLES_ALIAS)]
+    assert uri.endswith("/ws-1/Incidents") and list(extra["changed"]) == ["a"]
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"outcomes": [["a", "changed"]]},
+        {"ws_id": None},
+        {"table": ""},
+        {"updated": "a"},
+        {"outcomes": {"a": ["changed"]}},
+    ],
+)
+def test_announce_applied_announces_nothing_on_a_malformed_report_and_says_why(
+    blink_conn: None, broken: dict[str, Any], provider_log: Any
+) -> None:
+    from blinkops_provider.assets import announce_applied
+
+    events = Events()
+    assert announce_applied(events, {**GOOD_REPORT, **broken}) is False
+    assert events == {}
+    assert any("No asset event: the apply's report is not one" in line for line in provider_log())

@@ -25,6 +25,8 @@ from urllib.parse import SplitResult, unquote, urlsplit
 from blinkops_provider import API_PREFIX
 from blinkops_provider.names import blink_host, canonical_segment, host_of, table_ref
 
+_log = logging.getLogger(__name__)
+
 __all__ = [
     "CATALOGUE_ALIAS",
     "EVENT_NAMES",
@@ -210,15 +212,32 @@ def announce_applied(outlet_events: Any, report: Any, *, blink_conn_id: str = "b
     """
     if not isinstance(report, dict) or not (report.get("failed") or report.get("unknown")):
         return False
+    why = _malformed(report)
+    if why:
+        _log.warning("No asset event: the apply's report is not one UpdateTableFieldsOperator pushes (%s)", why)
+        return False
     grouped: dict[str, list[str]] = {}
-    for name, outcome in (report.get("outcomes") or {}).items():
+    for name, outcome in report["outcomes"].items():
         grouped.setdefault(outcome, []).append(name)
     if not (grouped.get("added") or grouped.get("changed")):
         return False
-    ws_id, table = str(report["ws_id"]), str(report["table"])
+    ws_id, table = report["ws_id"], report["table"]
     asset = blink_table_asset(ws_id, table, blink_conn_id=blink_conn_id)
     add_alias_event(outlet_events, TABLES_ALIAS, asset, event_extra(ws_id, table, list(report["updated"]), grouped))
     return True
+
+
+def _malformed(report: dict[str, Any]) -> str:
+    """What makes an apply's report unusable for an event (empty when it is usable)."""
+    for member in ("ws_id", "table"):
+        if not isinstance(report.get(member), str) or not report[member]:
+            return f"{member} is missing or not text"
+    outcomes, updated = report.get("outcomes"), report.get("updated")
+    if not isinstance(outcomes, dict) or not all(isinstance(o, str) for o in outcomes.values()):
+        return "outcomes is not a mapping of field name to outcome"
+    if not isinstance(updated, list):
+        return "updated is not a list of field names"
+    return ""
 
 
 def _airflow_major() -> int:
