@@ -261,3 +261,36 @@ def test_pages_served_in_reverse_come_back_in_id_order_after_the_offset_fallback
     server = OddServer(catalogue(), reverse=True)
     assert walk(hook, server, page_size=250) == EVERY
     assert "paging by offset from here" in all_output()
+
+
+@pytest.mark.parametrize("claimed", [None, 600])
+def test_an_offset_server_that_does_not_sort_by_id_loses_no_type(hook: Any, claimed: int | None) -> None:
+    """#43 item 14: a server that honours limit and offset but orders ids its own way (ct-0 ...
+    ct-999 numerically, not as text) and ignores the id condition: the offset fallback drops
+    exactly the ids already returned, so every type comes once."""
+    items = [{"id": f"ct-{n}", "name": f"t{n}"} for n in range(1000)]
+
+    def server(request: Any, context: Any) -> dict[str, Any]:
+        q = sent_query(request)
+        page = items[q.get("offset", 0) : q.get("offset", 0) + q["limit"]]
+        return {"limit": q["limit"], "offset": q.get("offset", 0), "total": claimed or len(items), "results": page}
+
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json=server)
+        got = [item["id"] for page in hook.walk_connection_types(page_size=100) for item in page.items]
+    if claimed is None:
+        assert sorted(got) == sorted(item["id"] for item in items) and len(got) == len(set(got))
+    else:  # a total smaller than what it holds: every type it sends still comes once
+        assert len(got) == len(set(got)) >= claimed
+
+
+def test_an_offset_server_that_repeats_itself_still_fails_clearly(hook: Any) -> None:
+    items = [{"id": f"ct-{n}", "name": f"t{n}"} for n in range(300)]
+
+    def server(request: Any, context: Any) -> dict[str, Any]:
+        q = sent_query(request)
+        return {"limit": q["limit"], "offset": q.get("offset", 0), "total": 300, "results": items[: q["limit"]]}
+
+    with rm.Mocker() as m, pytest.raises(BlinkApiError, match="only types already returned"):
+        m.get(LIST_URL, json=server)
+        list(hook.walk_connection_types(page_size=100))

@@ -151,6 +151,7 @@ class CatalogueWalk:
     returned: int = field(init=False, default=0)
     left: int | None = field(init=False, default=None)  # what the server said it still had
     requests: int = field(init=False, default=0)
+    seen: set[Any] = field(init=False, default_factory=set)  # every id returned (the catalogue is small)
 
     def __post_init__(self) -> None:
         self.served = self.page_size
@@ -270,13 +271,15 @@ class CatalogueWalk:
         """The page's new items, in id order after the last id returned (by offset: sorted and cut)."""
         if self.mode == KEYSET:
             _rising(ids, self.last, number)
+            self.seen.update(ids)
             return items
         order = sorted(range(len(ids)), key=lambda n: sort_value(ids[n]))
-        new = [items[n] for n in order if self.last is None or _before(self.last, ids[n]) is not False]
-        if items and not new:
+        fresh = [n for n in order if ids[n] not in self.seen]  # exactly the ids not yet returned
+        if items and not fresh:
             again = f"only types already returned on page {number} (offset {self.offset})"
             raise _error(f"the server sent {again}; {_NEITHER}")
-        return new  # in id order, each after the last id returned: the walk's order holds
+        self.seen.update(ids[n] for n in fresh)
+        return [items[n] for n in fresh]  # in id order within the page
 
     def _ends(self, items: list[dict[str, Any]], left: int | None, limit: int, number: int) -> bool:
         """Whether this page ends the walk: only a short page that ``total`` agrees with does (a
