@@ -291,6 +291,7 @@ def test_an_offset_server_that_repeats_itself_still_fails_clearly(hook: Any) -> 
         q = sent_query(request)
         return {"limit": q["limit"], "offset": q.get("offset", 0), "total": 300, "results": items[: q["limit"]]}
 
-    with rm.Mocker() as m, pytest.raises(BlinkApiError, match="only types already returned"):
+    with rm.Mocker() as m:
         m.get(LIST_URL, json=server)
-        list(hook.walk_connection_types(page_size=100))
+        with pytest.raises(BlinkApiError, match="only types already returned"):
+            list(hook.walk_connection_types(page_size=100))

@@ -8,8 +8,8 @@ the whole walk comes exactly once. A user ``sort`` is applied by the client once
 **By offset when the server does not honour the id condition** (it answers another offset,
 refuses the condition, or sends a page not after the last id or not in id order): plain
 ``limit``/``offset`` pages from where the walk is, with one warning. Each page is put in id order,
-ids up to the last one returned are dropped, and the count is checked against ``total`` at the
-end. With a user filter, a server seen to ignore the condition fails instead.
+the ids already returned (kept in a set: the catalogue is small) are dropped, and the count is
+checked against ``total`` at the end. With a user filter, a server seen to ignore the condition fails instead.
 
 **Every page is checked** before it is yielded: the envelope, the offset and limit answered, ids
 unique, order and position, and the end (docs/operators/connection_types.md lists the checks).
