@@ -96,3 +96,10 @@ def test_locks_and_unlock_on_s3(bucket: tuple[Any, str], capsys: Any) -> None:
     assert main(["unlock", records, "ws-1/Incidents", lock_id]) == 0
     assert main(["locks", records]) == 0
     assert "No lock is held" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("records", ["s4://bucket/records/", "nosuchscheme://x/"])
+def test_a_mistyped_scheme_is_one_line_and_exit_2(records: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["locks", records]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"blink-schema: {records} cannot be used (") and len(err.splitlines()) == 1

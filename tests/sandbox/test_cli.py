@@ -217,3 +217,62 @@ def test_the_fields_read_fault_switch_is_a_flag_of_serve() -> None:
     assert args.fields_read_status == 404
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--fields-read-status", "500"])
+
+
+# -- one line and exit 2 for a user's mistake, never a traceback (#43 item 15) --------------------------
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
+def test_serve_refuses_a_port_out_of_range_in_one_line(port: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["serve", "--port", port])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and "a port is a whole number from 0 to 65535" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("kind", ["in a missing folder", "not SQLite"])
+def test_serve_refuses_a_database_it_cannot_use(kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "no" / "such.db"
+    if kind == "not SQLite":
+        db = tmp_path / "text.db"
+        db.write_text("not a database, just text " * 40)
+    assert main(["serve", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("blink-sandbox: --db ") and len(err.splitlines()) == 1
+
+
+def test_a_token_that_cannot_be_a_header_is_refused_without_echoing_it(capsys: pytest.CaptureFixture[str]) -> None:
+    token = "tøken-€-secret"
+    args = ["put-connection-type", "http://127.0.0.1:9", "--admin-token", token, "--id", "x", "--name", "y"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "--admin-token must be" in err and token not in err and "€" not in err
+
+
+def test_a_schema_file_nested_too_deeply_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    schema = tmp_path / "deep.json"
+    schema.write_text("[" * 100_000 + "]" * 100_000)
+    args = ["create-table", "http://127.0.0.1:9", "--admin-token", "t", "--ws-id", "w", "--table", "T"]
+    assert main([*args, "--schema", str(schema)]) == 2
+    assert "nests too deeply" in capsys.readouterr().err
+
+
+def test_an_undecodable_workspace_is_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schema = tmp_path / "s.json"
+    schema.write_text(json.dumps({"fields": [{"field": "Name", "type": "text", "display_name": "Name"}]}))
+    args = ["create-table", "http://127.0.0.1:9", "--admin-token", "t", "--ws-id", "w\udcff", "--table", "T"]
+    assert main([*args, "--schema", str(schema)]) == 2
+    assert "must be text" in capsys.readouterr().err
+
+
+def test_a_table_name_with_a_slash_is_created_as_one_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schema = tmp_path / "s.json"
+    schema.write_text(json.dumps({"fields": [{"field": "Name", "type": "text", "display_name": "Name"}]}))
+    from blinkops_provider.sandbox import BlinkSandbox
+
+    with BlinkSandbox(connection_types=1) as sandbox:
+        args = ["create-table", sandbox.url, "--admin-token", sandbox.admin_token, "--ws-id", "ws-q"]
+        assert main([*args, "--table", "Q1/Q2 plans", "--schema", str(schema)]) == 0
+        assert [f["name"] for f in sandbox.store.fields("ws-q", "Q1/Q2 plans")][-1] == "Name"

@@ -69,6 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BlinkInputError, BlinkConfigurationError) as err:
         print(f"blink-schema: {err}", file=sys.stderr)
         return 2
+    except (ValueError, OSError, ImportError) as err:  # an unknown scheme, a store that cannot be reached
+        why = " ".join(str(err).split())[:300] or type(err).__name__
+        print(f"blink-schema: {args.records} cannot be used ({type(err).__name__}: {why})", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -84,6 +84,8 @@ class ApiGate:
         self.sandbox = sandbox
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/_sandbox/workspace/") and scope.get("raw_path"):
+            scope = {**scope, "path": scope["raw_path"].decode("latin-1").split("?", 1)[0]}  # '/' in a name stays
         if scope["type"] == "http" and scope["path"].startswith(API_PREFIX) and not scope["path"].startswith(_DOCS):
             key = dict(scope["headers"]).get(KEY_HEADER.lower().encode())
             if not key:
@@ -284,7 +286,7 @@ def create_app(sandbox: BlinkSandbox) -> FastAPI:
 
     @admin.get("/workspace/{ws_id}/table/{table}/fields")
     def table_fields(ws_id: str, table: str) -> Any:
-        return sandbox.store.fields(ws_id, table)
+        return sandbox.store.fields(unquote(ws_id), unquote(table))
 
     @app.get("/_sandbox/health", include_in_schema=False)
     def health() -> Any:

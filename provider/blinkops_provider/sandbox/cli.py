@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import signal
+import sqlite3
 import sys
 import threading
 from collections.abc import Sequence
@@ -21,12 +22,23 @@ def _faults(text: str) -> list[str | int]:
     return [int(item) if item.strip().isdigit() else item.strip() for item in text.split(",") if item.strip()]
 
 
+def _port(text: str) -> int:
+    """A TCP port, 0 to 65535 (argparse says what was wrong and exits 2)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a port is a whole number from 0 to 65535, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a whole number from 0 to 65535, got {port}")
+    return port
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="blink-sandbox", description="A local Blink API for tests and demos.")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve the sandbox until SIGINT or SIGTERM")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=0, help="port; 0 picks a free one (default)")
+    serve.add_argument("--port", type=_port, default=0, help="port, 0 to 65535; 0 picks a free one (default)")
     serve.add_argument("--db", help="SQLite file that keeps the state across runs (default: in memory)")
     serve.add_argument(
         "--seed-connection-types",
@@ -87,8 +99,13 @@ def _admin(args: argparse.Namespace, path: str, body: Any, done: str) -> int:
 
     url = f"{args.url.rstrip('/').removesuffix('/api/v1')}/_sandbox/{path}"
     try:
+        args.admin_token.encode("latin-1")
+    except UnicodeEncodeError:
+        print("blink-sandbox: --admin-token must be the token the sandbox printed (Latin-1 text)", file=sys.stderr)
+        return 2
+    try:
         answer = requests.put(url, json=body, headers={"X-Sandbox-Token": args.admin_token}, timeout=30)
-    except requests.RequestException as err:
+    except (requests.RequestException, ValueError) as err:  # ValueError: a URL requests cannot use
         print(f"blink-sandbox: the sandbox at {args.url} did not answer ({type(err).__name__})", file=sys.stderr)
         return 1
     if not answer.ok:
@@ -106,10 +123,15 @@ def create_table(args: argparse.Namespace) -> int:
 
     try:
         declared = json.loads(Path(args.schema).read_text())
-    except (OSError, ValueError) as err:
-        print(f"blink-sandbox: the schema file {args.schema!r} cannot be read as JSON: {err}", file=sys.stderr)
+    except (OSError, ValueError, RecursionError) as err:
+        why = "it nests too deeply" if isinstance(err, RecursionError) else str(err)
+        print(f"blink-sandbox: the schema file {args.schema!r} cannot be read as JSON: {why}", file=sys.stderr)
         return 2
-    path = f"workspace/{quote(args.ws_id, safe='')}/table/{quote(args.table, safe='')}"
+    try:
+        path = f"workspace/{quote(args.ws_id, safe='')}/table/{quote(args.table, safe='')}"
+    except UnicodeEncodeError:
+        print("blink-sandbox: --ws-id and --table must be text (they hold bytes that are not)", file=sys.stderr)
+        return 2
     return _admin(args, path, declared, f"Table {args.ws_id}/{args.table} created in the sandbox at {args.url}")
 
 
@@ -179,6 +201,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as err:
         print(f"blink-sandbox: cannot listen on {args.host}:{args.port}: {err}", file=sys.stderr)
         return 1
+    except sqlite3.Error as err:
+        print(f"blink-sandbox: --db {args.db!r} cannot be used as the sandbox's SQLite file: {err}", file=sys.stderr)
+        return 2
     if not _loopback(args.host):
         print(
             f"WARNING: listening on {args.host}, not only on this machine: anyone who can reach it can use "
