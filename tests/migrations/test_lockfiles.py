@@ -4,6 +4,7 @@ folder and on S3 (moto) (#33)."""
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import socket
@@ -23,10 +24,21 @@ from blinkops_provider.migrations.lockfiles import lock_file
 ROUNDS = 200
 
 
-def contend(records: str, journal: str, who: str, rounds: int, start: Any, wait: float, dead: str) -> None:
-    """One contender: each round, at the barrier, try to take the lock (waiting ``wait`` s, polling
-    without sleeping); the holder appends ``enter`` and ``exit`` lines to the journal (one
+HOLD = 0.5
+"""How long a live contender holds the lock, in the lock's seconds."""
+
+
+def contend(
+    records: str, journal: str, who: str, rounds: int, start: Any, wait: float, dead: str, live: float = 0.0
+) -> None:
+    """One contender: each round, at the barrier, try to take the lock (waiting ``wait`` s: polling
+    without sleeping, or, ``live``, with the lock's own poll schedule, its waits and clock run
+    ``live`` times faster); the holder appends ``enter`` and ``exit`` lines to the journal (one
     ``O_APPEND`` write each, so the file's order is the order they happened in)."""
+    import time
+
+    scale = live or 1.0
+    clock = {"sleep": lambda s: time.sleep(s / scale), "monotonic": lambda: time.monotonic() * scale}
     holder = Holder(host=socket.gethostname(), pid=os.getpid(), label=who)
     out = os.open(journal, os.O_WRONLY | os.O_APPEND)
     try:
@@ -35,14 +47,18 @@ def contend(records: str, journal: str, who: str, rounds: int, start: Any, wait:
             if dead and who == "0":  # a lock of a process that is gone, for all to take over at once
                 TableLock(records, ws_id="ws", table="t", holder=Holder(host=holder.host, pid=int(dead))).acquire()
             start.wait()
-            lock = TableLock(records, ws_id="ws", table="t", holder=holder, wait=wait, sleep=lambda s: None)
+            waits = clock if live else {"sleep": lambda s: None}
+            lock = TableLock(records, ws_id="ws", table="t", holder=holder, wait=wait, **waits)
             try:
                 lock.acquire()
             except BlinkLockedError:
                 continue
-            os.write(out, f"{number} enter {who}\n".encode())
-            os.sched_yield()
-            os.write(out, f"{number} exit {who}\n".encode())
+            os.write(out, f"{number} enter {who} {clock['monotonic']()}\n".encode())
+            if live:
+                time.sleep(HOLD / scale)  # a brief hold, as an apply's
+            else:
+                os.sched_yield()
+            os.write(out, f"{number} exit {who} {clock['monotonic']()}\n".encode())
             lock.release()
     except BaseException:
         start.abort()  # a contender that fails frees the others
@@ -57,7 +73,7 @@ def check_journal(journal: str, contenders: int, wait: float, rounds: int = ROUN
     inside: str | None = None
     held = 0
     for line in Path(journal).read_text().splitlines():
-        _, kind, who = line.split()
+        _, kind, who, _ = line.split()
         if kind == "enter":
             assert inside is None, f"{who} entered while {inside} held the lock: {line}"
             inside, held = who, held + 1
@@ -70,20 +86,22 @@ def check_journal(journal: str, contenders: int, wait: float, rounds: int = ROUN
     return held
 
 
-def run(kind: str, records: str, journal: str, contenders: int, rounds: int, wait: float, dead: str = "") -> None:
+def run(
+    kind: str, records: str, journal: str, contenders: int, rounds: int, wait: float, dead: str = "", live: float = 0.0
+) -> None:
     """Contenders as threads, or as processes (forked; spawned for S3, whose client is not fork-safe)."""
     Path(journal).write_text("")
     if kind == "threads":
         start: Any = threading.Barrier(contenders)
         workers: list[Any] = [
-            threading.Thread(target=contend, args=(records, journal, str(n), rounds, start, wait, dead))
+            threading.Thread(target=contend, args=(records, journal, str(n), rounds, start, wait, dead, live))
             for n in range(contenders)
         ]
     else:
         context = multiprocessing.get_context("spawn" if records.startswith("s3://") else "fork")
         start = context.Barrier(contenders)
         workers = [
-            context.Process(target=contend, args=(records, journal, str(n), rounds, start, wait, dead))
+            context.Process(target=contend, args=(records, journal, str(n), rounds, start, wait, dead, live))
             for n in range(contenders)
         ]
     for worker in workers:
@@ -172,3 +190,36 @@ def test_on_s3_a_lock_replaced_between_the_reads_head_and_get_is_read_again(buck
     finally:
         store.fs.open = real_open
     assert read is not None and read[0] == b'{"id": "first"}' and expired == [0]
+
+
+@pytest.mark.parametrize("kind", ["threads", "processes"])
+@pytest.mark.parametrize("store", ["folder", "s3"])
+def test_eight_waiting_applies_each_get_their_turn_within_lock_wait(
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str, store: str
+) -> None:
+    """#43 item 1: eight applies a round wait for one table with lock_wait=60 and the lock's own
+    poll schedule (its waits run 50 times faster here on a folder, 5 times on S3, whose requests
+    take real time); each holder is brief. Every apply holds the lock once a round within its
+    wait, and the journal shows no two holders at once. On a folder, a waiter lets little time
+    pass after a release: on average less than a third of a hold."""
+    records, scale = f"{tmp_path}/records/", 50.0
+    if store == "s3":
+        records, scale = f"s3://aws_default@{request.getfixturevalue('bucket')[1]}/records/", 5.0
+    contenders, rounds = 8, (20 if store == "folder" else 6) if kind == "threads" else 4
+    journal = str(tmp_path / "journal")
+    run(kind, records, journal, contenders, rounds, 60.0, live=scale)
+    assert check_journal(journal, contenders, 60.0, rounds=rounds) == contenders * rounds
+    gaps = handover_gaps(journal)
+    print(f"handover gaps ({store}, {kind}): mean {sum(gaps) / len(gaps):.3f} s, max {max(gaps):.3f} s")
+    if store == "folder":
+        assert sum(gaps) / len(gaps) < HOLD / 3
+
+
+def handover_gaps(journal: str) -> list[float]:
+    """The lock's seconds from each release to the next holder's entry, within a round."""
+    lines = [line.split() for line in Path(journal).read_text().splitlines()]
+    return [
+        float(entered[3]) - float(left[3])
+        for left, entered in itertools.pairwise(lines)
+        if left[1] == "exit" and entered[1] == "enter" and left[0] == entered[0]
+    ]
