@@ -90,7 +90,7 @@ with DAG(
     def load_schema() -> list[dict[str, Any]]:
         """The declaration, checked (the error names the param or file, and the position)."""
         from blinkops_provider.exceptions import BlinkInputError
-        from blinkops_provider.schema import declared_schema
+        from blinkops_provider.migrations import declared_schema
 
         params = get_current_context()["params"]
         if params.get("schema"):

@@ -11,8 +11,8 @@ import pytest
 
 from blinkops_provider.assets import asset_host, normalize_uri, storage_dataset, table_uri
 from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.migrations import SchemaRecord, record_location
 from blinkops_provider.names import blink_host, canonical_segment, segment, table_ref
-from blinkops_provider.schema import SchemaRecord, record_location
 
 NOW = dt.datetime(2026, 11, 24, tzinfo=dt.UTC)
 

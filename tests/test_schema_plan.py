@@ -1,4 +1,4 @@
-"""The plan of a schema migration: plan_table_fields, record_path, only_changed, plan_only (#18)."""
+"""The plan of a schema migration: plan_schema, apply_schema, record_path, only_changed, plan_only (#18)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,15 @@ from blinkops_provider.exceptions import (
     BlinkLockedError,
     BlinkStalePlanError,
 )
-from blinkops_provider.migrations import RECORD_BASELINE, Holder, SchemaRecord, TableLock, differing_members
+from blinkops_provider.migrations import (
+    RECORD_BASELINE,
+    Holder,
+    SchemaRecord,
+    TableLock,
+    apply_schema,
+    differing_members,
+    plan_schema,
+)
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 from tests.conftest import keys
 from tests.fake_blink import without_table_reads
@@ -89,7 +97,7 @@ def apply(hook: Any, schema: Any, record: Path, **kwargs: Any) -> Any:
     with rm.Mocker() as m:
         without_table_reads(m)
         m.put(rm.ANY, json=field_json)
-        result = hook.update_table_fields("ws-1", "Incidents", schema, record_path=str(record), **kwargs)
+        result = apply_schema(hook, "ws-1", "Incidents", schema, record_path=str(record), **kwargs)
     return result, sorted(unquote(call.url).rsplit("/", 1)[-1] for call in m.request_history if call.method == "PUT")
 
 
@@ -99,7 +107,7 @@ def apply(hook: Any, schema: Any, record: Path, **kwargs: Any) -> Any:
 def test_with_no_record_every_field_is_planned_as_add_and_nothing_is_sent(hook: Any, record: Path) -> None:
     with rm.Mocker() as m:  # only the table reads are answered: any other request would fail the test
         without_table_reads(m)
-        plan = hook.plan_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
+        plan = plan_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record))
         assert {call.method for call in m.request_history} == {"GET"}
     assert [(p.field, p.action) for p in plan.fields] == [("Title", "add"), ("Severity", "add"), ("Due", "add")]
     assert plan.recorded_at is None
@@ -110,10 +118,10 @@ def test_after_an_apply_the_plan_is_unchanged_then_names_the_members_that_differ
     result, sent = apply(hook, SCHEMA, record)
     assert result.outcomes() == {"Title": "added", "Severity": "added", "Due": "added"}
     assert sent == ["Due", "Severity", "Title"]
-    plan = hook.plan_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
+    plan = plan_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record))
     assert [p.action for p in plan.fields] == ["unchanged"] * 3
 
-    plan = hook.plan_table_fields("ws-1", "Incidents", changed_schema(), record_path=str(record))
+    plan = plan_schema(hook, "ws-1", "Incidents", changed_schema(), record_path=str(record))
     assert [(p.field, p.action, p.members) for p in plan.fields] == [
         ("Title", "unchanged", ()),
         ("Severity", "change", ("display_name", "attributes.options")),
@@ -124,7 +132,7 @@ def test_after_an_apply_the_plan_is_unchanged_then_names_the_members_that_differ
 
 def test_the_plan_says_its_baseline_is_the_last_recorded_apply(hook: Any, record: Path) -> None:
     apply(hook, SCHEMA, record)
-    plan = hook.plan_table_fields("ws-1", "Incidents", changed_schema()[:2], record_path=str(record))
+    plan = plan_schema(hook, "ws-1", "Incidents", changed_schema()[:2], record_path=str(record))
     text = plan.describe()
     assert text.splitlines()[0].startswith("Blink's live schema could not be read (404)")
     assert RECORD_BASELINE in text
@@ -159,10 +167,9 @@ def test_only_changed_sends_only_add_and_change(hook: Any, record: Path) -> None
     assert set(result.outcomes().values()) == {"unchanged"}
 
 
-def test_only_changed_without_a_record_is_refused_before_any_request(hook: Any) -> None:
-    with rm.Mocker() as m, pytest.raises(BlinkInputError, match="only_changed needs a record_path"):
-        hook.update_table_fields("ws-1", "Incidents", SCHEMA, only_changed=True)
-    assert m.call_count == 0
+def test_only_changed_without_a_record_is_refused_before_any_request(blink_conn: None) -> None:
+    with pytest.raises(BlinkInputError, match="only_changed=True needs record_path"):
+        UpdateTableFieldsOperator(task_id="a", ws_id="ws-1", table="Incidents", fields=SCHEMA, only_changed=True)
 
 
 def test_the_record_is_updated_only_for_fields_blink_confirmed(hook: Any, record: Path) -> None:
@@ -171,12 +178,12 @@ def test_the_record_is_updated_only_for_fields_blink_confirmed(hook: Any, record
         m.put(rm.ANY, json=field_json)
         without_table_reads(m)
         m.put(f"{TABLE_URL}/Severity", status_code=400, json={"message": "options are invalid"})
-        result = hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
+        result = apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record))
     assert result.outcomes() == {"Title": "added", "Severity": "failed", "Due": "added"}
     stored = json.loads(record.read_text())
     assert set(stored["fields"]) == {"Title", "Due"}
     assert stored["fields"]["Due"] == {"type": "date", "display_name": "Due by"}  # the body sent
-    plan = hook.plan_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
+    plan = plan_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record))
     assert [p.action for p in plan.fields] == ["unchanged", "add", "unchanged"]
 
 
@@ -187,8 +194,8 @@ def test_a_failed_change_keeps_the_previous_record_of_that_field(hook: Any, reco
         m.put(rm.ANY, json=field_json)
         without_table_reads(m)
         m.put(f"{TABLE_URL}/Severity", status_code=400, json={"message": "no"})
-        hook.update_table_fields("ws-1", "Incidents", changed_schema(), record_path=str(record))
-    plan = hook.plan_table_fields("ws-1", "Incidents", changed_schema(), record_path=str(record))
+        apply_schema(hook, "ws-1", "Incidents", changed_schema(), record_path=str(record))
+    plan = plan_schema(hook, "ws-1", "Incidents", changed_schema(), record_path=str(record))
     assert plan.fields[1].action == "change"  # still to do
 
 
@@ -197,15 +204,15 @@ def test_a_record_of_another_table_or_not_a_record_is_refused_before_any_request
     SchemaRecord(record, blink=f"{BASE}", ws_id="ws-1", table="Users").write({}, now=NOW)
     with rm.Mocker() as m:
         with pytest.raises(BlinkInputError, match=r"is for table 'Users'.*give each table its own record_path"):
-            hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
+            apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record))
         record.write_text('{"fields": ')
         with pytest.raises(BlinkInputError, match="is not valid JSON"):
-            hook.plan_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
+            plan_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record))
         record.write_text('{"something": "else"}')
         with pytest.raises(BlinkInputError, match="not a schema record written by this provider"):
-            hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
+            apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record))
         with pytest.raises(BlinkInputError, match="is a directory"):
-            hook.plan_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record.parent))
+            plan_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record.parent))
     assert m.call_count == 0
 
 
@@ -219,14 +226,14 @@ def test_a_record_that_cannot_be_written_fails_the_task_for_a_retry(hook: Any, r
         without_table_reads(m)
         m.put(rm.ANY, json=block_the_record)
         with pytest.raises(BlinkApiError, match=r"could not be updated.*A retry applies the schema again") as caught:
-            hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record), max_concurrency=1)
+            apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record), max_concurrency=1)
     assert not isinstance(caught.value, BlinkClientError)  # Airflow's retries apply
 
 
 def test_a_record_path_under_a_file_is_refused_before_any_request(hook: Any, tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     with rm.Mocker() as m, pytest.raises(BlinkInputError, match="a folder on its way is a file"):
-        hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(tmp_path / "file" / "Incidents.json"))
+        apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(tmp_path / "file" / "Incidents.json"))
     assert m.call_count == 0
 
 
@@ -293,24 +300,24 @@ def test_plan_only_and_only_changed_need_a_record_path() -> None:
 
 
 def test_a_plan_has_a_stable_fingerprint_in_its_xcom_and_text(hook: Any, record: Path) -> None:
-    first = hook.plan_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
-    again = hook.plan_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
+    first = plan_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record))
+    again = plan_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record))
     assert re.fullmatch(r"[0-9a-f]{16}", first.fingerprint) and first.fingerprint == again.fingerprint
     assert first.to_xcom()["fingerprint"] == first.fingerprint and first.fingerprint in first.describe()
-    other = hook.plan_table_fields("ws-2", "Incidents", SCHEMA, record_path=str(record.with_name("o.json")))
+    other = plan_schema(hook, "ws-2", "Incidents", SCHEMA, record_path=str(record.with_name("o.json")))
     assert other.fingerprint != first.fingerprint  # another target
 
 
 @pytest.mark.parametrize("given", ["xcom", "fingerprint"])
 def test_the_apply_of_the_approved_plan_sends_it(hook: Any, record: Path, given: str) -> None:
-    approved = hook.plan_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record)).to_xcom()
+    approved = plan_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record)).to_xcom()
     result, sent = apply(hook, SCHEMA, record, plan=approved if given == "xcom" else approved["fingerprint"])
     assert result.ok and sent == ["Due", "Severity", "Title"]
 
 
 def stale_cases(hook: Any, record: str) -> list[tuple[str, dict[str, Any], list[dict[str, Any]], str]]:
     """(what changed, the approved plan, the schema the apply is given, the expected reason)."""
-    approved = hook.plan_table_fields("ws-1", "Incidents", SCHEMA, record_path=record).to_xcom()
+    approved = plan_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=record).to_xcom()
     return [
         ("schema", approved, changed_schema(), "the declared schema changed since the plan"),
         ("record", approved, SCHEMA, "the record at .* changed since the plan"),
@@ -322,25 +329,25 @@ def assert_stale_refused(hook: Any, record: str) -> None:
     with rm.Mocker() as m:
         without_table_reads(m)
         with pytest.raises(BlinkStalePlanError, match=f"{reason}.*Nothing was sent: plan again"):
-            hook.update_table_fields("ws-1", "Incidents", changed, record_path=record, plan=approved)
+            apply_schema(hook, "ws-1", "Incidents", changed, record_path=record, plan=approved)
         assert not writes(m)
     # Another run applies (the record changes) while the approved plan waits in review.
     with rm.Mocker() as m:
         without_table_reads(m)
         m.put(rm.ANY, json=field_json)
-        hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=record)
+        apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=record)
     with rm.Mocker() as m:
         without_table_reads(m)
         with pytest.raises(
             BlinkStalePlanError, match=r"changed since the plan \(last apply then: none; now: 20"
         ) as caught:
-            hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=record, plan=record_case[1])
+            apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=record, plan=record_case[1])
         assert not writes(m)
     assert "fields planned differently now: 'Title', 'Severity', 'Due'" in str(caught.value)
     with rm.Mocker() as m:
         without_table_reads(m)
         with pytest.raises(BlinkStalePlanError, match="fingerprint is '0123456789abcdef'"):
-            hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=record, plan="0123456789abcdef")
+            apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=record, plan="0123456789abcdef")
     assert not writes(m)
 
 
@@ -384,7 +391,7 @@ def test_a_second_apply_of_a_locked_table_fails_naming_the_holder_with_nothing_s
             rm.Mocker() as m,
             pytest.raises(BlinkLockedError, match=r"being applied by dag/run-1/apply \(try 1\)") as e,
         ):
-            hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
+            apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record))
         assert m.call_count == 0
     assert f"since {taken.isoformat()}" in str(e.value)
     result, sent = apply(hook, SCHEMA, record)  # released: the next apply goes through
@@ -421,9 +428,7 @@ def two_concurrent_applies(make_hook: Any, record: str) -> None:
     outcome: dict[str, Any] = {}
 
     def first() -> None:
-        outcome["first"] = make_hook().update_table_fields(
-            "ws-1", "Incidents", SCHEMA, record_path=record, max_concurrency=1
-        )
+        outcome["first"] = apply_schema(make_hook(), "ws-1", "Incidents", SCHEMA, record_path=record, max_concurrency=1)
 
     with rm.Mocker(real_http=True) as m:  # real HTTP for a local S3 API
         without_table_reads(m)
@@ -432,7 +437,7 @@ def two_concurrent_applies(make_hook: Any, record: str) -> None:
         thread.start()
         assert first_inside.wait(20)
         with pytest.raises(BlinkLockedError):
-            make_hook().update_table_fields("ws-1", "Incidents", SCHEMA, record_path=record)
+            apply_schema(make_hook(), "ws-1", "Incidents", SCHEMA, record_path=record)
         release.set()
         thread.join(20)
     assert outcome["first"].ok
@@ -450,7 +455,7 @@ def test_a_type_change_is_planned_refused_and_never_sent(hook: Any, record: Path
     apply(hook, SCHEMA, record)
     retyped = json.loads(json.dumps(SCHEMA))
     retyped[0]["type"] = "long-text"
-    plan = hook.plan_table_fields("ws-1", "Incidents", retyped, record_path=str(record))
+    plan = plan_schema(hook, "ws-1", "Incidents", retyped, record_path=str(record))
     assert plan.action("Title") == "refused" and plan.counts["refused"] == 1
     assert "from 'text' to 'long-text'; Blink refuses type changes" in plan.risk("Title")
     assert plan.describe().index("**Refused**") < plan.describe().index("| field | action | details |")
@@ -472,7 +477,7 @@ def test_removing_select_options_is_destructive_and_listed_first(
     apply(hook, SCHEMA, record)
     changed = json.loads(json.dumps(SCHEMA))
     changed[1]["attributes"] = change
-    plan = hook.plan_table_fields("ws-1", "Incidents", changed, record_path=str(record))
+    plan = plan_schema(hook, "ws-1", "Incidents", changed, record_path=str(record))
     assert plan.action("Severity") == "change" and plan.risk("Severity").startswith(risk)
     assert plan.counts["destructive"] == (1 if risk else 0)
     assert ("**Destructive**" in plan.describe()) is bool(risk)
@@ -485,7 +490,7 @@ def test_a_new_table_reference_is_destructive(hook: Any, record: Path) -> None:
     ]
     apply(hook, linked, record)
     linked[0]["attributes"]["table_reference"] = {**users, "table_name": "People"}
-    plan = hook.plan_table_fields("ws-1", "Incidents", linked, record_path=str(record))
+    plan = plan_schema(hook, "ws-1", "Incidents", linked, record_path=str(record))
     assert 'the reference moves from {"table_name": "Users"' in plan.risk("Owner")
     assert plan.counts["destructive"] == 1
 
@@ -499,7 +504,7 @@ def test_plan_rows_show_the_values_cut_to_a_bounded_length(hook: Any, record: Pa
     changed[1]["attributes"]["default_value"] = "High"
     changed[2]["display_name"] = "x" * 500
     changed.append({"field": "Notes", "type": "long-text", "display_name": "Notes"})
-    text = hook.plan_table_fields("ws-1", "Incidents", changed, record_path=str(record)).describe()
+    text = plan_schema(hook, "ws-1", "Incidents", changed, record_path=str(record)).describe()
     assert "| Severity | change | attributes.default_value: 'Low' → 'High' |" in text
     assert "| Notes | add | type 'long-text', display_name 'Notes' |" in text
     due = next(line for line in text.splitlines() if line.startswith("| Due |"))
@@ -508,8 +513,8 @@ def test_plan_rows_show_the_values_cut_to_a_bounded_length(hook: Any, record: Pa
 
 @pytest.mark.parametrize("name", ["a\rb", "a\u2028b", "a\x85b", "a\x0bb", "a\\|b", "a|b", "a\nb", "a\u2029b"])
 def test_plan_cells_survive_every_line_break_and_backslash(hook: Any, record: Path, name: str) -> None:
-    text = hook.plan_table_fields(
-        "ws-1", "Incidents", [{"field": name, "type": "text", "display_name": name}], record_path=str(record)
+    text = plan_schema(
+        hook, "ws-1", "Incidents", [{"field": name, "type": "text", "display_name": name}], record_path=str(record)
     ).describe()
     (row,) = [line for line in text.splitlines() if line.startswith("| a")]
     assert len(re.split(r"(?<!\\)\|", row)) == 5  # four cells' borders: field, action, details
@@ -554,7 +559,7 @@ def test_a_batch_stopped_by_a_refused_key_names_the_cause_and_what_was_in_flight
 def test_a_name_that_cannot_be_sent_fails_the_whole_batch_before_any_request(hook: Any, record: Path) -> None:
     bad = [*SCHEMA, {"field": "a\udcffb", "type": "text", "display_name": "X"}]
     with rm.Mocker() as m, pytest.raises(BlinkInputError, match=r"none was sent:\n.*lone surrogate"):
-        hook.update_table_fields("ws-1", "Incidents", bad, record_path=str(record))
+        apply_schema(hook, "ws-1", "Incidents", bad, record_path=str(record))
     assert m.call_count == 0 and not record.exists()
 
 
@@ -562,7 +567,7 @@ def test_a_record_of_a_newer_format_says_so(hook: Any, record: Path) -> None:
     record.parent.mkdir(parents=True)
     record.write_text(json.dumps({"format": "blinkops-schema-record/2", "fields": {}}))
     with pytest.raises(BlinkInputError, match=r"newer format \('blinkops-schema-record/2'\).*upgrade"):
-        hook.plan_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record))
+        plan_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record))
 
 
 def test_an_unwritable_record_names_its_location(hook: Any, record: Path) -> None:
@@ -577,7 +582,7 @@ def test_an_unwritable_record_names_its_location(hook: Any, record: Path) -> Non
         with pytest.raises(
             BlinkApiError, match=f"the schema record at '{re.escape(str(record))}' could not be updated"
         ):
-            hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=str(record), max_concurrency=1)
+            apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record), max_concurrency=1)
 
 
 # -- on object storage (s3:// through moto) ----------------------------------------------------
@@ -588,7 +593,7 @@ def test_schema_records_in_an_s3_folder_stay_in_it_one_key_per_table(bucket: tup
     get a key of their own under the folder, and each reads back as its own table's record."""
     import datetime as dt
 
-    from blinkops_provider.schema import SchemaRecord, record_location
+    from blinkops_provider.migrations import SchemaRecord, record_location
 
     client, name = bucket
     folder = f"s3://aws_default@{name}/records/"
@@ -617,7 +622,7 @@ def test_on_s3_a_locked_table_refuses_a_second_apply(hook: Any, s3_record: str, 
     with locked(s3_record, "the other run"):
         assert keys(client, name) == ["records/ws-1/Incidents.json.lock"]
         with rm.Mocker(real_http=True) as m, pytest.raises(BlinkLockedError, match="being applied by the other run"):
-            hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=s3_record)
+            apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=s3_record)
         assert not [call for call in m.request_history if "blink.test" in call.url]
     assert keys(client, name) == []  # released
 

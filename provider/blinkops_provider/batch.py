@@ -6,15 +6,21 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkInputError, BlinkResponseError
 from blinkops_provider.models import FieldUpdate, TableField
 
-if TYPE_CHECKING:
-    from blinkops_provider.migrations.plan import SchemaPlan
 
-__all__ = ["PROGRESS_FROM", "FieldUpdates", "check_concurrency", "run_batch"]
+class Planned(Protocol):
+    """What a batch's report asks of the plan it was sent under (a migration's plan)."""
+
+    def done(self, field: str) -> str: ...
+
+    def members(self, field: str) -> tuple[str, ...]: ...
+
+
+__all__ = ["PROGRESS_FROM", "FieldUpdates", "Planned", "check_concurrency", "run_batch"]
 
 PROGRESS_FROM = 20
 """The smallest batch whose progress is logged on the way (every 10%); a smaller one logs its end."""
@@ -42,7 +48,7 @@ class FieldUpdates:
     order: list[str]
     applied: dict[str, TableField | None] = field(default_factory=dict)
     unknown: list[str] = field(default_factory=list)
-    plan: SchemaPlan | None = None
+    plan: Planned | None = None
     skipped: list[str] = field(default_factory=list)
 
     @property

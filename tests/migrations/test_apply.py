@@ -36,7 +36,7 @@ def test_the_hooks_plan_takes_the_same_forms_as_the_operators(hook: Any, tmp_pat
     with rm.Mocker() as m:
         without_table_reads(m)
         m.put(rm.ANY, json=field_json)
-        assert hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=records, plan=given).ok
+        assert apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=records, plan=given).ok
 
 
 def test_a_plan_that_is_no_plan_is_refused_briefly_before_any_request(hook: Any, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import pytest
 import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkLockedError
+from blinkops_provider.migrations import apply_schema
 from blinkops_provider.migrations.cli import main
 from tests.fake_blink import without_table_reads
 
@@ -54,7 +55,7 @@ def test_a_killed_applys_lock_is_listed_released_by_its_id_and_the_next_apply_su
     assert killed.returncode == -signal.SIGKILL
 
     with rm.Mocker() as m, pytest.raises(BlinkLockedError) as refused:
-        hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=records)
+        apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=records)
     assert m.call_count == 0
     command = re.search(r"release its lock: (blink-schema unlock .*)$", str(refused.value))
     assert command is not None
@@ -72,7 +73,7 @@ def test_a_killed_applys_lock_is_listed_released_by_its_id_and_the_next_apply_su
     with rm.Mocker() as m:
         without_table_reads(m)
         m.put(rm.ANY, json={"id": "f", "name": "Title", "type": "text", "display_name": "Title"})
-        assert hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=records).ok
+        assert apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=records).ok
 
 
 def test_unlock_with_another_id_releases_nothing_and_says_why(tmp_path: Path, capsys: Any) -> None:

@@ -322,10 +322,6 @@ def test_lock_wait_is_checked_wherever_it_is_accepted(hook: Any, records: str, w
     expected = r"lock_wait must be a number of seconds from 0 to 3600"
     with rm.Mocker() as m:
         with pytest.raises(BlinkInputError, match=expected):
-            hook.update_table_fields("ws-1", "Incidents", SCHEMA, lock_wait=wait)
-        with pytest.raises(BlinkInputError, match=expected):
-            hook.update_table_fields("ws-1", "Incidents", SCHEMA, record_path=records, lock_wait=wait)
-        with pytest.raises(BlinkInputError, match=expected):
             apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=records, lock_wait=wait)
         with pytest.raises(BlinkInputError, match=expected):
             UpdateTableFieldsOperator(task_id="t", ws_id="w", table="t", fields=SCHEMA, lock_wait=wait)

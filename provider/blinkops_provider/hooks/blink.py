@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import requests
 from airflow.providers.common.compat.sdk import AirflowNotFoundException, BaseHook, mask_secret
@@ -46,9 +45,6 @@ from blinkops_provider.models import (
 )
 from blinkops_provider.names import build_base_url, segment
 from blinkops_provider.rql import MAX_LIMIT, RQLQuery, check_field_types, check_paging
-
-if TYPE_CHECKING:
-    from blinkops_provider.migrations.plan import SchemaPlan
 
 __all__ = [
     "KEYSET",
@@ -358,32 +354,6 @@ class BlinkHook(BaseHook):
                 path=err.path,
             ) from None
 
-    def plan_table_fields(
-        self,
-        ws_id: str,
-        table: str,
-        updates: Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | str,
-        *,
-        record_path: str | os.PathLike[str],
-    ) -> SchemaPlan:
-        """What applying ``updates`` would do to each field, against the record of the last apply
-        this provider made to the table. Sends no request to Blink.
-
-        The baseline is that record, not Blink's current state (Blink's API cannot read a
-        table's fields): changes made in Blink's UI are not seen. See :mod:`blinkops_provider.schema`.
-
-        :param updates: as for :meth:`update_table_fields`.
-        :param record_path: the record of this table (a local path or an object-storage URI),
-            written by :meth:`update_table_fields` with the same ``record_path``; none there yet
-            plans every field as ``add``.
-        :returns: each field as ``add``, ``change`` (with the members that differ) or ``unchanged``.
-        :raises BlinkInputError: invalid updates, or a file at ``record_path`` that is not this
-            table's record.
-        """
-        from blinkops_provider.migrations.apply import plan_schema
-
-        return plan_schema(self, ws_id, table, updates, record_path=record_path)
-
     def update_table_fields(
         self,
         ws_id: str,
@@ -392,18 +362,16 @@ class BlinkHook(BaseHook):
         *,
         max_concurrency: int = DEFAULT_UPDATE_CONCURRENCY,
         fail_fast: bool = False,
-        record_path: str | os.PathLike[str] | None = None,
-        only_changed: bool = False,
-        plan: Mapping[str, Any] | str | None = None,
-        lock_wait: float = 0.0,
     ) -> FieldUpdates:
-        """Apply many field updates to one table, ``max_concurrency`` at a time.
+        """Send many field updates to one table, ``max_concurrency`` at a time, each as given (see
+        :meth:`update_table_field`; a migration, with its plan, lock and record, is
+        :func:`blinkops_provider.migrations.apply_schema`).
 
-        Every update is checked before the first is sent; one that fails does not stop the
-        others (unless ``fail_fast``: then no new update starts, and those in flight finish).
-        Each worker has its own HTTP session; all share the hook's retry policy and one backoff,
-        so a 429 or 503 with ``Retry-After`` pauses every worker. Progress is logged as updates
-        complete (``120/200 fields applied``).
+        Every update is checked before the first is sent; one that fails does not stop the others
+        (unless ``fail_fast``: then no new update starts, and those in flight finish). Each worker
+        has its own HTTP session; all share the hook's retry policy and one backoff, so a 429 or
+        503 with ``Retry-After`` pauses every worker. Progress is logged as updates complete
+        (``120/200 fields applied``).
 
         :param updates: ``{field name: update}``, or entries in the declared-schema format
             ``{"field": name, "type": ..., "display_name": ..., "attributes": {...}}``, or the
@@ -413,56 +381,15 @@ class BlinkHook(BaseHook):
             trip run about 7x faster than one by one at 16, 4.5x to 6x at 8, about 3x at 4, and
             32 is no faster on the sandbox (README, Benchmarks).
             Lower it for a tenant with a tight rate limit.
-        :param record_path: keep a record of what was applied there (see
-            :meth:`plan_table_fields`): the plan is logged first, each field's outcome is then
-            ``added``, ``changed`` or ``unchanged``, and the record is updated for the fields
-            Blink confirmed (a 2xx), and only those.
-        :param only_changed: send only the fields the plan finds to add or change (needs
-            ``record_path``). By default every declared field is sent: an update is a full
-            replacement, so sending it again corrects a change made in Blink since. A field the
-            plan finds ``refused`` (a type change) is never sent: it is reported failed, with why.
-        :param plan: the approved plan (the XCom of :meth:`SchemaPlan.to_xcom
-            <blinkops_provider.schema.SchemaPlan.to_xcom>`, or its fingerprint; needs
-            ``record_path``): the apply plans again and sends nothing unless it is the same plan.
-        :param lock_wait: with ``record_path``, how long to wait, in seconds, for another apply of
-            the same table to release its lock (default 0: fail at once, naming the holder).
         :returns: the updated fields and the failed ones, in the given order.
         :raises BlinkInputError: an invalid name, update, duplicate field or ``max_concurrency``,
             listing every problem, before any request.
         :raises BlinkConfigurationError: the connection cannot be used (before any request).
-        :raises BlinkStalePlanError: ``plan`` is not what would be applied now (before any request).
-        :raises BlinkLockedError: another apply holds the table's lock (before any request).
 
-        An exception that interrupts the batch (a task timeout, a signal) or the record's update
-        carries what was known then: :meth:`FieldUpdates.carried_by
-        <blinkops_provider.batch.FieldUpdates.carried_by>` (the operator pushes it to XCom).
-        With ``record_path`` this is a migration, which :func:`blinkops_provider.migrations.apply_schema`
-        carries out (the table's lock, the plan, the record); the lock names the Airflow task
-        instance running now, the host and the process.
+        An exception that interrupts the batch (a task timeout, a signal) carries what was known
+        then: :meth:`FieldUpdates.carried_by <blinkops_provider.batch.FieldUpdates.carried_by>`
+        (the operator pushes it to XCom).
         """
-        from blinkops_provider.migrations.apply import apply_schema
-        from blinkops_provider.migrations.lock import check_lock_wait
-
-        check_lock_wait(lock_wait)
-        for name, given in (("only_changed", only_changed), ("plan", plan is not None)):
-            if given and record_path is None:
-                raise BlinkInputError(
-                    f"{name} needs a record_path: the plan compares the declared schema with the record of the last "
-                    "apply kept there"
-                )
-        if record_path is not None:
-            return apply_schema(
-                self,
-                ws_id,
-                table,
-                updates,
-                record_path=record_path,
-                max_concurrency=max_concurrency,
-                fail_fast=fail_fast,
-                only_changed=only_changed,
-                plan=plan,
-                lock_wait=lock_wait,
-            )
         _segment(ws_id, "ws_id")
         _segment(table, "table")
         check_concurrency(max_concurrency)

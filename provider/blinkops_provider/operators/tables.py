@@ -229,7 +229,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         per table. With it, the task logs the plan first (each field ``add``, ``change`` with the
         members that differ, or ``unchanged``, against that record: Blink's current state cannot
         be read), reports each field as ``added``, ``changed``, ``unchanged`` or ``failed``, and
-        updates the record for the fields Blink confirmed. See :mod:`blinkops_provider.schema`.
+        updates the record for the fields Blink confirmed. See :mod:`blinkops_provider.migrations`.
     :param only_changed: send only the fields the plan finds to add or change (needs
         ``record_path``). By default every declared field is sent: an update is a full
         replacement, so sending it again corrects a change made in Blink since.
@@ -252,7 +252,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         outcome is ``added``, ``changed``, ``unchanged`` (with ``record_path``), ``applied``
         (without), ``failed`` or ``unknown``; pushed on every way out (a failure,
         ``execution_timeout``, a signal), with the fields in flight then as ``unknown``. With
-        ``plan_only``, the plan (:meth:`~blinkops_provider.schema.SchemaPlan.to_xcom`):
+        ``plan_only``, the plan (:meth:`~blinkops_provider.migrations.plan.SchemaPlan.to_xcom`):
         ``{"fingerprint", "schema_digest", "record_digest", "ws_id", "table", "record",
         "recorded_at", "baseline", "fields": [{"field", "action", "members", "values",
         "destructive", "risk"}], "counts", "has_changes", "undeclared", "text"}``.

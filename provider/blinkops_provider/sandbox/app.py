@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hmac
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any, Protocol
 from urllib.parse import unquote
 
 from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request, Security
@@ -23,12 +23,25 @@ from blinkops_provider.sandbox.blink_models import (
     TableList,
     errors_text,
 )
-from blinkops_provider.sandbox.faults import FaultConfig
+from blinkops_provider.sandbox.faults import FaultConfig, FaultInjector, RequestLog
 from blinkops_provider.sandbox.rql_sql import QueryError, parse_query
-from blinkops_provider.sandbox.store import StoreError
+from blinkops_provider.sandbox.store import SandboxStore, StoreError
 
-if TYPE_CHECKING:
-    from blinkops_provider.sandbox.server import BlinkSandbox
+
+class Served(Protocol):
+    """What the application serves from (:class:`blinkops_provider.sandbox.server.BlinkSandbox`)."""
+
+    api_key: str
+    admin_token: str
+    store: SandboxStore
+    faults: FaultInjector
+    log: RequestLog
+
+    @property
+    def base_url(self) -> str: ...
+
+    def reset(self) -> None: ...
+
 
 _DOCS = (f"{API_PREFIX}/openapi.json", f"{API_PREFIX}/docs")
 KEY_HEADER = DEFAULT_HEADER
@@ -79,7 +92,7 @@ class ApiGate:
     the endpoints decode their parameters. Any body is read as JSON, as Blink does.
     """
 
-    def __init__(self, app: Any, sandbox: BlinkSandbox) -> None:
+    def __init__(self, app: Any, sandbox: Served) -> None:
         self.app = app
         self.sandbox = sandbox
 
@@ -140,7 +153,7 @@ def _openapi_without_422(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
-def create_app(sandbox: BlinkSandbox) -> FastAPI:
+def create_app(sandbox: Served) -> FastAPI:
     """The FastAPI application of a sandbox (wrap it in the sandbox's fault middleware to serve it)."""
     app = FastAPI(
         title="Blink API (sandbox)",
