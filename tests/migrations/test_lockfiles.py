@@ -223,3 +223,23 @@ def handover_gaps(journal: str) -> list[float]:
         for left, entered in itertools.pairwise(lines)
         if left[1] == "exit" and entered[1] == "enter" and left[0] == entered[0]
     ]
+
+
+def test_a_lock_whose_body_cannot_be_written_leaves_no_partial_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#43 item 6: a body the disk refuses halfway (no room left) leaves nothing behind."""
+    import errno
+
+    from blinkops_provider.exceptions import BlinkConfigurationError
+
+    def half_then_full(self: Path, data: bytes) -> int:
+        with open(self, "wb") as out:
+            out.write(data[:3])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    store = lock_file(f"{tmp_path}/ws/t.json")
+    monkeypatch.setattr(Path, "write_bytes", half_then_full)
+    with pytest.raises(BlinkConfigurationError, match="No space left on device"):
+        store.create(b'{"id": "x"}')
+    assert list((tmp_path / "ws").iterdir()) == []

@@ -98,13 +98,13 @@ class LocalLockFile:
         partial = self.path.with_name(f".{self.path.name}.{secrets.token_hex(6)}.partial")
         with self._typed("written"):
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            partial.write_bytes(body)
             try:
+                partial.write_bytes(body)
                 os.link(partial, self.path)
             except FileExistsError:
                 return False
             finally:
-                partial.unlink(missing_ok=True)
+                partial.unlink(missing_ok=True)  # also when the body could not be written whole
         return True
 
     def read(self) -> tuple[bytes, str] | None:
