@@ -97,7 +97,7 @@ def test_extras_set_header_name_tls_and_timeout(monkeypatch: pytest.MonkeyPatch)
 
 def test_airflow2_prefixed_extras_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
     set_connection(monkeypatch, extra={"extra__blink__timeout": [3, 30]})
-    assert BlinkHook()._settings.timeout == (3.0, 30.0)
+    assert BlinkHook().settings.timeout == (3.0, 30.0)
 
 
 @pytest.mark.parametrize(
@@ -108,7 +108,7 @@ def test_the_timeout_field_takes_text_as_the_form_saves_it(
     monkeypatch: pytest.MonkeyPatch, text: str, timeout: object
 ) -> None:
     set_connection(monkeypatch, extra={"timeout": text})
-    assert BlinkHook()._settings.timeout == timeout
+    assert BlinkHook().settings.timeout == timeout
 
 
 def test_the_timeout_field_is_text_in_both_forms() -> None:
@@ -146,7 +146,7 @@ def test_bad_extras_are_config_errors(monkeypatch: pytest.MonkeyPatch, extra: di
 
 
 def test_settings_repr_hides_the_key(blink_conn: None) -> None:
-    settings = BlinkHook()._settings
+    settings = BlinkHook().settings
     assert API_KEY not in repr(settings)
     assert settings.api_key == API_KEY
 
@@ -230,7 +230,7 @@ def test_airflow2_form_widgets() -> None:
 
 def test_uri_form_of_the_docs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_BLINK_DEFAULT", f"blink://:{API_KEY}@app.blinkops.com?timeout=30")
-    settings = BlinkHook()._settings
+    settings = BlinkHook().settings
     assert (settings.base_url, settings.api_key, settings.timeout) == ("https://app.blinkops.com/api/v1", API_KEY, 30.0)
 
 
@@ -254,4 +254,4 @@ def test_the_new_extra_name_wins_over_the_old_one(monkeypatch: pytest.MonkeyPatc
     from blinkops_provider.hooks.blink import BlinkHook
 
     set_connection(monkeypatch, extra={"header_name": "X-New", "api_key_header": "X-Old"})
-    assert BlinkHook()._settings.header == "X-New"
+    assert BlinkHook().settings.header == "X-New"

@@ -1,4 +1,4 @@
-"""Reading an answer (hooks/_responses.py, read_answer) within the attempt's deadline: a body
+"""Reading an answer (the hook's responses module, read_answer) within the attempt's deadline: a body
 trickled byte by byte is cut off at the deadline in every framing, by the elapsed-time check
 after each socket read; answers in every framing are read intact."""
 

@@ -1,4 +1,4 @@
-"""The request path (hooks/_transport.py, hooks/_responses.py): redirects, the key scrubbed in
+"""The request path (the hook's transport and responses modules): redirects, the key scrubbed in
 every form, answers of the wrong shape or size, and transport errors that say what happened. The
 key never leaves Blink's origin and never shows, even in part."""
 

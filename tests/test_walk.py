@@ -1,4 +1,4 @@
-"""The catalogue walk (hooks/_walk.py): keyset pages, page checks, and exactness under change."""
+"""The catalogue walk (the hook's walk module): keyset pages, page checks, and exactness under change."""
 
 from __future__ import annotations
 

@@ -168,7 +168,9 @@ class BlinkHook(BaseHook):
     # -- connection --------------------------------------------------------------------------
 
     @cached_property
-    def _settings(self) -> ConnectionSettings:
+    def settings(self) -> ConnectionSettings:
+        """The connection as this hook reads it (base URL, header, TLS, timeout), on first use; the
+        API key inside is never shown by its repr."""
         who = self._testing_as
         try:
             connection = self.get_connection(self.blink_conn_id)
@@ -185,7 +187,7 @@ class BlinkHook(BaseHook):
     def transport(self) -> Transport:
         """The request path every call of this hook goes through (read from the connection on first use)."""
         return Transport(
-            self._settings,
+            self.settings,
             retry_limit=self.retry_limit,
             retry_delay=self.retry_delay,
             log=self.log,
@@ -201,7 +203,7 @@ class BlinkHook(BaseHook):
     @property
     def base_url(self) -> str:
         """The API's base URL, ending in ``/api/v1``."""
-        return self._settings.base_url
+        return self.settings.base_url
 
     @property
     def session(self) -> requests.Session:
@@ -538,7 +540,7 @@ class BlinkHook(BaseHook):
         except BlinkAuthError as err:
             raise BlinkAuthError(
                 f"Blink refused the API key of the connection {self.blink_conn_id!r} ({err.status}); check its API "
-                f"key (password) and its header name (extra header_name, now {self._settings.header!r})",
+                f"key (password) and its header name (extra header_name, now {self.settings.header!r})",
                 status=err.status,
             ) from None
 
@@ -558,7 +560,7 @@ class BlinkHook(BaseHook):
         except BlinkAuthError as err:
             return False, (
                 f"{err}. Check the API key (password) and the header name (extra header_name, "
-                f"now {self._settings.header!r})."
+                f"now {self.settings.header!r})."
             )
         except BlinkTransientError as err:
             if err.status is None:
