@@ -3,6 +3,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -234,3 +235,37 @@ def test_a_corrupt_snapshot_is_refused_naming_the_file(tmp_path: Path) -> None:
     broken.write_text("[{")
     with pytest.raises(ValueError, match=r"the snapshot .*2026-01-01T000000000000Z__r\.json cannot be read as JSON"):
         read_snapshot(str(broken))
+
+
+def test_record_catalogue_diff_writes_prunes_logs_and_announces_in_one_call(
+    blink_conn: None, tmp_path: Path, caplog: Any
+) -> None:
+    """#41: the nightly diff is a provider function; the example calls it in a few lines."""
+    from blinkops_provider.catalogue import record_catalogue_diff
+
+    folder = tmp_path / "connection_types"
+    folder.mkdir()
+    names = [f"2026-01-0{day}T000000000000Z__run{day}.json" for day in range(1, 4)]
+    (folder / names[0]).write_text(json.dumps([A, B]))
+    (folder / names[1]).write_text(json.dumps([A, B]))
+    (folder / names[2]).write_text(json.dumps([A, {**B, "name": "gcp-2"}, C]))
+
+    class Accessor(list[Any]):
+        def add(self, asset: Any, extra: Any = None) -> None:
+            self.append((asset.uri, extra))
+
+    class Events(dict[Any, Any]):
+        def __missing__(self, key: Any) -> Any:
+            accessor = self[key] = Accessor()
+            return accessor
+
+    events = Events()
+    caplog.set_level("INFO")
+    result = record_catalogue_diff(str(folder / names[2]), total=3, keep=2, outlet_events=events)
+    assert result["counts"] == {"added": 1, "removed": 0, "changed": 1, "unchanged": 1}
+    assert result["previous"].endswith(names[1]) and not (folder / names[0]).exists()
+    diff = json.loads((folder / names[2].replace(".json", ".diff.json")).read_text())
+    assert [entry["id"] for entry in diff["added"]] == ["c"]
+    [(uri, extra)] = next(iter(events.values()))
+    assert uri.endswith("/connection_types") and extra["changed"] == 1 and extra["total"] == 3
+    assert "Catalogue: 1 added, 0 removed, 1 changed, 1 unchanged" in caplog.text

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -274,6 +275,47 @@ def prune_snapshots(path: Any, keep: int) -> list[str]:
         old.unlink(missing_ok=True)
         old.with_name(old.name.removesuffix(".json") + ".diff.json").unlink(missing_ok=True)
     return [p.name for p in stale]
+
+
+def record_catalogue_diff(
+    snapshot: Any, *, total: int, keep: int, outlet_events: Any = None, log: Any = None
+) -> dict[str, Any]:
+    """The nightly diff of a catalogue, in one call, for the task after
+    ``ConnectionTypesToXComOperator(output_path=...)``: compare ``snapshot`` with the latest earlier
+    snapshot in its folder (the first run records a baseline), write ``<name>.diff.json`` beside
+    it, keep the latest ``keep`` snapshots, announce the counts on the catalogue's asset (through
+    :data:`~blinkops_provider.assets.CATALOGUE_ALIAS`, when ``outlet_events`` is given: declare
+    ``outlets=[AssetAlias(CATALOGUE_ALIAS)]`` on the task), and log the counts and each type added,
+    removed or changed, by name.
+
+    :param snapshot: this run's snapshot (the operator's ``path``).
+    :param total: how many types the operator wrote (its ``total``).
+    :returns: (for XCom) the counts, then the types added, removed and changed, at most 100 of each,
+        with how many more there are, the snapshot and the previous one.
+    """
+    current = _as_path(snapshot)
+    previous = previous_snapshot(current)  # an earlier run's: a retry compares the same way
+    changes = diff_catalogues(read_snapshot(previous) if previous else None, read_snapshot(current))
+    named = {"snapshot": str(current), "previous": str(previous) if previous else None}
+    diff_file = current.with_name(current.name.removesuffix(".json") + ".diff.json")
+    diff_file.write_text(json.dumps({**changes.to_dict(), **named}, indent=1, ensure_ascii=False))
+    pruned = prune_snapshots(current, keep)
+    if outlet_events is not None:
+        from blinkops_provider.assets import CATALOGUE_ALIAS, add_alias_event, blink_catalogue_asset
+
+        report = {**changes.counts, "baseline": changes.baseline, "total": total, **named}
+        add_alias_event(outlet_events, CATALOGUE_ALIAS, blink_catalogue_asset(), report)
+    _log_diff(log or logging.getLogger("airflow.task"), changes, current, previous, pruned)
+    return {**changes.to_xcom(), **named}
+
+
+def _log_diff(log: Any, changes: CatalogueDiff, current: Any, previous: Any, pruned: list[str]) -> None:
+    log.info("Catalogue: %s", changes.describe())  # the counts first, then what changed, by name
+    for line in changes.lines():
+        log.info("  %s", line)
+    log.info("Snapshot %s (previous: %s)", current.name, previous.name if previous else "none")
+    if pruned:
+        log.info("Deleted %d old snapshot(s), the oldest %s", len(pruned), pruned[0])
 
 
 def _as_path(path: Any) -> Any:
