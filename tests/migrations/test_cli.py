@@ -104,3 +104,17 @@ def test_a_mistyped_scheme_is_one_line_and_exit_2(records: str, capsys: pytest.C
     assert main(["locks", records]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"blink-schema: {records} cannot be used (") and len(err.splitlines()) == 1
+
+
+def test_an_unreachable_object_store_is_one_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    extra = {"endpoint_url": "http://127.0.0.1:9", "region_name": "us-east-1"}
+    extra["config_kwargs"] = {"retries": {"max_attempts": 1}, "connect_timeout": 2}  # type: ignore[assignment]
+    connection = {"conn_type": "aws", "login": "key-id", "password": "not-a-secret", "extra": extra}
+    monkeypatch.setenv("AIRFLOW_CONN_AWS_DEAD", json.dumps(connection))
+    assert main(["locks", "s3://aws_dead@bucket/records/"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("blink-schema: s3://aws_dead@bucket/records/ cannot be used (") and "Traceback" not in err

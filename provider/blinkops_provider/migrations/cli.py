@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BlinkInputError, BlinkConfigurationError) as err:
         print(f"blink-schema: {err}", file=sys.stderr)
         return 2
-    except (ValueError, OSError, ImportError) as err:  # an unknown scheme, a store that cannot be reached
+    except Exception as err:  # an unknown scheme, a store that cannot be reached (botocore's own errors too)
         why = " ".join(str(err).split())[:300] or type(err).__name__
         print(f"blink-schema: {args.records} cannot be used ({type(err).__name__}: {why})", file=sys.stderr)
         return 2
