@@ -75,6 +75,7 @@ def lock_files(records: str) -> Iterator[LockFile]:
     from airflow.providers.common.compat.sdk import ObjectStoragePath
 
     remote: Any = ObjectStoragePath(records)
+    remote.fs  # noqa: B018 - an unknown scheme fails here, on every Airflow (not as "no lock")
     if remote.protocol not in ("s3", "s3a"):
         return
     if remote.is_dir():
