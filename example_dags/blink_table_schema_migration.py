@@ -6,12 +6,12 @@ Applies a declared schema to the fields of one Blink table, the way a migration 
    else the file `schema_file` (by default `blink_table_schema_migration.json` beside this file,
    found relative to the DAG file's folder on the worker that runs the task).
    Every entry is checked here; an error names the source and the entry or JSON position.
-2. `plan` checks that Blink accepts the connection's key, compares the declaration with the
-   record of this DAG's last apply to that table, and logs each field as `add`, `change` (old →
-   new; flagged destructive when it removes select options or moves a reference), `unchanged`,
-   or `refused` (a type change, which Blink refuses). It sends nothing else. The plan has a
-   fingerprint. The baseline is that record, not Blink's current state: Blink's API cannot read
-   a table's fields, so changes made in Blink's UI are not seen.
+2. `plan` checks that Blink accepts the connection's key, reads the table's fields from Blink,
+   merges each declared field with what Blink holds (what the declaration leaves out, such as
+   `required` or `is_unique`, is kept), and logs each field as `change` (Blink's → sent; flagged
+   destructive when it removes select options, moves a reference, or turns a check on or off),
+   `unchanged`, or `refused` (a type change, or a field Blink lacks). What changed in Blink since
+   the last apply (the record) is shown as drift. It writes nothing. The plan has a fingerprint.
 3. `needs_review` lets the plan go to `review` only when it adds, changes or refuses something.
 4. `review` (Airflow 3.1 and later) waits for a person to approve the plan, shown in the UI's
    Required Actions with destructive and refused changes first. Rejecting it skips the apply. On

@@ -226,10 +226,11 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     :param fail_fast: after the first failure, start no new update (those in flight finish).
     :param record_path: where the record of this table's last apply is kept: a local path (shared
         by the workers) or an object-storage URI such as ``s3://bucket/blink/Incidents.json``, one
-        per table. With it, the task logs the plan first (each field ``add``, ``change`` with the
-        members that differ, or ``unchanged``, against that record: Blink's current state cannot
-        be read), reports each field as ``added``, ``changed``, ``unchanged`` or ``failed``, and
-        updates the record for the fields Blink confirmed. See :mod:`blinkops_provider.migrations`.
+        per table. With it, the task logs the plan first (each field ``change`` with the members
+        that differ, ``unchanged`` or ``refused``, against the table as Blink holds it, with what
+        changed since the record as drift; against the record where Blink does not serve the read),
+        reports each field as ``changed``, ``unchanged`` or ``failed`` (``added`` in the fallback),
+        and updates the record for the fields Blink confirmed. See :mod:`blinkops_provider.migrations`.
     :param only_changed: send only the fields the plan finds to add or change (needs
         ``record_path``). By default every declared field is sent: an update is a full
         replacement, so sending it again corrects a change made in Blink since.
