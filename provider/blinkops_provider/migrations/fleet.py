@@ -203,8 +203,10 @@ def let_through(plan: Mapping[str, Any], *, policy: str, reviewed: bool) -> dict
 
 
 def check_let_through(plan: Mapping[str, Any], policy: Any, reviewed: Any) -> None:
-    """:raises BlinkInputError: ``policy`` asks a person to approve ``plan`` (by its rows), and no
-    one did: such a plan must not be applied."""
+    """Refuse ``plan`` when ``policy`` asks a person to approve it (judged by its rows) and no one did.
+
+    :raises BlinkInputError: such a plan must not be applied.
+    """
     if reviewed is not True and review_needed([plan], check_review_policy(policy)):
         raise BlinkInputError(
             f"plan {one_line(str(plan.get('fingerprint')))} of {_name(plan)} needs a person's approval under review "
