@@ -77,6 +77,18 @@ def make_hook(blink_conn: None, sleeps: Sleeps) -> Callable[..., Any]:
 
 
 @pytest.fixture
+def blink_without_table_reads() -> Iterator[Any]:
+    """Outside a test's own mock, Blink does not serve the table reads (the plan falls back to the
+    record): ``pytestmark = pytest.mark.usefixtures("blink_without_table_reads")``."""
+    import requests_mock
+
+    from tests.fake_blink import without_table_reads
+
+    with requests_mock.Mocker() as m:
+        yield without_table_reads(m)
+
+
+@pytest.fixture
 def hook(make_hook: Callable[..., Any]) -> Any:
     return make_hook(retry_delay=0.5)
 

@@ -32,12 +32,7 @@ from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 from tests.conftest import keys
 from tests.fake_blink import without_table_reads
 
-
-@pytest.fixture(autouse=True)
-def _blink_without_table_reads() -> Any:
-    """Outside a test's own mock, Blink does not serve the table reads: plans fall back to the record."""
-    with rm.Mocker() as m:
-        yield without_table_reads(m)
+pytestmark = pytest.mark.usefixtures("blink_without_table_reads")
 
 
 BASE = "https://blink.test/api/v1"

@@ -13,12 +13,7 @@ from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations import apply_schema, declared_schema, plan_schema
 from tests.fake_blink import without_table_reads
 
-
-@pytest.fixture(autouse=True)
-def _blink_without_table_reads() -> Any:
-    """Outside a test's own mock, Blink does not serve the table reads: plans fall back to the record."""
-    with rm.Mocker() as m:
-        yield without_table_reads(m)
+pytestmark = pytest.mark.usefixtures("blink_without_table_reads")
 
 
 SCHEMA = [{"field": "Title", "type": "text", "display_name": "Title"}]

@@ -19,12 +19,7 @@ from blinkops_provider.migrations import apply_schema
 from blinkops_provider.migrations.cli import main
 from tests.fake_blink import without_table_reads
 
-
-@pytest.fixture(autouse=True)
-def _blink_without_table_reads() -> Any:
-    """Outside a test's own mock, Blink does not serve the table reads: plans fall back to the record."""
-    with rm.Mocker() as m:
-        yield without_table_reads(m)
+pytestmark = pytest.mark.usefixtures("blink_without_table_reads")
 
 
 SCHEMA = [{"field": "Title", "type": "text", "display_name": "Title"}]
@@ -33,7 +28,6 @@ KILLED_APPLY = """
 import os, signal, sys
 from blinkops_provider.migrations import Holder, TableLock
 
-from tests.fake_blink import without_table_reads
 holder = Holder(host="worker-2", pid=os.getpid(), dag_id="migrate", run_id="manual__1", task_id="apply",
                 map_index=-1, try_number=1)
 TableLock(sys.argv[1], ws_id="ws-1", table="Incidents", holder=holder).acquire()

@@ -7,20 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations import SchemaRecord
-from tests.fake_blink import without_table_reads
 
 NOW = dt.datetime(2026, 11, 25, tzinfo=dt.UTC)
 
 
-@pytest.fixture(autouse=True)
-def _blink_without_table_reads() -> Any:
-    """Outside a test's own mock, Blink does not serve the table reads: plans fall back to the record."""
-    with rm.Mocker() as m:
-        yield without_table_reads(m)
+pytestmark = pytest.mark.usefixtures("blink_without_table_reads")
 
 
 def test_a_record_of_another_blink_says_which_and_what_to_do(tmp_path: Path) -> None:
