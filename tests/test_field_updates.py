@@ -229,7 +229,10 @@ def test_partial_failure_applies_the_rest_and_reports_each_field(blink_conn: Non
             op.execute({"ti": ti})
         assert m.call_count == 4  # a 4xx is not retried
     assert isinstance(caught.value, AirflowFailException)  # every failure was a 4xx: no task retry
-    assert "2 of 4 field(s) not applied: 'b', 'c'" in str(caught.value)
+    assert (
+        "2 of 4 field(s) not applied: 'b' (400: changing the type is not allowed), 'c' (404: not found: field 'c'"
+        in str(caught.value)
+    )  # why each failed (#44 item 9)
     assert ti.pushed["return_value"] == {
         "ws_id": "ws-1",
         "table": "Incidents",

@@ -137,7 +137,8 @@ def test_test_connection_refused_points_at_base_url(make_hook: Any) -> None:
         ok, message = hook.test_connection()
     assert not ok
     assert "could not reach blink.test" in message
-    assert f"Check the Base URL (host), now '{BASE}'" in message
+    assert f"Base URL (host), now {BASE}" in message
+    assert message.lower().count("base url (host)") == 1  # the advice, once (#44 item 9)
 
 
 def test_test_connection_404_points_at_base_url(hook: Any) -> None:

@@ -563,7 +563,8 @@ class BlinkHook(BaseHook):
                 f"now {self.settings.header!r})."
             )
         except BlinkTransientError as err:
-            if err.status is None:
+            said = "base url (host)" in str(err).lower()  # the request path gave the advice already
+            if err.status is None and not said:
                 return False, f"{err}. Check the Base URL (host), now {self.base_url!r}."
             return False, str(err)
         except BlinkApiError as err:

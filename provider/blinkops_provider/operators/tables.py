@@ -208,6 +208,19 @@ def _table_outcome(counts: Counter[str], exc: BaseException | None) -> str:
     return APPLIED if counts["added"] or counts["changed"] or counts["applied"] else UNCHANGED
 
 
+WHY_CHARS = 80
+"""The most characters of one field's reason the task's final error shows (the log has it whole)."""
+
+
+def _why(name: str, result: FieldUpdates) -> str:
+    """A field the batch did not apply, with why in a few words: ``'Tags' (404: not found)``."""
+    error = result.failed.get(name)
+    if error is None:
+        return f"{one_line(name)!r} ({'in flight when interrupted' if name in result.unknown else 'not sent'})"
+    why = one_line(f"{error.status}: {error.message}" if error.status else str(error.message))
+    return f"{one_line(name)!r} ({why if len(why) <= WHY_CHARS else why[: WHY_CHARS - 1] + '…'})"
+
+
 class UpdateTableFieldsOperator(BaseBlinkOperator):
     """Apply a declared schema, many fields of one Blink table, in one task.
 
@@ -480,7 +493,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     @staticmethod
     def _failure(result: FieldUpdates) -> BlinkApiError:
         missing = [*result.failed, *result.not_sent, *result.unknown]
-        names = ", ".join(repr(name) for name in missing[:20]) + (
+        names = ", ".join(_why(name, result) for name in missing[:20]) + (
             f" and {len(missing) - 20} more" if len(missing) > 20 else ""
         )
         message = f"{len(missing)} of {len(result.order)} field(s) not applied: {names}"
