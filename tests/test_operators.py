@@ -444,16 +444,21 @@ HELD = {"Incidents": [blink_field("Severity", "single-select", required=True, is
 SEVERITY = {"type": "single-select", "display_name": "Severity", "attributes": {"options": ["Low", "High"]}}
 
 
-def test_the_field_operator_keeps_what_blink_holds_and_the_update_leaves_out(blink_conn: None) -> None:
-    op = UpdateTableFieldOperator(
+def severity_operator(options: list[str]) -> UpdateTableFieldOperator:
+    """The single-field operator, updating the held Severity field's options only."""
+    return UpdateTableFieldOperator(
         task_id="u",
         ws_id="ws-1",
         table="Incidents",
         field="Severity",
         field_type="single-select",
         display_name="Severity",
-        attributes={"options": ["Low", "High"]},
+        attributes={"options": options},
     )
+
+
+def test_the_field_operator_keeps_what_blink_holds_and_the_update_leaves_out(blink_conn: None) -> None:
+    op = severity_operator(["Low", "High"])
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
         returned = op.execute({})
@@ -526,15 +531,7 @@ def test_without_blinks_fields_the_operator_sends_nothing_and_names_replace(blin
 
 
 def test_a_merged_body_that_contradicts_itself_is_refused_before_any_write(blink_conn: None) -> None:
-    op = UpdateTableFieldOperator(
-        task_id="u",
-        ws_id="ws-1",
-        table="Incidents",
-        field="Severity",
-        field_type="single-select",
-        display_name="Severity",
-        attributes={"options": ["A", "A"]},
-    )
+    op = severity_operator(["A", "A"])
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
         with pytest.raises(BlinkInputError, match="option 'A' is given twice"):

@@ -94,6 +94,11 @@ class BlinkApiError(AirflowException):
             text = f"{text} (gave up after {self.attempts} attempt(s){asked})"
         return text
 
+    def restated(self, message: str, cls: type[BlinkApiError] | None = None) -> BlinkApiError:
+        """This failure told another way: ``message``, as ``cls`` (by default this class), with
+        every other member (status, method, path, ...) kept."""
+        return (cls or type(self))(message, **self._members())
+
     def __reduce__(self) -> tuple[Any, ...]:
         # Keyword-only arguments do not survive the default pickling of exceptions.
         return (_rebuild, (type(self), self.message, self._members()))

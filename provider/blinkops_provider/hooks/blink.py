@@ -247,13 +247,10 @@ class BlinkHook(BaseHook):
         except BlinkAuthError as err:
             if err.status != 403:
                 raise
-            raise BlinkAuthError(
+            raise err.restated(
                 f"Blink refused the API key of the connection {self.blink_conn_id!r} in workspace {ws_id!r}: the key "
                 "is valid, but its user has no workspace role there (a company role alone is not enough); give the "
-                "user a role in that workspace (Contributor or above to write)",
-                status=403,
-                method=err.method,
-                path=err.path,
+                "user a role in that workspace (Contributor or above to write)"
             ) from None
 
     def update_table_field(
@@ -348,12 +345,10 @@ class BlinkHook(BaseHook):
         except BlinkClientError as err:
             if err.status not in (404, 405):
                 raise
-            raise BlinkReadUnavailableError(
+            raise err.restated(
                 f"Blink answered {err.status} to the read of {subject}: this Blink (or a proxy in front of it) does "
                 "not serve it, or the workspace does not exist",
-                status=err.status,
-                method=err.method,
-                path=err.path,
+                BlinkReadUnavailableError,
             ) from None
 
     def update_table_fields(

@@ -61,12 +61,9 @@ def merged_with_blink(
     try:
         held = {field.name: field for field in hook.get_table_fields(ws_id, table)}
     except BlinkReadUnavailableError as err:
-        raise BlinkReadUnavailableError(
+        raise err.restated(
             f"{err.message}. Without Blink's fields the update cannot keep what it leaves out, so nothing was sent; "
-            "replace=True sends the update as given (Blink then resets what it leaves out)",
-            status=err.status,
-            method=err.method,
-            path=err.path,
+            "replace=True sends the update as given (Blink then resets what it leaves out)"
         ) from None
     missing = [name for name, _ in batch if name not in held]
     if missing:
