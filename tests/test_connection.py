@@ -5,7 +5,8 @@ import requests_mock as rm
 
 from blinkops_provider import get_provider_info
 from blinkops_provider.exceptions import BlinkConfigurationError
-from blinkops_provider.hooks.blink import BlinkHook, build_base_url
+from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.names import build_base_url
 from tests.conftest import API_KEY, set_connection
 
 PAGE = {"limit": 1, "offset": 0, "total": 0, "results": []}
@@ -135,8 +136,6 @@ def test_hook_timeout_wins_over_the_connection(monkeypatch: pytest.MonkeyPatch) 
         ({"timeout": "5, 120, 9"}, "or connect and read seconds such as '5, 120', got"),
         ({"timeout": "5, -1"}, "timeout' must be a positive number"),
         ({"header_name": "Bad Header:"}, "header_name' must be an HTTP header name"),
-        ({"api_key_header": "X-Old"}, "has the extra 'api_key_header', renamed 'header_name' before 0.1.0"),
-        ({"extra__blink__api_key_header": "***"}, "renamed 'header_name' before 0.1.0 .*: rename it"),
     ],
 )
 def test_bad_extras_are_config_errors(monkeypatch: pytest.MonkeyPatch, extra: dict, message: str) -> None:
@@ -248,10 +247,3 @@ def test_no_conn_field_is_one_the_airflow_ui_masks() -> None:
     assert names == ["header_name", "verify_ssl", "timeout"]
     assert [name for name in names if should_hide_value_for_key(name)] == []
     assert should_hide_value_for_key("api_key_header")  # why the extra was renamed
-
-
-def test_the_new_extra_name_wins_over_the_old_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    from blinkops_provider.hooks.blink import BlinkHook
-
-    set_connection(monkeypatch, extra={"header_name": "X-New", "api_key_header": "X-Old"})
-    assert BlinkHook().settings.header == "X-New"

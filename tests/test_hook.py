@@ -10,7 +10,7 @@ import pytest
 import requests
 import requests_mock as rm
 
-from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.exceptions import BlinkAuthError, BlinkInputError, BlinkNotFoundError
 from blinkops_provider.models import FieldType, FieldUpdate, TableField
 from tests.conftest import API_KEY, set_connection
 
@@ -127,7 +127,7 @@ def test_test_connection_401_points_at_key_and_header(hook: Any) -> None:
         ok, message = hook.test_connection()
     assert not ok
     assert "401: invalid api key" in message
-    assert "Check the API key (password) and the header name (extra header_name, now 'BLINK-API-KEY')" in message
+    assert "check its API key (password) and its header name (extra header_name, now 'BLINK-API-KEY')" in message
 
 
 def test_test_connection_refused_points_at_base_url(make_hook: Any) -> None:
@@ -145,7 +145,43 @@ def test_test_connection_404_points_at_base_url(hook: Any) -> None:
     with rm.Mocker() as m:
         m.get(LIST_URL, status_code=404, text="no such path")
         ok, message = hook.test_connection()
-    assert not ok and "Check the Base URL" in message
+    assert not ok and f"check its Base URL (host), now {BASE}" in message
+    assert message.lower().count("base url") == 1
+
+
+def test_a_404_before_blink_ever_answered_points_at_the_base_url_and_names_the_connection(hook: Any) -> None:
+    """A wrong Base URL path (``/apii/v1``) makes every call 404: the error says where to look,
+    not only that a field was not found (#44 item 7)."""
+    with rm.Mocker() as m:
+        m.put(f"{BASE}/workspace/w/table/T/fields/Tags", status_code=404, json={"message": "not found"})
+        with pytest.raises(BlinkNotFoundError) as caught:
+            hook.update_table_field("w", "T", "Tags", {"type": "text", "display_name": "Tags"})
+    message = str(caught.value)
+    assert "not found: field 'Tags' of table 'T'" in message
+    assert (
+        f"no request on the connection 'blink_default' has been answered yet: check its Base URL (host), now {BASE}"
+        in message
+    )
+
+
+def test_a_404_after_blink_answered_blames_the_call_only(hook: Any) -> None:
+    with rm.Mocker() as m:
+        m.get(LIST_URL, json={"results": [], "total": 0})
+        m.put(f"{BASE}/workspace/w/table/T/fields/Tags", status_code=404, json={"message": "not found"})
+        hook.list_connection_types(limit=1)
+        with pytest.raises(BlinkNotFoundError) as caught:
+            hook.update_table_field("w", "T", "Tags", {"type": "text", "display_name": "Tags"})
+    assert "Base URL" not in str(caught.value)
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_key_in_a_task_names_the_connection_id(make_hook: Any, status: int) -> None:
+    with rm.Mocker() as m:
+        m.get(LIST_URL, status_code=status, json={"message": "denied"})
+        with pytest.raises(BlinkAuthError) as caught:
+            make_hook().list_connection_types(limit=1)
+    assert "Blink refused the API key of the connection 'blink_default'" in str(caught.value)
+    assert "extra header_name, now 'BLINK-API-KEY'" in str(caught.value)
 
 
 def test_test_connection_without_key(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -206,7 +242,6 @@ def test_hook_signatures_are_the_documented_ones() -> None:
         *query,
         ("page_size", "KEYWORD_ONLY", 1000),
         ("max_items", "KEYWORD_ONLY", None),
-        ("max_concurrency", "KEYWORD_ONLY", 4),
     ]
     assert (BlinkHook.conn_type, BlinkHook.default_conn_name, BlinkHook.conn_name_attr) == (
         "blink",

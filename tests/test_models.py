@@ -6,6 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.inputs import validate_input
 from blinkops_provider.models import (
     SYSTEM_FIELD_TYPES,
     ConnectionType,
@@ -19,7 +20,6 @@ from blinkops_provider.models import (
     field_body,
     merge_field,
     validate_field_updates,
-    validate_input,
 )
 
 DOCS_BODY = {

@@ -312,7 +312,6 @@ def test_a_large_catalogue_into_xcom_warns(
                 "page_size",
                 "max_items",
                 "output_path",
-                "max_concurrency",
                 "blink_conn_id",
                 "hook_params",
                 "kwargs",
@@ -351,7 +350,6 @@ def test_the_collector_is_never_off_while_the_callers_code_runs(
         task_id="sync",
         output_path=str(tmp_path / "c.json") if to_file else None,
         page_size=3,
-        max_concurrency=1,
         hook_params={"retry_limit": 1},
     )
     assert gc.isenabled()

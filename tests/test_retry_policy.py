@@ -24,8 +24,7 @@ from blinkops_provider.exceptions import (
     BlinkResponseError,
     BlinkTransientError,
 )
-from blinkops_provider.hooks._transport import Clock
-from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.hooks.blink import BlinkHook, Clock
 from blinkops_provider.retry_policy import (
     HAS_RETRY_POLICY,
     MAX_WAIT,
@@ -232,7 +231,9 @@ def test_error_without_wrapper_quotes_the_body(make_hook: Any) -> None:
         with pytest.raises(BlinkAuthError) as err:
             make_hook().list_connection_types()
     assert str(err.value) == (
-        "GET /connection_types -> 401: Unauthorized (content type text/html, body starts: <html>login</html>)"
+        "GET /connection_types -> 401: Unauthorized (content type text/html, body starts: <html>login</html>); "
+        "Blink refused the API key of the connection 'blink_default': check its API key (password) and its "
+        "header name (extra header_name, now 'BLINK-API-KEY')"
     )
 
 

@@ -9,8 +9,8 @@ import pytest
 import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.models import validate_input
-from blinkops_provider.rql import MAX_NESTING, OPERATORS, RQLQuery, parse_json_object
+from blinkops_provider.inputs import MAX_NESTING, parse_json_object, validate_input
+from blinkops_provider.rql import OPERATORS, RQLQuery
 
 
 def test_cli_example_is_compact_json() -> None:

@@ -15,15 +15,11 @@ from blinkops_provider.sandbox import BlinkSandbox
 from tests.conftest import keys
 
 
-@pytest.mark.parametrize("workers", [1, 4])
-def test_the_catalogue_lands_in_s3_with_every_type_once(
-    blink_sandbox: BlinkSandbox, bucket: tuple[Any, str], workers: int
-) -> None:
+def test_the_catalogue_lands_in_s3_with_every_type_once(blink_sandbox: BlinkSandbox, bucket: tuple[Any, str]) -> None:
     client, name = bucket
     op = ConnectionTypesToXComOperator(
         task_id="sync",
         page_size=30,
-        max_concurrency=workers,
         output_path=f"s3://aws_default@{name}/catalogue/{{{{ ds }}}}.json",
     )
     op.render_template_fields({"ds": "2026-11-22"})
@@ -55,7 +51,6 @@ def test_a_walk_that_fails_midway_leaves_no_object_and_the_previous_one_alone(
     op = ConnectionTypesToXComOperator(
         task_id="sync",
         page_size=30,
-        max_concurrency=1,
         output_path=f"s3://aws_default@{name}/{key}",
         hook_params={"retry_limit": 1},
     )

@@ -525,7 +525,9 @@ def test_a_refused_key_fails_the_plan_step_with_the_connection_hint(blink_conn: 
     )
     with rm.Mocker() as m:
         m.get(rm.ANY, status_code=401, json={"message": "bad key"})
-        with pytest.raises(BlinkAuthError, match=r"refused the API key of the connection 'blink_default' \(401\)"):
+        with pytest.raises(
+            BlinkAuthError, match=r"401: bad key; Blink refused the API key of the connection 'blink_default'"
+        ):
             op.execute({"ti": FakeTI()})
     assert not record.exists()
 

@@ -442,7 +442,7 @@ def test_a_small_answer_that_inflates_without_end_is_refused_within_the_bound(ho
     import gzip
     import tracemalloc
 
-    from blinkops_provider.hooks._responses import MAX_BODY
+    from blinkops_provider import MAX_BODY
 
     bomb = gzip.compress(b" " * (128 << 20), compresslevel=9)
     assert len(bomb) < 256 << 10
@@ -474,7 +474,7 @@ def test_could_not_reach_names_the_base_url(monkeypatch: pytest.MonkeyPatch) -> 
         BlinkHook(retry_limit=1).list_connection_types(limit=1)
     message = str(caught.value)
     assert f"could not reach 127.0.0.1:{port}" in message
-    assert f"check the connection's Base URL (host), now http://127.0.0.1:{port}/api/v1" in message
+    assert f"check its Base URL (host), now http://127.0.0.1:{port}/api/v1" in message
 
 
 def test_tls_failure_on_a_host_without_scheme_suggests_http(
@@ -512,7 +512,7 @@ def test_a_piece_of_the_key_that_blink_echoes_never_shows(hook: BlinkHook, start
 
 
 def test_runs_of_the_key_shorter_than_8_characters_are_left_alone() -> None:
-    from blinkops_provider.hooks._transport import without_key_runs
+    from blinkops_provider.redaction import without_key_runs
 
     assert without_key_runs("blink-t refused 0123456 it", API_KEY) == "blink-t refused 0123456 it"  # runs of 7
     assert without_key_runs("x0123456789aby", API_KEY) == "x***y"  # a run of 12, replaced whole

@@ -10,7 +10,7 @@ import requests
 import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkResponseError
-from blinkops_provider.hooks._walk import sort_items
+from blinkops_provider.rql import sort_items
 from tests.fake_listing import FakeListing
 from tests.sandbox.reference import evaluate
 
@@ -22,7 +22,6 @@ def catalogue(size: int) -> list[dict[str, Any]]:
 
 
 def walk_ids(hook: Any, listing: FakeListing, **kwargs: Any) -> list[Any]:
-    kwargs.setdefault("max_concurrency", 1)  # page by page unless a test says otherwise
     with rm.Mocker() as m:
         m.get(LIST_URL, json=listing)
         return [item.get("id") for page in hook.walk_connection_types(**kwargs) for item in page.items]
@@ -271,7 +270,6 @@ def mutate(rng: random.Random, serial: list[int], record: Any) -> Any:
 
 
 @pytest.mark.parametrize("seed", range(12))
-@pytest.mark.parametrize("workers", [1, 4])
 @pytest.mark.parametrize(
     ("sort", "user_filter", "select"),
     [
@@ -283,7 +281,7 @@ def mutate(rng: random.Random, serial: list[int], record: Any) -> Any:
     ],
 )
 def test_every_item_that_exists_throughout_comes_exactly_once(
-    hook: Any, seed: int, workers: int, sort: Any, user_filter: Any, select: Any
+    hook: Any, seed: int, sort: Any, user_filter: Any, select: Any
 ) -> None:
     rng = random.Random(seed)
     listing = FakeListing(catalogue(120))
@@ -298,11 +296,7 @@ def test_every_item_that_exists_throughout_comes_exactly_once(
         listing.before_request[n] = mutate(rng, serial, record)
     with rm.Mocker() as m:
         m.get(LIST_URL, json=listing)
-        pages = list(
-            hook.walk_connection_types(
-                sort=sort, filter=user_filter, select=select, page_size=7, max_concurrency=workers
-            )
-        )
+        pages = list(hook.walk_connection_types(sort=sort, filter=user_filter, select=select, page_size=7))
     items = [item for page in pages for item in page.items]
     ids = [item.get("id") for item in items]
     if select is not None:  # the sort keys were not selected: the walk asked for them and dropped them
@@ -365,20 +359,3 @@ def test_a_one_page_catalogue_is_one_request_on_one_session_without_a_thread(mak
     assert (peak["sent"], peak["sessions"]) == (1, 1)
     assert peak["threads"] == {threading.get_ident()}
     assert started <= 0
-
-
-def test_max_concurrency_has_no_effect_on_the_walk(hook: Any) -> None:
-    """Accepted for compatibility: one request at a time, the same requests at every value."""
-    sent = []
-    for workers in (1, 4, 32):
-        listing = FakeListing(catalogue(95))
-        assert walk_ids(hook, listing, page_size=10, max_concurrency=workers) == [i["id"] for i in catalogue(95)]
-        sent.append(listing.requests)
-    assert sent[0] == sent[1] == sent[2] and len(sent[0]) == 10
-
-
-@pytest.mark.parametrize("value", [0, 33, "4", True, 2.0])
-def test_bad_concurrency_fails_before_any_request(hook: Any, value: Any) -> None:
-    with rm.Mocker() as m, pytest.raises(BlinkInputError, match="max_concurrency must be an integer from 1 to 32"):
-        hook.walk_connection_types(max_concurrency=value)
-    assert not m.called

@@ -1,6 +1,6 @@
 """The walk against servers no one here wrote: each honours less of RQL and paging than Blink's
 docs promise. Every walk gives every item exactly once, or a clear error; never a silently short
-or doubled result, at every ``max_concurrency``."""
+or doubled result."""
 
 from __future__ import annotations
 
@@ -93,60 +93,52 @@ def walk(hook: Any, server: OddServer, **kwargs: Any) -> list[Any]:
 
 
 EVERY = [item["id"] for item in catalogue()]
-CONCURRENCY = [1, 4]
 
 
 # -- 1. a server whose largest page is smaller than asked -------------------------------------------
 
 
-@pytest.mark.parametrize("workers", CONCURRENCY)
 @pytest.mark.parametrize(
     ("total", "echo_limit"),
     [("real", True), ("zero", True), ("page", True), ("none", True), ("real", False)],
 )
-def test_a_server_with_a_smaller_maximum_page_gives_every_item(
-    hook: Any, workers: int, total: str, echo_limit: bool
-) -> None:
+def test_a_server_with_a_smaller_maximum_page_gives_every_item(hook: Any, total: str, echo_limit: bool) -> None:
     server = OddServer(catalogue(), max_page=100, total=total, echo_limit=echo_limit)
-    assert walk(hook, server, page_size=1000, max_concurrency=workers) == EVERY
+    assert walk(hook, server, page_size=1000) == EVERY
 
 
 def test_a_server_capped_page_without_any_hint_ends_the_walk_only_when_the_total_agrees(hook: Any) -> None:
     """No limit echoed, and a total equal to the page: nothing says more exist. The walk believes
     the envelope, as it must; with a real total it goes on."""
     server = OddServer(catalogue(), max_page=100, total="real", echo_limit=False)
-    assert walk(hook, server, page_size=1000, max_concurrency=1) == EVERY
+    assert walk(hook, server, page_size=1000) == EVERY
     assert all(q["limit"] == 100 for q in server.requests[1:])  # it learned the server's maximum
 
 
 # -- 2. servers that do not sort or filter as asked ---------------------------------------------------
 
 
-@pytest.mark.parametrize("workers", CONCURRENCY)
 @pytest.mark.parametrize(
     "odd",
     [{"gte": True}, {"shuffle": True}, {"reverse": True}, {"ignore_filter": True, "ignore_sort": True}],
     ids=["$gt as $gte", "unsorted", "reversed", "offset only"],
 )
 def test_servers_that_do_not_honour_the_keyset_give_exact_results(
-    hook: Any, all_output: Any, workers: int, odd: dict[str, Any]
+    hook: Any, all_output: Any, odd: dict[str, Any]
 ) -> None:
     server = OddServer(catalogue(), **odd)
-    ids = walk(hook, server, page_size=1000, max_concurrency=workers)
+    ids = walk(hook, server, page_size=1000)
     # every item, once, in id order: offset pages are put in id order (#35, #37), never returned reversed
     assert ids == EVERY
     assert len(ids) == len(set(ids)) == SIZE
     assert "paging by offset from here" in all_output()
 
 
-@pytest.mark.parametrize("workers", CONCURRENCY)
-def test_an_offset_only_server_gives_every_item_once_in_at_most_twice_the_minimal_requests(
-    hook: Any, workers: int
-) -> None:
+def test_an_offset_only_server_gives_every_item_once_in_at_most_twice_the_minimal_requests(hook: Any) -> None:
     server = OddServer(catalogue(), ignore_filter=True, ignore_sort=True)
     with rm.Mocker() as m:
         m.get(LIST_URL, json=server)
-        pages = list(hook.walk_connection_types(page_size=1000, max_concurrency=workers))
+        pages = list(hook.walk_connection_types(page_size=1000))
     ids = [item["id"] for page in pages for item in page.items]
     assert ids == EVERY
     assert len(server.requests) <= 2 * 3
@@ -170,7 +162,7 @@ def test_a_server_that_ignores_the_filter_never_returns_unfiltered_types(hook: A
 
 def test_a_server_that_refuses_the_id_condition_is_walked_by_offset_with_the_filter(hook: Any, all_output: Any) -> None:
     server = OddServer(catalogue(), refuse_id_filter=True)
-    ids = walk(hook, server, page_size=500, filter={"oauth": True}, max_concurrency=4)
+    ids = walk(hook, server, page_size=500, filter={"oauth": True})
     assert ids == [d["id"] for d in evaluate(catalogue(), {"oauth": True}, ["id"])]
     assert "it refused the id condition" in all_output()
     assert all(q["filter"] == {"oauth": True} for q in server.requests[2:])
@@ -186,11 +178,10 @@ def test_a_server_that_honours_neither_keyset_nor_offset_fails_fast(hook: Any) -
 # -- 3. ids -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("workers", CONCURRENCY)
-def test_the_same_id_twice_in_a_page_is_a_clear_error(hook: Any, workers: int) -> None:
+def test_the_same_id_twice_in_a_page_is_a_clear_error(hook: Any) -> None:
     server = OddServer(catalogue(), dup_in_page=True)
     with pytest.raises(BlinkApiError, match="sent id 'ct-00000' twice in page 1"):
-        walk(hook, server, page_size=1000, max_concurrency=workers)
+        walk(hook, server, page_size=1000)
 
 
 # -- 4. URL length ----------------------------------------------------------------------------------
@@ -224,7 +215,7 @@ def test_a_sorted_walk_whose_sort_values_move_gives_every_type_once_in_requests_
 def test_a_prefetched_walk_of_an_unchanged_catalogue_does_not_report_a_change(hook: Any, all_output: Any) -> None:
     """Each page's total is compared with what the page before it left."""
     server = OddServer(catalogue())
-    assert walk(hook, server, page_size=100, max_concurrency=4) == EVERY
+    assert walk(hook, server, page_size=100) == EVERY
     output = all_output()
     assert "page 25/25: 2500 of 2500" in output
     assert "the catalogue changed" not in output

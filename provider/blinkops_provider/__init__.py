@@ -18,6 +18,11 @@ RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_LIMIT = 1000
 """The largest page Blink serves (an RQL ``limit`` is 1 to 1000, Blink's docs say)."""
 
+MAX_BODY = 32 << 20
+"""The largest body (in bytes, once decompressed) an answer may have: a page of 1,000 connection
+types is about 1 MiB. A larger one is refused as soon as the bound is passed, so a small
+compressed answer that inflates without end costs at most this much memory."""
+
 __all__ = ["__version__", "get_provider_info"]
 
 

@@ -8,7 +8,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkInputError, BlinkResponseError
+from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkResponseError
 from blinkops_provider.models import FieldUpdate, TableField
 
 
@@ -20,7 +20,7 @@ class Planned(Protocol):
     def members(self, field: str) -> tuple[str, ...]: ...
 
 
-__all__ = ["PROGRESS_FROM", "FieldUpdates", "Planned", "check_concurrency", "run_batch"]
+__all__ = ["PROGRESS_FROM", "FieldUpdates", "Planned", "run_batch"]
 
 PROGRESS_FROM = 20
 """The smallest batch whose progress is logged on the way (every 10%); a smaller one logs its end."""
@@ -84,12 +84,6 @@ class FieldUpdates:
         if name in skipped:
             return "unchanged"
         return "unknown" if name in unknown else "failed"
-
-
-def check_concurrency(value: Any) -> None:
-    """:raises BlinkInputError: ``max_concurrency`` is not an integer from 1 to 32."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 32:
-        raise BlinkInputError(f"max_concurrency must be an integer from 1 to 32, got {value!r}")
 
 
 Put = Callable[[str, FieldUpdate], TableField]

@@ -66,6 +66,7 @@ class BlinkApiError(AirflowException):
         path: str | None = None,
         retry_after: float | None = None,
         attempts: int | None = None,
+        hint: str | None = None,
     ) -> None:
         self.message = message
         self.status = status
@@ -79,6 +80,8 @@ class BlinkApiError(AirflowException):
         """Seconds Blink asked to wait (its last ``Retry-After``), when it said."""
         self.attempts = attempts
         """How many attempts the hook made before giving up, for an error it retried."""
+        self.hint = hint
+        """What to check when the failure points at the connection rather than the call."""
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -92,12 +95,12 @@ class BlinkApiError(AirflowException):
         if self.attempts is not None:
             asked = f"; Blink asked to wait {self.retry_after:g} s" if self.retry_after is not None else ""
             text = f"{text} (gave up after {self.attempts} attempt(s){asked})"
-        return text
+        return f"{text}; {self.hint}" if self.hint else text
 
-    def restated(self, message: str, cls: type[BlinkApiError] | None = None) -> BlinkApiError:
+    def restated(self, message: str, cls: type[BlinkApiError] | None = None, **changes: Any) -> BlinkApiError:
         """This failure told another way: ``message``, as ``cls`` (by default this class), with
-        every other member (status, method, path, ...) kept."""
-        return (cls or type(self))(message, **self._members())
+        every other member (status, method, path, hint, ...) kept unless ``changes`` sets it."""
+        return (cls or type(self))(message, **{**self._members(), **changes})
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Keyword-only arguments do not survive the default pickling of exceptions.
@@ -114,6 +117,7 @@ class BlinkApiError(AirflowException):
             "path": self.path,
             "retry_after": self.retry_after,
             "attempts": self.attempts,
+            "hint": self.hint,
         }
 
 

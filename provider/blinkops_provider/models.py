@@ -14,7 +14,7 @@ Two families, with opposite rules:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import Any, TypeVar, get_args
 
@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.inputs import describe_errors
 from blinkops_provider.names import segment
 
 __all__ = [
@@ -59,51 +60,13 @@ __all__ = [
     "TwoLeggedValues",
     "Validation",
     "contradictions",
-    "describe_errors",
     "field_body",
     "merge_field",
     "scalar_fields",
     "validate_field_updates",
-    "validate_input",
 ]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-
-def validate_input(model: type[ModelT], data: Any, what: str) -> ModelT:
-    """Validate user input into ``model``.
-
-    :raises BlinkInputError: naming each wrong member, why, and what is allowed.
-    """
-    if isinstance(data, model):
-        return data
-    try:
-        return model.model_validate(data)
-    except ValidationError as err:
-        raise BlinkInputError(f"invalid {what}: {describe_errors(err.errors())}") from None
-
-
-SHOWN_VALUE_CHARS = 40
-"""How much of a wrong input value a message echoes."""
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= SHOWN_VALUE_CHARS else text[: SHOWN_VALUE_CHARS - 3] + "..."
-
-
-def describe_errors(errors: Iterable[Mapping[str, Any]]) -> str:
-    """Pydantic's error list of a user's input as one line: ``where: what is wrong (got <value>); ...``,
-    each wrong value cut to :data:`SHOWN_VALUE_CHARS` characters (what a user typed, not a secret:
-    responses are described without their values)."""
-    problems = []
-    for error in errors:
-        where = ".".join(str(part) for part in error["loc"])
-        message = str(error["msg"]).removeprefix("Value error, ")
-        if "input" in error and error["input"] is not None and not isinstance(error["input"], (dict, list)):
-            message = f"{message} (got {_shown(error['input'])})"
-        problems.append(f"{where}: {message}" if where else message)
-    return "; ".join(problems)
 
 
 class FieldType(str, Enum):  # noqa: UP042  (StrEnum would change what str() of a member says)

@@ -31,13 +31,14 @@ from __future__ import annotations
 import datetime as dt
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 import requests
 from tenacity import RetryCallState
 from tenacity.wait import wait_base, wait_exponential, wait_random
+from urllib3.exceptions import NewConnectionError, ProtocolError
 from urllib3.util.retry import Retry
 
 from blinkops_provider import RETRYABLE_STATUSES
@@ -50,15 +51,19 @@ from blinkops_provider.exceptions import (
     BlinkLockedError,
     BlinkTransientError,
 )
+from blinkops_provider.inputs import check_seconds
 
 __all__ = [
     "MAX_WAIT",
     "RETRYABLE_STATUSES",
+    "AttemptTimedOut",
     "BlinkRetryPolicy",
     "RetryAfterOrBackoff",
     "RetryableResponse",
     "SharedPause",
+    "batch_error",
     "default_retry_policy",
+    "describe_failure",
     "is_retryable",
     "parse_retry_after",
 ]
@@ -165,19 +170,6 @@ except ImportError:  # older Airflow: a stand-in base, so the class still import
     RetryDecision = None  # type: ignore[assignment,misc]
 
 
-def check_seconds(value: Any, what: str, *, low: float, high: float, low_open: bool = False) -> float:
-    """``value`` as a duration in seconds: a finite number from ``low`` (excluded when
-    ``low_open``) to ``high``.
-
-    :raises BlinkInputError: anything else, saying what is allowed.
-    """
-    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not number or value > high or value < low or (low_open and value == low):
-        bound = f"more than {low:g}" if low_open else f"{low:g} or more"
-        raise BlinkInputError(f"{what} must be a finite number of seconds, {bound} and at most {high:g}, got {value!r}")
-    return float(value)
-
-
 def _provider_error(exception: BaseException) -> BaseException:
     """The first of the provider's errors along ``exception``'s cause chain (itself if none is)."""
     seen: set[int] = set()
@@ -250,3 +242,72 @@ def default_retry_policy() -> BlinkRetryPolicy | None:
     """The policy the operators take unless given one: :class:`BlinkRetryPolicy` on Airflow
     3.3 and later, None (no ``retry_policy`` argument) before."""
     return BlinkRetryPolicy() if HAS_RETRY_POLICY else None
+
+
+# -- how a failed attempt is told: what it was, and whether anything answered at all --
+
+
+class AttemptTimedOut(requests.exceptions.ReadTimeout):
+    """An attempt's answer took longer than its deadline (retried like any timeout)."""
+
+
+def _broke(exc: requests.ConnectionError) -> bool:
+    """Whether a connection error is the server dropping the connection mid-answer (a
+    ``ProtocolError``, or a reset under urllib3's ``MaxRetryError``), not a failure to connect."""
+    reason = exc.args[0] if exc.args else None
+    cause = getattr(reason, "reason", None) or reason
+    return isinstance(cause, ProtocolError) or (
+        isinstance(cause, ConnectionError) and not isinstance(cause, NewConnectionError)
+    )
+
+
+_ACCOUNTS: tuple[tuple[type[BaseException], str], ...] = (
+    (requests.exceptions.ConnectTimeout, "timed out connecting to {host}"),
+    (requests.exceptions.ReadTimeout, "timed out waiting for {host} (no answer within the read timeout)"),
+    (requests.exceptions.ChunkedEncodingError, "the connection to {host} broke during the response"),
+    (requests.exceptions.ContentDecodingError, "could not decode the response body from {host} (its Content-Encoding)"),
+    (requests.exceptions.SSLError, "TLS with {host} failed"),
+)
+"""What a failed attempt of each type says (most specific first)."""
+
+
+def describe_failure(exc: BaseException | None, host: str) -> str:
+    """A one-line account of a failed attempt that names no URL, query or key (by its type)."""
+    if isinstance(exc, RetryableResponse):
+        return f"HTTP {exc.answer.status}"
+    if isinstance(exc, AttemptTimedOut):
+        return f"timed out waiting for {host} ({exc})"
+    for kind, account in _ACCOUNTS:
+        if isinstance(exc, kind):
+            return account.format(host=host)
+    if isinstance(exc, requests.ConnectionError):
+        if _broke(exc):
+            return f"{host} closed the connection without a complete answer"
+        return f"could not reach {host} ({type(exc).__name__})"
+    if isinstance(exc, requests.RequestException):
+        return f"the request to {host} failed ({type(exc).__name__})"
+    return type(exc).__name__
+
+
+def batch_error(message: str, errors: Iterable[BlinkApiError]) -> BlinkApiError:
+    """The error that ends a field-update batch whose ``errors`` are its fields' failures, of the
+    class that tells whether a retry helps: a refused key (:class:`BlinkAuthError`) or another
+    4xx (:class:`BlinkClientError`) fails without one; a batch rate-limited to the end is a 429
+    with Blink's longest wait (the task's policy honours it); any other, Airflow's retries."""
+    errors = list(errors)
+    auth = next((error for error in errors if isinstance(error, BlinkAuthError)), None)
+    if auth is not None:
+        return BlinkAuthError(
+            f"Blink refused the API key ({auth.status}); {message}", status=auth.status, hint=auth.hint
+        )
+    if any(isinstance(error, BlinkClientError) for error in errors):
+        return BlinkClientError(message)
+    if errors and all(isinstance(error, BlinkTransientError) and error.status == 429 for error in errors):
+        waits = [error.retry_after for error in errors if error.retry_after is not None]
+        return BlinkTransientError(
+            f"{message}; Blink's rate limit",
+            status=429,
+            retry_after=max(waits) if waits else None,
+            attempts=max((error.attempts or 0) for error in errors) or None,
+        )
+    return BlinkApiError(message)

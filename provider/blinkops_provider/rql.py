@@ -25,18 +25,18 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from blinkops_provider import MAX_LIMIT
 from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.inputs import MAX_NESTING, parse_json_object, validate_input
+from blinkops_provider.models import ConnectionType, scalar_fields
 
 __all__ = [
     "KEY",
     "MAX_LIMIT",
-    "MAX_NESTING",
     "MAX_Q_CHARS",
     "OPERATORS",
     "RQLQuery",
     "check_field_types",
-    "check_paging",
+    "connection_type_query",
     "encoded_length",
-    "parse_json_object",
     "sort_items",
     "sort_value",
 ]
@@ -44,8 +44,6 @@ __all__ = [
 OPERATORS = ("$eq", "$neq", "$gt", "$lt", "$gte", "$lte", "$like")
 """The predicates a field condition may use; ``$or`` and ``$and`` combine conditions."""
 
-MAX_NESTING = 32
-"""How deep ``$or`` and ``$and`` may nest in a filter (the catalogue walk adds two levels of its own)."""
 
 _ORDERED = frozenset({"$gt", "$lt", "$gte", "$lte"})
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
@@ -202,32 +200,6 @@ def _as_list(value: Any, what: str) -> Any:
     return value
 
 
-def check_paging(page_size: Any, max_items: Any) -> None:
-    """Check the paging arguments of a catalogue walk.
-
-    :raises BlinkInputError: ``page_size`` is not 1 to 1000, or ``max_items`` not None or 0 or more.
-    """
-    if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_LIMIT:
-        raise BlinkInputError(f"page_size must be an integer from 1 to {MAX_LIMIT}, got {page_size!r}")
-    if max_items is not None and (isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0):
-        raise BlinkInputError(f"max_items must be None or an integer of 0 or more, got {max_items!r}")
-
-
-def parse_json_object(value: Any, what: str) -> Any:
-    """Turn a rendered template (a JSON string) into an object; leave other values alone."""
-    if isinstance(value, str):
-        text = value.strip()
-        if not text:
-            return None
-        try:
-            return json.loads(text)
-        except RecursionError:
-            raise BlinkInputError(f"{what} nests too deeply to read ($or and $and: {MAX_NESTING} deep)") from None
-        except ValueError as err:
-            raise BlinkInputError(f"{what} is not valid JSON: {err}") from None
-    return value
-
-
 class RQLQuery(BaseModel):
     """A validated RQL query.
 
@@ -310,3 +282,17 @@ MAX_Q_CHARS = 3000
 def encoded_length(query: dict[str, Any]) -> int:
     """The length of ``q`` in a URL, as the hook sends it."""
     return len(quote(json.dumps(query, separators=(",", ":"), ensure_ascii=False), safe=""))
+
+
+def connection_type_query(**members: Any) -> RQLQuery:
+    """A query of the connection-type listing, checked before any request: RQL's rules, and the
+    types of the fields it compares (the API contract's).
+
+    :raises BlinkInputError: saying what is wrong and what is allowed.
+    """
+    query = validate_input(RQLQuery, members, "RQL query")
+    try:
+        check_field_types(query.filter, scalar_fields(ConnectionType))
+    except ValueError as err:
+        raise BlinkInputError(f"invalid RQL query: {err}") from None
+    return query

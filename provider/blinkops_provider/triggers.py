@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from blinkops_provider.exceptions import BlinkAuthError, BlinkConfigurationError, BlinkInputError
-from blinkops_provider.retry_policy import check_seconds
+from blinkops_provider.inputs import check_seconds
 
 __all__ = ["STATE_KEY", "BlinkCatalogueChangeTrigger"]
 

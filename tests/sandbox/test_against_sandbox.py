@@ -83,7 +83,7 @@ def test_wrong_key_is_a_401(blink_sandbox: BlinkSandbox, monkeypatch: pytest.Mon
     assert blink_sandbox.requests[-1]["api_key"] == "invalid"
     ok, message = BlinkHook().test_connection()
     assert not ok
-    assert "Check the API key" in message
+    assert "check its API key" in message
 
 
 def test_test_connection_succeeds(blink_sandbox: BlinkSandbox) -> None:

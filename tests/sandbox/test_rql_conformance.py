@@ -43,7 +43,7 @@ import pytest
 import requests
 
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.hooks.blink import _rql
+from blinkops_provider.rql import connection_type_query
 from blinkops_provider.sandbox import BlinkSandbox
 from tests.sandbox.reference import evaluate
 
@@ -412,7 +412,7 @@ def expected_page(docs: list[dict[str, Any]], q: str) -> tuple[int, list[dict[st
 
 def client_param(q: str) -> str:
     """What the hook sends for a query (RQL's rules and the fields' types checked), or BlinkInputError."""
-    return _rql(**json.loads(q)).to_param()
+    return connection_type_query(**json.loads(q)).to_param()
 
 
 @pytest.mark.parametrize("c", CASES)

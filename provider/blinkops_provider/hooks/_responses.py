@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -11,12 +13,14 @@ import urllib3.exceptions
 from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
+from blinkops_provider import MAX_BODY
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
     BlinkBadRequestError,
     BlinkClientError,
     BlinkNotFoundError,
+    BlinkReadUnavailableError,
     BlinkResponseError,
 )
 from blinkops_provider.models import ErrorWrapper
@@ -32,11 +36,6 @@ body is parsed with. A deeper body is a :class:`BlinkResponseError`, never a ``R
 
 MAX_ERROR_BODY = 1 << 20
 """The largest error body (in bytes) read for Blink's error wrapper; a larger one is only quoted."""
-
-MAX_BODY = 32 << 20
-"""The largest body (in bytes, once decompressed) an answer may have: a page of 1,000 connection
-types is about 1 MiB. A larger one is refused as soon as the bound is passed, so a small
-compressed answer that inflates without end costs at most this much memory."""
 
 _CHUNK = 256 << 10
 
@@ -156,7 +155,7 @@ def parse_json(answer: Answer, *, method: str, path: str, scrub: Scrub) -> Any:
     """The body of a 2xx response as plain Python data (dicts, lists, str, int, ...).
 
     Parsed by pydantic-core in one pass, with no model built: for hot paths that check the shape
-    themselves (see :mod:`blinkops_provider.hooks._walk`).
+    themselves (see :mod:`blinkops_provider.walk`).
 
     :raises BlinkResponseError: the body is not JSON.
     """
@@ -221,3 +220,64 @@ def error_from_response(
         message, details = f"not found: {subject}", message
     cls = error_class or _error_class(status)
     return cls(message, status=status, details=details, method=method, path=path, **said)
+
+
+def once_each(names: Sequence[str], what: str, *, method: str, path: str) -> None:
+    """:raises BlinkResponseError: an answer that names one table or field twice (never a
+    silently doubled result)."""
+    doubled = sorted(name for name, count in Counter(names).items() if count > 1)
+    if doubled:
+        raise BlinkResponseError(
+            f"the answer names the {what}(s) {', '.join(map(repr, doubled[:10]))} more than once",
+            status=200,
+            method=method,
+            path=path,
+        )
+
+
+def parse_item(
+    item: Mapping[str, Any], model: type[ModelT], where: str, *, what: str, path: str, scrub: Scrub
+) -> ModelT:
+    """One listed item as ``model``; a wrongly typed one is a :class:`BlinkResponseError` whose
+    message names ``where``, never the value (which may be anything the server sent)."""
+    try:
+        return model.model_validate(item)
+    except ValidationError as err:
+        problem = describe_invalid(err, scrub)
+        raise BlinkResponseError(
+            f"the listing is not a page of {what}: {where}: {problem}",
+            status=200,
+            method="GET",
+            path=path,
+        ) from None
+
+
+@contextmanager
+def in_workspace(conn_id: str, ws_id: str) -> Iterator[None]:
+    """A 403 inside the block names the connection, the workspace and the role the key's user lacks there."""
+    try:
+        yield
+    except BlinkAuthError as err:
+        if err.status != 403:
+            raise
+        raise err.restated(
+            f"Blink refused the API key of the connection {conn_id!r} in workspace {ws_id!r}: the key "
+            "is valid, but its user has no workspace role there (a company role alone is not enough); give the "
+            "user a role in that workspace (Contributor or above to write)",
+            hint=None,
+        ) from None
+
+
+@contextmanager
+def readable(subject: str) -> Iterator[None]:
+    """A 404 or 405 inside the block is a :class:`BlinkReadUnavailableError`."""
+    try:
+        yield
+    except BlinkClientError as err:
+        if err.status not in (404, 405):
+            raise
+        raise err.restated(
+            f"Blink answered {err.status} to the read of {subject}: this Blink (or a proxy in front of it) does "
+            "not serve it, or the workspace does not exist",
+            BlinkReadUnavailableError,
+        ) from None

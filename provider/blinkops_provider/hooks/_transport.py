@@ -22,10 +22,7 @@ and a session factory, so tests inject fakes rather than patching attributes.
 from __future__ import annotations
 
 import datetime as dt
-import html
-import json
 import logging
-import re
 import threading
 import time
 import weakref
@@ -33,65 +30,29 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
-from urllib.parse import quote, quote_plus, urlsplit
+from urllib.parse import urlsplit
 
 import requests
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
-from urllib3.exceptions import NewConnectionError, ProtocolError
 
 from blinkops_provider import __version__
 from blinkops_provider.exceptions import BlinkApiError, BlinkConfigurationError, BlinkTransientError
 from blinkops_provider.hooks._connection import ConnectionSettings
 from blinkops_provider.hooks._responses import Answer, error_from_response, read_answer
+from blinkops_provider.redaction import KeyScrubber
 from blinkops_provider.retry_policy import (
     MAX_WAIT,
     RETRYABLE_STATUSES,
+    AttemptTimedOut,
     RetryableResponse,
     RetryAfterOrBackoff,
     SharedPause,
+    describe_failure,
     is_retryable,
     parse_retry_after,
 )
 
-__all__ = ["AttemptTimedOut", "Clock", "Transport"]
-
-
-def key_forms(key: str) -> tuple[str, ...]:
-    """The forms a key may come back in, longest first: raw, JSON-escaped (``/`` as ``\\/`` too,
-    non-ASCII as ``\\uXXXX``), percent-encoded (either case, ``+`` for spaces), and HTML-escaped."""
-    forms = {key, json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1], html.escape(key)}
-    forms |= {form.replace("/", "\\/") for form in list(forms)}
-    for encoded in (quote(key, safe=""), quote_plus(key, safe="")):
-        forms |= {encoded, re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), encoded)}
-    return tuple(sorted((form for form in forms if form), key=len, reverse=True))
-
-
-KEY_RUN = 8
-"""The shortest piece of the key that is removed from what the provider quotes of an answer."""
-
-
-def without_key_runs(text: str, key: str) -> str:
-    """``text`` with every run of :data:`KEY_RUN` or more consecutive characters of ``key``
-    replaced by ``***`` (each run as long as it goes on matching the key)."""
-    if len(key) < KEY_RUN or len(text) < KEY_RUN:
-        return text
-    starts: dict[str, list[int]] = {}
-    for k in range(len(key) - KEY_RUN + 1):
-        starts.setdefault(key[k : k + KEY_RUN], []).append(k)
-    out, i = [], 0
-    while i < len(text):
-        longest = max((_run(text, i, key, k) for k in starts.get(text[i : i + KEY_RUN], ())), default=0)
-        out.append("***" if longest else text[i])
-        i += longest or 1
-    return "".join(out)
-
-
-def _run(text: str, i: int, key: str, k: int) -> int:
-    """How far ``text`` from ``i`` goes on matching ``key`` from ``k``."""
-    n = 0
-    while i + n < len(text) and k + n < len(key) and text[i + n] == key[k + n]:
-        n += 1
-    return n
+__all__ = ["Clock", "Transport"]
 
 
 def _utcnow() -> dt.datetime:
@@ -112,10 +73,6 @@ class Clock:
     now: Callable[[], dt.datetime] = field(default=_utcnow)
 
 
-class AttemptTimedOut(requests.exceptions.ReadTimeout):
-    """An attempt's answer took longer than its deadline (retried like any timeout)."""
-
-
 def _without_query(location: str | None) -> str:
     """A redirect's target as a message may show it: no query, fragment or user info."""
     if not location:
@@ -127,49 +84,6 @@ def _without_query(location: str | None) -> str:
     except ValueError:
         return "an unusable Location"
     return f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else parts.path or "/"
-
-
-def _broke(exc: requests.ConnectionError) -> bool:
-    """Whether a connection error is the server dropping the connection mid-answer (a
-    ``ProtocolError``, or a reset under urllib3's ``MaxRetryError``), not a failure to connect."""
-    reason = exc.args[0] if exc.args else None
-    cause = getattr(reason, "reason", None) or reason
-    return isinstance(cause, ProtocolError) or (
-        isinstance(cause, ConnectionError) and not isinstance(cause, NewConnectionError)
-    )
-
-
-_ACCOUNTS: tuple[tuple[type[BaseException], str, bool], ...] = (
-    (requests.exceptions.ConnectTimeout, "timed out connecting to {host}", True),
-    (requests.exceptions.ReadTimeout, "timed out waiting for {host} (no answer within the read timeout)", False),
-    (requests.exceptions.ChunkedEncodingError, "the connection to {host} broke during the response", False),
-    (
-        requests.exceptions.ContentDecodingError,
-        "could not decode the response body from {host} (its Content-Encoding)",
-        False,
-    ),
-    (requests.exceptions.SSLError, "TLS with {host} failed", False),
-)
-"""What a failed attempt of each type says, and whether nothing answered at all (most specific first)."""
-
-
-def describe(exc: BaseException | None, host: str) -> tuple[str, bool]:
-    """A one-line account of a failed attempt that names no URL, query or key (by its type), and
-    whether nothing answered at all (no connection could be made, or none in time)."""
-    if isinstance(exc, RetryableResponse):
-        return f"HTTP {exc.answer.status}", False
-    if isinstance(exc, AttemptTimedOut):
-        return f"timed out waiting for {host} ({exc})", False
-    for kind, account, unreachable in _ACCOUNTS:
-        if isinstance(exc, kind):
-            return account.format(host=host), unreachable
-    if isinstance(exc, requests.ConnectionError):
-        if _broke(exc):
-            return f"{host} closed the connection without a complete answer", False
-        return f"could not reach {host} ({type(exc).__name__})", True
-    if isinstance(exc, requests.RequestException):
-        return f"the request to {host} failed ({type(exc).__name__})", False
-    return type(exc).__name__, False
 
 
 class Transport:
@@ -203,6 +117,8 @@ class Transport:
         parts = urlsplit(settings.base_url)
         self.host = parts.netloc
         self.origin = f"{parts.scheme}://{parts.netloc}"
+        self.answered = False
+        """Whether Blink has answered one of this transport's calls (with anything but a 404)."""
         self._local = threading.local()
         self._sessions: weakref.WeakSet[requests.Session] = weakref.WeakSet()  # a thread's goes with it
 
@@ -228,17 +144,10 @@ class Transport:
         self._sessions = weakref.WeakSet()
         self._local = threading.local()
 
-    def scrub(self, text: str) -> str:
-        """``text`` with the API key replaced by ``***`` in every form a server may echo it, and
-        any run of :data:`KEY_RUN` or more consecutive characters of it (a piece Blink quotes)."""
-        for form in self._key_forms:
-            if form in text:
-                text = text.replace(form, "***")
-        return without_key_runs(text, self.settings.api_key)
-
     @cached_property
-    def _key_forms(self) -> tuple[str, ...]:
-        return key_forms(self.settings.api_key)
+    def scrub(self) -> KeyScrubber:
+        """Takes the API key out of a text (:class:`~blinkops_provider.redaction.KeyScrubber`)."""
+        return KeyScrubber(self.settings.api_key)
 
     def send(
         self,
@@ -280,6 +189,7 @@ class Transport:
             raise error from None
         except requests.RequestException as exc:
             raise self._failure(exc, method, path, retrying.statistics.get("attempt_number", 1)) from None
+        self.answered = self.answered or answer.status != 404
         if 300 <= answer.status < 400:
             status = self.scrub(f"{answer.status} {answer.reason}".rstrip())
             raise BlinkApiError(
@@ -292,8 +202,23 @@ class Transport:
                 path=path,
             )
         if answer.status >= 400:
-            raise error_from_response(answer, method=method, path=path, scrub=self.scrub, subject=subject)
+            error = error_from_response(answer, method=method, path=path, scrub=self.scrub, subject=subject)
+            error.hint = self.advice(answer.status)
+            raise error.restated(error.message)  # (its text made again, with the advice)
         return answer
+
+    def advice(self, status: int | None) -> str | None:
+        """What to check in the connection, for a failure that points at it rather than at the call:
+        a refused key (401, 403), or a 404 (or no answer) before Blink has ever answered."""
+        if status in (401, 403):
+            return (
+                f"Blink refused the API key of {self.settings.who}: check its API key (password) and its header "
+                f"name (extra header_name, now {self.settings.header!r})"
+            )
+        if status in (None, 404) and not self.answered:
+            url = self.settings.base_url
+            return f"no request on {self.settings.who} has been answered yet: check its Base URL (host), now {url}"
+        return None
 
     def _failure(self, exc: requests.RequestException, method: str, path: str, attempts: int) -> Exception:
         """The provider's error for a call whose last attempt raised ``exc``."""
@@ -312,12 +237,9 @@ class Transport:
             return BlinkConfigurationError(
                 f"TLS with {self.origin} failed ({type(exc).__name__}), after {attempts} attempt(s): {hint}"
             )
-        account, unreachable = describe(exc, self.host)
-        message = f"{account}, after {attempts} attempt(s)"
-        if unreachable:
-            message += f"; check the connection's Base URL (host), now {self.settings.base_url}"
+        account = describe_failure(exc, self.host)
         cls = BlinkTransientError if is_retryable(exc) else BlinkApiError
-        return cls(message, method=method, path=path)
+        return cls(f"{account}, after {attempts} attempt(s)", method=method, path=path, hint=self.advice(None))
 
     def _attempt(self, method: str, path: str, params: Any, json: Any) -> Answer:
         wait = self.pause.remaining()  # another thread was told to back off
@@ -366,7 +288,7 @@ class Transport:
             "Blink %s %s failed (%s), attempt %d of %d; retrying in %.1f s",
             method,
             path,
-            describe(exc, self.host)[0],
+            describe_failure(exc, self.host),
             state.attempt_number,
             self.retry_limit,
             wait,

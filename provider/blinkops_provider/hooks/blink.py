@@ -1,36 +1,38 @@
-"""The hook that talks to Blink's REST API."""
+"""The hook that talks to Blink's REST API: the connection, the base URL, one request path
+(:class:`~blinkops_provider.hooks._transport.Transport`) and one method per endpoint."""
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from functools import cached_property
 from typing import Any, ClassVar, TypeVar
 
 import requests
 from airflow.providers.common.compat.sdk import AirflowNotFoundException, BaseHook, mask_secret
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from blinkops_provider import DEFAULT_HEADER
-from blinkops_provider.batch import FieldUpdates, check_concurrency, run_batch
+from blinkops_provider import MAX_LIMIT
+from blinkops_provider import walk as _walk
+from blinkops_provider.batch import FieldUpdates, run_batch
 from blinkops_provider.exceptions import (
     BlinkApiError,
-    BlinkAuthError,
-    BlinkClientError,
     BlinkConfigurationError,
-    BlinkInputError,
     BlinkNotFoundError,
     BlinkReadUnavailableError,
-    BlinkResponseError,
-    BlinkTransientError,
 )
-from blinkops_provider.hooks import _walk
-from blinkops_provider.hooks._connection import ConnectionSettings, Timeout, as_timeout
-from blinkops_provider.hooks._responses import Answer, describe_invalid, parse_json, parse_model
+from blinkops_provider.hooks._connection import ConnectionSettings
+from blinkops_provider.hooks._responses import Answer, in_workspace, once_each, parse_item, parse_json, parse_model
+from blinkops_provider.hooks._responses import readable as _readable
 from blinkops_provider.hooks._transport import Clock, Transport
-from blinkops_provider.hooks._walk import KEYSET, OFFSET, CataloguePage
+from blinkops_provider.inputs import (
+    Timeout,
+    check_concurrency,
+    check_hook_options,
+    check_paging,
+    path_segment,
+    validate_input,
+)
 from blinkops_provider.models import (
     BlinkTable,
     ConnectionType,
@@ -39,77 +41,22 @@ from blinkops_provider.models import (
     FieldUpdate,
     TableField,
     TableList,
-    scalar_fields,
     validate_field_updates,
-    validate_input,
 )
-from blinkops_provider.names import build_base_url, segment
-from blinkops_provider.rql import MAX_LIMIT, RQLQuery, check_field_types, check_paging
+from blinkops_provider.rql import connection_type_query
+from blinkops_provider.walk import CataloguePage
 
-__all__ = [
-    "KEYSET",
-    "OFFSET",
-    "BlinkHook",
-    "CataloguePage",
-    "Clock",
-    "FieldUpdates",
-    "build_base_url",
-    "check_concurrency",
-]
+__all__ = ["DEFAULT_UPDATE_CONCURRENCY", "BlinkHook", "Clock"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
-DEFAULT_WALK_CONCURRENCY = 4
-"""The default of ``max_concurrency`` for a walk, which no longer has an effect (one request at a time)."""
-
-
 DEFAULT_UPDATE_CONCURRENCY = 16
 """Field updates in flight at once, unless told (measured: see :meth:`BlinkHook.update_table_fields`)."""
-
 
 Filter = Mapping[str, Any] | str
 """An RQL filter, or its JSON text."""
 Names = Sequence[str] | str
 """Field names, or one string of them (a JSON array or comma-separated)."""
-
-
-def _once_each(names: Sequence[str], what: str, method: str, path: str) -> None:
-    """:raises BlinkResponseError: an answer that names one table or field twice (never a
-    silently doubled result)."""
-    doubled = sorted(name for name, count in Counter(names).items() if count > 1)
-    if doubled:
-        raise BlinkResponseError(
-            f"the answer names the {what}(s) {', '.join(map(repr, doubled[:10]))} more than once",
-            status=200,
-            method=method,
-            path=path,
-        )
-
-
-def _segment(value: object, what: str) -> str:
-    """One percent-encoded path segment ('/' included), refusing empty names."""
-    if not isinstance(value, str) or not value.strip():
-        raise BlinkInputError(f"{what} must be a non-empty string, got {value!r}")
-    if value in (".", ".."):
-        raise BlinkInputError(f"{what} cannot be {value!r}: URL paths resolve it as a directory step")
-    try:
-        return segment(value, what)
-    except ValueError as err:
-        raise BlinkInputError(str(err)) from None
-
-
-_CONNECTION_TYPE_FIELDS = scalar_fields(ConnectionType)
-"""The filterable fields of a connection type with their types (the API contract's)."""
-
-
-def _rql(**members: Any) -> RQLQuery:
-    """A connection-type query, checked before any request: RQL's rules, and the fields' types."""
-    query = validate_input(RQLQuery, members, "RQL query")
-    try:
-        check_field_types(query.filter, _CONNECTION_TYPE_FIELDS)
-    except ValueError as err:
-        raise BlinkInputError(f"invalid RQL query: {err}") from None
-    return query
 
 
 class BlinkHook(BaseHook):
@@ -150,17 +97,8 @@ class BlinkHook(BaseHook):
         session_factory: Callable[[], requests.Session] = requests.Session,
     ) -> None:
         super().__init__()
-        if isinstance(retry_limit, bool) or not isinstance(retry_limit, int) or retry_limit < 1:
-            raise BlinkInputError(f"retry_limit must be an integer of 1 or more (attempts), got {retry_limit!r}")
-        if isinstance(retry_delay, bool) or not isinstance(retry_delay, (int, float)) or retry_delay < 0:
-            raise BlinkInputError(f"retry_delay must be a number of seconds, 0 or more, got {retry_delay!r}")
+        self.timeout, self.retry_limit, self.retry_delay = check_hook_options(timeout, retry_limit, retry_delay)
         self.blink_conn_id = blink_conn_id
-        try:
-            self.timeout = None if timeout is None else as_timeout(timeout, "timeout")
-        except BlinkConfigurationError as err:
-            raise BlinkInputError(str(err)) from None
-        self.retry_limit = retry_limit
-        self.retry_delay = float(retry_delay)
         self.clock = clock or Clock()
         self.session_factory = session_factory
         self._testing_as: str | None = None  # how test_connection names the connection in messages
@@ -239,20 +177,6 @@ class BlinkHook(BaseHook):
 
     # -- endpoints ------------------------------------------------------------------------
 
-    @contextmanager
-    def _in_workspace(self, ws_id: str) -> Iterator[None]:
-        """A 403 inside the block names the workspace and the role the key's user lacks there."""
-        try:
-            yield
-        except BlinkAuthError as err:
-            if err.status != 403:
-                raise
-            raise err.restated(
-                f"Blink refused the API key of the connection {self.blink_conn_id!r} in workspace {ws_id!r}: the key "
-                "is valid, but its user has no workspace role there (a company role alone is not enough); give the "
-                "user a role in that workspace (Contributor or above to write)"
-            ) from None
-
     def update_table_field(
         self, ws_id: str, table: str, field: str, update: FieldUpdate | Mapping[str, Any]
     ) -> TableField:
@@ -276,9 +200,9 @@ class BlinkHook(BaseHook):
 
     def _put_field(self, ws_id: str, table: str, field: str, update: FieldUpdate) -> TableField:
         path = "/workspace/{}/table/{}/fields/{}".format(
-            _segment(ws_id, "ws_id"), _segment(table, "table"), _segment(field, "field")
+            path_segment(ws_id, "ws_id"), path_segment(table, "table"), path_segment(field, "field")
         )
-        with self._in_workspace(ws_id):
+        with in_workspace(self.blink_conn_id, ws_id):
             return self._request(
                 "PUT",
                 path,
@@ -295,11 +219,11 @@ class BlinkHook(BaseHook):
             serve the read.
         :raises BlinkResponseError: the answer is not a list of tables, or names one twice.
         """
-        path = f"/workspace/{_segment(ws_id, 'ws_id')}/tables"
+        path = f"/workspace/{path_segment(ws_id, 'ws_id')}/tables"
         subject = f"the tables of workspace {ws_id!r}"
-        with self._in_workspace(ws_id), self._readable(subject):
+        with in_workspace(self.blink_conn_id, ws_id), _readable(subject):
             tables = self._request("GET", path, TableList, subject=subject).results
-        _once_each([table.name for table in tables], "table", "GET", path)
+        once_each([table.name for table in tables], "table", method="GET", path=path)
         return tables
 
     def get_table_fields(self, ws_id: str, table: str) -> list[TableField]:
@@ -311,10 +235,10 @@ class BlinkHook(BaseHook):
             cannot be read): this Blink does not serve the read.
         :raises BlinkResponseError: the answer is not a list of fields, or names one twice.
         """
-        path = "/workspace/{}/table/{}/fields".format(_segment(ws_id, "ws_id"), _segment(table, "table"))
+        path = "/workspace/{}/table/{}/fields".format(path_segment(ws_id, "ws_id"), path_segment(table, "table"))
         subject = f"the fields of table {table!r} in workspace {ws_id!r}"
         try:
-            with self._in_workspace(ws_id), self._readable(subject):
+            with in_workspace(self.blink_conn_id, ws_id), _readable(subject):
                 fields = self._request("GET", path, FieldList, subject=subject).results
         except BlinkReadUnavailableError as err:
             if err.status == 404 and self._missing_table(ws_id, table):
@@ -325,7 +249,7 @@ class BlinkHook(BaseHook):
                     path=path,
                 ) from None
             raise
-        _once_each([field.name for field in fields if field.name is not None], "field", "GET", path)
+        once_each([field.name for field in fields if field.name is not None], "field", method="GET", path=path)
         return fields
 
     def _missing_table(self, ws_id: str, table: str) -> bool:
@@ -335,21 +259,6 @@ class BlinkHook(BaseHook):
             return table not in {entry.name for entry in self.list_tables(ws_id)}
         except BlinkReadUnavailableError:
             return False
-
-    @staticmethod
-    @contextmanager
-    def _readable(subject: str) -> Iterator[None]:
-        """A 404 or 405 inside the block is a :class:`BlinkReadUnavailableError`."""
-        try:
-            yield
-        except BlinkClientError as err:
-            if err.status not in (404, 405):
-                raise
-            raise err.restated(
-                f"Blink answered {err.status} to the read of {subject}: this Blink (or a proxy in front of it) does "
-                "not serve it, or the workspace does not exist",
-                BlinkReadUnavailableError,
-            ) from None
 
     def update_table_fields(
         self,
@@ -367,28 +276,21 @@ class BlinkHook(BaseHook):
         Every update is checked before the first is sent; one that fails does not stop the others
         (unless ``fail_fast``: then no new update starts, and those in flight finish). Each worker
         has its own HTTP session; all share the hook's retry policy and one backoff, so a 429 or
-        503 with ``Retry-After`` pauses every worker. Progress is logged as updates complete
-        (``120/200 fields applied``).
+        503 with ``Retry-After`` pauses every worker.
 
         :param updates: ``{field name: update}``, or entries in the declared-schema format
             ``{"field": name, "type": ..., "display_name": ..., "attributes": {...}}``, or the
             JSON text of either.
-        :param max_concurrency: updates in flight at once, 1 to 32. The default,
-            :data:`DEFAULT_UPDATE_CONCURRENCY` (16), was measured: 200 updates at a 20 ms round
-            trip run about 7x faster than one by one at 16, 4.5x to 6x at 8, about 3x at 4, and
-            32 is no faster on the sandbox (README, Benchmarks).
-            Lower it for a tenant with a tight rate limit.
-        :returns: the updated fields and the failed ones, in the given order.
+        :param max_concurrency: updates in flight at once, 1 to 32 (16 was measured best: README,
+            Benchmarks). Lower it for a tenant with a tight rate limit.
+        :returns: the updated fields and the failed ones, in the given order; an exception that
+            interrupts the batch carries what was known then
+            (:meth:`~blinkops_provider.batch.FieldUpdates.carried_by`).
         :raises BlinkInputError: an invalid name, update, duplicate field or ``max_concurrency``,
             listing every problem, before any request.
-        :raises BlinkConfigurationError: the connection cannot be used (before any request).
-
-        An exception that interrupts the batch (a task timeout, a signal) carries what was known
-        then: :meth:`FieldUpdates.carried_by <blinkops_provider.batch.FieldUpdates.carried_by>`
-        (the operator pushes it to XCom).
         """
-        _segment(ws_id, "ws_id")
-        _segment(table, "table")
+        path_segment(ws_id, "ws_id")
+        path_segment(table, "table")
         check_concurrency(max_concurrency)
         batch = validate_field_updates(updates)
         self.transport  # noqa: B018 - a broken connection fails once, here, not once per field
@@ -413,7 +315,7 @@ class BlinkHook(BaseHook):
 
         :raises BlinkInputError: an invalid RQL query, before any request.
         """
-        query = _rql(filter=filter, sort=sort, select=select, limit=limit, offset=offset)
+        query = connection_type_query(filter=filter, sort=sort, select=select, limit=limit, offset=offset)
         return self._request(
             "GET",
             "/connection_types",
@@ -438,27 +340,21 @@ class BlinkHook(BaseHook):
         select: Names | None = None,
         page_size: int = MAX_LIMIT,
         max_items: int | None = None,
-        max_concurrency: int = DEFAULT_WALK_CONCURRENCY,
     ) -> Iterator[CataloguePage]:
         """Every page of the catalogue, exactly, with the items as plain dicts (no model per item).
 
-        The fast way to read the whole catalogue: what the operators use. Each item is the JSON
-        object Blink sent, unknown members included. The walk pages by id and is exact while the
-        catalogue changes; a ``sort`` is applied by the client once every page is in (the result
-        is then held in memory). See :mod:`blinkops_provider.hooks._walk` for how, and for its
-        page checks.
+        What the operators use. Each item is the JSON object Blink sent, unknown members
+        included. The walk pages by id and is exact while the catalogue changes; a ``sort`` is
+        applied by the client once every page is in. :mod:`blinkops_provider.walk` says
+        how, and lists its page checks.
 
-        :param max_concurrency: accepted and checked (1 to 32) for compatibility; it has no
-            effect on the walk, which sends one request at a time (Blink's catalogue is one page).
-        :raises BlinkInputError: an invalid query, page size, ``max_items`` or ``max_concurrency``,
-            before any request.
+        :raises BlinkInputError: an invalid query, page size or ``max_items``, before any request.
         :raises BlinkResponseError: a page that is not ``{"results": [object, ...], ...}``.
         :raises BlinkApiError: the server repeats a page, ignores paging or the id order, or the
             walk passes :attr:`max_pages`.
         """
         check_paging(page_size, max_items)
-        check_concurrency(max_concurrency)
-        query = _rql(filter=filter, sort=sort, select=select)  # checked once, before the first request
+        query = connection_type_query(filter=filter, sort=sort, select=select)  # checked once, before any request
         walk = _walk.CatalogueWalk(
             query=query,
             fetch=self._list_page,
@@ -470,44 +366,6 @@ class BlinkHook(BaseHook):
         )
         return walk.pages()
 
-    def iter_connection_type_pages(
-        self,
-        *,
-        filter: Filter | None = None,
-        sort: Names | None = None,
-        select: Names | None = None,
-        page_size: int = MAX_LIMIT,
-        max_items: int | None = None,
-    ) -> Iterator[ConnectionTypePage]:
-        """Every page of the catalogue in order, as typed models (see :meth:`walk_connection_types`).
-
-        A page's ``offset`` is its position in the walk, ``total`` the number of matching types
-        the server reported at that page.
-        """
-        for page in self.walk_connection_types(
-            filter=filter, sort=sort, select=select, page_size=page_size, max_items=max_items
-        ):
-            yield ConnectionTypePage(
-                limit=page_size,
-                offset=page.returned - len(page.items),
-                total=page.total,
-                results=[self._connection_type(item, page.number, n) for n, item in enumerate(page.items)],
-            )
-
-    def _connection_type(self, item: Mapping[str, Any], page: int, position: int) -> ConnectionType:
-        """One listed item as a model; a wrongly typed one is a :class:`BlinkResponseError` whose
-        message names where, never the value (which may be anything the server sent)."""
-        try:
-            return ConnectionType.model_validate(item)
-        except ValidationError as err:
-            problem = describe_invalid(err, self.transport.scrub)
-            raise BlinkResponseError(
-                f"the listing is not a page of connection types: page {page}, results[{position}]: {problem}",
-                status=200,
-                method="GET",
-                path=_walk.PATH,
-            ) from None
-
     def iter_connection_types(
         self,
         *,
@@ -518,26 +376,26 @@ class BlinkHook(BaseHook):
         max_items: int | None = None,
     ) -> Iterator[ConnectionType]:
         """Every connection type matching the query, in order, as typed models (see
-        :meth:`walk_connection_types`, which skips the models)."""
-        for page in self.iter_connection_type_pages(
+        :meth:`walk_connection_types`, which skips the models).
+
+        :raises BlinkResponseError: an item that is not a connection type, naming its page and position.
+        """
+        scrub = self.transport.scrub
+        pages = self.walk_connection_types(
             filter=filter, sort=sort, select=select, page_size=page_size, max_items=max_items
-        ):
-            yield from page.results
+        )
+        for page in pages:
+            for n, item in enumerate(page.items):
+                where = f"page {page.number}, results[{n}]"
+                yield parse_item(item, ConnectionType, where, what="connection types", path=_walk.PATH, scrub=scrub)
 
     def check_key(self) -> None:
         """Check, with one small listing, that Blink accepts the connection's API key (a plan
         sends nothing else, so without this a wrong key would be found only after review).
 
-        :raises BlinkAuthError: Blink refused the key (401 or 403), naming what to fix.
+        :raises BlinkAuthError: Blink refused the key (401 or 403), naming the connection and what to fix.
         """
-        try:
-            self.list_connection_types(limit=1)
-        except BlinkAuthError as err:
-            raise BlinkAuthError(
-                f"Blink refused the API key of the connection {self.blink_conn_id!r} ({err.status}); check its API "
-                f"key (password) and its header name (extra header_name, now {self.settings.header!r})",
-                status=err.status,
-            ) from None
+        self.list_connection_types(limit=1)
 
     # -- Airflow UI ---------------------------------------------------------------------
 
@@ -550,53 +408,21 @@ class BlinkHook(BaseHook):
         self._testing_as = "the connection"
         try:
             page = self.list_connection_types(limit=1)
-        except BlinkConfigurationError as err:
-            return False, str(err)
-        except BlinkAuthError as err:
-            return False, (
-                f"{err}. Check the API key (password) and the header name (extra header_name, "
-                f"now {self.settings.header!r})."
-            )
-        except BlinkTransientError as err:
-            said = "base url (host)" in str(err).lower()  # the request path gave the advice already
-            if err.status is None and not said:
-                return False, f"{err}. Check the Base URL (host), now {self.base_url!r}."
-            return False, str(err)
-        except BlinkApiError as err:
-            hint = f" Check the Base URL (host), now {self.base_url!r}." if err.status == 404 else ""
-            return False, f"{err}.{hint}"
+        except (BlinkConfigurationError, BlinkApiError) as err:
+            return False, str(err)  # (the request path's advice included)
         total = page.total if page.total is not None else len(page.results)
         return True, f"Connected to {self.base_url}: {total} connection types visible."
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
         """How the Airflow 2 UI shows the connection form (Airflow 3 reads the provider info)."""
-        from blinkops_provider import get_provider_info
+        from blinkops_provider.connection_form import ui_field_behaviour
 
-        behaviour = get_provider_info()["connection-types"][0]["ui-field-behaviour"]
-        return {
-            "hidden_fields": behaviour["hidden-fields"],
-            "relabeling": behaviour["relabeling"],
-            "placeholders": behaviour["placeholders"],
-        }
+        return ui_field_behaviour()
 
     @classmethod
     def get_connection_form_widgets(cls) -> dict[str, Any]:
         """The extra fields of the Airflow 2 connection form."""
-        from flask_appbuilder.fieldwidgets import BS3TextFieldWidget
-        from flask_babel import lazy_gettext
-        from wtforms import BooleanField, StringField
-        from wtforms.validators import Optional
+        from blinkops_provider.connection_form import connection_form_widgets
 
-        from blinkops_provider import get_provider_info
-
-        fields = get_provider_info()["connection-types"][0]["conn-fields"]
-
-        def text(name: str) -> dict[str, Any]:
-            return {"label": lazy_gettext(fields[name]["label"]), "description": fields[name].get("description", "")}
-
-        return {
-            "header_name": StringField(**text("header_name"), widget=BS3TextFieldWidget(), default=DEFAULT_HEADER),
-            "verify_ssl": BooleanField(**text("verify_ssl"), default=True),
-            "timeout": StringField(**text("timeout"), widget=BS3TextFieldWidget(), validators=[Optional()]),
-        }
+        return connection_form_widgets()

@@ -16,11 +16,9 @@ from blinkops_provider.migrations.fleet import (
     review_needed,
 )
 from blinkops_provider.migrations.lock import (
-    MAX_LOCK_WAIT,
     Holder,
     LockInfo,
     TableLock,
-    check_lock_wait,
     force_unlock,
     held_locks,
     unlock_command,
@@ -44,7 +42,6 @@ __all__ = [
     "ADD",
     "BASELINE",
     "CHANGE",
-    "MAX_LOCK_WAIT",
     "RECORD_BASELINE",
     "REFUSED",
     "REVIEW_POLICIES",
@@ -57,7 +54,6 @@ __all__ = [
     "TableLock",
     "apply_schema",
     "approved_plan",
-    "check_lock_wait",
     "check_review_policy",
     "declared_schema",
     "differing_members",

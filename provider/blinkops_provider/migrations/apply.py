@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from blinkops_provider._storage import storage_path
+from blinkops_provider.batch import FieldUpdates
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkBadRequestError,
@@ -27,9 +28,10 @@ from blinkops_provider.exceptions import (
     BlinkInputError,
     BlinkReadUnavailableError,
 )
-from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook, FieldUpdates, check_concurrency
+from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook
+from blinkops_provider.inputs import check_concurrency, check_lock_wait
 from blinkops_provider.migrations.fleet import check_let_through
-from blinkops_provider.migrations.lock import Holder, TableLock, check_lock_wait
+from blinkops_provider.migrations.lock import Holder, TableLock
 from blinkops_provider.migrations.plan import REFUSED, UNCHANGED, SchemaPlan, make_plan
 from blinkops_provider.migrations.record import SchemaRecord, check_shared, record_location
 from blinkops_provider.models import FieldUpdate, TableField, _RepeatedMember, _unique_members, validate_field_updates

@@ -26,7 +26,6 @@ import datetime as dt
 import hashlib
 import json
 import logging
-import math
 import os
 import random
 import secrets
@@ -38,16 +37,15 @@ from pathlib import Path
 from typing import Any
 
 from blinkops_provider.exceptions import BlinkInputError, BlinkLockedError
+from blinkops_provider.inputs import check_lock_wait
 from blinkops_provider.migrations.lockfiles import LockFile, NoLock, lock_file, lock_files
 from blinkops_provider.migrations.record import record_location
 from blinkops_provider.names import segment
 
 __all__ = [
-    "MAX_LOCK_WAIT",
     "Holder",
     "LockInfo",
     "TableLock",
-    "check_lock_wait",
     "force_unlock",
     "held_locks",
     "unlock_command",
@@ -58,21 +56,8 @@ FIRST_POLL, POLL_GROWTH, MAX_POLL = 0.1, 1.5, 2.0
 JITTER = 0.5
 """Each wait is drawn from ``(1 - JITTER) x`` to ``(1 + JITTER) x`` the poll, so waiters started at
 once do not poll in step."""
-MAX_LOCK_WAIT = 3600.0
-"""The longest an apply may wait for another apply's lock, in seconds."""
 
 _log = logging.getLogger(__name__)
-
-
-def check_lock_wait(value: Any, what: str = "lock_wait") -> float:
-    """``value`` as seconds to wait for a lock.
-
-    :raises BlinkInputError: not a finite number from 0 to :data:`MAX_LOCK_WAIT`.
-    """
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not number or not math.isfinite(value) or not 0 <= value <= MAX_LOCK_WAIT:
-        raise BlinkInputError(f"{what} must be a number of seconds from 0 to {MAX_LOCK_WAIT:g}, got {value!r}")
-    return float(value)
 
 
 def _process(pid: int) -> tuple[str, str] | None:

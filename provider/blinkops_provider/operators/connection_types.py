@@ -7,11 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
+from blinkops_provider import MAX_LIMIT
 from blinkops_provider._storage import replacing, storage_path
 from blinkops_provider.assets import CATALOGUE_ALIAS, catalogue_lineage
-from blinkops_provider.hooks.blink import DEFAULT_WALK_CONCURRENCY, KEYSET, BlinkHook, CataloguePage, check_concurrency
+from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.inputs import check_paging
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
-from blinkops_provider.rql import MAX_LIMIT, check_paging
+from blinkops_provider.walk import KEYSET, CataloguePage
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
@@ -37,9 +39,6 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         catalogue stays out of the metadata database. A local path is written with the standard
         library; a symlink is written through to its target; a path that is a directory, device,
         pipe or socket is refused before any request.
-    :param max_concurrency: accepted and checked (1 to 32) for compatibility; it has no effect:
-        the walk sends one request at a time (see
-        :meth:`~blinkops_provider.hooks.blink.BlinkHook.walk_connection_types`).
     :param blink_conn_id: the ``blink`` connection to use.
     :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
     :returns: (XCom ``return_value``) the connection types as JSON-ready dicts, or with
@@ -62,7 +61,6 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         page_size: int = MAX_LIMIT,
         max_items: int | None = None,
         output_path: str | None = None,
-        max_concurrency: int = DEFAULT_WALK_CONCURRENCY,
         blink_conn_id: str = BlinkHook.default_conn_name,
         hook_params: dict[str, Any] | None = None,
         **kwargs: Any,
@@ -70,14 +68,12 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         kwargs["inlets"] = with_alias(kwargs.get("inlets"), CATALOGUE_ALIAS)
         super().__init__(blink_conn_id=blink_conn_id, hook_params=hook_params, **kwargs)
         check_paging(page_size, max_items)
-        check_concurrency(max_concurrency)
         self.filter = filter
         self.sort = sort
         self.select = select
         self.page_size = page_size
         self.max_items = max_items
         self.output_path = output_path
-        self.max_concurrency = max_concurrency
 
     def execute(self, context: Context) -> list[dict[str, Any]] | dict[str, Any]:
         target = storage_path(str(self.output_path)) if self.output_path else None  # checked before any request
@@ -87,7 +83,6 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
             select=self.select,
             page_size=self.page_size,
             max_items=self.max_items,
-            max_concurrency=self.max_concurrency,
         )
         if target is not None:
             return self._write(pages, target)

@@ -2,80 +2,32 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from blinkops_provider.assets import TABLES_ALIAS, table_lineage
+from blinkops_provider.batch import FieldUpdates
 from blinkops_provider.exceptions import (
-    BlinkApiError,
-    BlinkAuthError,
-    BlinkClientError,
     BlinkInputError,
-    BlinkLockedError,
-    BlinkNotFoundError,
-    BlinkReadUnavailableError,
     BlinkStalePlanError,
-    BlinkTransientError,
 )
-from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook, FieldUpdates, check_concurrency
-from blinkops_provider.migrations import Holder, apply_schema, approved_plan, check_lock_wait, plan_schema
-from blinkops_provider.migrations.fleet import APPLIED, FAILED, STALE, UNCHANGED
-from blinkops_provider.migrations.plan import one_line
+from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook
+from blinkops_provider.inputs import check_concurrency, check_flag, check_lock_wait, parse_json_object, validate_input
+from blinkops_provider.migrations import Holder, apply_schema, approved_plan, plan_schema
+from blinkops_provider.migrations.fleet import FAILED, STALE
+from blinkops_provider.migrations.merge import merged_with_blink
+from blinkops_provider.migrations.report import ApplyReport, grouped, not_applied
 from blinkops_provider.models import (
     FieldType,
     FieldUpdate,
-    contradictions,
-    merge_field,
     validate_field_updates,
-    validate_input,
 )
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
-from blinkops_provider.rql import parse_json_object
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
 
-__all__ = ["UpdateTableFieldOperator", "UpdateTableFieldsOperator", "approved_plan"]
-
-_OUTCOMES = ("added", "changed", "unchanged", "applied", "failed", "unknown")
-
-
-def _check_replace(replace: Any) -> bool:
-    if not isinstance(replace, bool):
-        raise BlinkInputError(f"replace must be True or False, got {replace!r}")
-    return replace
-
-
-def merged_with_blink(
-    hook: BlinkHook, ws_id: str, table: str, batch: list[tuple[str, FieldUpdate]]
-) -> list[tuple[str, FieldUpdate]]:
-    """Each update merged with its field as Blink holds it (one read of the table's fields), so
-    what an update leaves out is sent as Blink holds it, and judged; nothing is sent here.
-
-    :raises BlinkNotFoundError: a field (or the table) Blink does not have.
-    :raises BlinkReadUnavailableError: Blink does not serve the read: without it the merge
-        cannot be made, and ``replace=True`` is the way to send the updates as given.
-    :raises BlinkInputError: a merged body that contradicts itself.
-    """
-    try:
-        held = {field.name: field for field in hook.get_table_fields(ws_id, table)}
-    except BlinkReadUnavailableError as err:
-        raise err.restated(
-            f"{err.message}. Without Blink's fields the update cannot keep what it leaves out, so nothing was sent; "
-            "replace=True sends the update as given (Blink then resets what it leaves out)"
-        ) from None
-    missing = [name for name, _ in batch if name not in held]
-    if missing:
-        raise BlinkNotFoundError(
-            f"no field {', '.join(map(repr, missing[:20]))} in table {table!r} of workspace {ws_id!r}; create "
-            "it in Blink first (a field update cannot add one). Nothing was sent"
-        )
-    merged = [(name, merge_field(update, held[name], name=name)) for name, update in batch]
-    problems = [f"{name!r}: {'; '.join(found)}" for name, update in merged if (found := contradictions(update))]
-    if problems:
-        raise BlinkInputError("contradicting field settings, so nothing was sent: " + " | ".join(problems))
-    return merged
+__all__ = ["UpdateTableFieldOperator", "UpdateTableFieldsOperator"]
 
 
 class UpdateTableFieldOperator(BaseBlinkOperator):
@@ -141,7 +93,7 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
         self.display_name = display_name
         self.description = description
         self.attributes = attributes
-        self.replace = _check_replace(replace)
+        self.replace = check_flag(replace, "replace")
 
     def build_update(self) -> FieldUpdate:
         """The request body from the (rendered) arguments.
@@ -187,35 +139,6 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
 
             return OperatorLineage()
         return table_lineage(self.hook.base_url, str(self.ws_id), str(self.table), declared)
-
-
-def _grouped(outcomes: dict[str, str]) -> dict[str, list[str]]:
-    """Field names by outcome (``{"added": [...], "changed": [...], ...}``), in the declared order."""
-    grouped: dict[str, list[str]] = {}
-    for name, outcome in outcomes.items():
-        grouped.setdefault(outcome, []).append(name)
-    return grouped
-
-
-def _table_outcome(counts: Counter[str], exc: BaseException | None) -> str:
-    """The table's outcome for a fleet: ``failed`` (a field failed, or unknown, or the task did),
-    ``applied`` (a field sent), else ``unchanged``."""
-    if exc is not None or counts["failed"] or counts["unknown"]:
-        return FAILED
-    return APPLIED if counts["added"] or counts["changed"] or counts["applied"] else UNCHANGED
-
-
-WHY_CHARS = 80
-"""The most characters of one field's reason the task's final error shows (the log has it whole)."""
-
-
-def _why(name: str, result: FieldUpdates) -> str:
-    """A field the batch did not apply, with why in a few words: ``'Tags' (404: not found)``."""
-    error = result.failed.get(name)
-    if error is None:
-        return f"{one_line(name)!r} ({'in flight when interrupted' if name in result.unknown else 'not sent'})"
-    why = one_line(f"{error.status}: {error.message}" if error.status else str(error.message))
-    return f"{one_line(name)!r} ({why if len(why) <= WHY_CHARS else why[: WHY_CHARS - 1] + '…'})"
 
 
 class UpdateTableFieldsOperator(BaseBlinkOperator):
@@ -301,11 +224,9 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         kwargs["outlets"] = with_alias(kwargs.get("outlets"), TABLES_ALIAS)
         super().__init__(blink_conn_id=blink_conn_id, hook_params=hook_params, **kwargs)
         check_concurrency(max_concurrency)
-        self.replace = _check_replace(replace)
+        self.replace = check_flag(replace, "replace")
         for name, value in (("only_changed", only_changed), ("plan_only", plan_only), ("plan", plan is not None)):
-            if not isinstance(value, bool):
-                raise BlinkInputError(f"{name} must be True or False, got {value!r}")
-            if value and not record_path:
+            if check_flag(value, name) and not record_path:
                 raise BlinkInputError(
                     f"{name}=True needs record_path: the plan compares the declared schema with the record "
                     "of the last apply kept there"
@@ -331,19 +252,27 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         self._declared = [{"field": name, **update.to_body()} for name, update in batch]  # for lineage
         if self.plan_only:
             return self._plan(batch)
+        report = ApplyReport(str(self.ws_id), str(self.table), self.log, self.fail_fast)
         result: FieldUpdates | None = None
         try:
             result = self._apply(context, dict(batch), approved)
             if not result.ok:
-                raise self._failure(result)
+                raise not_applied(result)
         except BaseException as exc:  # every way out: a failure, execution_timeout, a signal
-            known = result or FieldUpdates.carried_by(exc)
-            report = self._report(known, approved, exc) if known is not None else self._nothing_sent(approved, exc)
-            context["ti"].xcom_push(key="return_value", value=report)
+            context["ti"].xcom_push(key="return_value", value=self._failed(report, result, approved, exc))
             raise
-        summary = self._report(result, approved)
+        summary = report.summary(result, approved=approved, rate_limited=self.hook.rate_limited)
         self._announce(context, summary, planned=result.plan is not None)
         return summary
+
+    def _failed(self, report: ApplyReport, result: FieldUpdates | None, approved: Any, exc: BaseException) -> Any:
+        """The XCom of an apply that failed: what was known then."""
+        rate_limited = self.hook.rate_limited if "hook" in self.__dict__ else 0
+        known = result or FieldUpdates.carried_by(exc)
+        if known is not None:
+            return report.summary(known, approved=approved, exc=exc, rate_limited=rate_limited)
+        outcome = STALE if isinstance(exc, BlinkStalePlanError) else FAILED
+        return report.nothing_sent(outcome, approved=approved, exc=exc, rate_limited=rate_limited)
 
     def _apply(self, context: Context, batch: dict[str, FieldUpdate], approved: Any) -> FieldUpdates:
         """Send the batch: as a migration of the table (lock, plan, record) with a ``record_path``."""
@@ -371,9 +300,9 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
 
     def _announce(self, context: Context, summary: dict[str, Any], *, planned: bool) -> None:
         """The table's asset event, unless a plan found nothing to add or change."""
-        grouped = _grouped(summary["outcomes"]) if planned else None
-        if grouped is None or grouped.get("added") or grouped.get("changed"):
-            self.announce_table(context, self.ws_id, self.table, summary["updated"], grouped)
+        groups = grouped(summary["outcomes"]) if planned else None
+        if groups is None or groups.get("added") or groups.get("changed"):
+            self.announce_table(context, self.ws_id, self.table, summary["updated"], groups)
         else:
             self.log.info("No field was added or changed: no asset event for %s/%s", self.ws_id, self.table)
 
@@ -386,98 +315,6 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         plan.log_to(self.log)
         return plan.to_xcom()
 
-    def _nothing_sent(self, approved: Any, exc: BaseException) -> dict[str, Any]:
-        """The XCom of an apply that failed before it sent anything (stale, locked, unreachable)."""
-        return {
-            "ws_id": self.ws_id,
-            "table": self.table,
-            "updated": [],
-            "failed": [],
-            "unknown": [],
-            "outcomes": {},
-            **self._fleet_facts(approved, exc, STALE if isinstance(exc, BlinkStalePlanError) else FAILED),
-        }
-
-    def _fleet_facts(self, approved: Any, exc: BaseException | None, outcome: str) -> dict[str, Any]:
-        """What a fleet's summary reads of an apply: its outcome, its rate-limit waits, the review
-        policy that let its plan through, and why it failed (a provider error's scrubbed text)."""
-        facts: dict[str, Any] = {
-            "outcome": outcome,
-            "rate_limited": self.hook.rate_limited if "hook" in self.__dict__ else 0,
-        }
-        if isinstance(approved, dict) and isinstance(approved.get("review"), dict):
-            facts["review"] = approved["review"]
-        if exc is not None:
-            shown = str(exc) if isinstance(exc, (BlinkApiError, BlinkInputError, BlinkLockedError)) else ""
-            facts["error"] = f"{type(exc).__name__}: {shown}"[:2000].rstrip(": ")  # room for the unlock command
-        return facts
-
-    def _report(self, result: FieldUpdates, approved: Any = None, exc: BaseException | None = None) -> dict[str, Any]:
-        """Log the outcome, keyed by the declared names: a summary line, then one line per field
-        added, changed, failed or unknown (unchanged fields are counted, not listed); the XCom
-        summary. Linear in the number of fields."""
-        failed: list[dict[str, Any]] = []
-        outcomes = result.outcomes()
-        counts = Counter(outcomes.values())
-        tally = ", ".join(f"{counts[word]} {word}" for word in _OUTCOMES if counts[word])
-        self.log.info(
-            "Schema of %s/%s: %d of %d fields applied (%s)",
-            self.ws_id,
-            self.table,
-            len(result.applied) + len(result.skipped),
-            len(result.order),
-            tally,
-        )
-        stopped = self._stopped_by(result)
-        for name in result.order:
-            if outcomes[name] != "unchanged":
-                failure = self._log_field(name, outcomes[name], result, stopped)
-                if failure is not None:
-                    failed.append(failure)
-        if counts["unchanged"]:
-            self.log.info("  (%d field(s) unchanged)", counts["unchanged"])
-        return {
-            "ws_id": self.ws_id,
-            "table": self.table,
-            "updated": [name for name in result.order if name in result.applied],
-            "failed": failed,
-            "unknown": list(result.unknown),
-            "outcomes": outcomes,
-            **self._fleet_facts(approved, exc, _table_outcome(counts, exc)),
-        }
-
-    def _stopped_by(self, result: FieldUpdates) -> str:
-        """Why fields were left unsent: the key refused, ``fail_fast``, or an interruption."""
-        auth = next((error for error in result.failed.values() if isinstance(error, BlinkAuthError)), None)
-        if auth is not None:
-            return f"Blink refused the API key ({auth.status})"
-        return "fail_fast stopped the batch" if self.fail_fast else "the task was interrupted"
-
-    def _log_field(self, name: str, outcome: str, result: FieldUpdates, stopped: str) -> dict[str, Any] | None:
-        """Log one field's line; a failed field's XCom entry (None for any other)."""
-        if name in result.applied:
-            self._log_applied(name, outcome, result)
-            return None
-        if outcome == "unknown":
-            self.log.warning("  %s: unknown: in flight when the task was interrupted (perhaps applied)", one_line(name))
-            return None
-        error = result.failed.get(name)
-        status = error.status if error is not None else None
-        message = str(error.message) if error is not None else f"not sent: {stopped}"
-        if error is not None and error.details and error.details != error.message:
-            message = f"{message} ({error.details})"
-        self.log.error("  %s: failed%s: %s", one_line(name), f" with {status}" if status else "", one_line(message))
-        return {"field": name, "status": status, "message": message}
-
-    def _log_applied(self, name: str, outcome: str, result: FieldUpdates) -> None:
-        stored = result.applied[name]
-        members = result.plan.members(name) if result.plan is not None else ()
-        detail = f"; {', '.join(members)}" if members else ""
-        if stored is None:
-            self.log.info("  %s: %s%s; answer unreadable (Blink confirmed it, 2xx)", one_line(name), outcome, detail)
-        else:
-            self.log.info("  %s: %s (%s, %r%s)", one_line(name), outcome, stored.type, stored.display_name, detail)
-
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage: the table as an output dataset with the declared schema (no request;
         what ``execute`` checked). A plan changes nothing: no dataset."""
@@ -486,30 +323,3 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         if self.plan_only or not getattr(self, "_declared", None):
             return OperatorLineage()
         return table_lineage(self.hook.base_url, str(self.ws_id), str(self.table), self._declared)
-
-    @staticmethod
-    def _failure(result: FieldUpdates) -> BlinkApiError:
-        missing = [*result.failed, *result.not_sent, *result.unknown]
-        names = ", ".join(_why(name, result) for name in missing[:20]) + (
-            f" and {len(missing) - 20} more" if len(missing) > 20 else ""
-        )
-        message = f"{len(missing)} of {len(result.order)} field(s) not applied: {names}"
-        auth = next((error for error in result.failed.values() if isinstance(error, BlinkAuthError)), None)
-        if auth is not None:
-            return BlinkAuthError(
-                f"Blink refused the API key ({auth.status}): check the connection's API key (password) and its "
-                f"header name (extra header_name); {message}",
-                status=auth.status,
-            )
-        errors = list(result.failed.values())
-        if any(isinstance(error, BlinkClientError) for error in errors):
-            return BlinkClientError(message)  # a 4xx (or a refused change): a retry would fail on it again
-        if errors and all(isinstance(error, BlinkTransientError) and error.status == 429 for error in errors):
-            waits = [error.retry_after for error in errors if error.retry_after is not None]
-            return BlinkTransientError(  # rate-limited to the end: the retry policy honours Blink's wait
-                f"{message}; Blink's rate limit",
-                status=429,
-                retry_after=max(waits) if waits else None,
-                attempts=max((error.attempts or 0) for error in errors) or None,
-            )
-        return BlinkApiError(message)

@@ -1,0 +1,149 @@
+"""What an apply of one table tells: one log line per field that was not left unchanged, the
+summary its task pushes to XCom (on every way out, and what a fleet's summary reads), and the
+error that ends a batch that did not apply every field."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from blinkops_provider.batch import FieldUpdates
+from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkInputError, BlinkLockedError
+from blinkops_provider.migrations.fleet import APPLIED, FAILED, UNCHANGED
+from blinkops_provider.migrations.plan import one_line
+from blinkops_provider.retry_policy import batch_error
+
+__all__ = ["OUTCOMES", "WHY_CHARS", "ApplyReport", "grouped", "not_applied"]
+
+OUTCOMES = ("added", "changed", "unchanged", "applied", "failed", "unknown")
+"""A field's outcomes, in the order the summary line counts them."""
+
+WHY_CHARS = 80
+"""The most characters of one field's reason the task's final error shows (the log has it whole)."""
+
+SHOWN_FIELDS = 20
+"""The most fields the final error names one by one."""
+
+
+def grouped(outcomes: dict[str, str]) -> dict[str, list[str]]:
+    """Field names by outcome (``{"added": [...], "changed": [...], ...}``), in the declared order."""
+    groups: dict[str, list[str]] = {}
+    for name, outcome in outcomes.items():
+        groups.setdefault(outcome, []).append(name)
+    return groups
+
+
+def _table_outcome(counts: Counter[str], exc: BaseException | None) -> str:
+    """The table's outcome for a fleet: ``failed`` (a field failed, or unknown, or the task did),
+    ``applied`` (a field sent), else ``unchanged``."""
+    if exc is not None or counts["failed"] or counts["unknown"]:
+        return FAILED
+    return APPLIED if counts["added"] or counts["changed"] or counts["applied"] else UNCHANGED
+
+
+def _why(name: str, result: FieldUpdates) -> str:
+    """A field the batch did not apply, with why in a few words: ``'Tags' (404: not found)``."""
+    error = result.failed.get(name)
+    if error is None:
+        return f"{one_line(name)!r} ({'in flight when interrupted' if name in result.unknown else 'not sent'})"
+    why = one_line(f"{error.status}: {error.message}" if error.status else str(error.message))
+    return f"{one_line(name)!r} ({why if len(why) <= WHY_CHARS else why[: WHY_CHARS - 1] + '…'})"
+
+
+def not_applied(result: FieldUpdates) -> BlinkApiError:
+    """The error that ends a batch that did not apply every field: each field and why, and the
+    class :func:`~blinkops_provider.retry_policy.batch_error` gives it (whether a retry helps)."""
+    missing = [*result.failed, *result.not_sent, *result.unknown]
+    more = f" and {len(missing) - SHOWN_FIELDS} more" if len(missing) > SHOWN_FIELDS else ""
+    names = ", ".join(_why(name, result) for name in missing[:SHOWN_FIELDS]) + more
+    return batch_error(f"{len(missing)} of {len(result.order)} field(s) not applied: {names}", result.failed.values())
+
+
+@dataclass(frozen=True)
+class ApplyReport:
+    """The report of one table's apply, logged to ``log``."""
+
+    ws_id: str
+    table: str
+    log: logging.Logger | Any
+    fail_fast: bool = False
+
+    def summary(
+        self, result: FieldUpdates, *, approved: Any = None, exc: BaseException | None = None, rate_limited: int = 0
+    ) -> dict[str, Any]:
+        """Log the outcome, keyed by the declared names: a summary line, then one line per field
+        added, changed, failed or unknown (unchanged fields are counted, not listed); the XCom
+        summary. Linear in the number of fields."""
+        outcomes = result.outcomes()
+        counts = Counter(outcomes.values())
+        tally = ", ".join(f"{counts[word]} {word}" for word in OUTCOMES if counts[word])
+        done = len(result.applied) + len(result.skipped)
+        self.log.info(
+            "Schema of %s/%s: %d of %d fields applied (%s)", self.ws_id, self.table, done, len(result.order), tally
+        )
+        stopped = self._stopped_by(result)
+        failed = [
+            failure
+            for name in result.order
+            if outcomes[name] != "unchanged" and (failure := self._log_field(name, outcomes[name], result, stopped))
+        ]
+        if counts["unchanged"]:
+            self.log.info("  (%d field(s) unchanged)", counts["unchanged"])
+        return {
+            **self._head([name for name in result.order if name in result.applied], failed, list(result.unknown)),
+            "outcomes": outcomes,
+            **self.fleet_facts(approved, exc, _table_outcome(counts, exc), rate_limited),
+        }
+
+    def nothing_sent(self, outcome: str, *, approved: Any, exc: BaseException, rate_limited: int = 0) -> dict[str, Any]:
+        """The XCom of an apply that failed before it sent anything (stale, locked, unreachable)."""
+        return {**self._head([], [], []), "outcomes": {}, **self.fleet_facts(approved, exc, outcome, rate_limited)}
+
+    def _head(self, updated: list[str], failed: list[dict[str, Any]], unknown: list[str]) -> dict[str, Any]:
+        return {"ws_id": self.ws_id, "table": self.table, "updated": updated, "failed": failed, "unknown": unknown}
+
+    @staticmethod
+    def fleet_facts(approved: Any, exc: BaseException | None, outcome: str, rate_limited: int) -> dict[str, Any]:
+        """What a fleet's summary reads of an apply: its outcome, its rate-limit waits, the review
+        policy that let its plan through, and why it failed (a provider error's scrubbed text)."""
+        facts: dict[str, Any] = {"outcome": outcome, "rate_limited": rate_limited}
+        if isinstance(approved, dict) and isinstance(approved.get("review"), dict):
+            facts["review"] = approved["review"]
+        if exc is not None:
+            shown = str(exc) if isinstance(exc, (BlinkApiError, BlinkInputError, BlinkLockedError)) else ""
+            facts["error"] = f"{type(exc).__name__}: {shown}"[:2000].rstrip(": ")  # room for the unlock command
+        return facts
+
+    def _stopped_by(self, result: FieldUpdates) -> str:
+        """Why fields were left unsent: the key refused, ``fail_fast``, or an interruption."""
+        auth = next((error for error in result.failed.values() if isinstance(error, BlinkAuthError)), None)
+        if auth is not None:
+            return f"Blink refused the API key ({auth.status})"
+        return "fail_fast stopped the batch" if self.fail_fast else "the task was interrupted"
+
+    def _log_field(self, name: str, outcome: str, result: FieldUpdates, stopped: str) -> dict[str, Any] | None:
+        """Log one field's line; a failed field's XCom entry (None for any other)."""
+        if name in result.applied:
+            self._log_applied(name, outcome, result)
+            return None
+        if outcome == "unknown":
+            self.log.warning("  %s: unknown: in flight when the task was interrupted (perhaps applied)", one_line(name))
+            return None
+        error = result.failed.get(name)
+        status = error.status if error is not None else None
+        message = str(error.message) if error is not None else f"not sent: {stopped}"
+        if error is not None and error.details and error.details != error.message:
+            message = f"{message} ({error.details})"
+        self.log.error("  %s: failed%s: %s", one_line(name), f" with {status}" if status else "", one_line(message))
+        return {"field": name, "status": status, "message": message}
+
+    def _log_applied(self, name: str, outcome: str, result: FieldUpdates) -> None:
+        stored = result.applied[name]
+        members = result.plan.members(name) if result.plan is not None else ()
+        detail = f"; {', '.join(members)}" if members else ""
+        if stored is None:
+            self.log.info("  %s: %s%s; answer unreadable (Blink confirmed it, 2xx)", one_line(name), outcome, detail)
+        else:
+            self.log.info("  %s: %s (%s, %r%s)", one_line(name), outcome, stored.type, stored.display_name, detail)
