@@ -164,7 +164,7 @@ def test_session_is_reused_and_close_releases_it(blink_conn: None) -> None:
         first = hook.get_conn()
         hook.list_connection_types(limit=1)
         hook.list_connection_types(limit=1)
-        assert hook.session is first
+        assert hook.get_conn() is first
         hook.close()
         assert hook.get_conn() is not first
 

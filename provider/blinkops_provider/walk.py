@@ -17,6 +17,7 @@ unique, order and position, and the end (docs/operators/connection_types.md list
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from blinkops_provider.exceptions import BlinkApiError, BlinkBadRequestError, BlinkInputError, BlinkResponseError
+from blinkops_provider.hooks._responses import Answer, parse_json
 from blinkops_provider.rql import KEY, MAX_Q_CHARS, RQLQuery, encoded_length, sort_items, sort_value
 
 __all__ = ["KEY", "KEYSET", "OFFSET", "CataloguePage", "CatalogueWalk"]
@@ -133,12 +135,13 @@ def _rising(ids: list[Any], after: Any, number: int) -> None:
 
 @dataclass
 class CatalogueWalk:
-    """One walk: the user's query (validated), ``fetch`` (a query dict to an answer, on the
-    hook's request path) and ``parse`` (an answer's body as JSON data); :meth:`pages` walks."""
+    """One walk: the user's query (validated), ``send`` (the hook's request path,
+    :meth:`Transport.send <blinkops_provider.hooks._transport.Transport.send>`) and ``scrub`` (what
+    takes the key out of a text); :meth:`pages` walks."""
 
     query: RQLQuery
-    fetch: Callable[[dict[str, Any]], Any]
-    parse: Callable[[Any], Any]
+    send: Callable[..., Answer]
+    scrub: Callable[[str], str]
     page_size: int
     max_items: int | None
     max_pages: int
@@ -214,7 +217,9 @@ class CatalogueWalk:
         if self.requests > self.max_pages:
             raise _error(f"stopped after {self.max_pages} pages; the listing never reached its end")
         try:
-            page = check_envelope(self.parse(self.fetch(query)))
+            q = json.dumps(query, separators=(",", ":"), ensure_ascii=False)
+            answer = self.send("GET", PATH, params={"q": q}, subject="connection types")
+            page = check_envelope(parse_json(answer, method="GET", path=PATH, scrub=self.scrub))
         except BlinkBadRequestError as err:
             if self.mode == KEYSET and self.last is not None:
                 raise _Fallback(f"it refused the id condition: {err}", False) from None

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, ClassVar, TypeVar
@@ -22,7 +21,7 @@ from blinkops_provider.exceptions import (
     BlinkReadUnavailableError,
 )
 from blinkops_provider.hooks._connection import ConnectionSettings
-from blinkops_provider.hooks._responses import Answer, in_workspace, once_each, parse_item, parse_json, parse_model
+from blinkops_provider.hooks._responses import in_workspace, once_each, parse_item, parse_model
 from blinkops_provider.hooks._responses import readable as _readable
 from blinkops_provider.hooks._transport import Clock, Transport
 from blinkops_provider.inputs import (
@@ -64,16 +63,14 @@ class BlinkHook(BaseHook):
 
     The connection (type ``blink``): host is the base URL (``https://app.blinkops.com`` when
     empty; ``/api/v1`` is added when missing), password is the API key, and the extras
-    ``header_name`` (default ``BLINK-API-KEY``),
-    ``verify_ssl`` (default true) and ``timeout`` (seconds) tune the requests. Nothing is read before the first call.
+    ``header_name`` (default ``BLINK-API-KEY``), ``verify_ssl`` (default true) and ``timeout``
+    (seconds) tune the requests. Nothing is read before the first call.
 
     :param blink_conn_id: the Airflow connection to use.
     :param timeout: seconds, or a ``(connect, read)`` pair, for every request; defaults to the
         connection's ``timeout`` extra, else 10 s to connect and 60 s to read. One attempt may
-        take connect + read seconds in all (twice a single number): an answer that trickles in
-        past that is cut off and counts as a timeout. No redirect is followed.
-    :param retry_limit: attempts per call (1 means no retry) for 429, 5xx, connection errors and
-        timeouts.
+        take connect + read seconds in all (twice a single number). No redirect is followed.
+    :param retry_limit: attempts per call (1: no retry) for 429, 5xx, connection errors and timeouts.
     :param retry_delay: first backoff wait in seconds, doubled per attempt, with jitter;
         a ``Retry-After`` header overrides it.
     """
@@ -143,14 +140,9 @@ class BlinkHook(BaseHook):
         """The API's base URL, ending in ``/api/v1``."""
         return self.settings.base_url
 
-    @property
-    def session(self) -> requests.Session:
+    def get_conn(self) -> requests.Session:
         """The calling thread's HTTP session, which this hook's calls go through (each thread has its own)."""
         return self.transport.session()
-
-    def get_conn(self) -> requests.Session:
-        """The configured ``requests.Session`` (Airflow's usual hook entry point)."""
-        return self.session
 
     def close(self) -> None:
         """Release the HTTP sessions' sockets; the hook opens new ones when used again."""
@@ -167,10 +159,7 @@ class BlinkHook(BaseHook):
         json: Any = None,
         subject: str | None = None,
     ) -> ModelT:
-        """Send one API call on the request path and return its body as ``model``.
-
-        :raises BlinkResponseError: when a 2xx body is not the expected JSON.
-        """
+        """One API call on the request path, its body as ``model`` (else a :class:`BlinkResponseError`)."""
         transport = self.transport
         answer = transport.send(method, path, params=params, json=json, subject=subject)
         return parse_model(answer, model, method=method, path=path, scrub=transport.scrub)
@@ -182,18 +171,15 @@ class BlinkHook(BaseHook):
     ) -> TableField:
         """Replace the settings of a table field (``PUT /workspace/{ws_id}/table/{table}/fields/{field}``).
 
-        The body is sent as given, once the model accepts it: Blink replaces the whole field, so
-        it resets every member and attribute the update leaves out (``required`` and
-        ``is_unique`` among them) and refuses type changes. To change part of a field, send the
-        merge with the field as Blink holds it (:meth:`get_table_fields`,
-        :func:`~blinkops_provider.models.merge_field`), as the operators do.
+        The body is sent as given: Blink replaces the whole field, so it resets every member and
+        attribute the update leaves out (``required`` and ``is_unique`` among them) and refuses
+        type changes. The operators send the merge with the field as Blink holds it
+        (:func:`~blinkops_provider.models.merge_field`).
 
-        :param update: a :class:`FieldUpdate` or a mapping validated into one.
         :returns: the field as Blink stored it.
         :raises BlinkInputError: an empty name or an invalid update, before any request.
-        :raises BlinkBadRequestError: Blink refused the update (400).
-        :raises BlinkAuthError: the key was refused (401), or its user has no role in the workspace (403).
-        :raises BlinkNotFoundError: no such workspace, table or field (404).
+        :raises BlinkBadRequestError: Blink refused the update (400); :class:`BlinkAuthError` the key (401),
+            or its user has no role in the workspace (403); :class:`BlinkNotFoundError` no such field (404).
         """
         checked = validate_input(FieldUpdate, update, "field update")
         return self._put_field(ws_id, table, field, checked)
@@ -241,14 +227,10 @@ class BlinkHook(BaseHook):
             with in_workspace(self.blink_conn_id, ws_id), _readable(subject):
                 fields = self._request("GET", path, FieldList, subject=subject).results
         except BlinkReadUnavailableError as err:
-            if err.status == 404 and self._missing_table(ws_id, table):
-                raise BlinkNotFoundError(
-                    f"no table {table!r} in workspace {ws_id!r} (Blink's tables read does not list it)",
-                    status=404,
-                    method="GET",
-                    path=path,
-                ) from None
-            raise
+            if err.status != 404 or not self._missing_table(ws_id, table):
+                raise
+            missing = f"no table {table!r} in workspace {ws_id!r} (Blink's tables read does not list it)"
+            raise err.restated(missing, BlinkNotFoundError, details=None, hint=None) from None
         once_each([field.name for field in fields if field.name is not None], "field", method="GET", path=path)
         return fields
 
@@ -274,13 +256,11 @@ class BlinkHook(BaseHook):
         :func:`blinkops_provider.migrations.apply_schema`).
 
         Every update is checked before the first is sent; one that fails does not stop the others
-        (unless ``fail_fast``: then no new update starts, and those in flight finish). Each worker
-        has its own HTTP session; all share the hook's retry policy and one backoff, so a 429 or
-        503 with ``Retry-After`` pauses every worker.
+        (unless ``fail_fast``: no new update starts then). The workers share the hook's retry
+        policy and one backoff: a ``Retry-After`` pauses every worker.
 
-        :param updates: ``{field name: update}``, or entries in the declared-schema format
-            ``{"field": name, "type": ..., "display_name": ..., "attributes": {...}}``, or the
-            JSON text of either.
+        :param updates: ``{field name: update}``, or declared-schema entries ``{"field": name,
+            "type": ..., "display_name": ..., "attributes": {...}}``, or the JSON text of either.
         :param max_concurrency: updates in flight at once, 1 to 32 (16 was measured best: README,
             Benchmarks). Lower it for a tenant with a tight rate limit.
         :returns: the updated fields and the failed ones, in the given order; an exception that
@@ -324,14 +304,6 @@ class BlinkHook(BaseHook):
             subject="connection types",
         )
 
-    def _list_page(self, query: Mapping[str, Any]) -> Answer:
-        """One listing request for a checked RQL query dict (on the calling thread's session)."""
-        q = json.dumps(query, separators=(",", ":"), ensure_ascii=False)
-        return self.transport.send("GET", _walk.PATH, params={"q": q}, subject="connection types")
-
-    def _parse_page(self, answer: Answer) -> Any:
-        return parse_json(answer, method="GET", path=_walk.PATH, scrub=self.transport.scrub)
-
     def walk_connection_types(
         self,
         *,
@@ -357,8 +329,8 @@ class BlinkHook(BaseHook):
         query = connection_type_query(filter=filter, sort=sort, select=select)  # checked once, before any request
         walk = _walk.CatalogueWalk(
             query=query,
-            fetch=self._list_page,
-            parse=self._parse_page,
+            send=self.transport.send,
+            scrub=self.transport.scrub,
             page_size=page_size,
             max_items=max_items,
             max_pages=self.max_pages,

@@ -10,8 +10,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from blinkops_provider.batch import FieldUpdates
-from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkInputError, BlinkLockedError
-from blinkops_provider.migrations.fleet import APPLIED, FAILED, UNCHANGED
+from blinkops_provider.exceptions import (
+    BlinkApiError,
+    BlinkAuthError,
+    BlinkInputError,
+    BlinkLockedError,
+    BlinkStalePlanError,
+)
+from blinkops_provider.migrations.fleet import APPLIED, FAILED, STALE, UNCHANGED
 from blinkops_provider.migrations.plan import one_line
 from blinkops_provider.retry_policy import batch_error
 
@@ -97,8 +103,15 @@ class ApplyReport:
             **self.fleet_facts(approved, exc, _table_outcome(counts, exc), rate_limited),
         }
 
-    def nothing_sent(self, outcome: str, *, approved: Any, exc: BaseException, rate_limited: int = 0) -> dict[str, Any]:
-        """The XCom of an apply that failed before it sent anything (stale, locked, unreachable)."""
+    def failed(
+        self, result: FieldUpdates | None, *, approved: Any, exc: BaseException, rate_limited: int = 0
+    ) -> dict[str, Any]:
+        """The XCom of an apply that ``exc`` ended: what was known then (``result``, or what the
+        exception carries), or an apply that sent nothing (stale, locked, unreachable)."""
+        known = result or FieldUpdates.carried_by(exc)
+        if known is not None:
+            return self.summary(known, approved=approved, exc=exc, rate_limited=rate_limited)
+        outcome = STALE if isinstance(exc, BlinkStalePlanError) else FAILED
         return {**self._head([], [], []), "outcomes": {}, **self.fleet_facts(approved, exc, outcome, rate_limited)}
 
     def _head(self, updated: list[str], failed: list[dict[str, Any]], unknown: list[str]) -> dict[str, Any]:

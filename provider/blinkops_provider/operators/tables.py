@@ -7,21 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from blinkops_provider.assets import TABLES_ALIAS, table_lineage
 from blinkops_provider.batch import FieldUpdates
-from blinkops_provider.exceptions import (
-    BlinkInputError,
-    BlinkStalePlanError,
-)
+from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook
 from blinkops_provider.inputs import check_concurrency, check_flag, check_lock_wait, parse_json_object, validate_input
 from blinkops_provider.migrations import Holder, apply_schema, approved_plan, plan_schema
-from blinkops_provider.migrations.fleet import FAILED, STALE
 from blinkops_provider.migrations.merge import merged_with_blink
 from blinkops_provider.migrations.report import ApplyReport, grouped, not_applied
-from blinkops_provider.models import (
-    FieldType,
-    FieldUpdate,
-    validate_field_updates,
-)
+from blinkops_provider.models import FieldType, FieldUpdate, validate_field_updates
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
 
 if TYPE_CHECKING:
@@ -157,13 +149,10 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     :param max_concurrency: updates in flight at once, 1 to 32 (default 16, measured; see
         :meth:`~blinkops_provider.hooks.blink.BlinkHook.update_table_fields`).
     :param fail_fast: after the first failure, start no new update (those in flight finish).
-    :param record_path: where the record of this table's last apply is kept: a local path (shared
-        by the workers) or an object-storage URI such as ``s3://bucket/blink/Incidents.json``, one
-        per table. With it, the task logs the plan first (each field ``change`` with the members
-        that differ, ``unchanged`` or ``refused``, against the table as Blink holds it, with what
-        changed since the record as drift; against the record where Blink does not serve the read),
-        reports each field as ``changed``, ``unchanged`` or ``failed`` (``added`` in the fallback),
-        and updates the record for the fields Blink confirmed. See :mod:`blinkops_provider.migrations`.
+    :param record_path: where the record of this table's last apply is kept (a local path shared by
+        the workers, or an object-storage URI such as ``s3://bucket/blink/Incidents.json``), one
+        per table: the task then plans first, against the table as Blink holds it, and applies as
+        a migration (:mod:`blinkops_provider.migrations`, docs/operators/update_table_fields.md).
     :param only_changed: send only the fields the plan finds to add or change (needs
         ``record_path``). By default every declared field is sent: an update is a full
         replacement, so sending it again corrects a change made in Blink since.
@@ -180,23 +169,16 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         holds it (read first, one request per table): Blink then resets what it leaves out.
     :param blink_conn_id: the ``blink`` connection to use.
     :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
-    :returns: (XCom ``return_value``, pushed also when the task fails)
-        ``{"ws_id", "table", "updated": [names], "failed": [{"field", "status", "message"}],
-        "unknown": [names], "outcomes": {name: outcome}}``, keyed by the declared names, where an
-        outcome is ``added``, ``changed``, ``unchanged`` (with ``record_path``), ``applied``
-        (without), ``failed`` or ``unknown``; pushed on every way out (a failure,
-        ``execution_timeout``, a signal), with the fields in flight then as ``unknown``. With
-        ``plan_only``, the plan (:meth:`~blinkops_provider.migrations.plan.SchemaPlan.to_xcom`):
-        ``{"fingerprint", "schema_digest", "record_digest", "ws_id", "table", "record",
-        "recorded_at", "baseline", "fields": [{"field", "action", "members", "values",
-        "destructive", "risk"}], "counts", "has_changes", "undeclared", "text"}``.
+    :returns: (XCom ``return_value``, pushed on every way out: a failure, ``execution_timeout``, a
+        signal) ``{"ws_id", "table", "updated", "failed", "unknown", "outcomes": {name: outcome}}``,
+        an outcome being ``added``, ``changed``, ``unchanged``, ``applied``, ``failed`` or
+        ``unknown`` (in flight when interrupted); with ``plan_only``, the plan
+        (:meth:`~blinkops_provider.migrations.plan.SchemaPlan.to_xcom`).
     :raises BlinkInputError: invalid entries, before any request.
     :raises BlinkStalePlanError: ``plan`` is not what would be applied now, before any request.
     :raises BlinkLockedError: another apply of the table holds its lock, before any request.
-    :raises BlinkClientError: some fields failed, at least one with a 4xx (or refused by the
-        plan): a retry would fail on it again, so the task fails without one.
-    :raises BlinkApiError: some fields failed, every one transiently: Airflow's retries apply
-        (updates are full replacements, so applying the schema again is safe).
+    :raises BlinkApiError: some fields failed: a :class:`BlinkClientError` (no retry) when one had a
+        4xx, else Airflow's retries apply (:func:`~blinkops_provider.retry_policy.batch_error`).
     """
 
     template_fields: Sequence[str] = ("ws_id", "table", "fields", "record_path", "plan")
@@ -259,20 +241,13 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             if not result.ok:
                 raise not_applied(result)
         except BaseException as exc:  # every way out: a failure, execution_timeout, a signal
-            context["ti"].xcom_push(key="return_value", value=self._failed(report, result, approved, exc))
+            rate_limited = self.hook.rate_limited if "hook" in self.__dict__ else 0
+            failed = report.failed(result, approved=approved, exc=exc, rate_limited=rate_limited)
+            context["ti"].xcom_push(key="return_value", value=failed)
             raise
         summary = report.summary(result, approved=approved, rate_limited=self.hook.rate_limited)
         self._announce(context, summary, planned=result.plan is not None)
         return summary
-
-    def _failed(self, report: ApplyReport, result: FieldUpdates | None, approved: Any, exc: BaseException) -> Any:
-        """The XCom of an apply that failed: what was known then."""
-        rate_limited = self.hook.rate_limited if "hook" in self.__dict__ else 0
-        known = result or FieldUpdates.carried_by(exc)
-        if known is not None:
-            return report.summary(known, approved=approved, exc=exc, rate_limited=rate_limited)
-        outcome = STALE if isinstance(exc, BlinkStalePlanError) else FAILED
-        return report.nothing_sent(outcome, approved=approved, exc=exc, rate_limited=rate_limited)
 
     def _apply(self, context: Context, batch: dict[str, FieldUpdate], approved: Any) -> FieldUpdates:
         """Send the batch: as a migration of the table (lock, plan, record) with a ``record_path``."""
