@@ -83,16 +83,20 @@ def normalize_uri(uri: SplitResult) -> SplitResult:
         raise ValueError(f"{shown} {err}; a Blink asset URI is {_FORMS}") from None
     if uri.query or uri.fragment:
         raise ValueError(f"{shown} has a query or fragment; a Blink asset URI is {_FORMS}")
-    segments = uri.path.rstrip("/").lstrip("/").split("/")
+    return SplitResult(SCHEME, netloc, f"/{_canonical_path(uri.path, shown)}", "", "")
+
+
+def _canonical_path(path: str, shown: str) -> str:
+    """A ``blink://`` URI's path as ``<ws_id>/<table>`` or the catalogue, each name canonical."""
+    segments = path.rstrip("/").lstrip("/").split("/")
     if len(segments) > 2 and "/" + "/".join(segments[:2]) == API_PREFIX:  # the base path, never a name
         segments = segments[2:]
     if segments != [CATALOGUE] and (len(segments) != 2 or not all(segments)):
         raise ValueError(f"{shown} names neither a table nor the catalogue; a Blink asset URI is {_FORMS}")
     try:
-        path = "/".join(canonical_segment(part) for part in segments)
+        return "/".join(canonical_segment(part) for part in segments)
     except ValueError as err:
         raise ValueError(f"{shown}: {err}; a Blink asset URI is {_FORMS}") from None
-    return SplitResult(SCHEME, netloc, f"/{path}", "", "")
 
 
 def table_uri(host: str, ws_id: str, table: str) -> str:

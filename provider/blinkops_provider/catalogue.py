@@ -239,8 +239,8 @@ def previous_snapshot(path: Any, *, executor: str | None = None) -> Any | None:
         executor runs tasks on several machines: each worker would keep its own snapshots, and a
         diff would compare with whichever this worker happens to hold.
     """
-    from blinkops_provider._storage import worker_local
     from blinkops_provider.exceptions import BlinkConfigurationError
+    from blinkops_provider.storage import worker_local
 
     current = _as_path(path)
     folder = current.parent
@@ -254,8 +254,13 @@ def previous_snapshot(path: Any, *, executor: str | None = None) -> Any | None:
         )
     if not folder.exists():
         return None
-    older = [p for p in folder.iterdir() if _SNAPSHOT_NAME.match(p.name) and p.name < current.name and p.is_file()]
-    return max(older, key=lambda p: p.name) if older else None
+    older = [p for p in _snapshots(folder) if p.name < current.name]
+    return older[-1] if older else None
+
+
+def _snapshots(folder: Any) -> list[Any]:
+    """The snapshot files in ``folder``, oldest first (their names sort by time)."""
+    return sorted((p for p in folder.iterdir() if _SNAPSHOT_NAME.match(p.name) and p.is_file()), key=lambda p: p.name)
 
 
 def prune_snapshots(path: Any, keep: int) -> list[str]:
@@ -268,9 +273,7 @@ def prune_snapshots(path: Any, keep: int) -> list[str]:
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 2:
         raise ValueError(f"keep must be a whole number of snapshots, at least 2, got {keep!r}")
     current = _as_path(path)
-    named = (p for p in current.parent.iterdir() if _SNAPSHOT_NAME.match(p.name) and p.is_file())
-    snapshots = sorted(named, key=lambda p: p.name)
-    stale = [p for p in snapshots[:-keep] if p.name != current.name]
+    stale = [p for p in _snapshots(current.parent)[:-keep] if p.name != current.name]
     for old in stale:
         old.unlink(missing_ok=True)
         old.with_name(old.name.removesuffix(".json") + ".diff.json").unlink(missing_ok=True)

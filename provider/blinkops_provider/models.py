@@ -14,7 +14,7 @@ Two families, with opposite rules:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from typing import Any, TypeVar, get_args
 
@@ -130,21 +130,31 @@ class _RequestModel(BaseModel):
     @classmethod
     def _reject_unknown_members(cls, data: Any, info: ValidationInfo) -> Any:
         if isinstance(data, dict) and not (info.context or {}).get("from_blink"):
-            allowed = sorted(name for name in cls.model_fields)
-            read_only = sorted(str(key) for key in data if key in READ_ONLY_ATTRIBUTES)
-            if read_only and cls is FieldAttributes:
-                raise ValueError(
-                    f"{', '.join(map(repr, read_only))} {'is' if len(read_only) == 1 else 'are'} Blink's read-only "
-                    f"marker{'s' if len(read_only) > 1 else ''} of its own fields and cannot be declared; allowed: "
-                    f"{', '.join(allowed)}"
-                )
-            unknown = sorted(str(key) for key in data if key not in cls.model_fields)
-            if unknown:
-                raise ValueError(
-                    f"unknown member{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
-                    f"in {cls.__name__}; allowed: {', '.join(allowed)}"
-                )
+            problem = _unknown_members(cls, data)
+            if problem:
+                raise ValueError(f"{problem}; allowed: {', '.join(sorted(cls.model_fields))}")
         return data
+
+
+def _unknown_members(cls: type[BaseModel], data: Mapping[Any, Any]) -> str:
+    """What a user's body names that ``cls`` does not declare ("" when nothing): Blink's
+    read-only markers of its own fields first, then unknown members."""
+    read_only = sorted(str(key) for key in data if key in READ_ONLY_ATTRIBUTES) if cls is FieldAttributes else []
+    if read_only:
+        markers = f"Blink's read-only {_plural(read_only, 'marker')} of its own fields"
+        return f"{_listed(read_only, 'is', 'are')} {markers} and cannot be declared"
+    unknown = sorted(str(key) for key in data if key not in cls.model_fields)
+    return f"unknown {_plural(unknown, 'member')} {_listed(unknown)} in {cls.__name__}" if unknown else ""
+
+
+def _plural(names: Sequence[str], word: str) -> str:
+    return word if len(names) == 1 else f"{word}s"
+
+
+def _listed(names: Sequence[str], one: str = "", many: str = "") -> str:
+    """The names quoted and comma-separated, then ``one`` or ``many`` as their number asks."""
+    verb = one if len(names) == 1 else many
+    return ", ".join(map(repr, names)) + (f" {verb}" if verb else "")
 
 
 class TableReference(_RequestModel):
@@ -523,16 +533,20 @@ def _checked_entry(
     if name in first_seen:
         return f"{where}: field {name!r} is declared twice (entries {first_seen[name]} and {position})"
     first_seen[name] = position
-    if require_type_and_name and isinstance(body, Mapping):
-        missing = [member for member in ("type", "display_name") if body.get(member) in (None, "")]
-        if missing:
-            return f"{where}: {' and '.join(missing)} required (Blink resets what an update leaves out)"
+    missing = _missing(body) if require_type_and_name else []
+    if missing:
+        return f"{where}: {' and '.join(missing)} required (Blink resets what an update leaves out)"
     try:
         update = body if isinstance(body, FieldUpdate) else FieldUpdate.model_validate(body)
     except ValidationError as err:
         return f"{where}: {describe_errors(err.errors())}"
     problems = contradictions(update) if judge else []
     return f"{where}: {'; '.join(problems)}" if problems else (name, update)
+
+
+def _missing(body: Any) -> list[str]:
+    """``type`` and ``display_name`` where a body lacks them (an update must give both)."""
+    return [m for m in ("type", "display_name") if body.get(m) in (None, "")] if isinstance(body, Mapping) else []
 
 
 def contradictions(update: FieldUpdate) -> list[str]:
@@ -543,13 +557,24 @@ def contradictions(update: FieldUpdate) -> list[str]:
     attributes, kind = update.attributes or FieldAttributes(), update.type
     options = attributes.options or []
     problems = [f"option {option!r} is given twice" for n, option in enumerate(options) if option in options[:n]]
-    if kind in _SELECT_TYPES and not options:
-        problems.append(f"a {kind.value!r} field needs attributes.options (its choices)")
-    if attributes.include_time is True and kind is not None and kind is not FieldType.DATE:
-        problems.append(f"include_time is for a 'date' field, and this one is {kind.value!r}")
-    if kind is FieldType.REFERENCE and attributes.table_reference is None:
-        problems.append("a 'reference' field needs attributes.table_reference (the table it links to)")
-    return problems
+    return problems + [said(kind) for rule, said in _CONTRADICTIONS if rule(kind, attributes)]
+
+
+_CONTRADICTIONS: tuple[tuple[Callable[[Any, FieldAttributes], bool], Callable[[Any], str]], ...] = (
+    (
+        lambda kind, attributes: kind in _SELECT_TYPES and not attributes.options,
+        lambda kind: f"a {kind.value!r} field needs attributes.options (its choices)",
+    ),
+    (
+        lambda kind, attributes: attributes.include_time is True and kind not in (None, FieldType.DATE),
+        lambda kind: f"include_time is for a 'date' field, and this one is {kind.value!r}",
+    ),
+    (
+        lambda kind, attributes: kind is FieldType.REFERENCE and attributes.table_reference is None,
+        lambda kind: "a 'reference' field needs attributes.table_reference (the table it links to)",
+    ),
+)
+"""Each rule a field's body may break (its type, its attributes), and what is said of it."""
 
 
 def field_body(field: TableField | Mapping[str, Any]) -> dict[str, Any]:

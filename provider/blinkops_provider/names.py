@@ -50,21 +50,36 @@ def host_of(parts: SplitResult) -> str:
         raise ValueError("carries credentials (user:password@)")
     if not parts.hostname:
         raise ValueError("has no host")
+    port = _port(parts)
+    host = _ascii(parts.hostname.rstrip(".") or parts.hostname)
+    if ":" in host:  # an IPv6 literal keeps its brackets
+        host = f"[{host}]"
+    return host if port in (None, DEFAULT_PORTS.get(parts.scheme.lower())) else f"{host}:{port}"
+
+
+def _port(parts: SplitResult) -> int | None:
+    """The port a split URL names (None: none).
+
+    :raises ValueError: not a number from 1 to 65535."""
     try:
         port = parts.port
     except ValueError:
         port = -1
     if port is not None and not 0 < port < 65536:
         raise ValueError("has an invalid port (give a number from 1 to 65535)")
-    host = parts.hostname.rstrip(".") or parts.hostname
-    if not host.isascii():
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError:
-            raise ValueError(f"has a host with no ASCII (IDNA) form: {host!r}") from None
-    if ":" in host:  # an IPv6 literal keeps its brackets
-        host = f"[{host}]"
-    return host if port in (None, DEFAULT_PORTS.get(parts.scheme.lower())) else f"{host}:{port}"
+    return port
+
+
+def _ascii(host: str) -> str:
+    """A host name in its ASCII form (IDNA for an internationalised one).
+
+    :raises ValueError: it has none."""
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        raise ValueError(f"has a host with no ASCII (IDNA) form: {host!r}") from None
 
 
 def blink_host(base_url: str) -> str:
@@ -151,20 +166,26 @@ def _checked(url: str, shown: str) -> SplitResult:
         _ = parts.port  # raises for a port that is not a number up to 65535
     except ValueError as err:
         raise refused(f"is not a URL ({err}); {_EXAMPLE}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise refused(f"is not a base URL; {_EXAMPLE}")
-    if "@" in parts.netloc:
-        raise refused(
-            "carries a user name or password; remove it: the API key goes in the password field, and nothing "
-            "else is sent"
-        )
-    if parts.query or parts.fragment:
-        raise refused("must not carry '?' or '#' parts")
+    problem = _not_a_base_url(parts)
+    if problem:
+        raise refused(problem)
     try:
         host_of(parts)  # the name assets, lineage and records give this Blink: checked now, not after an apply
     except ValueError as err:
         raise refused(f"cannot name a Blink ({err}); {_EXAMPLE}") from None
     return parts
+
+
+def _not_a_base_url(parts: SplitResult) -> str:
+    """What makes a split URL unfit as a Base URL ("" when nothing)."""
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"is not a base URL; {_EXAMPLE}"
+    if "@" in parts.netloc:
+        return (
+            "carries a user name or password; remove it: the API key goes in the password field, and nothing "
+            "else is sent"
+        )
+    return "must not carry '?' or '#' parts" if parts.query or parts.fragment else ""
 
 
 def _masked(host: str) -> str:

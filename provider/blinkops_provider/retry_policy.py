@@ -182,6 +182,20 @@ def _provider_error(exception: BaseException) -> BaseException:
     return exception
 
 
+def _permanent(exception: BaseException) -> str | None:
+    """Why no retry can help ``exception`` (None: one may)."""
+    if isinstance(exception, BlinkAuthError):
+        return (
+            f"Blink refused the API key ({exception.status}): check the connection's API key (password) and "
+            "its header name (extra header_name); no retry helps"
+        )
+    if isinstance(exception, BlinkClientError) and exception.status in {*PERMANENT_STATUSES, None}:
+        return f"Blink refused the request ({exception.status or 'refused'}): no retry helps"
+    if isinstance(exception, (BlinkInputError, BlinkConfigurationError)):
+        return f"{type(exception).__name__}: fix the input or the connection; no retry helps"
+    return None
+
+
 class BlinkRetryPolicy(RetryPolicy):  # type: ignore[misc,valid-type]
     """Airflow's retry decision for a failed Blink task (see the module's text).
 
@@ -197,17 +211,9 @@ class BlinkRetryPolicy(RetryPolicy):  # type: ignore[misc,valid-type]
         code that wraps one: ``raise TaskError(...) from err``): fail, retry after a delay, or
         Airflow's default."""
         exception = _provider_error(exception)
-        if isinstance(exception, BlinkAuthError):
-            return RetryDecision.fail(
-                f"Blink refused the API key ({exception.status}): check the connection's API key (password) and "
-                "its header name (extra header_name); no retry helps"
-            )
-        if isinstance(exception, BlinkClientError) and (
-            exception.status in PERMANENT_STATUSES or exception.status is None
-        ):
-            return RetryDecision.fail(f"Blink refused the request ({exception.status or 'refused'}): no retry helps")
-        if isinstance(exception, (BlinkInputError, BlinkConfigurationError)):
-            return RetryDecision.fail(f"{type(exception).__name__}: fix the input or the connection; no retry helps")
+        permanent = _permanent(exception)
+        if permanent:
+            return RetryDecision.fail(permanent)
         if isinstance(exception, BlinkTransientError) and exception.status == 429:
             asked = exception.retry_after
             if isinstance(asked, (int, float)) and math.isfinite(asked) and asked >= 0:  # else: retry_delay
@@ -303,11 +309,12 @@ def batch_error(message: str, errors: Iterable[BlinkApiError]) -> BlinkApiError:
     if any(isinstance(error, BlinkClientError) for error in errors):
         return BlinkClientError(message)
     if errors and all(isinstance(error, BlinkTransientError) and error.status == 429 for error in errors):
-        waits = [error.retry_after for error in errors if error.retry_after is not None]
-        return BlinkTransientError(
-            f"{message}; Blink's rate limit",
-            status=429,
-            retry_after=max(waits) if waits else None,
-            attempts=max((error.attempts or 0) for error in errors) or None,
-        )
+        return _rate_limited(f"{message}; Blink's rate limit", errors)
     return BlinkApiError(message)
+
+
+def _rate_limited(message: str, errors: list[BlinkApiError]) -> BlinkTransientError:
+    """A 429 with the longest wait Blink asked for, and the most attempts any field made."""
+    waits = [error.retry_after for error in errors if error.retry_after is not None]
+    attempts = max((error.attempts or 0) for error in errors) or None
+    return BlinkTransientError(message, status=429, retry_after=max(waits) if waits else None, attempts=attempts)

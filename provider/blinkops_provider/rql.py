@@ -131,15 +131,20 @@ def _prune(condition: Mapping[str, Any]) -> dict[str, Any] | None:
     kept: dict[str, Any] = {}
     for key, value in condition.items():
         if key in _COMBINATORS:
-            terms = [_prune(term) for term in value]
-            if key == "$or" and (not terms or None in terms):
-                continue
-            terms = [term for term in terms if term is not None]
+            terms = _pruned_terms(key, value)
             if terms:
                 kept[key] = terms
         elif not isinstance(value, Mapping) or value:
             kept[key] = dict(value) if isinstance(value, Mapping) else value
     return kept or None
+
+
+def _pruned_terms(key: str, terms: Any) -> list[dict[str, Any]]:
+    """An ``$or``'s or ``$and``'s terms that set a condition (none for an ``$or`` that is always true)."""
+    pruned = [_prune(term) for term in terms]
+    if key == "$or" and (not pruned or None in pruned):
+        return []
+    return [term for term in pruned if term is not None]
 
 
 _KIND_OPERATORS = {bool: ("$eq", "$neq"), int: tuple(op for op in OPERATORS if op != "$like"), str: OPERATORS}

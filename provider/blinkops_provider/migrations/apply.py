@@ -19,7 +19,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from blinkops_provider._storage import storage_path
 from blinkops_provider.batch import FieldUpdates
 from blinkops_provider.exceptions import (
     BlinkApiError,
@@ -29,13 +28,14 @@ from blinkops_provider.exceptions import (
     BlinkReadUnavailableError,
 )
 from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook
-from blinkops_provider.inputs import check_concurrency, check_lock_wait
+from blinkops_provider.inputs import check_concurrency, check_flag, check_lock_wait
 from blinkops_provider.migrations.fleet import check_let_through
 from blinkops_provider.migrations.lock import Holder, TableLock
 from blinkops_provider.migrations.plan import REFUSED, UNCHANGED, SchemaPlan, make_plan
 from blinkops_provider.migrations.record import SchemaRecord, check_shared, record_location
 from blinkops_provider.models import FieldUpdate, TableField, _RepeatedMember, _unique_members, validate_field_updates
 from blinkops_provider.names import segment
+from blinkops_provider.storage import storage_path
 
 __all__ = ["apply_schema", "approved_plan", "declared_schema", "plan_schema"]
 
@@ -83,16 +83,7 @@ def declared_schema(value: Any, *, source: str) -> list[dict[str, Any]]:
         or the position of each wrong entry.
     """
     if isinstance(value, (str, bytes)):
-        try:
-            value = json.loads(value, object_pairs_hook=_unique_members)
-        except json.JSONDecodeError as err:
-            raise BlinkInputError(
-                f"{source} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
-            ) from None
-        except _RepeatedMember as err:
-            raise BlinkInputError(f"{source} names {err.args[0]!r} twice in one object; name it once") from None
-        except RecursionError:
-            raise BlinkInputError(f"{source} nests too deeply to read") from None
+        value = _schema_json(value, source)
     if isinstance(value, Mapping):
         if not isinstance(value.get("fields"), list):
             raise BlinkInputError(f"{source} is an object without a 'fields' list; give {{\"fields\": [entries]}}")
@@ -108,6 +99,20 @@ def declared_schema(value: Any, *, source: str) -> list[dict[str, Any]]:
     if not batch:
         raise BlinkInputError(f"{source} declares no field; give at least one (a template that rendered nothing?)")
     return [{"field": name, **update.to_body()} for name, update in batch]
+
+
+def _schema_json(text: str | bytes, source: str) -> Any:
+    """A declared schema's JSON text, read with each object's members named once."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_members)
+    except json.JSONDecodeError as err:
+        raise BlinkInputError(
+            f"{source} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
+        ) from None
+    except _RepeatedMember as err:
+        raise BlinkInputError(f"{source} names {err.args[0]!r} twice in one object; name it once") from None
+    except RecursionError:
+        raise BlinkInputError(f"{source} nests too deeply to read") from None
 
 
 def _record(hook: BlinkHook, ws_id: str, table: str, record_path: str | os.PathLike[str]) -> SchemaRecord:
@@ -173,14 +178,8 @@ def plan_schema(
     :raises BlinkNotFoundError: Blink has no such table.
     """
     batch = validate_field_updates(updates)
-    plan, _ = _plan(hook, _record(hook, ws_id, table, record_path), batch, _checked_replace(replace))
+    plan, _ = _plan(hook, _record(hook, ws_id, table, record_path), batch, check_flag(replace, "replace"))
     return plan
-
-
-def _checked_replace(replace: Any) -> bool:
-    if not isinstance(replace, bool):
-        raise BlinkInputError(f"replace must be True or False, got {replace!r}")
-    return replace
 
 
 @dataclasses.dataclass
@@ -270,9 +269,9 @@ def apply_schema(
     plan, check, send each field's merge with what Blink holds, record.
 
     The arguments are those of :meth:`BlinkHook.update_table_fields
-    <blinkops_provider.hooks.blink.BlinkHook.update_table_fields>`; ``holder`` names who holds the
-    table's lock (by default this process, as the Airflow task instance running now);
-    ``replace`` sends each declaration as given (see :func:`plan_schema`).
+    <blinkops_provider.hooks.blink.BlinkHook.update_table_fields>` and
+    :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator`; ``holder`` names who
+    holds the table's lock (by default this process, as the task instance running now).
 
     :raises BlinkInputError: invalid input, before the lock is taken.
     :raises BlinkStalePlanError: ``plan`` is not what would be applied now (nothing sent).
@@ -282,7 +281,7 @@ def apply_schema(
     check_concurrency(max_concurrency)
     wait = check_lock_wait(lock_wait)
     approved = approved_plan(plan)
-    replace = _checked_replace(replace)
+    replace = check_flag(replace, "replace")
     batch = validate_field_updates(updates)
     record = _record(hook, ws_id, table, record_path)  # reads the connection: a broken one fails here
     clock = hook.clock
@@ -304,13 +303,19 @@ def apply_schema(
             _check_review(hook.log, planned, approved)
         planned.log_to(hook.log)
         recording = _Recording(record, recorded, planned, batch, only_changed)
-        try:
-            result = hook.update_table_fields(
-                ws_id, table, recording.sent(), max_concurrency=max_concurrency, fail_fast=fail_fast
-            )
-        except BaseException as exc:
-            partial = FieldUpdates.carried_by(exc)
-            if partial is not None:
-                recording.complete(partial, clock.now(), raising=False, log=hook.log).attach_to(exc)
-            raise
-        return recording.complete(result, clock.now(), raising=True, log=hook.log)
+        return _send(hook, recording, max_concurrency=max_concurrency, fail_fast=fail_fast)
+
+
+def _send(hook: BlinkHook, recording: _Recording, *, max_concurrency: int, fail_fast: bool) -> FieldUpdates:
+    """Send the plan's bodies, then record what Blink confirmed (also when interrupted)."""
+    record, now = recording.record, hook.clock.now
+    try:
+        result = hook.update_table_fields(
+            record.ws_id, record.table, recording.sent(), max_concurrency=max_concurrency, fail_fast=fail_fast
+        )
+    except BaseException as exc:
+        partial = FieldUpdates.carried_by(exc)
+        if partial is not None:
+            recording.complete(partial, now(), raising=False, log=hook.log).attach_to(exc)
+        raise
+    return recording.complete(result, now(), raising=True, log=hook.log)

@@ -114,18 +114,33 @@ def fleet_review(plans: Sequence[Mapping[str, Any]], *, max_chars: int = MAX_REV
         f"Fleet review: {len(plans)} tables, {len(changed)} to change ({risky} with refused or destructive "
         f"changes, listed first), {len(unchanged)} unchanged.",
         "",
+        *_changed_lines(changed, max_chars * 2 // 5),
+        *_unchanged_lines(unchanged, max_chars // 10),
+        *_baseline_lines(changed),
     ]
-    listed, left = _fit([_line(plan) for plan in changed], max_chars * 2 // 5, "\n")
-    lines += listed
-    if left:
-        lines.append(f"- and {left} more table(s) to change: their plans are in their plan tasks' XCom")
-    if unchanged:
-        names, more = _fit(unchanged, max_chars // 10, ", ")
-        lines += ["", f"Nothing to change in: {', '.join(names)}" + (f" and {more} more" if more else "")]
-    said = [text for text in (BASELINE, RECORD_BASELINE) if any(p.get("baseline") == text for p in changed)]
-    lines += [line for text in said for line in ("", text)]  # once for the fleet, not once a table
     text = "\n".join(lines)
     return text + _table_rows(changed, max_chars - len(text))
+
+
+def _baseline_lines(changed: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each baseline paragraph the changed plans use, once for the fleet rather than once a table."""
+    said = [text for text in (BASELINE, RECORD_BASELINE) if any(p.get("baseline") == text for p in changed)]
+    return [line for text in said for line in ("", text)]
+
+
+def _changed_lines(changed: Sequence[Mapping[str, Any]], room: int) -> list[str]:
+    """One line per table to change while they fit in ``room``, then how many more."""
+    listed, left = _fit([_line(plan) for plan in changed], room, "\n")
+    more = [f"- and {left} more table(s) to change: their plans are in their plan tasks' XCom"] if left else []
+    return [*listed, *more]
+
+
+def _unchanged_lines(unchanged: Sequence[str], room: int) -> list[str]:
+    """The tables with nothing to change, named while they fit in ``room``, then counted."""
+    if not unchanged:
+        return []
+    names, more = _fit(list(unchanged), room, ", ")
+    return ["", f"Nothing to change in: {', '.join(names)}" + (f" and {more} more" if more else "")]
 
 
 def _table_rows(changed: Sequence[Mapping[str, Any]], room: int) -> str:
@@ -253,17 +268,30 @@ def fleet_summary(tables: Sequence[Mapping[str, Any]], results: Sequence[Mapping
         summary[outcome].append(name)
         waits += _waits(result)
         if outcome in (FAILED, STALE):
-            why = (result or {}).get("error") or _fields_failed(result) or "no result: see its task's log"
-            errors[name] = one_line(str(why))
+            errors[name] = _why_failed(result)
+    return {
+        **summary,
+        "rate_limited": waits,
+        "errors": errors,
+        "text": _summary_text(len(tables), summary, errors, waits),
+    }
+
+
+def _why_failed(result: Mapping[str, Any] | None) -> str:
+    """Why an apply failed, in one line."""
+    return one_line(str((result or {}).get("error") or _fields_failed(result) or "no result: see its task's log"))
+
+
+def _summary_text(count: int, summary: Mapping[str, list[str]], errors: Mapping[str, str], waits: int) -> str:
     lines = [
-        f"Fleet of {len(tables)} tables: {len(summary[APPLIED])} applied, {len(summary[UNCHANGED])} unchanged, "
+        f"Fleet of {count} tables: {len(summary[APPLIED])} applied, {len(summary[UNCHANGED])} unchanged, "
         f"{len(summary[FAILED])} failed, {len(summary[STALE])} stale; {waits} rate-limit (429) wait(s)."
     ]
     for outcome in OUTCOMES:
         if summary[outcome]:
             lines.append(f"{outcome.capitalize()}: {', '.join(summary[outcome])}")
     lines += [f"- {name}: {message}" for name, message in errors.items()]
-    return {**summary, "rate_limited": waits, "errors": errors, "text": "\n".join(lines)}
+    return "\n".join(lines)
 
 
 def _fields_failed(result: Mapping[str, Any] | None) -> str:

@@ -262,19 +262,34 @@ class TableLock:
             if vanished == 1:
                 continue  # released since: try again at once
             other = None if found is None else LockInfo.read(*found, self.file.where)
-            why = other.holder.gone_for(self.holder) if other is not None else ""
-            if other is not None and why:
-                self.log.warning("Taking over the %s: %s", other.describe(), why)
-                self.file.remove(other.version)  # that lock only: one that replaced it stays
-                continue
-            left = deadline - self.monotonic()
-            if left <= 0:
-                raise BlinkLockedError(self._refusal(other))
-            if other is not None and told != other.id:
-                self.log.info("Waiting up to %s s for the %s", f"{left:.0f}", other.describe())
-                told, poll = other.id, FIRST_POLL  # a new holder: its hold starts now
-            self.sleep(min(poll * jitter.uniform(1 - JITTER, 1 + JITTER), left))
-            poll = min(poll * POLL_GROWTH, MAX_POLL)
+            if not self._taken_over(other):
+                told, poll = self._wait_for(other, deadline, told, poll, jitter)
+
+    def _taken_over(self, other: LockInfo | None) -> bool:
+        """Remove ``other`` if its holder is gone (that lock only: one that replaced it stays)."""
+        why = other.holder.gone_for(self.holder) if other is not None else ""
+        if other is None or not why:
+            return False
+        self.log.warning("Taking over the %s: %s", other.describe(), why)
+        self.file.remove(other.version)
+        return True
+
+    def _wait_for(
+        self, other: LockInfo | None, deadline: float, told: str, poll: float, jitter: random.Random
+    ) -> tuple[str, float]:
+        """Wait one poll for ``other`` (a holder not yet told of: its hold starts now, and the poll
+        with it); the holder told of and the next poll.
+
+        :raises BlinkLockedError: the wait is over.
+        """
+        left = deadline - self.monotonic()
+        if left <= 0:
+            raise BlinkLockedError(self._refusal(other))
+        if other is not None and told != other.id:
+            self.log.info("Waiting up to %s s for the %s", f"{left:.0f}", other.describe())
+            told, poll = other.id, FIRST_POLL
+        self.sleep(min(poll * jitter.uniform(1 - JITTER, 1 + JITTER), left))
+        return told, min(poll * POLL_GROWTH, MAX_POLL)
 
     def _refusal(self, other: LockInfo | None) -> str:
         waited = f" (waited {self.wait:g} s)" if self.wait else ""

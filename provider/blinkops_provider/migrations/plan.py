@@ -201,21 +201,7 @@ class SchemaPlan:
             f"change ({counts['destructive']} destructive), {counts[UNCHANGED]} unchanged, {counts[REFUSED]} "
             f"refused (last apply: {since}, at {self.record})",
         ]
-        refused = [plan for plan in self.fields if plan.action == REFUSED]
-        destructive = [plan for plan in self.fields if plan.destructive]
-        if refused:
-            lines += [
-                "",
-                "**Refused** (Blink refuses these changes; the apply does not send them and reports them failed):",
-            ]
-            lines += [f"- {_cell(plan.field)}: {plan.risk}" for plan in refused]
-        if destructive:
-            lines += ["", "**Destructive** (these changes can orphan values already in the table):"]
-            lines += [f"- {_cell(plan.field)}: {plan.risk}" for plan in destructive]
-        drifted = [plan for plan in self.fields if plan.drift]
-        if drifted:
-            lines += ["", "**Changed in Blink since the last apply** (the plan is made against Blink's values):"]
-            lines += [f"- {_cell(plan.field)}: {', '.join(plan.drift)}{plan.changed_by}" for plan in drifted]
+        lines += _flagged(self.fields)
         lines += [
             "",
             self.baseline,
@@ -291,29 +277,37 @@ class SchemaPlan:
             if approved.get("fingerprint") == self.fingerprint:
                 self._check_rows(approved)
                 return
-            then = {entry.get("field"): entry for entry in approved.get("fields") or [] if isinstance(entry, Mapping)}
-            now = {plan.field: plan.to_xcom() for plan in self.fields}
-            names: dict[Any, None] = dict.fromkeys([*then, *now])
-            moved = [str(name) for name in names if then.get(name) != now.get(name)]
-            listed = ", ".join(map(repr, moved[:20])) + (f" and {len(moved) - 20} more" if len(moved) > 20 else "")
-            why = []
-            if (approved.get("ws_id"), approved.get("table")) != (self.ws_id, self.table):
-                why.append(f"it was made for {approved.get('ws_id')}/{approved.get('table')}")
-            if approved.get("record_digest") != self.record_digest:
-                why.append(
-                    f"the record at {self.record} changed since the plan (last apply then: "
-                    f"{approved.get('recorded_at') or 'none'}; now: {self.recorded_at or 'none'})"
-                )
-            if approved.get("schema_digest") != self.schema_digest:
-                why.append("the declared schema changed since the plan")
-            if approved.get("live_digest", "") != self.live_digest:
-                why.append("the declared fields changed in Blink since the plan (or Blink's read answers differently)")
-            if moved:
-                why.append(f"fields planned differently now: {listed}")
+            why = self._stale_reasons(approved)
         raise BlinkStalePlanError(
             f"the approved plan is not what would be applied now (plan {self.fingerprint}): {'; '.join(why)}. "
             "Nothing was sent: plan again and review the new plan"
         )
+
+    def _stale_reasons(self, approved: Mapping[str, Any]) -> list[str]:
+        """What changed between the approved plan's XCom and this plan."""
+        checks = (
+            (approved.get("ws_id"), approved.get("table")) == (self.ws_id, self.table),
+            approved.get("record_digest") == self.record_digest,
+            approved.get("schema_digest") == self.schema_digest,
+            approved.get("live_digest", "") == self.live_digest,
+        )
+        reasons = (
+            f"it was made for {approved.get('ws_id')}/{approved.get('table')}",
+            f"the record at {self.record} changed since the plan (last apply then: "
+            f"{approved.get('recorded_at') or 'none'}; now: {self.recorded_at or 'none'})",
+            "the declared schema changed since the plan",
+            "the declared fields changed in Blink since the plan (or Blink's read answers differently)",
+        )
+        why = [reason for same, reason in zip(checks, reasons, strict=True) if not same]
+        moved = self._moved(approved)
+        listed = ", ".join(map(repr, moved[:20])) + (f" and {len(moved) - 20} more" if len(moved) > 20 else "")
+        return why + ([f"fields planned differently now: {listed}"] if moved else [])
+
+    def _moved(self, approved: Mapping[str, Any]) -> list[str]:
+        """The fields whose rows differ between the approved plan's XCom and this plan."""
+        then = {entry.get("field"): entry for entry in approved.get("fields") or [] if isinstance(entry, Mapping)}
+        now: dict[Any, Any] = {plan.field: plan.to_xcom() for plan in self.fields}
+        return [str(name) for name in dict.fromkeys([*then, *now]) if then.get(name) != now.get(name)]
 
 
 def _edited(approved: Mapping[str, Any], plan: SchemaPlan) -> list[str]:
@@ -330,6 +324,35 @@ def _digest(value: Any) -> str:
 def _shown(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else repr(value)
     return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
+
+
+_FLAGS = (
+    (
+        "**Refused** (Blink refuses these changes; the apply does not send them and reports them failed):",
+        lambda plan: plan.action == REFUSED,
+        lambda plan: plan.risk,
+    ),
+    (
+        "**Destructive** (these changes can orphan values already in the table):",
+        lambda plan: plan.destructive,
+        lambda plan: plan.risk,
+    ),
+    (
+        "**Changed in Blink since the last apply** (the plan is made against Blink's values):",
+        lambda plan: bool(plan.drift),
+        lambda plan: f"{', '.join(plan.drift)}{plan.changed_by}",
+    ),
+)
+"""The plan's flagged rows, in the order a reviewer reads them: a heading, which rows, what each says."""
+
+
+def _flagged(fields: Sequence[FieldPlan]) -> list[str]:
+    """The refused, destructive and drifted rows, each kind under its heading (none: no heading)."""
+    lines: list[str] = []
+    for heading, flagged, said in _FLAGS:
+        rows = [plan for plan in fields if flagged(plan)]
+        lines += ["", heading, *(f"- {_cell(plan.field)}: {said(plan)}" for plan in rows)] if rows else []
+    return lines
 
 
 def _action_cell(plan: FieldPlan) -> str:
@@ -391,9 +414,14 @@ def make_plan(
         undeclared=tuple(name for name in recorded if name not in names),
         schema_digest=_digest([[host, ws_id, table], [[name, update.to_body()] for name, update in declared], replace]),
         record_digest=_digest([recorded_at, recorded]),
-        live_digest="" if held is None else _digest([field_body(held[n]) if n in held else None for n, _ in declared]),
+        live_digest=_live_digest(held, names=[name for name, _ in declared]),
         unread=unread,
     )
+
+
+def _live_digest(held: Mapping[str, TableField] | None, names: Sequence[str]) -> str:
+    """The digest of the declared fields as Blink holds them ("" without a live read)."""
+    return "" if held is None else _digest([field_body(held[n]) if n in held else None for n in names])
 
 
 def plan_fields(
@@ -443,8 +471,8 @@ def _against(name: str, update: FieldUpdate, before: Mapping[str, Any] | None, b
         return FieldPlan(name, REFUSED, risk=f"the declaration contradicts itself: {'; '.join(problems)}")
     after = body.to_body()
     if before is None:
-        shown = tuple((member, None, after[member]) for member in ("type", "display_name") if member in after)
-        return FieldPlan(name, ADD, values=shown, body=body)
+        shown = tuple((member, None, _member(after, member)) for member in differing_members(after, {}))
+        return FieldPlan(name, ADD, values=shown, body=body)  # every member declared, for the reviewer
     members = differing_members(after, before)
     if not members:
         return FieldPlan(name, UNCHANGED, body=body)
@@ -477,20 +505,25 @@ def _member(body: Mapping[str, Any], member: str) -> Any:
 def _destruction(after: Mapping[str, Any], before: Mapping[str, Any]) -> str:
     """Why a change can orphan values already in the table: options removed from a select, or
     another table referenced; empty when it cannot."""
-    risks = []
-    old_options, new_options = _member(before, "attributes.options"), _member(after, "attributes.options")
-    if isinstance(old_options, list):
-        kept = new_options if isinstance(new_options, list) else []
-        removed = [option for option in old_options if option not in kept]
-        if removed:
-            risks.append(f"options removed: {', '.join(map(_shown, removed))} (values using them are orphaned)")
-    old_ref, new_ref = _member(before, "attributes.table_reference"), _member(after, "attributes.table_reference")
-    if old_ref is not None and _target(new_ref) != _target(old_ref):  # the displayed field alone breaks nothing
-        risks.append(f"the reference moves from {_shown(old_ref)} to {_shown(new_ref)} (existing links break)")
+    risks = [*_orphaning(after, before)]
     risks += [why for member, why in _CHECKS if _member(after, member) is True and _member(before, member) is not True]
     if _member(before, "attributes.required") is True and _member(after, "attributes.required") is not True:
         risks.append("required dropped (a check is lost: rows may be saved without a value)")
     return "; ".join(risks)
+
+
+def _orphaning(after: Mapping[str, Any], before: Mapping[str, Any]) -> list[str]:
+    """Options removed from a select, and a reference moved to another table."""
+    risks = []
+    old_options, new_options = _member(before, "attributes.options"), _member(after, "attributes.options")
+    kept = new_options if isinstance(new_options, list) else []
+    removed = [option for option in old_options if option not in kept] if isinstance(old_options, list) else []
+    if removed:
+        risks.append(f"options removed: {', '.join(map(_shown, removed))} (values using them are orphaned)")
+    old_ref, new_ref = _member(before, "attributes.table_reference"), _member(after, "attributes.table_reference")
+    if old_ref is not None and _target(new_ref) != _target(old_ref):  # the displayed field alone breaks nothing
+        risks.append(f"the reference moves from {_shown(old_ref)} to {_shown(new_ref)} (existing links break)")
+    return risks
 
 
 _CHECKS = (
@@ -511,9 +544,10 @@ def differing_members(declared: Mapping[str, Any], recorded: Mapping[str, Any]) 
     members = [name for name in ("type", "display_name") if declared.get(name) != recorded.get(name)]
     if (declared.get("description") or "") != (recorded.get("description") or ""):
         members.append("description")
-    after, before = declared.get("attributes") or {}, recorded.get("attributes") or {}
-    if not isinstance(before, Mapping):
-        before = {}
-    names = sorted(set(after) | set(before))
-    members += [f"attributes.{name}" for name in names if after.get(name) != before.get(name)]
-    return members
+    return members + _differing_attributes(declared.get("attributes") or {}, recorded.get("attributes") or {})
+
+
+def _differing_attributes(after: Mapping[str, Any], before: Any) -> list[str]:
+    """``attributes.<name>`` for each attribute that differs (a malformed ``before``: none set)."""
+    before = before if isinstance(before, Mapping) else {}
+    return [f"attributes.{name}" for name in sorted(set(after) | set(before)) if after.get(name) != before.get(name)]

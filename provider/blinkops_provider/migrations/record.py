@@ -20,9 +20,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from blinkops_provider._storage import SINGLE_MACHINE_EXECUTORS, replacing, storage_path, worker_local
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError
 from blinkops_provider.names import blink_host, segment
+from blinkops_provider.storage import SINGLE_MACHINE_EXECUTORS, replacing, storage_path, worker_local
 
 __all__ = [
     "RECORD_FORMAT",
@@ -131,7 +131,13 @@ class SchemaRecord:
             return {}, None
         except OSError as err:
             raise unusable_location(self.location, err, "read") from None
-        where = f"the schema record at {self.location!r}"
+        data = self._checked(raw, f"the schema record at {self.location!r}")
+        fields = {str(name): body for name, body in data["fields"].items() if isinstance(body, dict)}
+        recorded_at = data.get("recorded_at")
+        return fields, recorded_at if isinstance(recorded_at, str) else None
+
+    def _checked(self, raw: bytes, where: str) -> dict[str, Any]:
+        """The record's JSON, once it is known to be a record of this format for this table."""
         try:
             data = json.loads(raw)
         except (ValueError, RecursionError) as err:
@@ -150,7 +156,11 @@ class SchemaRecord:
                 f"{where} is not a schema record written by this provider (format {RECORD_FORMAT!r}); "
                 "give record_path a file of its own"
             )
-        owner = (_canonical(data.get("blink")), data.get("ws_id"), data.get("table"))
+        self._check_owner((_canonical(data.get("blink")), data.get("ws_id"), data.get("table")), where)
+        return dict(data)
+
+    def _check_owner(self, owner: tuple[Any, Any, Any], where: str) -> None:
+        """:raises BlinkInputError: the record is another Blink's, workspace's or table's."""
         if owner[0] != self.host and owner[1:] == (self.ws_id, self.table):
             raise BlinkInputError(
                 f"{where} names the Blink at {owner[0]}, and the connection's Blink is {self.host}: it was written "
@@ -163,9 +173,6 @@ class SchemaRecord:
                 f"{where} is for table {owner[2]!r} of workspace {owner[1]!r} at {owner[0]}, not {self.table!r} of "
                 f"{self.ws_id!r} at {self.host}; give each table its own record_path (a folder ending in '/' does)"
             )
-        fields = {str(name): body for name, body in data["fields"].items() if isinstance(body, dict)}
-        recorded_at = data.get("recorded_at")
-        return fields, recorded_at if isinstance(recorded_at, str) else None
 
     def write(self, fields: Mapping[str, Mapping[str, Any]], *, now: dt.datetime) -> None:
         """Replace the record with ``fields`` (name -> body sent), in one move."""

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_json
 
 from blinkops_provider import MAX_LIMIT
-from blinkops_provider._storage import replacing, storage_path
 from blinkops_provider.assets import CATALOGUE_ALIAS, catalogue_lineage
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.inputs import check_paging
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
+from blinkops_provider.storage import replacing, storage_path
 from blinkops_provider.walk import KEYSET, CataloguePage
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         (a previous snapshot, say) is left as it was. Each item is written as the JSON object
         Blink sent, one per line, serialised by pydantic-core without a model. A local path is
         written with the standard library (no object-storage discovery); any other through
-        Airflow's ``ObjectStoragePath`` (see :mod:`blinkops_provider._storage`).
+        Airflow's ``ObjectStoragePath`` (see :mod:`blinkops_provider.storage`).
         """
         count, total, paging = 0, 0, KEYSET
         with replacing(target) as out:

@@ -163,15 +163,25 @@ def create_app(sandbox: Served) -> FastAPI:
         docs_url=f"{API_PREFIX}/docs",
         redoc_url=None,
     )
+    app.include_router(_api_router(sandbox))
+    app.include_router(_admin_router(sandbox))
+
+    @app.get("/_sandbox/health", include_in_schema=False)
+    def health() -> Any:
+        return {"status": "ok", "base_url": sandbox.base_url}
+
+    app.add_middleware(ApiGate, sandbox=sandbox)
+    app.openapi = lambda: _openapi_without_422(app)  # type: ignore[method-assign]
+    _handle_errors(app)
+    return app
+
+
+def _api_router(sandbox: Served) -> APIRouter:
+    """Blink's endpoints: the field update, the table reads, the connection-type listing."""
     api_key_scheme = APIKeyHeader(name=KEY_HEADER, auto_error=False, description="A Blink API key.")
 
     def require_key(key: str | None = Security(api_key_scheme)) -> None:
         """Declares the key for the OpenAPI document; ApiGate has checked it already."""
-
-    def require_admin(request: Request) -> None:
-        token = request.headers.get(ADMIN_HEADER, "")
-        if not hmac.compare_digest(token.encode(), sandbox.admin_token.encode()):
-            raise ApiError(401, f"missing or wrong {ADMIN_HEADER} header", None, "UNAUTHORIZED")
 
     api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(require_key)], responses=_ERRORS)
 
@@ -240,6 +250,17 @@ def create_app(sandbox: Served) -> FastAPI:
             raise ApiError(400, "invalid RQL query", str(err), "INVALID_QUERY") from None
         return Response(sandbox.store.list_connection_types(query), media_type="application/json")
 
+    return api
+
+
+def _admin_router(sandbox: Served) -> APIRouter:
+    """The sandbox's own endpoints (faults, the request log, tables and types), behind its admin token."""
+
+    def require_admin(request: Request) -> None:
+        token = request.headers.get(ADMIN_HEADER, "")
+        if not hmac.compare_digest(token.encode(), sandbox.admin_token.encode()):
+            raise ApiError(401, f"missing or wrong {ADMIN_HEADER} header", None, "UNAUTHORIZED")
+
     admin = APIRouter(prefix="/_sandbox", dependencies=[Depends(require_admin)], include_in_schema=False)
 
     @admin.get("/faults")
@@ -301,14 +322,11 @@ def create_app(sandbox: Served) -> FastAPI:
     def table_fields(ws_id: str, table: str) -> Any:
         return sandbox.store.fields(unquote(ws_id), unquote(table))
 
-    @app.get("/_sandbox/health", include_in_schema=False)
-    def health() -> Any:
-        return {"status": "ok", "base_url": sandbox.base_url}
+    return admin
 
-    app.include_router(api)
-    app.include_router(admin)
-    app.add_middleware(ApiGate, sandbox=sandbox)
-    app.openapi = lambda: _openapi_without_422(app)  # type: ignore[method-assign]
+
+def _handle_errors(app: FastAPI) -> None:
+    """Every error answered in Blink's error wrapper."""
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -326,5 +344,3 @@ def create_app(sandbox: Served) -> FastAPI:
     @app.exception_handler(Exception)
     async def server_error(request: Request, exc: Exception) -> JSONResponse:
         return wrapper_response(500, "internal sandbox error", type(exc).__name__, "INTERNAL")
-
-    return app
