@@ -284,3 +284,17 @@ def test_a_declaration_that_contradicts_itself_is_refused_naming_the_field(entry
 
 def test_include_time_false_and_a_default_outside_the_options_are_no_contradiction() -> None:
     assert contradictions(FieldUpdate.model_validate(DOCS_BODY)) == []
+
+
+def test_a_checked_batch_is_not_checked_again_unless_a_stricter_check_is_asked() -> None:
+    """Each input is checked once, where it enters (#41): the migration and the hook take the
+    operator's checked batch as it is; a batch checked without ``type`` and ``display_name``
+    required is checked again when they are."""
+    batch = validate_field_updates([{"field": "Notes", "type": "text", "display_name": "Notes"}], judge=True)
+    assert validate_field_updates(batch) is batch
+    assert validate_field_updates(batch, judge=True) is batch
+    again = validate_field_updates(batch, require_type_and_name=True)
+    assert again is not batch and again == batch and again.named
+    loose = validate_field_updates({"Notes": {"display_name": "Notes"}})
+    with pytest.raises(BlinkInputError, match="type required"):
+        validate_field_updates(loose, require_type_and_name=True)

@@ -14,7 +14,7 @@ Two families, with opposite rules:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import Enum
 from typing import Any, TypeVar, get_args
 
@@ -49,6 +49,7 @@ __all__ = [
     "Extractor",
     "ExtractorExpiry",
     "FieldAttributes",
+    "FieldBatch",
     "FieldList",
     "FieldType",
     "FieldUpdate",
@@ -441,9 +442,21 @@ def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return members
 
 
-def validate_field_updates(
-    updates: Any, *, require_type_and_name: bool = False, judge: bool = False
-) -> list[tuple[str, FieldUpdate]]:
+class FieldBatch(list[tuple[str, FieldUpdate]]):
+    """A checked batch of field updates, ``(field name, update)`` pairs in the declared order:
+    what :func:`validate_field_updates` returns. Given one again, it returns it as it is (each
+    input is checked once, where it enters), unless asked for a stricter check than it had.
+
+    :ivar named: every entry gives ``type`` and ``display_name``.
+    :ivar judged: no entry contradicts itself (:func:`contradictions`).
+    """
+
+    def __init__(self, pairs: Iterable[tuple[str, FieldUpdate]] = (), *, named: bool, judged: bool) -> None:
+        super().__init__(pairs)
+        self.named, self.judged = named, judged
+
+
+def validate_field_updates(updates: Any, *, require_type_and_name: bool = False, judge: bool = False) -> FieldBatch:
     """Check a batch of field updates before any is sent, and report every problem at once.
 
     :param updates: a mapping ``{field name: update}``, or a list of entries in the declared-schema
@@ -456,6 +469,8 @@ def validate_field_updates(
     :returns: ``(field name, FieldUpdate)`` pairs in the given order.
     :raises BlinkInputError: naming each wrong entry (its position and field) and what is wrong.
     """
+    if isinstance(updates, FieldBatch) and updates.named >= require_type_and_name and updates.judged >= judge:
+        return updates  # checked where it entered
     entries = _field_entries(updates)
     problems: list[str] = []
     valid: list[tuple[str, FieldUpdate]] = []
@@ -471,7 +486,7 @@ def validate_field_updates(
             f"{len(problems)} of {len(entries)} field update(s) are invalid, so none was sent:"
             + "".join(f"\n  - {problem}" for problem in problems)
         )
-    return valid
+    return FieldBatch(valid, named=require_type_and_name, judged=judge)
 
 
 def _field_entries(updates: Any) -> list[Any]:
@@ -546,6 +561,8 @@ def _checked_entry(
 
 def _missing(body: Any) -> list[str]:
     """``type`` and ``display_name`` where a body lacks them (an update must give both)."""
+    if isinstance(body, FieldUpdate):
+        body = {"type": body.type, "display_name": body.display_name}
     return [m for m in ("type", "display_name") if body.get(m) in (None, "")] if isinstance(body, Mapping) else []
 
 

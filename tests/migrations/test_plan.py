@@ -56,3 +56,21 @@ def test_field_names_cannot_break_or_forge_log_lines(caplog: Any) -> None:
     messages = [record.getMessage() for record in caplog.records]
     assert not any(ch in m for m in messages for ch in "\n\r\u2028\x85\v")
     assert any("a\\u000aINFO forged" in m for m in messages)
+
+
+def test_an_added_field_shows_every_declared_member_to_the_reviewer() -> None:
+    """#44 item 5: an ``add`` row lists the type, the display name, the description and each
+    attribute the declaration sets, so the reviewer sees what would be created."""
+    severity = {
+        "field": "Severity",
+        "type": "single-select",
+        "display_name": "Severity",
+        "description": "How bad",
+        "attributes": {"options": ["Low", "High"], "default_value": "Low", "required": True},
+    }
+    plan = plan_of([severity], {})
+    (row,) = [line for line in plan.describe().splitlines() if line.startswith("| Severity |")]
+    assert row == (
+        "| Severity | add | type 'single-select', display_name 'Severity', description 'How bad', "
+        'attributes.default_value \'Low\', attributes.options ["Low", "High"], attributes.required true |'
+    )

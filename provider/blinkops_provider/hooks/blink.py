@@ -36,6 +36,7 @@ from blinkops_provider.models import (
     BlinkTable,
     ConnectionType,
     ConnectionTypePage,
+    FieldBatch,
     FieldList,
     FieldUpdate,
     TableField,
@@ -104,8 +105,7 @@ class BlinkHook(BaseHook):
 
     @cached_property
     def settings(self) -> ConnectionSettings:
-        """The connection as this hook reads it (base URL, header, TLS, timeout), on first use; the
-        API key inside is never shown by its repr."""
+        """The connection as this hook reads it, on first use (its repr never shows the API key)."""
         who = self._testing_as
         try:
             connection = self.get_connection(self.blink_conn_id)
@@ -246,7 +246,7 @@ class BlinkHook(BaseHook):
         self,
         ws_id: str,
         table: str,
-        updates: Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | str,
+        updates: Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | FieldBatch | str,
         *,
         max_concurrency: int = DEFAULT_UPDATE_CONCURRENCY,
         fail_fast: bool = False,

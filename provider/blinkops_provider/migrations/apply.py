@@ -28,18 +28,25 @@ from blinkops_provider.exceptions import (
     BlinkReadUnavailableError,
 )
 from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook
-from blinkops_provider.inputs import check_concurrency, check_flag, check_lock_wait
+from blinkops_provider.inputs import check_concurrency, check_flag
 from blinkops_provider.migrations.fleet import check_let_through
 from blinkops_provider.migrations.lock import Holder, TableLock
 from blinkops_provider.migrations.plan import REFUSED, UNCHANGED, SchemaPlan, make_plan
 from blinkops_provider.migrations.record import SchemaRecord, check_shared, record_location
-from blinkops_provider.models import FieldUpdate, TableField, _RepeatedMember, _unique_members, validate_field_updates
+from blinkops_provider.models import (
+    FieldBatch,
+    FieldUpdate,
+    TableField,
+    _RepeatedMember,
+    _unique_members,
+    validate_field_updates,
+)
 from blinkops_provider.names import segment
 from blinkops_provider.storage import storage_path
 
 __all__ = ["apply_schema", "approved_plan", "declared_schema", "plan_schema"]
 
-Updates = Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | str
+Updates = Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | FieldBatch | str
 Batch = list[tuple[str, FieldUpdate]]
 
 _FINGERPRINT = re.compile(r"[0-9a-f]{16}")
@@ -115,13 +122,17 @@ def _schema_json(text: str | bytes, source: str) -> Any:
         raise BlinkInputError(f"{source} nests too deeply to read") from None
 
 
-def _record(hook: BlinkHook, ws_id: str, table: str, record_path: str | os.PathLike[str]) -> SchemaRecord:
+def _check_names(ws_id: str, table: str) -> None:
+    """:raises BlinkInputError: a workspace or table name that cannot name a record."""
     for name, what in ((ws_id, "ws_id"), (table, "table")):
         try:
             segment(name, what)
         except ValueError as err:
             raise BlinkInputError(str(err)) from None
-    location = record_location(record_path, ws_id, table)
+
+
+def _record(hook: BlinkHook, ws_id: str, table: str, location: str) -> SchemaRecord:
+    """The record at ``location`` (:func:`~blinkops_provider.migrations.record.record_location`'s)."""
     check_shared(location)  # no worker-local record under an executor of several machines
     storage_path(location, "record_path")  # a location that cannot hold a record is refused before the lock
     return SchemaRecord(location, blink=hook.base_url, ws_id=ws_id, table=table)
@@ -178,7 +189,9 @@ def plan_schema(
     :raises BlinkNotFoundError: Blink has no such table.
     """
     batch = validate_field_updates(updates)
-    plan, _ = _plan(hook, _record(hook, ws_id, table, record_path), batch, check_flag(replace, "replace"))
+    _check_names(ws_id, table)
+    location = record_location(record_path, ws_id, table)
+    plan, _ = _plan(hook, _record(hook, ws_id, table, location), batch, check_flag(replace, "replace"))
     return plan
 
 
@@ -197,12 +210,13 @@ class _Recording:
         self.refused = {name: self.plan.risk(name) for name, _ in self.batch if action(name) == REFUSED}
         self.skipped = [name for name, _ in self.batch if self.only_changed and action(name) == UNCHANGED]
 
-    def sent(self) -> dict[str, FieldUpdate]:
+    def sent(self) -> FieldBatch:
         """The plan's bodies (merged with Blink's fields, unless ``replace``) less what is not
-        sent: the refused fields and, with ``only_changed``, the unchanged."""
+        sent: the refused fields and, with ``only_changed``, the unchanged (judged by the plan)."""
         left_out = {*self.refused, *self.skipped}
         bodies = {plan.field: plan.body for plan in self.plan.fields if plan.body is not None}
-        return {name: bodies[name] for name, _ in self.batch if name not in left_out}
+        sent = ((name, bodies[name]) for name, _ in self.batch if name not in left_out)
+        return FieldBatch(sent, named=True, judged=True)
 
     def report(self, result: FieldUpdates) -> FieldUpdates:
         refused = {name: BlinkBadRequestError(f"not sent: {why}") for name, why in self.refused.items()}
@@ -217,7 +231,7 @@ class _Recording:
         full = self.report(result)
         try:
             if result.applied:
-                confirmed = {name: body.to_body() for name, body in self.sent().items() if name in result.applied}
+                confirmed = {name: body.to_body() for name, body in self.sent() if name in result.applied}
                 self.record.write({**self.recorded, **confirmed}, now=now)
         except Exception as err:
             if not raising:
@@ -279,23 +293,23 @@ def apply_schema(
     :raises BlinkConfigurationError: the record's location cannot be read or written.
     """
     check_concurrency(max_concurrency)
-    wait = check_lock_wait(lock_wait)
     approved = approved_plan(plan)
     replace = check_flag(replace, "replace")
     batch = validate_field_updates(updates)
-    record = _record(hook, ws_id, table, record_path)  # reads the connection: a broken one fails here
+    _check_names(ws_id, table)
     clock = hook.clock
-    lock = TableLock(
+    lock = TableLock(  # checks lock_wait and where the record goes
         os.fspath(record_path),
         ws_id=ws_id,
         table=table,
         holder=holder or Holder.current(),
-        wait=wait,
+        wait=lock_wait,
         now=clock.now,
         sleep=clock.sleep,
         monotonic=clock.monotonic,
         log=hook.log,
     )
+    record = _record(hook, ws_id, table, lock.record)  # reads the connection: a broken one fails here
     with lock:
         planned, recorded = _plan(hook, record, batch, replace)
         if approved is not None:

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from blinkops_provider.exceptions import BlinkInputError, BlinkNotFoundError, BlinkReadUnavailableError
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.models import FieldUpdate, contradictions, merge_field
+from blinkops_provider.models import FieldBatch, FieldUpdate, contradictions, merge_field
 
 __all__ = ["merged_with_blink"]
 
 
-def merged_with_blink(
-    hook: BlinkHook, ws_id: str, table: str, batch: list[tuple[str, FieldUpdate]]
-) -> list[tuple[str, FieldUpdate]]:
+def merged_with_blink(hook: BlinkHook, ws_id: str, table: str, batch: list[tuple[str, FieldUpdate]]) -> FieldBatch:
     """Each update merged with its field as Blink holds it (one read of the table's fields), so
     what an update leaves out is sent as Blink holds it, and judged; nothing is sent here.
 
@@ -38,4 +36,4 @@ def merged_with_blink(
     problems = [f"{name!r}: {'; '.join(found)}" for name, update in merged if (found := contradictions(update))]
     if problems:
         raise BlinkInputError("contradicting field settings, so nothing was sent: " + " | ".join(problems))
-    return merged
+    return FieldBatch(merged, named=True, judged=True)

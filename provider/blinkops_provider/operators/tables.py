@@ -13,7 +13,7 @@ from blinkops_provider.inputs import check_concurrency, check_flag, check_lock_w
 from blinkops_provider.migrations import Holder, apply_schema, approved_plan, plan_schema
 from blinkops_provider.migrations.merge import merged_with_blink
 from blinkops_provider.migrations.report import ApplyReport, grouped, not_applied
-from blinkops_provider.models import FieldType, FieldUpdate, validate_field_updates
+from blinkops_provider.models import FieldBatch, FieldType, FieldUpdate, validate_field_updates
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
 
 if TYPE_CHECKING:
@@ -237,7 +237,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         report = ApplyReport(str(self.ws_id), str(self.table), self.log, self.fail_fast)
         result: FieldUpdates | None = None
         try:
-            result = self._apply(context, dict(batch), approved)
+            result = self._apply(context, batch, approved)
             if not result.ok:
                 raise not_applied(result)
         except BaseException as exc:  # every way out: a failure, execution_timeout, a signal
@@ -249,14 +249,12 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         self._announce(context, summary, planned=result.plan is not None)
         return summary
 
-    def _apply(self, context: Context, batch: dict[str, FieldUpdate], approved: Any) -> FieldUpdates:
+    def _apply(self, context: Context, batch: FieldBatch, approved: Any) -> FieldUpdates:
         """Send the batch: as a migration of the table (lock, plan, record) with a ``record_path``."""
         if not self.record_path:
-            sent = list(batch.items())
-            if not self.replace:
-                sent = merged_with_blink(self.hook, self.ws_id, self.table, sent)
+            sent = batch if self.replace else merged_with_blink(self.hook, self.ws_id, self.table, batch)
             return self.hook.update_table_fields(
-                self.ws_id, self.table, dict(sent), max_concurrency=self.max_concurrency, fail_fast=self.fail_fast
+                self.ws_id, self.table, sent, max_concurrency=self.max_concurrency, fail_fast=self.fail_fast
             )
         return apply_schema(
             self.hook,
@@ -281,11 +279,11 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         else:
             self.log.info("No field was added or changed: no asset event for %s/%s", self.ws_id, self.table)
 
-    def _plan(self, batch: list[tuple[str, FieldUpdate]]) -> dict[str, Any]:
+    def _plan(self, batch: FieldBatch) -> dict[str, Any]:
         """The plan's XCom, once the key is known to work (before anyone is asked to review)."""
         self.hook.check_key()
         plan = plan_schema(
-            self.hook, self.ws_id, self.table, dict(batch), record_path=str(self.record_path), replace=self.replace
+            self.hook, self.ws_id, self.table, batch, record_path=str(self.record_path), replace=self.replace
         )
         plan.log_to(self.log)
         return plan.to_xcom()
