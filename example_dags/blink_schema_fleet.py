@@ -120,22 +120,20 @@ with DAG(
         ]
 
     @task(trigger_rule="all_done")
-    def summary(tables: list[dict[str, Any]], decision: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Which tables were applied, unchanged, failed or stale; fails the run if any failed or
-        went stale, or if the review rejected the plans (Airflow then skips the applies)."""
+    def summary(tables: list[dict[str, Any]]) -> dict[str, Any]:
+        """Which tables were applied, unchanged, failed (and why) or stale; fails the run if any
+        failed or went stale, or if the review rejected the plans (Airflow then skips the applies)."""
         from blinkops_provider.exceptions import BlinkApiError
-        from blinkops_provider.migrations import fleet_summary
+        from blinkops_provider.migrations import fleet_summary, review_decision
 
-        if decision and "Reject" in (decision.get("chosen_options") or []):
-            raise AirflowFailException(
-                f"The review rejected the plans of {len(tables)} tables: nothing was applied. Change the declared "
-                "schemas and trigger the DAG again for new plans"
-            )
         ti = get_current_context()["ti"]
-        results = [ti.xcom_pull(task_ids="apply", map_indexes=index) for index in range(len(tables))]
-        outcome = fleet_summary(tables, results)
+        rejected = review_decision(ti) == "rejected"  # a Reject leaves only the skip of the applies
+        results = [None if rejected else ti.xcom_pull(task_ids="apply", map_indexes=n) for n in range(len(tables))]
+        outcome = fleet_summary(tables, results, rejected=rejected)
         for line in outcome["text"].splitlines():
             logging.getLogger("airflow.task").info("%s", line)
+        if rejected:
+            raise AirflowFailException(outcome["text"].replace("\n", " ") + " Change the schemas and trigger again.")
         if outcome["failed"] or outcome["stale"]:
             ti.xcom_push(key="fleet", value=outcome)
             raise BlinkApiError(outcome["text"].splitlines()[0] + " See this task's log and each apply's.")
@@ -162,6 +160,8 @@ with DAG(
         needs_review(review) >> ask >> to_apply
         # A teardown: the review's Reject skips every task downstream of it but teardowns, so the
         # summary still runs, says so and fails the run.
-        apply >> summary(declared, ask.output).as_teardown(on_failure_fail_dagrun=True)
+        done = summary(declared).as_teardown(on_failure_fail_dagrun=True)
+        ask >> done
+        apply >> done
     else:
         apply >> summary(declared)

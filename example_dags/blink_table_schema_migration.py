@@ -23,8 +23,8 @@ Applies a declared schema to the fields of one Blink table, the way a migration 
    `added`, `changed`, `unchanged` or `failed`, and records the fields Blink confirmed. Its XCom
    holds `{"ws_id", "table", "updated", "failed", "unknown", "outcomes"}`, pushed also when it
    fails.
-6. `review_outcome` fails, naming the plan, when the review rejected it: the run is red, and the
-   task's log says that nothing was applied (the apply is only skipped).
+6. `review_outcome` fails, naming the plan, when the review rejected it: the run is red, and its
+   message says "rejected in review: nothing was applied" (Airflow's Reject only skips the apply).
 7. `announce` (a teardown of the apply: it runs whatever the apply's outcome, and the run's state
    stays the apply's) gives the table's asset event for what a failed apply did change in Blink,
    from its XCom (`blinkops_provider.assets.announce_applied`): a failed task emits no asset event.
@@ -157,20 +157,18 @@ with DAG(
         )
 
         @task
-        def review_outcome(decision: dict[str, Any] | None, plan: dict[str, Any]) -> None:
-            """Fail, naming the plan, when the review rejected it: the run is then red and this
-            task's log says why (the apply is only skipped). Approved, or not asked: nothing."""
-            from airflow.providers.common.compat.sdk import AirflowFailException
+        def review_outcome(plan: dict[str, Any]) -> str:
+            """Fail, naming the plan, when the review rejected it (Airflow records a Reject only as
+            the skip of the apply): the run is then red, and this task's log says that nothing was
+            applied. Approved, or not asked: its decision."""
+            from blinkops_provider.migrations import fail_if_rejected
 
-            if decision and "Reject" in (decision.get("chosen_options") or []):
-                raise AirflowFailException(
-                    f"The review rejected plan {plan['fingerprint']} of {plan['ws_id']}/{plan['table']}: nothing "
-                    "was applied. Change the declared schema and trigger the DAG again for a new plan"
-                )
+            rejected = f"plan {plan['fingerprint']} of {plan['ws_id']}/{plan['table']}"
+            return fail_if_rejected(get_current_context()["ti"], rejected)
 
         # A teardown: the review's Reject skips every task downstream of it but teardowns; its
         # failure fails the run.
-        outcome = review_outcome(review.output, plan.output).as_teardown(on_failure_fail_dagrun=True)
+        outcome = review_outcome(plan.output).as_teardown(on_failure_fail_dagrun=True)
         # [END howto_review_plan]
         needs_review(plan.output) >> review >> apply_schema
         review >> outcome

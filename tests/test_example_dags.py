@@ -155,42 +155,77 @@ def test_the_event_driven_sync_is_scheduled_by_the_catalogue_trigger() -> None:
     assert list(on_change.timetable.asset_condition.objects) == [module.CATALOGUE_CHANGES]
 
 
-def test_a_rejected_review_fails_the_run_naming_the_plan() -> None:
-    """#36: a rejection is plain to see: review_outcome (a teardown that fails the run) fails with
-    a message that names the plan; an approval, or no review, passes. (No review before 3.1.)"""
-    from airflow.providers.common.compat.sdk import AirflowFailException
+class ReviewXComs:
+    """The XCom of a run as a teardown below the review reads it: the review's answer as Airflow
+    records it (Approve: its return value; Reject: only the skip of the apply), the applies' results."""
 
-    spec = importlib.util.spec_from_file_location("migration", EXAMPLE_DAGS / "blink_table_schema_migration.py")
+    def __init__(self, decision: str | None, applies: list[Any] | None = None) -> None:
+        self.values: dict[tuple[str, str, int | None], Any] = {}
+        if decision == "Approve":
+            self.values[("review", "return_value", None)] = {"chosen_options": ["Approve"]}
+        elif decision == "Reject":
+            self.values[("review", "skipmixin_key", None)] = {"skipped": ["apply_schema", "approved"]}
+        for index, result in enumerate(applies or []):
+            self.values[("apply", "return_value", index)] = result
+        self.pushed: dict[str, Any] = {}
+
+    def xcom_pull(self, task_ids: str, key: str = "return_value", map_indexes: int | None = None) -> Any:
+        return self.values.get((task_ids, key, map_indexes))
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.pushed[key] = value
+
+
+def example(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, EXAMPLE_DAGS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_a_rejected_review_fails_the_run_saying_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """#44 item 1: a Reject in the UI leaves no answer in the review's XCom, only the skip of the
+    apply; review_outcome (a teardown that fails the run) reads that and fails, saying the plan
+    was rejected and nothing applied. An approval, or no review, passes. (No review before 3.1.)"""
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    module = example("blink_table_schema_migration")
     if not HAS_APPROVAL:
         assert "review_outcome" not in module.dag.task_ids
         return
     outcome = module.dag.get_task("review_outcome")
-    assert outcome.is_teardown and outcome.on_failure_fail_dagrun
+    assert outcome.is_teardown and outcome.on_failure_fail_dagrun and "review" in outcome.upstream_task_ids
     plan = {"fingerprint": "92f99d31be2535cc", "ws_id": "ws-demo", "table": "Incidents"}
-    with pytest.raises(AirflowFailException, match=r"The review rejected plan 92f99d31be2535cc of ws-demo/Incidents"):
-        outcome.python_callable({"chosen_options": ["Reject"]}, plan)
-    assert outcome.python_callable({"chosen_options": ["Approve"]}, plan) is None
-    assert outcome.python_callable(None, plan) is None
+    for decision, said in (("Reject", None), ("Approve", "approved"), (None, "not asked")):
+        monkeypatch.setattr(module, "get_current_context", lambda d=decision: {"ti": ReviewXComs(d)})
+        if said is None:
+            rejected = r"^rejected in review: nothing was applied \(plan 92f99d31be2535cc of ws-demo/Incidents"
+            with pytest.raises(AirflowFailException, match=rejected):
+                outcome.python_callable(plan)
+        else:
+            assert outcome.python_callable(plan) == said
 
 
-def test_a_rejected_fleet_review_fails_the_run_and_the_summary_says_so() -> None:
-    """#34: the fleet's summary is a teardown on Airflow 3.1+, so it runs when a Reject skips the
-    applies, and fails the run saying nothing was applied; elsewhere it follows the applies."""
+def test_a_rejected_fleet_review_fails_the_run_and_the_summary_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """#44 item 1: the fleet's summary is a teardown on Airflow 3.1+, so it runs when a Reject
+    skips the applies; it reads the rejection from the skip, lists every table as rejected (none
+    as failed) and fails the run saying nothing was applied; elsewhere it follows the applies."""
     from airflow.providers.common.compat.sdk import AirflowFailException
 
-    spec = importlib.util.spec_from_file_location("fleet", EXAMPLE_DAGS / "blink_schema_fleet.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = example("blink_schema_fleet")
     summary = module.dag.get_task("summary")
     assert "apply" in summary.upstream_task_ids
+    tables = [{"ws_id": "ws", "table": "A"}, {"ws_id": "ws", "table": "B"}]
+    applied = {"outcome": "applied", "rate_limited": 0}
+    unchanged = {"outcome": "unchanged", "rate_limited": 0}
+    monkeypatch.setattr(module, "get_current_context", lambda: {"ti": ReviewXComs(None, [applied, unchanged])})
+    assert summary.python_callable(tables)["text"].startswith("Fleet of 2 tables: 1 applied, 1 unchanged, 0 failed")
     if not HAS_APPROVAL:
         assert not summary.is_teardown and summary.trigger_rule == "all_done"
         return
-    assert summary.is_teardown and summary.on_failure_fail_dagrun
-    tables = [{"ws_id": "ws", "table": "A"}, {"ws_id": "ws", "table": "B"}]
-    with pytest.raises(AirflowFailException, match=r"The review rejected the plans of 2 tables: nothing was applied"):
-        summary.python_callable(tables, {"chosen_options": ["Reject"]})
+    assert summary.is_teardown and summary.on_failure_fail_dagrun and "review" in summary.upstream_task_ids
+    monkeypatch.setattr(module, "get_current_context", lambda: {"ti": ReviewXComs("Reject")})
+    rejected = r"^Fleet of 2 tables: rejected in review: nothing was applied\. Rejected: ws/A, ws/B"
+    with pytest.raises(AirflowFailException, match=rejected):
+        summary.python_callable(tables)

@@ -37,6 +37,7 @@ from blinkops_provider.migrations.plan import (
     plan_fields,
 )
 from blinkops_provider.migrations.record import SchemaRecord, record_location
+from blinkops_provider.migrations.review import REJECTED_IN_REVIEW, fail_if_rejected, review_decision
 
 __all__ = [
     "ADD",
@@ -44,6 +45,7 @@ __all__ = [
     "CHANGE",
     "RECORD_BASELINE",
     "REFUSED",
+    "REJECTED_IN_REVIEW",
     "REVIEW_POLICIES",
     "UNCHANGED",
     "FieldPlan",
@@ -57,6 +59,7 @@ __all__ = [
     "check_review_policy",
     "declared_schema",
     "differing_members",
+    "fail_if_rejected",
     "fleet_review",
     "fleet_summary",
     "force_unlock",
@@ -66,6 +69,7 @@ __all__ = [
     "plan_fields",
     "plan_schema",
     "record_location",
+    "review_decision",
     "review_needed",
     "unlock_command",
 ]

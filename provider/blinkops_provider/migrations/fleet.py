@@ -21,6 +21,7 @@ from typing import Any
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations.plan import ADD, BASELINE, CHANGE, RECORD_BASELINE, REFUSED, one_line
 from blinkops_provider.migrations.plan import UNCHANGED as KEPT
+from blinkops_provider.migrations.review import REJECTED_IN_REVIEW
 
 __all__ = [
     "MAX_REVIEW_CHARS",
@@ -229,8 +230,11 @@ def check_let_through(plan: Mapping[str, Any], policy: Any, reviewed: Any) -> No
         )
 
 
-APPLIED, UNCHANGED, FAILED, STALE = "applied", "unchanged", "failed", "stale"
-OUTCOMES = (APPLIED, UNCHANGED, FAILED, STALE)
+APPLIED, UNCHANGED, FAILED, STALE, REJECTED = "applied", "unchanged", "failed", "stale", "rejected"
+OUTCOMES = (APPLIED, UNCHANGED, FAILED, STALE, REJECTED)
+
+WHY_CHARS = 300
+"""The most characters of a failed table's cause the summary shows (its apply's log has it whole)."""
 
 
 def _outcome(result: Mapping[str, Any] | None) -> str:
@@ -246,13 +250,17 @@ def _waits(result: Mapping[str, Any] | None) -> int:
     return waits if isinstance(waits, int) and not isinstance(waits, bool) and waits > 0 else 0
 
 
-def fleet_summary(tables: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any] | None]) -> dict[str, Any]:
-    """What became of each table of a fleet once its applies are over.
+def fleet_summary(
+    tables: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any] | None], *, rejected: bool = False
+) -> dict[str, Any]:
+    """What became of each table of a fleet once its applies are over: applied, unchanged,
+    failed (with its cause in one line), stale, or rejected (``rejected``: the review rejected
+    the plans, so no apply ran and every table is ``rejected``).
 
     :param tables: the tables, each with ``ws_id`` and ``table``, in the applies' map order.
     :param results: each apply's XCom (the :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator`
         summary, pushed also when it fails), None where there is none: in the same order.
-    :returns: ``{"applied", "unchanged", "failed", "stale": ["ws/table", ...], "rate_limited": n,
+    :returns: ``{"applied", "unchanged", "failed", "stale", "rejected": ["ws/table", ...], "rate_limited": n,
         "errors": {"ws/table": message}, "text": ...}``, ``rate_limited`` being the 429 answers the
         applies met (each one waited out, or retried by the task).
     """
@@ -264,7 +272,7 @@ def fleet_summary(tables: Sequence[Mapping[str, Any]], results: Sequence[Mapping
     for table, given in zip(tables, results, strict=True):
         result = given if isinstance(given, Mapping) else None  # anything else: no result
         name = _name(table) if isinstance(table, Mapping) else one_line(str(table))
-        outcome = _outcome(result)
+        outcome = REJECTED if rejected else _outcome(result)
         summary[outcome].append(name)
         waits += _waits(result)
         if outcome in (FAILED, STALE):
@@ -279,10 +287,13 @@ def fleet_summary(tables: Sequence[Mapping[str, Any]], results: Sequence[Mapping
 
 def _why_failed(result: Mapping[str, Any] | None) -> str:
     """Why an apply failed, in one line."""
-    return one_line(str((result or {}).get("error") or _fields_failed(result) or "no result: see its task's log"))
+    why = one_line(str((result or {}).get("error") or _fields_failed(result) or "no result: see its task's log"))
+    return why if len(why) <= WHY_CHARS else why[: WHY_CHARS - 1] + "…"
 
 
 def _summary_text(count: int, summary: Mapping[str, list[str]], errors: Mapping[str, str], waits: int) -> str:
+    if summary[REJECTED]:
+        return f"Fleet of {count} tables: {REJECTED_IN_REVIEW}.\nRejected: {', '.join(summary[REJECTED])}"
     lines = [
         f"Fleet of {count} tables: {len(summary[APPLIED])} applied, {len(summary[UNCHANGED])} unchanged, "
         f"{len(summary[FAILED])} failed, {len(summary[STALE])} stale; {waits} rate-limit (429) wait(s)."
