@@ -4,10 +4,12 @@ It starts a Blink sandbox (or uses the tenant in ``BLINK_BASE_URL`` and ``BLINK_
 ``airflow standalone`` (api-server, scheduler, DAG processor and triggerer) on free loopback ports,
 with a project-local ``AIRFLOW_HOME`` (``.airflow-ui/``), the example DAGs, a ``blink_default``
 connection to the sandbox (in the metadata database, with the UI's Test button on), and the
-records and snapshots under that home. The sandbox keeps its port, key and state under that home
-across starts. It prints the URL, the login and the command that changes the sandbox's catalogue,
-and stops everything on Ctrl-C (or SIGTERM). ``BLINK_CATALOGUE_POLL_SECONDS`` sets how often the
-event-driven sync's trigger polls (default 300).
+records and snapshots under that home, the pool ``blink_applies`` the fleet example applies in, and
+the fleet example's tables in the sandbox. Airflow and the sandbox keep their ports (and the
+sandbox its key and state) under that home across starts. It prints the URL, the login, every
+example DAG and the command that changes the sandbox's catalogue, and stops everything on Ctrl-C
+(or SIGTERM). ``BLINK_CATALOGUE_POLL_SECONDS`` sets how often the event-driven sync's trigger
+polls (default here 10, for a demo; the DAG's own default is 300).
 
 Listed in ``.airflowignore``: Airflow does not parse it as a DAG file.
 """
@@ -81,10 +83,43 @@ def start_sandbox(home: Path) -> Any:
     return sandbox
 
 
-def store_connection(env: dict[str, str], conn: dict[str, Any]) -> None:
-    """``blink_default`` in the metadata database (made first), so Admin -> Connections lists it."""
+POOL = ("blink_applies", "4", "Blink schema applies: the fleet's limit on concurrent applies")
+"""The pool the fleet example's applies run in (a task in a pool that does not exist is never scheduled)."""
+
+
+def prepare_metadata(env: dict[str, str]) -> None:
+    """The metadata database, made or upgraded, with the fleet example's pool."""
     airflow = [sys.executable, "-m", "airflow"]
     subprocess.run([*airflow, "db", "migrate"], env=env, check=True, capture_output=True)
+    subprocess.run([*airflow, "pools", "set", *POOL], env=env, check=True, capture_output=True)
+
+
+def create_fleet_tables(sandbox: Any) -> list[str]:
+    """The fleet example's tables in the sandbox, made from its declared schemas as
+    ``blink-sandbox create-table`` makes them; a table made at an earlier start is kept."""
+    import requests
+
+    from blinkops_provider.sandbox.app import ADMIN_HEADER
+
+    made = []
+    for path in sorted((HERE / "blink_schema_fleet").glob("*/*.json")):
+        ws_id, table = path.parent.name, path.stem
+        if table in {entry["name"] for entry in sandbox.store.tables(ws_id)}:
+            continue
+        answer = requests.put(
+            f"{sandbox.url}/_sandbox/workspace/{ws_id}/table/{table}",
+            json=json.loads(path.read_text()),
+            headers={ADMIN_HEADER: sandbox.admin_token},
+            timeout=30,
+        )
+        answer.raise_for_status()
+        made.append(f"{ws_id}/{table}")
+    return made
+
+
+def store_connection(env: dict[str, str], conn: dict[str, Any]) -> None:
+    """``blink_default`` in the metadata database, so Admin -> Connections lists it."""
+    airflow = [sys.executable, "-m", "airflow"]
     subprocess.run([*airflow, "connections", "delete", "blink_default"], env=env, check=False, capture_output=True)
     subprocess.run(
         [*airflow, "connections", "add", "blink_default", "--conn-json", json.dumps(conn)],
@@ -94,10 +129,27 @@ def store_connection(env: dict[str, str], conn: dict[str, Any]) -> None:
     )
 
 
+def airflow_port(home: Path) -> int:
+    """Airflow's port for this home: the one of the last start while it is free, so open tabs
+    keep working across restarts; a free one otherwise (saved for the next start)."""
+    saved = home / "airflow_port"
+    port = int(saved.read_text()) if saved.exists() and saved.read_text().strip().isdigit() else 0
+    if port:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                say(f"- Airflow's port {port} is taken: Airflow runs on another port this time")
+                port = 0
+    port = port or free_port()
+    saved.write_text(str(port))
+    return port
+
+
 def main() -> int:
     home = Path(os.environ.get("AIRFLOW_HOME") or HERE.parent / ".airflow-ui").resolve()
     home.mkdir(parents=True, exist_ok=True)
-    port = free_port()
+    port = airflow_port(home)
     url = f"http://127.0.0.1:{port}"
     tenant_url, tenant_key = os.environ.get("BLINK_BASE_URL"), os.environ.get("BLINK_API_KEY")
     sandbox: Any = None
@@ -106,7 +158,12 @@ def main() -> int:
         say(f"- Using the Blink at {tenant_url} (BLINK_BASE_URL), not the sandbox")
     else:
         sandbox = start_sandbox(home)
-        conn = json.loads(sandbox.connection_json())
+        # The port as well as the host: Airflow 3.3's connection list tests a connection without a
+        # port with port 0, which its API refuses ("Bad Request"); with the port, its Test button works.
+        conn = {**json.loads(sandbox.connection_json()), "port": sandbox.port}
+        made = create_fleet_tables(sandbox)
+        if made:
+            say(f"- The fleet example's tables made in the sandbox: {', '.join(made)}")
     env = {
         **os.environ,
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),  # its `airflow`
@@ -123,6 +180,8 @@ def main() -> int:
         "AIRFLOW_VAR_BLINK_SNAPSHOT_ROOT": str(home / "blink_snapshots"),
         "AIRFLOW_VAR_BLINK_SCHEMA_RECORDS": str(home / "blink_schema_records"),
     }
+    env.setdefault("BLINK_CATALOGUE_POLL_SECONDS", "10")  # a change shows within seconds here
+    prepare_metadata(env)
     if sandbox is None:  # a tenant's key stays in this process's environment, not in the metadata database
         env["AIRFLOW_CONN_BLINK_DEFAULT"] = json.dumps(conn)
     else:
@@ -157,7 +216,9 @@ def main() -> int:
             login = f"user admin, password {json.loads(passwords.read_text()).get('admin')}"
         say(f"Airflow is up at {url}")
         say(f"  Login:    {login}")
-        say("  DAGs:     blink_table_schema_migration, blink_connection_types_nightly_sync,")
+        say("  DAGs:     blink_table_schema_migration (a table's plan, review, apply),")
+        say(f"            blink_schema_fleet (every table of example_dags/blink_schema_fleet; pool {POOL[0]}),")
+        say("            blink_connection_types_nightly_sync (the catalogue's daily snapshot and diff),")
         say("            blink_connection_types_on_change (unpause it: it runs when the catalogue changes)")
         say(f"  Records:  {env['AIRFLOW_VAR_BLINK_SCHEMA_RECORDS']}")
         say(f"  Snapshots: {env['AIRFLOW_VAR_BLINK_SNAPSHOT_ROOT']}")
@@ -171,8 +232,8 @@ def main() -> int:
             say("  Change its catalogue (the event-driven sync then runs):")
             say(f"            {blink_sandbox} put-connection-type {sandbox.url} --admin-token {sandbox.admin_token} \\")
             say("              --id ct-demo --name demo-type")
-        poll = os.environ.get("BLINK_CATALOGUE_POLL_SECONDS", "300")
-        say(f"  Polls:    the catalogue every {poll} s (BLINK_CATALOGUE_POLL_SECONDS=10 make airflow-ui for a demo)")
+        poll = env["BLINK_CATALOGUE_POLL_SECONDS"]
+        say(f"  Polls:    the catalogue every {poll} s (set BLINK_CATALOGUE_POLL_SECONDS to change it)")
         say("Press Ctrl-C to stop.")
         while process.poll() is None and not stopping:
             time.sleep(0.5)

@@ -12,7 +12,9 @@ announces the counts on the asset `blink://<host>/connection_types` for downstre
 machines), `name_like` (an RQL `$like` pattern), or `snapshot`'s `filter` and `select`.
 
 **Event-driven** (Airflow 3.0+): `blink_connection_types_on_change`, the same sync run by an
-`AssetWatcher` whose trigger polls the catalogue every 5 minutes (it needs a triggerer).
+`AssetWatcher` whose trigger polls the catalogue every 5 minutes (it needs a triggerer), and once
+a day. Its daily run starts as soon as it is unpaused: that run takes the baseline, so the first
+change after unpausing shows in its diff as added, removed or changed.
 """
 
 from __future__ import annotations
@@ -29,23 +31,15 @@ from blinkops_provider.operators.connection_types import ConnectionTypesToXComOp
 from blinkops_provider.triggers import BlinkCatalogueChangeTrigger
 
 try:  # Airflow 3.0+: event-driven scheduling
-    from airflow.sdk import AssetWatcher
+    from airflow.sdk import AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable
 except ImportError:  # Airflow 2.11: only the nightly DAG
     AssetWatcher = None
 
 CATALOGUE = AssetAlias(CATALOGUE_ALIAS)  # the event goes to blink://<the connection's host>/connection_types
 SNAPSHOT_ROOT = "{{ var.value.get('blink_snapshot_root', '/tmp/blink_snapshots') }}"
 SNAPSHOT_PATH = SNAPSHOT_ROOT + "/connection_types/{{ snapshot_name(dag_run) }}"  # this run's own file
-SELECT = [
-    "id",
-    "name",
-    "display_name",
-    "plugin_name",
-    "oauth_supported",
-    "documentation_link",
-    "updated_at",
-    "metadata",
-]
+SELECT = ["id", "name", "display_name", "plugin_name", "oauth_supported", "documentation_link", "updated_at"]
+SELECT += ["metadata"]
 POLL_SECONDS = float(os.environ.get("BLINK_CATALOGUE_POLL_SECONDS", "300"))  # the event-driven sync's polls
 
 
@@ -106,5 +100,8 @@ if AssetWatcher is not None:
             AssetWatcher(name="blink_catalogue_poll", trigger=BlinkCatalogueChangeTrigger(poll_interval=POLL_SECONDS)),
         ],
     )
-    on_change = catalogue_sync("blink_connection_types_on_change", [CATALOGUE_CHANGES], __doc__)
+    DAILY = CronTriggerTimetable("@daily", timezone="UTC", run_immediately=True)
+    on_change = catalogue_sync(
+        "blink_connection_types_on_change", AssetOrTimeSchedule(timetable=DAILY, assets=[CATALOGUE_CHANGES]), __doc__
+    )
     # [END howto_trigger_catalogue_change]

@@ -153,6 +153,8 @@ def test_the_event_driven_sync_is_scheduled_by_the_catalogue_trigger() -> None:
     (watcher,) = module.CATALOGUE_CHANGES.watchers
     assert isinstance(watcher.trigger, BlinkCatalogueChangeTrigger) and watcher.trigger.poll_interval == 300
     assert list(on_change.timetable.asset_condition.objects) == [module.CATALOGUE_CHANGES]
+    # #44 item 4: also daily, starting at once when unpaused: that run is the baseline of the first change's diff
+    assert on_change.timetable.timetable.run_immediately is True
 
 
 class ReviewXComs:

@@ -15,6 +15,7 @@ import requests_mock as rm
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkClientError,
+    BlinkConfigurationError,
     BlinkInputError,
     BlinkLockedError,
     BlinkStalePlanError,
@@ -206,7 +207,7 @@ def test_a_record_of_another_table_or_not_a_record_is_refused_before_any_request
         record.write_text('{"something": "else"}')
         with pytest.raises(BlinkInputError, match="not a schema record written by this provider"):
             apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record))
-        with pytest.raises(BlinkInputError, match="is a directory"):
+        with pytest.raises(BlinkConfigurationError, match="is a directory"):
             plan_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(record.parent))
     assert m.call_count == 0
 
@@ -227,9 +228,34 @@ def test_a_record_that_cannot_be_written_fails_the_task_for_a_retry(hook: Any, r
 
 def test_a_record_path_under_a_file_is_refused_before_any_request(hook: Any, tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
-    with rm.Mocker() as m, pytest.raises(BlinkInputError, match="a folder on its way is a file"):
+    with rm.Mocker() as m, pytest.raises(BlinkConfigurationError, match="a folder on its way is a file"):
         apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=str(tmp_path / "file" / "Incidents.json"))
     assert m.call_count == 0
+
+
+@pytest.mark.parametrize("where", ["under a file", "under /proc", "a folder"])
+def test_an_unwritable_record_path_is_one_configuration_error_that_no_retry_repeats(
+    hook: Any, tmp_path: Path, where: str
+) -> None:
+    """#44 item 7: wherever the record cannot be kept, the error is a BlinkConfigurationError, an
+    AirflowFailException (the task fails without a retry), before anything is sent."""
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    (tmp_path / "file").write_text("")
+    (tmp_path / "folder").mkdir()
+    record_path = {
+        "under a file": tmp_path / "file" / "records/",
+        "under /proc": Path("/proc/blink-records/"),
+        "a folder": tmp_path / "folder",
+    }[where]
+    with rm.Mocker() as m:
+        without_table_reads(m)
+        with pytest.raises(BlinkConfigurationError, match=r"cannot be|is a directory") as caught:
+            apply_schema(
+                hook, "ws-1", "Incidents", SCHEMA, record_path=f"{record_path}{'/' if where != 'a folder' else ''}"
+            )
+    assert isinstance(caught.value, AirflowFailException)
+    assert not [r for r in m.request_history if r.method == "PUT"]
 
 
 def test_members_compare_absent_attributes_as_unset() -> None:

@@ -34,8 +34,10 @@ __all__ = [
 ]
 
 
-class BlinkConfigurationError(AirflowException):
-    """The Airflow connection cannot be used as it is (no API key, a malformed base URL, ...)."""
+class BlinkConfigurationError(AirflowFailException):
+    """The Airflow connection, or a location the provider keeps state in (a schema record's), cannot be
+    used as it is (no API key, a malformed base URL, a record path under a file, ...): an
+    ``AirflowFailException``, so the task fails without a retry (none can fix it)."""
 
 
 class BlinkInputError(ValueError, AirflowFailException):

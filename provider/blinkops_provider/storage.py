@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import unquote, urlsplit
 
-from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError
 
 __all__ = ["SINGLE_MACHINE_EXECUTORS", "local_path", "regular_file", "replacing", "storage_path", "worker_local"]
 
@@ -56,12 +56,16 @@ def worker_local(location: str, executor: str | None = None) -> str | None:
     return executor if any(resolved == root or resolved.startswith(root + os.sep) for root in scratch) else None
 
 
-def regular_file(path: Path, what: str = "output_path") -> Path:
+Refusal = type[BlinkInputError] | type[BlinkConfigurationError]
+
+
+def regular_file(path: Path, what: str = "output_path", refusal: Refusal = BlinkInputError) -> Path:
     """Where a local file is written: a symlink is written through to its target (the link
     stays); a path that exists and is not a regular file (a device, pipe, socket or directory) is
     refused, never replaced.
 
-    :raises BlinkInputError: the path (or what it links to) exists and is not a regular file.
+    :raises BlinkInputError: (or ``refusal``) the path (or what it links to) exists and is not a
+        regular file, or a folder on its way is a file.
     """
     target = path.resolve() if path.is_symlink() else path
     try:
@@ -69,12 +73,12 @@ def regular_file(path: Path, what: str = "output_path") -> Path:
     except FileNotFoundError:
         return target
     except NotADirectoryError:
-        raise BlinkInputError(
+        raise refusal(
             f"{what} {str(path)!r} cannot be written: a folder on its way is a file; give a path under folders"
         ) from None
     if not stat.S_ISREG(mode):
         kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-        raise BlinkInputError(
+        raise refusal(
             f"{what} {str(path)!r} is {kind}, not a regular file; the file replaces its target, "
             "so give the path of a file (new or existing)"
         )
@@ -90,22 +94,26 @@ _KINDS = (
 )
 
 
-def storage_path(location: str | os.PathLike[str], what: str = "output_path") -> Any:
+def storage_path(
+    location: str | os.PathLike[str], what: str = "output_path", refusal: Refusal = BlinkInputError
+) -> Any:
     """A ``pathlib.Path`` for a local location (checked with :func:`regular_file`), else an
     ``ObjectStoragePath`` (refused when it exists and is not a file).
 
-    :raises BlinkInputError: the location exists and is not a regular file.
+    :param refusal: the error a location that cannot hold the file is (a schema record's:
+        :class:`BlinkConfigurationError`, as when it cannot be read or written).
+    :raises BlinkInputError: (or ``refusal``) the location exists and is not a regular file.
     """
     if isinstance(location, Path):
-        return regular_file(location, what)
+        return regular_file(location, what, refusal)
     local = local_path(os.fspath(location))
     if local is not None:
-        return regular_file(local, what)
+        return regular_file(local, what, refusal)
     from airflow.providers.common.compat.sdk import ObjectStoragePath
 
     target = ObjectStoragePath(os.fspath(location))
     if target.exists() and not target.is_file():
-        raise BlinkInputError(f"{what} {os.fspath(location)!r} exists and is not a file; give a file path")
+        raise refusal(f"{what} {os.fspath(location)!r} exists and is not a file; give a file path")
     return target
 
 

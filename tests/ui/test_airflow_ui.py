@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import requests
+from selenium.webdriver.common.by import By
 
 from blinkops_provider.sandbox import BlinkSandbox
 from tests.conftest import EXAMPLE_DAGS
@@ -76,39 +77,29 @@ def test_make_airflow_ui_serves_the_examples_and_the_trigger_runs_the_sync_on_a_
                 return {dag["dag_id"] for dag in answer.json().get("dags", [])} if answer.ok else set()
 
             listed = wait_for("the example DAGs", lambda: ON_CHANGE in dags() and dags(), 180, driver, log)
-            assert {"blink_table_schema_migration", "blink_connection_types_nightly_sync", ON_CHANGE} <= listed
-
-            assert api.patch(f"{url}/api/v2/dags/{ON_CHANGE}", json={"is_paused": False}, timeout=10).ok
-            wait_for(
-                "the trigger's first poll (its baseline)",
-                lambda: "Watching the catalogue" in log.read_text(errors="replace"),
-                180,
-                driver,
-                log,
-            )
+            assert set(EXAMPLES) <= listed
+            printed_dags = out.read_text().split("  DAGs:", 1)[1].split("  Records:", 1)[0]
+            assert all(dag_id in printed_dags for dag_id in EXAMPLES), printed_dags  # the banner names every one
 
             def runs() -> list[dict[str, Any]]:
                 answer = api.get(f"{url}/api/v2/dags/{ON_CHANGE}/dagRuns", timeout=10)
                 return list(answer.json().get("dag_runs", [])) if answer.ok else []
 
-            assert runs() == []  # the baseline fires nothing
+            baseline = unpause_and_take_the_baseline(url, api, runs, driver, log)
             added = {"id": "ct-ui", "name": "ui-added", "display_name": "UI", "plugin_name": "ui"}
             sandbox.store.upsert_connection_types([{**added, "oauth_supported": False}])
             changed = time.monotonic()
-            (run,) = wait_for("a run of the event-driven sync", runs, 120, driver, log)
-            assert run["run_type"] == "asset_triggered"
+            run = wait_for("a run of the event-driven sync", lambda: asset_triggered(runs()), 120, driver, log)
             seen = time.monotonic() - changed
-            finished = wait_for(
-                "the run's end",
-                lambda: next((r for r in runs() if r["state"] in ("success", "failed")), None),
-                240,
-                driver,
-                log,
-            )
+            finished = wait_for("the run's end", lambda: ended(runs(), run["dag_run_id"]), 240, driver, log)
             assert finished["state"] == "success", log.read_text(errors="replace")[-3000:]
-            diffs = list((home / "blink_snapshots" / "connection_types").glob("*.diff.json"))
-            firsts = [json.loads(d.read_text()) for d in diffs]
-            assert [(d["baseline"], d["total"]) for d in firsts] == [(True, 201)]  # its first look: a baseline
+            diff = latest_diff(home)
+            assert (diff["baseline"], diff["counts"]["added"], diff["added"]) == (
+                False,
+                1,
+                [{"id": "ct-ui", "name": "ui-added"}],
+            )
+            assert baseline["state"] == "success"
             print(f"the change was seen and a run queued {seen:.1f} s after it (polls every {POLL} s)")
         finally:
             if driver.poll() is None:
@@ -117,6 +108,39 @@ def test_make_airflow_ui_serves_the_examples_and_the_trigger_runs_the_sync_on_a_
         printed_out = out.read_text()
         assert code == 0, printed_out[-3000:]
         assert printed_out.rstrip().endswith("- Stopped")
+
+
+EXAMPLES = ("blink_table_schema_migration", "blink_schema_fleet", "blink_connection_types_nightly_sync", ON_CHANGE)
+
+
+def asset_triggered(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((r for r in runs if r["run_type"] == "asset_triggered"), None)
+
+
+def ended(runs: list[dict[str, Any]], run_id: str) -> dict[str, Any] | None:
+    return next((r for r in runs if r["dag_run_id"] == run_id and r["state"] in ("success", "failed")), None)
+
+
+def latest_diff(home: Path) -> dict[str, Any]:
+    """The newest diff the sync wrote (snapshot names sort as runs do)."""
+    diffs = sorted((home / "blink_snapshots" / "connection_types").glob("*.diff.json"))
+    return dict(json.loads(diffs[-1].read_text()))
+
+
+def unpause_and_take_the_baseline(
+    url: str, api: requests.Session, runs: Any, driver: subprocess.Popen[str], log: Path
+) -> dict[str, Any]:
+    """#44 item 4: unpausing the event-driven sync starts its daily run at once, which takes the
+    baseline; the trigger takes its own. The first change after this is a diff, not a baseline."""
+    assert api.patch(f"{url}/api/v2/dags/{ON_CHANGE}", json={"is_paused": False}, timeout=10).ok
+    first = wait_for("the run unpausing starts", lambda: next(iter(runs()), None), 180, driver, log)
+    assert first["run_type"] == "scheduled", first
+    done = wait_for("the baseline run's end", lambda: ended(runs(), first["dag_run_id"]), 240, driver, log)
+    wait_for(
+        "the trigger's baseline", lambda: "Watching the catalogue" in log.read_text(errors="replace"), 180, driver, log
+    )
+    assert asset_triggered(runs()) is None  # the trigger's baseline fires nothing
+    return dict(done)
 
 
 def start_driver(home: Path, out: Path) -> tuple[subprocess.Popen[str], str, requests.Session]:
@@ -190,6 +214,25 @@ def migrate_and_approve(
     return str(wait_for("the migration's end", finished, 300, driver, log))
 
 
+def the_fleet_runs_to_green(url: str, api: requests.Session, driver: subprocess.Popen[str], log: Path) -> None:
+    """#44 item 2: the fleet example as it ships, in make airflow-ui: its pool exists and the
+    sandbox has its tables, so a run with the defaults ends green (nothing to review: every table
+    is as declared)."""
+    fleet = "blink_schema_fleet"
+    wait_for("the fleet DAG", lambda: api.get(f"{url}/api/v2/dags/{fleet}", timeout=10).ok, 180, driver, log)
+    assert api.get(f"{url}/api/v2/pools/blink_applies", timeout=10).ok  # made by make airflow-ui
+    assert api.patch(f"{url}/api/v2/dags/{fleet}", json={"is_paused": False}, timeout=10).ok
+    started = api.post(f"{url}/api/v2/dags/{fleet}/dagRuns", json={"logical_date": None, "conf": {}}, timeout=10)
+    assert started.ok, started.text
+    run_id = started.json()["dag_run_id"]
+
+    def finished() -> Any:
+        answer = api.get(f"{url}/api/v2/dags/{fleet}/dagRuns/{run_id}", timeout=10)
+        return answer.ok and answer.json()["state"] in ("success", "failed") and answer.json()["state"]
+
+    assert wait_for("the fleet's end", finished, 420, driver, log) == "success", log.read_text()[-3000:]
+
+
 def a_partly_applied_migration_is_announced(
     url: str, api: requests.Session, schema: dict[str, Any], browser: Any, driver: subprocess.Popen[str], log: Path
 ) -> None:
@@ -217,31 +260,21 @@ def a_partly_applied_migration_is_announced(
 
 
 def the_printed_change_queues_the_event_driven_sync(
-    url: str, api: requests.Session, printed: str, driver: subprocess.Popen[str], log: Path
+    url: str, api: requests.Session, printed: str, driver: subprocess.Popen[str], log: Path, home: Path
 ) -> None:
-    assert api.patch(f"{url}/api/v2/dags/{ON_CHANGE}", json={"is_paused": False}, timeout=10).ok
-    wait_for("the trigger's baseline", lambda: "Watching the catalogue" in log.read_text(), 180, driver, log)
-    command = printed.split("Change its catalogue (the event-driven sync then runs):", 1)[1]
-    words = " ".join(command.split("\n")[1:3]).replace("\\", " ").split()
-    done = subprocess.run(words, capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0 and "written to the sandbox" in done.stdout, done.stderr
-
     def runs() -> list[Any]:
         answer = api.get(f"{url}/api/v2/dags/{ON_CHANGE}/dagRuns", timeout=10)
         return list(answer.json().get("dag_runs", [])) if answer.ok else []
 
-    (run,) = wait_for("the event-driven run the printed command queues", runs, 120, driver, log)
-    assert run["run_type"] == "asset_triggered"
-
-    def done(count: int) -> Any:
-        finished = [r for r in runs() if r["state"] in ("success", "failed")]
-        return len(finished) >= count and finished
-
-    wait_for("the first event-driven run's end (its baseline)", lambda: done(1), 240, driver, log)
-    again = [*words[:-4], "--id", "ct-demo-2", "--name", "second-demo-type"]
-    assert subprocess.run(again, capture_output=True, text=True, timeout=60, check=False).returncode == 0
-    finished = wait_for("the second event-driven run's end", lambda: done(2), 240, driver, log)
-    assert all(r["state"] == "success" for r in finished), finished
+    unpause_and_take_the_baseline(url, api, runs, driver, log)
+    command = printed.split("Change its catalogue (the event-driven sync then runs):", 1)[1]
+    words = " ".join(command.split("\n")[1:3]).replace("\\", " ").split()
+    done = subprocess.run(words, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and "written to the sandbox" in done.stdout, done.stderr
+    run = wait_for("the event-driven run the printed command queues", lambda: asset_triggered(runs()), 120, driver, log)
+    finished = wait_for("the event-driven run's end", lambda: ended(runs(), run["dag_run_id"]), 240, driver, log)
+    assert finished["state"] == "success", finished
+    assert latest_diff(home)["added"] == [{"id": "ct-demo", "name": "demo-type"}]  # the first change, as added
 
 
 def in_the_browser(browser: Any, url: str, api: requests.Session, driver: subprocess.Popen[str], log: Path) -> None:
@@ -257,10 +290,24 @@ def in_the_browser(browser: Any, url: str, api: requests.Session, driver: subpro
     WebDriverWait(browser, 60).until(lambda page: "blink_default" in page.page_source, "blink_default is not listed")
     SHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SHOTS / "airflow-ui-connections.png"))
+
+    def press_test(page: Any) -> bool:  # the banner says the Test button works: press it, as a person would
+        row = next((r for r in page.find_elements(By.TAG_NAME, "tr") if "blink_default" in r.text), None)
+        if row is None:
+            return False
+        row.find_element(By.CSS_SELECTOR, "button[aria-label='Test Connection']").click()
+        return True
+
+    WebDriverWait(browser, 60).until(press_test, "no Test button in the row of blink_default")
+    WebDriverWait(browser, 90).until(
+        lambda page: "Test Connection Successful" in page.page_source or "Test Connection Failed" in page.page_source
+    )
+    browser.save_screenshot(str(SHOTS / "airflow-ui-test-button.png"))
+    assert "Test Connection Successful" in browser.page_source, "the Test button did not report success"
     runs = api.get(f"{url}/api/v2/dags/{ON_CHANGE}/dagRuns?order_by=-run_after", timeout=10).json()["dag_runs"]
     browser.get(f"{url}/dags/{ON_CHANGE}/runs/{runs[0]['dag_run_id']}/tasks/diff")
     WebDriverWait(browser, 90).until(
-        lambda page: "second-demo-type (ct-demo-2)" in page.page_source, "the diff does not name the new type"
+        lambda page: "demo-type (ct-demo)" in page.page_source, "the diff does not name the new type"
     )
     browser.save_screenshot(str(SHOTS / "airflow-ui-catalogue-diff.png"))
 
@@ -290,7 +337,8 @@ def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_
             schema["fields"][0]["display_name"] = f"Title, start {start}"  # a changed schema each time
             assert migrate_and_approve(url, api, schema, driver, log) == "success", log.read_text()[-3000:]
             if start == 2:
-                the_printed_change_queues_the_event_driven_sync(url, api, printed, driver, log)
+                the_fleet_runs_to_green(url, api, driver, log)
+                the_printed_change_queues_the_event_driven_sync(url, api, printed, driver, log, home)
                 in_the_browser(browser, url, api, driver, log)
                 a_partly_applied_migration_is_announced(url, api, schema, browser, driver, log)
         finally:

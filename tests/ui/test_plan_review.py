@@ -84,7 +84,12 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
             return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
 
     def approve(
-        run: subprocess.Popen[bytes], log: Path, expected: str, shot: str | None = None, nothing_sent: bool = False
+        run: subprocess.Popen[bytes],
+        log: Path,
+        expected: str,
+        shot: str | None = None,
+        nothing_sent: bool = False,
+        choice: str = "Approve",
     ) -> dict[str, Any]:
         try:
             review = waiting_review(airflow_ui, run, log)
@@ -93,14 +98,15 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
             assert expected in review["body"], review["body"]
             ti = review["task_instance"]
             browser.get(f"{airflow_ui.url}/dags/{DAG_ID}/runs/{ti['dag_run_id']}/tasks/review/required_actions")
-            button(browser, "Approve")
+            button(browser, choice)
             waiting(browser).until(lambda driver: "Title" in driver.page_source, "the plan is not shown")
             assert "The baseline is the table as Blink holds it" in browser.page_source
             if shot:
                 SHOTS.mkdir(parents=True, exist_ok=True)
                 browser.save_screenshot(str(SHOTS / shot))
-            press(browser, "Approve")
-            assert run.wait(timeout=180) == 0, log.read_text()[-3000:]
+            press(browser, choice)
+            code = run.wait(timeout=180)
+            assert (code == 0) is (choice == "Approve"), log.read_text()[-3000:]
         finally:
             if run.poll() is None:
                 run.kill()
@@ -131,6 +137,21 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
     assert review["body"].index("**Destructive**") < review["body"].index("| field | action | details |")
     assert f"options removed: {removed!r}" in review["body"]
     assert "Schema of ws-demo/Incidents: 10 of 10 fields applied (1 changed, 9 unchanged)" in log.read_text()
+
+    # 4. Rejected in the browser (#44 item 1): nothing is sent, and the run is red, saying so.
+    puts = len([r for r in sandbox.requests if r["method"] == "PUT"])
+    severity["display_name"] = "Severity (rejected)"
+    log = tmp_path / "run-4.log"
+    review = approve(start(log, schema=schema), log, "1 to change", choice="Reject")
+    assert len([r for r in sandbox.requests if r["method"] == "PUT"]) == puts  # nothing applied
+    text = log.read_text()
+    assert "rejected in review: nothing was applied (plan " in text, text[-3000:]
+    run_id = review["task_instance"]["dag_run_id"]
+    state = airflow_ui.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}").json()["state"]
+    assert state == "failed", state
+    browser.get(f"{airflow_ui.url}/dags/{DAG_ID}/runs/{run_id}")
+    waiting(browser).until(lambda driver: "failed" in driver.page_source.lower(), "the run is not shown as failed")
+    browser.save_screenshot(str(SHOTS / "plan-rejected.png"))
 
     # The table's asset, made by the event the apply emitted through its alias: the asset graph.
     uri = f"blink://{asset_host(sandbox.base_url)}/ws-demo/Incidents"
@@ -233,3 +254,26 @@ def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
             run.wait()
     text = log.read_text()
     assert "Fleet of 4 tables: 2 applied, 1 unchanged, 1 failed, 0 stale" in text, text[-3000:]
+
+    # 3. The same change rejected in the browser (#44 item 1): nothing is applied, every table is
+    #    listed as rejected (none as failed), and the run is red, saying so.
+    puts = len([r for r in sandbox.requests if r["method"] == "PUT"])
+    log = tmp_path / "third.log"
+    run = fleet_run("third", second, "changes")
+    try:
+        review = waiting_review(airflow_ui, run, log, dag_id=FLEET)
+        ti = review["task_instance"]
+        browser.get(f"{airflow_ui.url}/dags/{FLEET}/runs/{ti['dag_run_id']}/tasks/review/required_actions")
+        press(browser, "Reject")
+        assert run.wait(timeout=300) != 0
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    text = log.read_text()
+    assert "Fleet of 4 tables: rejected in review: nothing was applied." in text, text[-3000:]
+    assert "Rejected: ws-ui/Access, ws-ui/Billing, ws-ui/Catalog, ws-ui/Devices" in text
+    assert "404" not in text.split("Fleet of 4 tables: rejected", 1)[1][:500]
+    assert len([r for r in sandbox.requests if r["method"] == "PUT"]) == puts
+    state = airflow_ui.api("GET", f"/dags/{FLEET}/dagRuns/{ti['dag_run_id']}").json()["state"]
+    assert state == "failed", state

@@ -134,7 +134,9 @@ def _check_names(ws_id: str, table: str) -> None:
 def _record(hook: BlinkHook, ws_id: str, table: str, location: str) -> SchemaRecord:
     """The record at ``location`` (:func:`~blinkops_provider.migrations.record.record_location`'s)."""
     check_shared(location)  # no worker-local record under an executor of several machines
-    storage_path(location, "record_path")  # a location that cannot hold a record is refused before the lock
+    storage_path(
+        location, "record_path", BlinkConfigurationError
+    )  # a location that cannot hold a record is refused before the lock
     return SchemaRecord(location, blink=hook.base_url, ws_id=ws_id, table=table)
 
 

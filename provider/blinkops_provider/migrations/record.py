@@ -124,7 +124,7 @@ class SchemaRecord:
         :raises BlinkInputError: the file is not a record this provider wrote, or it is for
             another Blink, workspace or table.
         """
-        path = storage_path(self.location, "record_path")
+        path = storage_path(self.location, "record_path", BlinkConfigurationError)
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
@@ -185,7 +185,7 @@ class SchemaRecord:
             "fields": dict(fields),
         }
         try:
-            with replacing(storage_path(self.location, "record_path")) as out:
+            with replacing(storage_path(self.location, "record_path")) as out:  # (after sending: see apply)
                 out.write(json.dumps(data, indent=1, ensure_ascii=False).encode("utf-8") + b"\n")
         except OSError as err:
             raise unusable_location(self.location, err, "written") from None
