@@ -155,7 +155,8 @@ with DAG(
         ask = ApprovalOperator(
             task_id="review",
             subject="Apply the fleet's plans?",
-            body="{{ ti.xcom_pull(task_ids='review_text')['text'] }}",
+            body="{{ ti.xcom_pull(task_ids='review_text')['text'] }}\n\n"
+            "Approve applies exactly these plans; Reject applies nothing and fails the run.",
         )
         needs_review(review) >> ask >> to_apply
         # A teardown: the review's Reject skips every task downstream of it but teardowns, so the

@@ -153,7 +153,8 @@ with DAG(
             task_id="review",
             subject="Apply plan {{ ti.xcom_pull(task_ids='plan')['fingerprint'] }} to "
             "{{ params.ws_id }}/{{ params.table }}?",
-            body="{{ ti.xcom_pull(task_ids='plan')['text'] }}",
+            body="{{ ti.xcom_pull(task_ids='plan')['text'] }}\n\n"
+            "Approve applies exactly this plan; Reject applies nothing and fails the run.",
         )
 
         @task

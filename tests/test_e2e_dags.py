@@ -532,3 +532,41 @@ def test_the_fleet_example_plans_each_table_reviews_once_and_applies_each(
     summary = xcom_of(task_of(run, "summary"), dag)
     assert sorted(summary["applied"]) == ["ws-demo/Assets", "ws-demo/Findings", "ws-demo/Vendors"]
     assert summary["failed"] == summary["stale"] == [] and summary["rate_limited"] == 0
+
+
+DOCS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "operators" / "update_table_fields.md"
+
+
+def docs_dag(tmp_path: Path) -> Any:
+    """The complete plan, review, apply DAG of the docs, copied out of the page as a user would."""
+    section = DOCS_PAGE.read_text().split("### A complete plan, review, apply DAG", 1)[1]
+    code = section.split("```python\n", 1)[1].split("\n```", 1)[0]
+    path = tmp_path / "incidents_schema.py"
+    path.write_text(code + "\n")
+    spec = importlib.util.spec_from_file_location("docs_incidents_schema", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (dag,) = [value for value in vars(module).values() if type(value).__name__ == "DAG"]
+    return dag
+
+
+def test_the_docs_plan_review_apply_dag_runs_as_written(
+    blink_sandbox: BlinkSandbox, records: Path, tmp_path: Path
+) -> None:
+    """#44 item 6: the docs' DAG, as written, on this Airflow line: a run with a change reviews
+    (approved here as a person would, on 3.1+) and applies; a run with nothing to change asks no
+    one and still applies (the apply is not wired below the short-circuit)."""
+    dag = docs_dag(tmp_path)
+    first = dag.test(mark_success_pattern="review")
+    assert state(first) == "success"
+    assert xcom_of(task_of(first, "apply"), dag)["outcomes"] == {"Severity": "changed"}
+    second = dag.test(mark_success_pattern="review")
+    assert state(second) == "success"
+    assert {f["action"] for f in xcom_of(task_of(second, "plan"), dag)["fields"]} == {"unchanged"}
+    assert state(task_of(second, "apply")) == "success"
+    assert xcom_of(task_of(second, "apply"), dag)["outcomes"] == {"Severity": "unchanged"}
+    if "review" in dag.task_ids:  # Airflow 3.1+
+        assert (state(task_of(first, "review")), state(task_of(second, "review"))) == ("success", "skipped")
+        assert state(task_of(second, "review_outcome")) == "success"
+    assert (records / "ws-demo" / "Incidents.json").is_file()

@@ -74,3 +74,18 @@ def test_an_added_field_shows_every_declared_member_to_the_reviewer() -> None:
         "| Severity | add | type 'single-select', display_name 'Severity', description 'How bad', "
         'attributes.default_value \'Low\', attributes.options ["Low", "High"], attributes.required true |'
     )
+
+
+def test_unchanged_rows_fold_into_one_row_with_their_count() -> None:
+    """#44 item 5: a reviewer reads the rows that change something; the unchanged ones are one
+    row with their count and names."""
+    declared = [
+        {"field": name, "type": "text", "display_name": name} for name in ("Title", "Notes", "Owner", "Summary")
+    ]
+    recorded = {entry["field"]: {"type": "text", "display_name": entry["field"]} for entry in declared}
+    recorded["Owner"] = {"type": "text", "display_name": "Owner (old)"}
+    rows = [line for line in plan_of(declared, recorded).describe().splitlines() if line.startswith("| ")][1:]
+    assert rows == [
+        "| Owner | change | display_name: 'Owner (old)' → 'Owner' |",
+        "| 3 fields | unchanged | Title, Notes, Summary |",
+    ]

@@ -208,7 +208,7 @@ class SchemaPlan:
             "",
             "| field | action | details |",
             "|---|---|---|",
-            *(f"| {_cell(plan.field)} | {_action_cell(plan)} | {_details(plan)} |" for plan in self.fields),
+            *_rows(self.fields),
         ]
         if self.undeclared:
             names = ", ".join(map(repr, self.undeclared))
@@ -353,6 +353,17 @@ def _flagged(fields: Sequence[FieldPlan]) -> list[str]:
         rows = [plan for plan in fields if flagged(plan)]
         lines += ["", heading, *(f"- {_cell(plan.field)}: {said(plan)}" for plan in rows)] if rows else []
     return lines
+
+
+def _rows(fields: Sequence[FieldPlan]) -> list[str]:
+    """The table's rows: one per field to add, change or refuse, then the unchanged ones folded
+    into one row with their count and names."""
+    rows = [f"| {_cell(p.field)} | {_action_cell(p)} | {_details(p)} |" for p in fields if p.action != UNCHANGED]
+    same = [p.field for p in fields if p.action == UNCHANGED]
+    if same:
+        names = _cell(", ".join(same))
+        rows.append(f"| {len(same)} field{'s' if len(same) > 1 else ''} | unchanged | {names} |")
+    return rows
 
 
 def _action_cell(plan: FieldPlan) -> str:
