@@ -54,6 +54,7 @@ def test_serve_prints_url_and_key_and_stops_cleanly(stop_signal: signal.Signals)
         out, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
     assert "Blink sandbox stopped." in out
+    assert "alembic" not in err.lower() and "INFO" not in err  # quiet: no Airflow or migration lines (#44 item 8)
 
 
 @pytest.mark.parametrize(

@@ -138,7 +138,11 @@ def test_a_connection_made_in_the_form_works(airflow_ui: AirflowUI, sandbox: Bli
     [
         ({"password": "{key}"}, True, "Connected to {base_url}: {total} connection types visible."),
         ({"password": "{key}", "extra": '{"timeout": "5, 30"}'}, True, "Connected to {base_url}: {total}"),
-        ({"password": "not-the-key"}, False, "GET /connection_types -> 401: invalid API key. Check the API key"),
+        (
+            {"password": "not-the-key"},
+            False,
+            "GET /connection_types -> 401: invalid API key; Blink refused the API key of the connection: check its API key",
+        ),
         ({}, False, "the connection has no API key: put it in the password field (labelled 'API key' in the UI)"),
         (
             {"password": "{key}", "extra": '{"timeout": "soon"}'},
