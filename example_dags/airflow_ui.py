@@ -97,23 +97,12 @@ def prepare_metadata(env: dict[str, str]) -> None:
 def create_fleet_tables(sandbox: Any) -> list[str]:
     """The fleet example's tables in the sandbox, made from its declared schemas as
     ``blink-sandbox create-table`` makes them; a table made at an earlier start is kept."""
-    import requests
-
-    from blinkops_provider.sandbox.app import ADMIN_HEADER
-
     made = []
     for path in sorted((HERE / "blink_schema_fleet").glob("*/*.json")):
         ws_id, table = path.parent.name, path.stem
-        if table in {entry["name"] for entry in sandbox.store.tables(ws_id)}:
-            continue
-        answer = requests.put(
-            f"{sandbox.url}/_sandbox/workspace/{ws_id}/table/{table}",
-            json=json.loads(path.read_text()),
-            headers={ADMIN_HEADER: sandbox.admin_token},
-            timeout=30,
-        )
-        answer.raise_for_status()
-        made.append(f"{ws_id}/{table}")
+        if table not in {entry["name"] for entry in sandbox.store.tables(ws_id)}:
+            sandbox.create_table(ws_id, table, json.loads(path.read_text()))
+            made.append(f"{ws_id}/{table}")
     return made
 
 

@@ -14,12 +14,13 @@ format of `blink_table_schema_migration.json`), across workers:
 5. `apply` applies each table's approved plan (one mapped task per table, in the pool
    `blink_applies`, the fleet's limit on concurrent applies across workers): a table whose
    apply fails does not stop the others. Each plan records the policy that let it through.
-6. `summary` says which tables were applied, unchanged, failed or stale, and counts the
+6. `summary` says which tables were applied, unchanged, failed (and why) or stale, and counts the
    rate-limit (429) waits; it fails the run when a table failed or was stale, or when the review
    rejected the plans (then nothing was applied).
 
 Create the pool first (`airflow pools set blink_applies 4 "Blink schema applies"`): a task in a
-pool that does not exist is never scheduled. Keep the records (the Variable
+pool that does not exist is never scheduled (`make airflow-ui` and `make demo` create it, and the
+fleet's tables in the sandbox). Keep the records (the Variable
 `blink_schema_records`) on a folder every worker shares or on object storage
 (`s3://aws_conn_id@bucket/blink/records`): under an executor of several machines a worker-local
 location is refused. See the docs' "Fleets of tables".

@@ -25,6 +25,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 MIGRATION = "blink_table_schema_migration"
 SYNC = "blink_connection_types_nightly_sync"
+FLEET = "blink_schema_fleet"
 
 
 class DemoFailed(Exception):
@@ -194,6 +195,25 @@ def main() -> int:
                     say(f"    {line}")
         else:
             say(f"- Skipping {MIGRATION}: set BLINK_WS_ID and BLINK_TABLE to migrate a table of your tenant")
+
+        if sandbox is not None:  # the fleet example as it ships: its tables, made as a user would, and its pool
+            for path in sorted((HERE / "blink_schema_fleet").glob("*/*.json")):
+                sandbox.create_table(path.parent.name, path.stem, json.loads(path.read_text()))
+            run(
+                "Creating the fleet's pool",
+                [*airflow, "pools", "set", "blink_applies", "4", "Blink applies"],
+                env,
+                logs / "pool.log",
+            )
+            log = logs / f"{FLEET}.log"
+            run(
+                f"The fleet example: a plan per table, one review, an apply per table ({FLEET})",
+                [*airflow, "dags", "test", FLEET, "--mark-success-pattern", "review"],
+                env,
+                log,
+            )
+            fleet = next((line for line in log.read_text().splitlines() if "Fleet of " in line), "")
+            say(f"    {fleet[fleet.index('Fleet of ') :] if fleet else 'no fleet summary: see ' + str(log)}")
 
         run(
             f"Catalogue sync for {days[0]} ({SYNC})",

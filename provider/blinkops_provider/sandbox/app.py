@@ -10,7 +10,6 @@ from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader
-from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from blinkops_provider import API_PREFIX, DEFAULT_HEADER, __version__
@@ -21,6 +20,7 @@ from blinkops_provider.sandbox.blink_models import (
     FieldUpdate,
     TableField,
     TableList,
+    declared_fields,
     errors_text,
 )
 from blinkops_provider.sandbox.faults import FaultConfig, FaultInjector, RequestLog
@@ -117,26 +117,6 @@ class ApiGate:
                 scope = {**scope, "path": raw.decode("latin-1").split("?", 1)[0]}
             scope = {**scope, "headers": _as_json(scope["headers"])}
         await self.app(scope, receive, send)
-
-
-def _declared_fields(entries: list[Any]) -> list[dict[str, Any]]:
-    """A new table's fields from ``{"field", "type", "display_name", "attributes"}`` entries.
-
-    :raises ApiError: 400 naming the first wrong entry.
-    """
-    fields: list[dict[str, Any]] = []
-    for position, entry in enumerate(entries, start=1):
-        name = entry.get("field") if isinstance(entry, dict) else None
-        if not isinstance(name, str) or not name.strip() or any(f["name"] == name for f in fields):
-            raise ApiError(400, "invalid fields", f"entry {position}: a 'field' name, given once, is required")
-        try:
-            body = FieldUpdate.model_validate({k: v for k, v in entry.items() if k != "field"})
-        except ValidationError as err:
-            raise ApiError(400, "invalid fields", f"entry {position} ({name!r}): {errors_text(err.errors())}") from None
-        if body.type is None or not body.display_name:
-            raise ApiError(400, "invalid fields", f"entry {position} ({name!r}): type and display_name are required")
-        fields.append({"attributes": {}, **body.model_dump(mode="json", exclude_none=True), "name": name})
-    return fields
 
 
 def _openapi_without_422(app: FastAPI) -> dict[str, Any]:
@@ -311,7 +291,10 @@ def _admin_router(sandbox: Served) -> APIRouter:
         entries = declared.get("fields")
         if not isinstance(entries, list) or not entries:
             raise ApiError(400, 'give the table\'s fields: {"fields": [{"field", "type", "display_name"}, ...]}')
-        fields = _declared_fields(entries)
+        try:
+            fields = declared_fields(entries)
+        except ValueError as err:
+            raise ApiError(400, "invalid fields", str(err)) from None
         try:
             sandbox.store.add_table(unquote(ws_id), unquote(table), fields)
         except StoreError as err:

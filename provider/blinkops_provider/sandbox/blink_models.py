@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 USER_FIELD_TYPES = (
     "text",
@@ -272,3 +272,25 @@ def errors_text(errors: list[Any]) -> str:
         message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
         parts.append(f"{where}: {message}" if where else message)
     return "; ".join(parts)
+
+
+def declared_fields(entries: list[Any]) -> list[dict[str, Any]]:
+    """A new table's fields from declared-schema entries (``{"field", "type", "display_name",
+    "attributes"}``), as Blink's UI would make them.
+
+    :raises ValueError: naming the first wrong entry.
+    """
+    fields: list[dict[str, Any]] = []
+    for position, entry in enumerate(entries, start=1):
+        name = entry.get("field") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not name.strip() or any(f["name"] == name for f in fields):
+            raise ValueError(f"entry {position}: a 'field' name, given once, is required")
+        try:
+            body = FieldUpdate.model_validate({k: v for k, v in entry.items() if k != "field"})
+        except ValidationError as err:
+            raise ValueError(f"entry {position} ({name!r}): {errors_text(err.errors())}") from None
+        if body.type is None or not body.display_name:
+            raise ValueError(f"entry {position} ({name!r}): type and display_name are required")
+        fields.append({"attributes": {}, **body.model_dump(mode="json", exclude_none=True), "name": name})
+    return fields
+

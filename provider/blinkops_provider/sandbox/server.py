@@ -109,6 +109,16 @@ class BlinkSandbox:
 
     # -- state ----------------------------------------------------------------------------
 
+    def create_table(self, ws_id: str, table: str, declared: dict[str, Any]) -> None:
+        """A table with its fields, declared as a schema is (``{"fields": [{"field", "type",
+        "display_name", "attributes"}]}``), as ``blink-sandbox create-table`` makes one.
+
+        :raises ValueError: a wrong entry, named. :raises StoreError: the table exists already.
+        """
+        from blinkops_provider.sandbox.blink_models import declared_fields
+
+        self.store.add_table(ws_id, table, declared_fields(declared.get("fields") or []))
+
     def reset(self) -> None:
         """Back to the seed data (the demo workspace and the generated catalogue)."""
         self.store.reset(self.connection_types, self.seed)
