@@ -213,7 +213,8 @@ def main() -> int:
                 log,
             )
             fleet = next((line for line in log.read_text().splitlines() if "Fleet of " in line), "")
-            say(f"    {fleet[fleet.index('Fleet of ') :] if fleet else 'no fleet summary: see ' + str(log)}")
+            summary = fleet[fleet.index("Fleet of ") :].split(" [airflow")[0] if fleet else f"no summary: see {log}"
+            say(f"    {summary}")
 
         run(
             f"Catalogue sync for {days[0]} ({SYNC})",
