@@ -72,13 +72,19 @@ def test_bad_snapshots(previous: list | None, current: list, message: str) -> No
 
 def test_previous_snapshot_is_the_latest_older_dated_file(tmp_path: Path) -> None:
     folder = tmp_path / "connection_types"
-    assert previous_snapshot(folder / "2026-11-22.json") is None
+    assert previous_snapshot(folder / "2026-11-22T000000Z__r.json") is None
     folder.mkdir()
-    for name in ["2026-11-19.json", "2026-11-21.json", "2026-11-21.diff.json", "2026-11-23.json", "notes.json"]:
+    for name in [
+        "2026-11-19T000000Z__r.json",
+        "2026-11-21T000000Z__r.json",
+        "2026-11-21T000000Z__r.diff.json",
+        "2026-11-23T000000Z__r.json",
+        "notes.json",
+    ]:
         (folder / name).write_text("[]")
-    assert previous_snapshot(folder / "2026-11-22.json") == folder / "2026-11-21.json"
-    assert previous_snapshot(str(folder / "2026-11-22.json")).name == "2026-11-21.json"
-    assert previous_snapshot(folder / "2026-11-19.json") is None
+    assert previous_snapshot(folder / "2026-11-22T000000Z__r.json") == folder / "2026-11-21T000000Z__r.json"
+    assert previous_snapshot(str(folder / "2026-11-22T000000Z__r.json")).name == "2026-11-21T000000Z__r.json"
+    assert previous_snapshot(folder / "2026-11-19T000000Z__r.json") is None
 
 
 def test_read_snapshot(tmp_path: Path) -> None:
@@ -149,14 +155,14 @@ def test_each_run_compares_with_the_latest_earlier_look_and_a_rerun_compares_the
     folder = tmp_path / "connection_types"
     folder.mkdir()
     legacy, night, noon = (
-        "2026-11-20.json",
+        "2026-11-20T000000Z__scheduled__z.json",
         "2026-11-21T000000Z__scheduled__a.json",
         "2026-11-21T120000Z__manual__b.json",
     )
     for name in (legacy, night, noon, "2026-11-21T000000Z__scheduled__a.diff.json"):
         (folder / name).write_text("[]")
     assert previous_snapshot(folder / noon) == folder / night  # the same day's earlier look
-    assert previous_snapshot(folder / night) == folder / legacy  # a snapshot named before 0.2 still counts
+    assert previous_snapshot(folder / night) == folder / legacy  # the day before's
     (folder / night).write_text('[{"id": "a"}]')  # a retry of the night run rewrites its own file
     assert previous_snapshot(folder / night) == folder / legacy
     assert previous_snapshot(folder / noon) == folder / night
@@ -190,20 +196,25 @@ def test_snapshots_on_a_workers_own_temporary_disk_are_refused_under_an_executor
 
     folder = tmp_path / "connection_types"
     folder.mkdir()
-    (folder / "2026-11-21.json").write_text("[]")
+    (folder / "2026-11-21T000000Z__r.json").write_text("[]")
     if refused:
         with pytest.raises(
             BlinkConfigurationError, match=r"own temporary disk.*blink_snapshot_root.*s3://aws_default@"
         ):
-            previous_snapshot(folder / "2026-11-22.json", executor=executor)
+            previous_snapshot(folder / "2026-11-22T000000Z__r.json", executor=executor)
     else:
-        assert previous_snapshot(folder / "2026-11-22.json", executor=executor) == folder / "2026-11-21.json"
+        assert (
+            previous_snapshot(folder / "2026-11-22T000000Z__r.json", executor=executor)
+            == folder / "2026-11-21T000000Z__r.json"
+        )
 
 
 def test_shared_snapshots_are_compared_under_any_executor() -> None:
     """A folder that is not a worker's scratch disk (a shared mount, say) is compared as before."""
     shared = Path("/srv-blink-test-shared")  # not under /tmp, /var/tmp, /dev/shm or the temp dir
-    assert previous_snapshot(shared / "connection_types" / "2026-11-22.json", executor="CeleryExecutor") is None
+    assert (
+        previous_snapshot(shared / "connection_types" / "2026-11-22T000000Z__r.json", executor="CeleryExecutor") is None
+    )
 
 
 # -- what a person reads is what there is (#43 items 11 and 12) ------------------------------------------

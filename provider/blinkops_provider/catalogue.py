@@ -31,8 +31,8 @@ __all__ = [
     "snapshot_name",
 ]
 
-_SNAPSHOT_NAME = re.compile(r"^(?!.*\.diff\.json$)\d{4}-\d{2}-\d{2}(T\d{6}(\d{6})?Z__[A-Za-z0-9%._-]+)?\.json$")
-"""A snapshot's file name: :func:`snapshot_name`'s, or ``YYYY-MM-DD.json`` (before 0.2)."""
+_SNAPSHOT_NAME = re.compile(r"^(?!.*\.diff\.json$)\d{4}-\d{2}-\d{2}T\d{6}(\d{6})?Z__[A-Za-z0-9%._-]+\.json$")
+"""A snapshot's file name, as :func:`snapshot_name` makes it."""
 
 XCOM_IDS = 100
 """The most ids of each kind (added, removed, changed) that :meth:`CatalogueDiff.to_xcom` keeps."""

@@ -76,14 +76,6 @@ def record_location(record_path: str | os.PathLike[str], ws_id: str, table: str)
     return location
 
 
-def _canonical(blink: Any) -> Any:
-    """A recorded Blink in canonical form (records before 0.2 hold the Base URL as it was spelt)."""
-    try:
-        return blink_host(blink) if isinstance(blink, str) else blink
-    except ValueError:
-        return blink
-
-
 def check_shared(location: str, executor: str | None = None) -> None:
     """Refuse a record location on a worker's own temporary disk (``/tmp``, ``/var/tmp``,
     ``/dev/shm``, the temp dir) when the executor runs tasks on several machines: each worker
@@ -156,7 +148,7 @@ class SchemaRecord:
                 f"{where} is not a schema record written by this provider (format {RECORD_FORMAT!r}); "
                 "give record_path a file of its own"
             )
-        self._check_owner((_canonical(data.get("blink")), data.get("ws_id"), data.get("table")), where)
+        self._check_owner((data.get("blink"), data.get("ws_id"), data.get("table")), where)
         return dict(data)
 
     def _check_owner(self, owner: tuple[Any, Any, Any], where: str) -> None:

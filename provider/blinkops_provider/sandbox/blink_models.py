@@ -293,4 +293,3 @@ def declared_fields(entries: list[Any]) -> list[dict[str, Any]]:
             raise ValueError(f"entry {position} ({name!r}): type and display_name are required")
         fields.append({"attributes": {}, **body.model_dump(mode="json", exclude_none=True), "name": name})
     return fields
-
