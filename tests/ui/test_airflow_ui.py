@@ -15,8 +15,6 @@ from typing import Any
 
 import pytest
 import requests
-from selenium.webdriver.common.by import By
-
 from blinkops_provider.sandbox import BlinkSandbox
 from tests.conftest import EXAMPLE_DAGS
 
@@ -239,6 +237,7 @@ def a_partly_applied_migration_is_announced(
     """An approved plan with one refused type change: the run fails, and the table's asset still
     gets an event naming the fields that did change (the announce teardown), in the REST API and
     on the asset's page."""
+    from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     from tests.ui.conftest import SHOTS
