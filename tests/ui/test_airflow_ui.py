@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import requests
+
 from blinkops_provider.sandbox import BlinkSandbox
 from tests.conftest import EXAMPLE_DAGS
 
@@ -237,7 +238,6 @@ def a_partly_applied_migration_is_announced(
     """An approved plan with one refused type change: the run fails, and the table's asset still
     gets an event naming the fields that did change (the announce teardown), in the REST API and
     on the asset's page."""
-    from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     from tests.ui.conftest import SHOTS
@@ -279,6 +279,7 @@ def the_printed_change_queues_the_event_driven_sync(
 def in_the_browser(browser: Any, url: str, api: requests.Session, driver: subprocess.Popen[str], log: Path) -> None:
     """What a person sees (screenshots in build/ui-test/): blink_default under Admin -> Connections,
     and the event-driven sync's diff naming the type the printed command added."""
+    from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     from tests.ui.conftest import SHOTS
