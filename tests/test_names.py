@@ -83,14 +83,6 @@ def test_ipv6_hosts_keep_their_brackets_everywhere() -> None:
     assert urlsplit(f"blink://{asset_host('http://[::1]')}/x").hostname == "::1"  # a parseable namespace
 
 
-def test_a_record_of_an_earlier_version_names_its_blink_by_base_url_and_is_still_read(tmp_path: Path) -> None:
-    record = tmp_path / "r.json"
-    SchemaRecord(record, blink="https://blink.adv3", ws_id="ws-1", table="Incidents").write({"a": {}}, now=NOW)
-    text = record.read_text().replace('"blink": "blink.adv3"', '"blink": "https://blink.adv3/api/v1"')
-    record.write_text(text)
-    assert SchemaRecord(record, blink="https://Blink.ADV3:443", ws_id="ws-1", table="Incidents").read()[0]
-
-
 # -- a workspace or table name ------------------------------------------------------------------
 
 SAME_URI = [
