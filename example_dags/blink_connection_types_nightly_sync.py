@@ -12,12 +12,9 @@ announces the counts on the asset `blink://<host>/connection_types` for downstre
 machines), `name_like` (an RQL `$like` pattern), or `snapshot`'s `filter` and `select`.
 
 **Event-driven** (Airflow 3.0+): `blink_connection_types_on_change`, the same sync run by an
-`AssetWatcher` whose trigger polls the catalogue every 5 minutes (it needs a triggerer), and once
-a day. Its daily run starts as soon as it is unpaused: that run takes the baseline, so the first
-change after unpausing shows in its diff as added, removed or changed.
+`AssetWatcher` whose trigger polls the catalogue every 5 minutes (it needs a triggerer), and daily
+from its unpausing: that first run takes the baseline, so the first change then shows in a diff.
 """
-
-from __future__ import annotations
 
 import os
 from typing import Any
@@ -31,7 +28,7 @@ from blinkops_provider.operators.connection_types import ConnectionTypesToXComOp
 from blinkops_provider.triggers import BlinkCatalogueChangeTrigger
 
 try:  # Airflow 3.0+: event-driven scheduling
-    from airflow.sdk import AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable
+    from airflow.sdk import AssetWatcher
 except ImportError:  # Airflow 2.11: only the nightly DAG
     AssetWatcher = None
 
@@ -93,6 +90,11 @@ def catalogue_sync(dag_id: str, schedule: Any, doc_md: str | None) -> DAG:
 dag = catalogue_sync("blink_connection_types_nightly_sync", "@daily", __doc__)
 
 if AssetWatcher is not None:
+    try:  # the Task SDK's timetables (Airflow 3.2+), else the core's (3.0, 3.1)
+        from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable
+    except ImportError:
+        from airflow.timetables.assets import AssetOrTimeSchedule
+        from airflow.timetables.trigger import CronTriggerTimetable
     # [START howto_trigger_catalogue_change]
     CATALOGUE_CHANGES = Asset(
         name="blink_catalogue_changes",

@@ -106,3 +106,10 @@ def test_tests_reach_the_package_through_public_modules_only() -> None:
                 if module_private or names:
                     private.append(f"{path.name}: from {node.module} import {', '.join(a.name for a in node.names)}")
     assert private == []
+
+
+def test_the_nightly_sync_example_stays_a_few_lines_that_call_the_provider() -> None:
+    """#41: at most 110 lines; the diff, prune and announce are ``record_catalogue_diff``'s."""
+    example = PACKAGE.parents[1] / "example_dags" / "blink_connection_types_nightly_sync.py"
+    assert lines(example) <= 110
+    assert "record_catalogue_diff(" in example.read_text()
