@@ -21,6 +21,7 @@ __all__ = [
     "MAX_LOCK_WAIT",
     "MAX_NESTING",
     "SHOWN_VALUE_CHARS",
+    "RepeatedMember",
     "Timeout",
     "as_bool",
     "as_timeout",
@@ -34,6 +35,7 @@ __all__ = [
     "describe_errors",
     "parse_json_object",
     "path_segment",
+    "unique_members",
     "validate_input",
 ]
 
@@ -100,6 +102,24 @@ def path_segment(value: object, what: str) -> str:
         return segment(value, what)
     except ValueError as err:
         raise BlinkInputError(str(err)) from None
+
+
+class RepeatedMember(ValueError):
+    """A JSON object names a member twice (its name is the argument)."""
+
+
+def unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s ``object_pairs_hook`` for user input: an object whose members are all named
+    once (``json.loads`` alone keeps only the last, silently).
+
+    :raises RepeatedMember: a member named twice.
+    """
+    members: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in members:
+            raise RepeatedMember(name)
+        members[name] = value
+    return members
 
 
 def check_concurrency(value: Any) -> None:

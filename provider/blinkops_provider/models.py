@@ -31,7 +31,7 @@ from pydantic import (
 )
 
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.inputs import describe_errors
+from blinkops_provider.inputs import RepeatedMember, describe_errors, unique_members
 from blinkops_provider.names import segment
 
 __all__ = [
@@ -428,20 +428,6 @@ class ErrorWrapper(_ResponseModel):
     user_error: Any = None
 
 
-class _RepeatedMember(ValueError):
-    pass
-
-
-def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose members are all named once (``json.loads`` keeps only the last)."""
-    members: dict[str, Any] = {}
-    for name, value in pairs:
-        if name in members:
-            raise _RepeatedMember(name)
-        members[name] = value
-    return members
-
-
 class FieldBatch(list[tuple[str, FieldUpdate]]):
     """A checked batch of field updates, ``(field name, update)`` pairs in the declared order:
     what :func:`validate_field_updates` returns. Given one again, it returns it as it is (each
@@ -494,8 +480,8 @@ def _field_entries(updates: Any) -> list[Any]:
     from a mapping whose values are not objects; JSON text is read first."""
     if isinstance(updates, str):
         try:
-            updates = json.loads(updates, object_pairs_hook=_unique_members)
-        except _RepeatedMember as err:
+            updates = json.loads(updates, object_pairs_hook=unique_members)
+        except RepeatedMember as err:
             raise BlinkInputError(
                 f"the field updates' JSON names {err.args[0]!r} twice in one object; JSON keeps only the last, "
                 "so declare each field (and each member) once"

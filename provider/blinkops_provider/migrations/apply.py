@@ -28,7 +28,7 @@ from blinkops_provider.exceptions import (
     BlinkReadUnavailableError,
 )
 from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook
-from blinkops_provider.inputs import check_concurrency, check_flag
+from blinkops_provider.inputs import RepeatedMember, check_concurrency, check_flag, unique_members
 from blinkops_provider.migrations.fleet import check_let_through
 from blinkops_provider.migrations.lock import Holder, TableLock
 from blinkops_provider.migrations.plan import REFUSED, UNCHANGED, SchemaPlan, make_plan
@@ -37,8 +37,6 @@ from blinkops_provider.models import (
     FieldBatch,
     FieldUpdate,
     TableField,
-    _RepeatedMember,
-    _unique_members,
     validate_field_updates,
 )
 from blinkops_provider.names import segment
@@ -111,12 +109,12 @@ def declared_schema(value: Any, *, source: str) -> list[dict[str, Any]]:
 def _schema_json(text: str | bytes, source: str) -> Any:
     """A declared schema's JSON text, read with each object's members named once."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_members)
+        return json.loads(text, object_pairs_hook=unique_members)
     except json.JSONDecodeError as err:
         raise BlinkInputError(
             f"{source} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
         ) from None
-    except _RepeatedMember as err:
+    except RepeatedMember as err:
         raise BlinkInputError(f"{source} names {err.args[0]!r} twice in one object; name it once") from None
     except RecursionError:
         raise BlinkInputError(f"{source} nests too deeply to read") from None
