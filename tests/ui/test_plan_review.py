@@ -216,6 +216,25 @@ def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
             command = [sys.executable, "-m", "airflow", "dags", "test", FLEET, "-c", conf]
             return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
 
+    def answered(name: str, schemas: dict[str, list[dict[str, Any]]], choice: str, look: Any = None) -> dict[str, Any]:
+        """A fleet run whose one review is answered ``choice`` in the browser (``look`` reads the
+        review first); the run ends not green either way here (a refused table, or a rejection)."""
+        log = tmp_path / f"{name}.log"
+        run = fleet_run(name, schemas, "changes")
+        try:
+            review = waiting_review(airflow_ui, run, log, dag_id=FLEET)
+            ti = review["task_instance"]
+            browser.get(f"{airflow_ui.url}/dags/{FLEET}/runs/{ti['dag_run_id']}/tasks/review/required_actions")
+            if look is not None:
+                look(review)
+            press(browser, choice)
+            assert run.wait(timeout=300) != 0
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+        return review
+
     # 1. Every field is as Blink holds it and nothing is risky: policy "risky" asks no one.
     assert fleet_run("first", first, "risky").wait(timeout=600) == 0, (tmp_path / "first.log").read_text()[-3000:]
     assert len([r for r in sandbox.requests if r["method"] == "PUT" and "/ws-ui/" in r["path"]]) == 4
@@ -228,48 +247,30 @@ def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
         "Catalog": first["Catalog"],
         "Devices": [*first["Devices"], owner],
     }
-    log = tmp_path / "second.log"
-    run = fleet_run("second", second, "changes")
-    try:
-        review = waiting_review(airflow_ui, run, log, dag_id=FLEET)
+
+    def look(review: dict[str, Any]) -> None:
         body = review["body"]
         assert body.startswith("Fleet review: 4 tables, 3 to change (2 with refused or destructive changes")
         order = [body.index(f"- ws-ui/{table}") for table in ("Access", "Billing", "Devices")]
         assert order == sorted(order), body  # refused, then destructive, then the others
         assert "Nothing to change in: ws-ui/Catalog" in body
         assert len(ui_reviews(airflow_ui, FLEET)) == 1  # one review for the whole fleet
-        ti = review["task_instance"]
-        browser.get(f"{airflow_ui.url}/dags/{FLEET}/runs/{ti['dag_run_id']}/tasks/review/required_actions")
         button(browser, "Approve")
         waiting(browser).until(lambda driver: "Fleet review" in driver.page_source, "the fleet's review is not shown")
         page = browser.page_source
         assert page.index("ws-ui/Access") < page.index("ws-ui/Billing") < page.index("ws-ui/Devices")
         SHOTS.mkdir(parents=True, exist_ok=True)
         browser.save_screenshot(str(SHOTS / "fleet-review.png"))
-        press(browser, "Approve")
-        assert run.wait(timeout=300) != 0  # Access's refused type change fails its apply, and the summary the run
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
-    text = log.read_text()
+
+    answered("second", second, "Approve", look)  # Access's refused type change fails its apply, so the run
+    text = (tmp_path / "second.log").read_text()
     assert "Fleet of 4 tables: 2 applied, 1 unchanged, 1 failed, 0 stale" in text, text[-3000:]
 
     # 3. The same change rejected in the browser (#44 item 1): nothing is applied, every table is
     #    listed as rejected (none as failed), and the run is red, saying so.
     puts = len([r for r in sandbox.requests if r["method"] == "PUT"])
-    log = tmp_path / "third.log"
-    run = fleet_run("third", second, "changes")
-    try:
-        review = waiting_review(airflow_ui, run, log, dag_id=FLEET)
-        ti = review["task_instance"]
-        browser.get(f"{airflow_ui.url}/dags/{FLEET}/runs/{ti['dag_run_id']}/tasks/review/required_actions")
-        press(browser, "Reject")
-        assert run.wait(timeout=300) != 0
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
+    review = answered("third", second, "Reject")
+    ti, log = review["task_instance"], tmp_path / "third.log"
     text = log.read_text()
     assert "Fleet of 4 tables: rejected in review: nothing was applied." in text, text[-3000:]
     assert "Rejected: ws-ui/Access, ws-ui/Billing, ws-ui/Catalog, ws-ui/Devices" in text
