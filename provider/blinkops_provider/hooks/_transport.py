@@ -203,8 +203,7 @@ class Transport:
             )
         if answer.status >= 400:
             error = error_from_response(answer, method=method, path=path, scrub=self.scrub, subject=subject)
-            error.hint = self.advice(answer.status)
-            raise error.restated(error.message)  # (its text made again, with the advice)
+            raise error.restated(error.message, hint=self.advice(answer.status))
         return answer
 
     def advice(self, status: int | None) -> str | None:
