@@ -50,14 +50,19 @@ def up(url: str) -> bool:
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
-    """Stop ``airflow standalone`` and everything it started (its own process group)."""
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
+    """Stop ``airflow standalone`` and everything it started (its own process group): SIGTERM,
+    then SIGKILL after 60 s. Every wait is bounded."""
+    for sig, grace in ((signal.SIGTERM, 60), (signal.SIGKILL, 10)):
+        if process.poll() is not None:
+            return
         try:
-            process.wait(timeout=60)
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=grace)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            say(f"- airflow standalone did not stop within {grace} s of signal {sig.name}")
 
 
 def start_sandbox(home: Path) -> Any:
@@ -177,8 +182,11 @@ def main() -> int:
         env.pop("AIRFLOW_CONN_BLINK_DEFAULT", None)
         store_connection(env, conn)
     log = home / "standalone.log"
+    # Ctrl-C (SIGINT) and SIGTERM are recorded, never raised: an exception thrown into any line
+    # (say, inside Popen's own bookkeeping) could leave the stop below waiting for ever.
     stopping: list[int] = []
-    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stopping.append(signum))
     with log.open("ab") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "airflow", "standalone"],
@@ -191,7 +199,9 @@ def main() -> int:
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while not up(url):
-            if process.poll() is not None or time.monotonic() > deadline or stopping:
+            if stopping:
+                return 0
+            if process.poll() is not None or time.monotonic() > deadline:
                 say(f"Airflow did not come up (exit {process.poll()}); the end of {log}:")
                 say(log.read_text(errors="replace")[-3000:])
                 return 1
@@ -199,7 +209,7 @@ def main() -> int:
         passwords = home / "simple_auth_manager_passwords.json.generated"
         login = "user admin, password in " + str(passwords)
         deadline = time.monotonic() + 60
-        while not passwords.exists() and time.monotonic() < deadline:
+        while not passwords.exists() and time.monotonic() < deadline and not stopping:
             time.sleep(0.5)
         if passwords.exists():
             login = f"user admin, password {json.loads(passwords.read_text()).get('admin')}"
@@ -227,8 +237,6 @@ def main() -> int:
         while process.poll() is None and not stopping:
             time.sleep(0.5)
         return 0 if stopping or process.returncode in (0, None) else 1
-    except KeyboardInterrupt:
-        return 0
     finally:
         say("- Stopping Airflow ...")
         stop(process)

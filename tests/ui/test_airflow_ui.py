@@ -47,6 +47,7 @@ def test_make_airflow_ui_serves_the_examples_and_the_trigger_runs_the_sync_on_a_
             "BLINK_BASE_URL": sandbox.url,
             "BLINK_API_KEY": sandbox.api_key,
             "BLINK_CATALOGUE_POLL_SECONDS": str(POLL),
+            "PYTHONFAULTHANDLER": "1",  # see stop_driver
         }
         for name in [name for name in env if name.startswith("AIRFLOW__") or name.startswith("AIRFLOW_CONN_")]:
             env.pop(name)
@@ -101,12 +102,7 @@ def test_make_airflow_ui_serves_the_examples_and_the_trigger_runs_the_sync_on_a_
             assert baseline["state"] == "success"
             print(f"the change was seen and a run queued {seen:.1f} s after it (polls every {POLL} s)")
         finally:
-            if driver.poll() is None:
-                driver.send_signal(signal.SIGINT)
-            code = driver.wait(timeout=120)
-        printed_out = out.read_text()
-        assert code == 0, printed_out[-3000:]
-        assert printed_out.rstrip().endswith("- Stopped")
+            stop_driver(driver, out)
 
 
 EXAMPLES = ("blink_table_schema_migration", "blink_schema_fleet", "blink_connection_types_nightly_sync", ON_CHANGE)
@@ -144,7 +140,12 @@ def unpause_and_take_the_baseline(
 
 def start_driver(home: Path, out: Path) -> tuple[subprocess.Popen[str], str, requests.Session]:
     """``make airflow-ui`` with its own sandbox (no tenant): the driver, the URL, a logged-in API session."""
-    env = {**os.environ, "AIRFLOW_HOME": str(home), "BLINK_CATALOGUE_POLL_SECONDS": str(POLL)}
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "BLINK_CATALOGUE_POLL_SECONDS": str(POLL),
+        "PYTHONFAULTHANDLER": "1",
+    }
     for name in [n for n in env if n.startswith(("AIRFLOW__", "AIRFLOW_CONN_", "BLINK_BASE", "BLINK_API"))]:
         env.pop(name)
     with out.open("w") as printed:
@@ -166,10 +167,20 @@ def start_driver(home: Path, out: Path) -> tuple[subprocess.Popen[str], str, req
     return driver, url, api
 
 
-def stop_driver(driver: subprocess.Popen[str]) -> None:
+def stop_driver(driver: subprocess.Popen[str], out: Path) -> None:
+    """Ctrl-C, as a person stops ``make airflow-ui``: it exits 0 within two minutes, saying so.
+    If it does not, SIGABRT makes its fault handler print every thread's stack into ``out``."""
     if driver.poll() is None:
         driver.send_signal(signal.SIGINT)
-    assert driver.wait(timeout=120) == 0
+    try:
+        code = driver.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        driver.send_signal(signal.SIGABRT)
+        driver.wait(timeout=30)
+        raise AssertionError(f"the driver did not stop within 120 s of Ctrl-C:\n{out.read_text()[-6000:]}") from None
+    printed = out.read_text()
+    assert code == 0, printed[-3000:]
+    assert printed.rstrip().endswith("- Stopped"), printed[-3000:]
 
 
 MIGRATION = "blink_table_schema_migration"
@@ -345,5 +356,5 @@ def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_
                 in_the_browser(browser, url, api, driver, log)
                 a_partly_applied_migration_is_announced(url, api, schema, browser, driver, log)
         finally:
-            stop_driver(driver)
+            stop_driver(driver, out)
     assert sandboxes[0] == sandboxes[1]  # the same port, every start
