@@ -11,6 +11,7 @@ import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkResponseError
 from blinkops_provider.rql import sort_items
+from blinkops_provider.walk import KEPT_IDS
 from tests.fake_listing import FakeListing
 from tests.sandbox.reference import evaluate
 
@@ -169,6 +170,23 @@ def test_a_server_that_ignores_the_position_with_a_user_filter_is_an_error(hook:
     with pytest.raises(BlinkApiError, match=r"does not honour RQL conditions .* the filter cannot be trusted"):
         walk_ids(hook, listing, page_size=10, filter={"oauth": True})
     assert len(listing.requests) == 2
+
+
+def test_past_kept_ids_the_walk_keeps_none_and_a_later_fallback_is_an_error(hook: Any) -> None:
+    """A walk by id keeps at most KEPT_IDS ids (its memory stays flat); a server that stops
+    honouring the condition after that fails, naming why, instead of risking doubles."""
+    size = KEPT_IDS + 2000
+    listing = FakeListing(catalogue(size))
+    pages = -(-KEPT_IDS // 1000) + 1  # the first page past KEPT_IDS, the last by id
+    listing.before_request[pages + 1] = lambda items: setattr(listing, "ignore_position", True)
+    with pytest.raises(BlinkApiError, match=f"after {pages * 1000:,} connection types .* up to {KEPT_IDS:,}"):
+        walk_ids(hook, listing, page_size=1000)
+    assert len(listing.requests) == pages + 1  # nothing by offset
+
+
+def test_a_walk_by_id_past_kept_ids_returns_every_type_once(hook: Any) -> None:
+    listing = FakeListing(catalogue(KEPT_IDS + 1500))
+    assert walk_ids(hook, listing, page_size=1000) == [item["id"] for item in catalogue(KEPT_IDS + 1500)]
 
 
 def test_a_server_that_moves_the_offset_is_an_error(hook: Any) -> None:

@@ -10,6 +10,9 @@ refuses the condition, or sends a page not after the last id or not in id order)
 ``limit``/``offset`` pages from where the walk is, with one warning. Each page is put in id order,
 the ids already returned (kept in a set: the catalogue is small) are dropped, and the count is
 checked against ``total`` at the end. With a user filter, a server seen to ignore the condition fails instead.
+The set holds at most :data:`KEPT_IDS` ids: a walk by id past that many keeps none (its memory
+stays flat however large the catalogue), and a server that stops honouring the condition after
+that fails instead of risking doubles.
 
 **Every page is checked** before it is yielded: the envelope, the offset and limit answered, ids
 unique, order and position, and the end (docs/operators/connection_types.md lists the checks).
@@ -28,9 +31,10 @@ from blinkops_provider.exceptions import BlinkApiError, BlinkBadRequestError, Bl
 from blinkops_provider.hooks._responses import Answer, parse_json
 from blinkops_provider.rql import KEY, MAX_Q_CHARS, RQLQuery, encoded_length, sort_items, sort_value
 
-__all__ = ["KEY", "KEYSET", "OFFSET", "CataloguePage", "CatalogueWalk"]
+__all__ = ["KEPT_IDS", "KEY", "KEYSET", "OFFSET", "CataloguePage", "CatalogueWalk"]
 
 KEYSET, OFFSET = "keyset", "offset"
+KEPT_IDS = 50_000  # ids kept for an offset fallback (Blink's catalogue has a few hundred types)
 PATH = "/connection_types"
 
 
@@ -154,7 +158,8 @@ class CatalogueWalk:
     returned: int = field(init=False, default=0)
     left: int | None = field(init=False, default=None)  # what the server said it still had
     requests: int = field(init=False, default=0)
-    seen: set[Any] = field(init=False, default_factory=set)  # every id returned (the catalogue is small)
+    seen: set[Any] = field(init=False, default_factory=set)  # every id returned, while at most KEPT_IDS
+    forgot: bool = field(init=False, default=False)  # more than KEPT_IDS returned by id: none kept
 
     def __post_init__(self) -> None:
         self.served = self.page_size
@@ -208,6 +213,12 @@ class CatalogueWalk:
             raise _error(
                 f"the server does not honour RQL conditions ({reason}), so the filter cannot be "
                 "trusted either; walk without a filter, or ask Blink which members it filters on"
+            )
+        if self.forgot:
+            kept = f"the walk keeps the ids it returned only up to {KEPT_IDS:,}, so it cannot go on by offset"
+            raise _error(
+                f"the server stopped honouring the id condition after {self.returned:,} connection types "
+                f"({reason}); {kept} without risking doubles; run the task again"
             )
         self.log.warning(_FALLING_BACK, reason)
         self.mode, self.offset, self.left = OFFSET, self.returned, None
@@ -276,7 +287,10 @@ class CatalogueWalk:
         """The page's new items, in id order after the last id returned (by offset: sorted and cut)."""
         if self.mode == KEYSET:
             _rising(ids, self.last, number)
-            self.seen.update(ids)
+            if not self.forgot:
+                self.seen.update(ids)
+                self.forgot = len(self.seen) > KEPT_IDS
+                self.seen = set() if self.forgot else self.seen  # memory flat past KEPT_IDS
             return items
         order = sorted(range(len(ids)), key=lambda n: sort_value(ids[n]))
         fresh = [n for n in order if ids[n] not in self.seen]  # exactly the ids not yet returned
