@@ -386,19 +386,20 @@ class PushingTI:
         self.pushed[key] = value
 
 
-def test_a_schema_batch_rate_limited_to_the_end_carries_blinks_retry_after(blink_conn: None) -> None:
+def test_a_schema_batch_rate_limited_to_the_end_carries_blinks_retry_after(make_hook: Any, sleeps: Any) -> None:
     from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 
     fields = [{"field": f"f{i}", "type": "text", "display_name": f"F{i}"} for i in range(3)]
-    op = UpdateTableFieldsOperator(
-        replace=True, task_id="apply", ws_id="ws-1", table="t", fields=fields, hook_params={"retry_limit": 1}
-    )
+    op = UpdateTableFieldsOperator(replace=True, task_id="apply", ws_id="ws-1", table="t", fields=fields)
+    op.hook = make_hook(retry_limit=1)  # its waits recorded, not slept
     with rm.Mocker() as m:
         m.put(rm.ANY, status_code=429, headers={"Retry-After": "45"}, json={"message": "slow down"})
         with pytest.raises(BlinkTransientError) as caught:
             op.execute({"ti": PushingTI()})
     assert (caught.value.status, caught.value.retry_after) == (429, 45.0)
     assert "3 of 3 field(s) not applied" in str(caught.value)
+    # one attempt each; a field not yet sent waits out Blink's pause (recorded, not slept), nothing else
+    assert m.call_count == 3 and set(sleeps) <= {45.0}
 
 
 @pytest.mark.parametrize("fields", ["[]", [], "  [] "])

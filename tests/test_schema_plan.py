@@ -711,24 +711,21 @@ def test_a_stale_apply_pushes_its_outcome_with_why_and_sends_nothing(blink_conn:
     assert pushed["error"].startswith("BlinkStalePlanError: the approved plan is not what would be applied now")
 
 
-def test_a_rate_limited_apply_counts_its_429_answers_and_fails(blink_conn: None, record: Path) -> None:
+def test_a_rate_limited_apply_counts_its_429_answers_and_fails(make_hook: Any, sleeps: Any, record: Path) -> None:
     with rm.Mocker() as m:
         without_table_reads(m)
         m.put(rm.ANY, status_code=429, headers={"Retry-After": "30"}, json={"message": "slow"})
         op = UpdateTableFieldsOperator(
-            task_id="apply",
-            ws_id="ws-1",
-            table="Incidents",
-            fields=SCHEMA,
-            record_path=str(record),
-            hook_params={"retry_limit": 1},  # no wait here: Airflow's retry would honour it
+            task_id="apply", ws_id="ws-1", table="Incidents", fields=SCHEMA, record_path=str(record)
         )
+        op.hook = make_hook(retry_limit=1)  # one attempt a field (Airflow's retry honours the 30 s); waits recorded
         ti = FakeTI()
         with pytest.raises(BlinkApiError):
             op.execute({"ti": ti})
     pushed = ti.pushed["return_value"]
     assert (pushed["outcome"], pushed["rate_limited"]) == ("failed", 3)
     assert pushed["error"].startswith("BlinkTransientError: ") and "3 of 3 field(s) not applied" in pushed["error"]
+    assert set(sleeps) <= {30.0}  # only Blink's pause, recorded, never slept
 
 
 def test_a_locked_apply_pushes_the_whole_refusal_with_its_unlock_command(blink_conn: None, record: Path) -> None:
