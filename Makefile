@@ -28,7 +28,7 @@ endif
 PY := $(VENV)/bin/python
 export UV_PROJECT_ENVIRONMENT := $(abspath .venv)
 
-.PHONY: help uv env lint typecheck pytest test test-py313 test-lowest ui-test demo debian-services celery-env celery-demo airflow-ui docs bench bench-fleet pins-airflow2 clean
+.PHONY: help uv env lint typecheck pytest test test-py313 test-lowest ui-test demo debian-services celery-env celery-demo airflow-ui docs bench bench-fleet pins clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -134,11 +134,14 @@ bench-fleet: celery-env
 	.venv-celery/bin/python tests/benchmarks/fleet.py $(BENCH_ARGS)
 
 # Regenerate the pinned Airflow 2.11 environment (run when pyproject.toml's dependencies change).
-pins-airflow2: uv
-	@echo "apache-airflow==2.11.2" > .ci/airflow-2.11.2-override.txt
-	$(UV) pip compile pyproject.toml --extra sandbox --group dev --overrides .ci/airflow-2.11.2-override.txt \
-		--python-version 3.11 --universal --quiet -o .ci/requirements-airflow-2.11.2.txt
-	@rm .ci/airflow-2.11.2-override.txt
+# The pinned environment of another Airflow (make pins AIRFLOW_VERSION=...): 2.x with the sandbox's
+# extra, 3.x with every extra and the browser test's group.
+pins: uv
+	@test -n "$(AIRFLOW_VERSION)" || { echo "make pins needs AIRFLOW_VERSION (2.11.2, 3.1.8)"; exit 2; }
+	@echo "apache-airflow==$(AIRFLOW_VERSION)" > .ci/airflow-$(AIRFLOW_VERSION)-override.txt
+	$(UV) pip compile pyproject.toml $(if $(filter 2.%,$(AIRFLOW_VERSION)),--extra sandbox --universal,--all-extras --group ui) \
+		--group dev --overrides .ci/airflow-$(AIRFLOW_VERSION)-override.txt --python-version 3.11 --quiet -o $(PINS)
+	@rm .ci/airflow-$(AIRFLOW_VERSION)-override.txt
 
 clean:
 	rm -rf .venv .venv-airflow-* .venv-py3.13 .venv-lowest .venv-celery .airflow-celery .airflow-bench-fleet dist .airflow .airflow-* .airflow-ui .pytest_cache .mypy_cache .ruff_cache

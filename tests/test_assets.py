@@ -23,6 +23,7 @@ from blinkops_provider.assets import (
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 from blinkops_provider.operators.tables import UpdateTableFieldOperator, UpdateTableFieldsOperator
 from tests.fake_blink import without_table_reads
+from tests.fake_outlet_events import OutletEvents, identity
 from tests.test_field_updates import TABLE_URL, FakeTI, entry, field_json
 
 
@@ -95,19 +96,6 @@ def test_the_helpers_build_assets_from_a_host_or_a_connection(blink_conn: None) 
 # -- the operators' events ----------------------------------------------------------------------
 
 
-class Events(dict[Any, Any]):
-    """``context["outlet_events"]``: one accessor per alias, recording what is added."""
-
-    def __missing__(self, key: Any) -> Any:
-        accessor = self[key] = Added()
-        return accessor
-
-
-class Added(list[tuple[str, dict[str, Any]]]):
-    def add(self, asset: Any, extra: dict[str, Any] | None = None) -> None:
-        self.append((asset.uri, extra or {}))
-
-
 def test_the_table_operators_declare_the_tables_alias_and_keep_given_outlets() -> None:
     given = Asset(uri="s3://bucket/key")
     op = UpdateTableFieldsOperator(replace=True, task_id="a", ws_id="w", table="t", fields=[], outlets=[given])
@@ -124,14 +112,13 @@ def test_a_successful_batch_emits_the_tables_event_with_outcomes(blink_conn: Non
     op = UpdateTableFieldsOperator(
         replace=True, task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")]
     )
-    events = Events()
+    events = OutletEvents()
     with rm.Mocker() as m:
         without_table_reads(m)
         m.put(rm.ANY, json=field_json)
         op.execute({"ti": FakeTI(), "outlet_events": events})
-    (alias,) = events
-    assert alias == AssetAlias(TABLES_ALIAS)
-    assert events[alias] == [
+    assert list(events) == [identity(AssetAlias(TABLES_ALIAS))]  # the tables' alias alone
+    assert events[AssetAlias(TABLES_ALIAS)] == [
         (
             "blink://blink.test/ws-1/Incidents",
             {"ws_id": "ws-1", "table": "Incidents", "applied": ("a", "b"), "applied_count": 2},
@@ -143,7 +130,7 @@ def test_a_failed_batch_emits_no_event(blink_conn: None) -> None:
     op = UpdateTableFieldsOperator(
         replace=True, task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")]
     )
-    events = Events()
+    events = OutletEvents()
     with rm.Mocker() as m:
         m.put(rm.ANY, json=field_json)
         m.put(f"{TABLE_URL}/b", status_code=400, json={"message": "no"})
@@ -156,7 +143,7 @@ def test_the_single_field_operator_emits_the_tables_event(blink_conn: None) -> N
     op = UpdateTableFieldOperator(
         replace=True, task_id="one", ws_id="ws-1", table="Incidents", field="a", field_type="text", display_name="A"
     )
-    events = Events()
+    events = OutletEvents()
     with rm.Mocker() as m:
         m.put(rm.ANY, json=field_json)
         op.execute({"outlet_events": events})
@@ -208,7 +195,7 @@ def test_with_a_record_the_event_extra_has_every_documented_member_zeros_include
         fields=[entry("a"), entry("b")],
         record_path=f"{tmp_path}/",
     )
-    events = Events()
+    events = OutletEvents()
     with rm.Mocker() as m:
         without_table_reads(m)
         m.put(rm.ANY, json=field_json)
@@ -253,12 +240,6 @@ class Accessor:
         self.added.append(asset)
 
 
-class Accessors(dict[Any, Any]):
-    def __missing__(self, key: Any) -> Any:
-        accessor = self[key] = Accessor()
-        return accessor
-
-
 def test_a_declared_table_asset_gets_the_event_itself_so_airflow_lists_the_task_as_its_producer(
     blink_conn: None,
 ) -> None:
@@ -266,7 +247,7 @@ def test_a_declared_table_asset_gets_the_event_itself_so_airflow_lists_the_task_
     op = UpdateTableFieldsOperator(
         replace=True, task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a")], outlets=[declared]
     )
-    events = Accessors()
+    events = OutletEvents(Accessor)
     with rm.Mocker() as m:
         m.put(rm.ANY, json=field_json)
         op.execute({"ti": FakeTI(), "outlet_events": events})
@@ -275,8 +256,8 @@ def test_a_declared_table_asset_gets_the_event_itself_so_airflow_lists_the_task_
 
 
 def test_an_announcement_that_fails_does_not_fail_the_applied_task(blink_conn: None, all_output: Any) -> None:
-    class Broken(dict[Any, Any]):
-        def __missing__(self, key: Any) -> Any:
+    class Broken:
+        def __getitem__(self, key: Any) -> Any:
             raise RuntimeError("the event store is away")
 
     op = UpdateTableFieldOperator(
@@ -293,7 +274,7 @@ def test_an_ipv6_base_url_applies_and_announces_the_bracketed_host(monkeypatch: 
 
     set_connection(monkeypatch, host="http://[::1]:18080")
     op = UpdateTableFieldsOperator(replace=True, task_id="apply", ws_id="ws-1", table="In cidents", fields=[entry("a")])
-    events = Events()
+    events = OutletEvents()
     with rm.Mocker() as m:
         m.put("http://[::1]:18080/api/v1/workspace/ws-1/table/In%20cidents/fields/a", json=field_json)
         op.execute({"ti": FakeTI(), "outlet_events": events})
@@ -328,7 +309,7 @@ GOOD_REPORT = {
 def test_announce_applied_announces_what_a_failed_apply_changed(blink_conn: None) -> None:
     from blinkops_provider.assets import announce_applied
 
-    events = Events()
+    events = OutletEvents()
     assert announce_applied(events, GOOD_REPORT) is True
     [(uri, extra)] = events[AssetAlias(TABLES_ALIAS)]
     assert uri.endswith("/ws-1/Incidents") and list(extra["changed"]) == ["a"]
@@ -349,7 +330,7 @@ def test_announce_applied_announces_nothing_on_a_malformed_report_and_says_why(
 ) -> None:
     from blinkops_provider.assets import announce_applied
 
-    events = Events()
+    events = OutletEvents()
     assert announce_applied(events, {**GOOD_REPORT, **broken}) is False
     assert events == {}
     assert any("No asset event: the apply's report is not one" in line for line in provider_log())

@@ -15,6 +15,7 @@ from blinkops_provider.catalogue import (
     read_snapshot,
     snapshot_name,
 )
+from tests.fake_outlet_events import OutletEvents
 
 A = {"id": "a", "name": "aws"}
 B = {"id": "b", "name": "gcp"}
@@ -261,16 +262,7 @@ def test_record_catalogue_diff_writes_prunes_logs_and_announces_in_one_call(
     (folder / names[1]).write_text(json.dumps([A, B]))
     (folder / names[2]).write_text(json.dumps([A, {**B, "name": "gcp-2"}, C]))
 
-    class Accessor(list[Any]):
-        def add(self, asset: Any, extra: Any = None) -> None:
-            self.append((asset.uri, extra))
-
-    class Events(dict[Any, Any]):
-        def __missing__(self, key: Any) -> Any:
-            accessor = self[key] = Accessor()
-            return accessor
-
-    events = Events()
+    events = OutletEvents()
     caplog.set_level("INFO")
     result = record_catalogue_diff(str(folder / names[2]), total=3, keep=2, outlet_events=events)
     assert result["counts"] == {"added": 1, "removed": 0, "changed": 1, "unchanged": 1}

@@ -62,6 +62,13 @@ def test_airflow_knows_the_blink_connection_type(fresh_interpreter: dict) -> Non
     assert fresh_interpreter["hook_name"] == "Blink"
     assert fresh_interpreter["version"] == __version__
     behaviour = fresh_interpreter["behaviour"]
+    if behaviour is None:  # Airflow 3.1 reads a provider's form only through Flask AppBuilder's wtforms
+        import importlib.util
+
+        import airflow
+
+        assert airflow.__version__.startswith("3.1.") and importlib.util.find_spec("wtforms") is None
+        return
     assert behaviour["relabeling"] == {"host": "Base URL", "password": "API key"}
     assert sorted(behaviour["hidden_fields"]) == ["login", "port", "schema"]
 

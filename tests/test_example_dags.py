@@ -24,7 +24,7 @@ DAG_FILES = sorted(p for p in EXAMPLE_DAGS.glob("*.py") if not any(rx.search(p.n
 
 PROBE = textwrap.dedent(
     """
-    import builtins, importlib.util, io as io_module, json, socket, sys, warnings
+    import builtins, importlib.util, io as io_module, json, os, socket, sys, warnings
     import airflow.providers.common.compat.sdk as sdk
     for name in ("DAG", "Param", "Asset", "task", "get_current_context"):
         getattr(sdk, name)
@@ -33,10 +33,13 @@ PROBE = textwrap.dedent(
     path = sys.argv[1]
     io = []
     LIBRARIES = (sys.prefix, sys.base_prefix, sys.exec_prefix)
+    # Airflow 3.1 also looks into its home's plugins and config folders on first use: its own.
+    AIRFLOW_OWN = tuple(os.path.join(os.environ["AIRFLOW_HOME"], name) for name in ("plugins", "config"))
     real_open = builtins.open
     def watched_open(file, *args, **kwargs):
         # Airflow and libraries read their own data (schemas, time zones): only other files count.
-        if not isinstance(file, int) and not str(file).startswith(LIBRARIES) and not str(file).endswith(".py"):
+        own = str(file).startswith(LIBRARIES + AIRFLOW_OWN) or str(file).endswith(".py")
+        if not isinstance(file, int) and not own:
             io.append(str(file))
         return real_open(file, *args, **kwargs)
     builtins.open = io_module.open = watched_open
@@ -50,7 +53,7 @@ PROBE = textwrap.dedent(
     dag = module.dag
     print(json.dumps({
         "io": io,
-        "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
+        "warnings": [[f"{w.category.__name__}: {w.message}", w.filename] for w in caught],
         "dag_id": dag.dag_id,
         "tasks": {t.task_id: type(t).__name__ for t in dag.tasks},
         "schedule": str(getattr(dag, "schedule", None) or getattr(dag, "schedule_interval", None)),
@@ -124,8 +127,15 @@ def probe(request: pytest.FixtureRequest) -> dict[str, Any]:
     return {"file": request.param.name, **json.loads(done.stdout.strip().splitlines()[-1])}
 
 
+def upstream(warning: list[str]) -> bool:
+    """Before Airflow 3.3, the standard provider's approval operator imports ``BranchMixIn``
+    through common.compat, which finds it (on 3.1) at Airflow's deprecated location: a warning
+    raised in common.compat, not caused by the example. On 3.3 every warning counts."""
+    return AIRFLOW < (3, 3) and "/airflow/providers/common/compat/" in warning[1]
+
+
 def test_imports_without_warnings_or_io(probe: dict[str, Any]) -> None:
-    assert probe["warnings"] == []
+    assert [text for text, *where in probe["warnings"] if not upstream([text, *where])] == []
     assert probe["io"] == []  # no file read, no connection made at parse time
 
 
@@ -154,7 +164,10 @@ def test_the_event_driven_sync_is_scheduled_by_the_catalogue_trigger() -> None:
     assert isinstance(watcher.trigger, BlinkCatalogueChangeTrigger) and watcher.trigger.poll_interval == 300
     assert list(on_change.timetable.asset_condition.objects) == [module.CATALOGUE_CHANGES]
     # #44 item 4: also daily, starting at once when unpaused: that run is the baseline of the first change's diff
-    assert on_change.timetable.timetable.run_immediately is True
+    daily = on_change.timetable.timetable  # airflow.sdk's on 3.2+, airflow.timetables' (serialize) on 3.1
+    assert (
+        daily.run_immediately if hasattr(daily, "run_immediately") else daily.serialize()["run_immediately"]
+    ) is True
 
 
 class ReviewXComs:

@@ -55,7 +55,7 @@ def approval(option: str) -> tuple[Any, XComs, dict[str, Any]]:
 
 @pytest.mark.skipif(not HAS_APPROVAL, reason="the human-in-the-loop approval needs Airflow 3.1 or later")
 def test_a_reject_in_the_ui_is_read_from_the_skip_airflow_records() -> None:
-    from airflow.sdk.exceptions import DownstreamTasksSkipped
+    from airflow.providers.common.compat.sdk import DownstreamTasksSkipped
 
     review, ti, event = approval("Reject")
     with pytest.raises(DownstreamTasksSkipped):  # the apply is skipped, and the review returns nothing
