@@ -45,6 +45,7 @@ __all__ = [
     "ConnectionTypeMetadata",
     "ConnectionTypeMethod",
     "ConnectionTypePage",
+    "CreatedTable",
     "ErrorWrapper",
     "Extractor",
     "ExtractorExpiry",
@@ -53,9 +54,11 @@ __all__ = [
     "FieldList",
     "FieldType",
     "FieldUpdate",
+    "NewTable",
     "Pagination",
     "TableField",
     "TableList",
+    "TableUpdate",
     "TableReference",
     "TestConnection",
     "TwoLeggedValues",
@@ -209,6 +212,40 @@ class FieldUpdate(_RequestModel):
         return self.model_dump(mode="json", exclude_none=True)
 
 
+class NewTable(_RequestModel):
+    """The body that creates a table (``POST /workspace/{ws_id}/table``): Blink derives the
+    table's ``name`` from ``display_name``; each field is ``{display_name, description, type,
+    attributes}`` (no ``name``: Blink derives it too). ``options`` may hold Blink's
+    ``with_default_fields`` or ``with_default_records``; a migration sends neither."""
+
+    display_name: StrictStr = Field(min_length=1)
+    description: StrictStr = ""
+    options: list[StrictStr] = Field(default_factory=list)
+    fields: list[FieldUpdate] = Field(default_factory=list)
+
+    def to_body(self) -> dict[str, Any]:
+        """The JSON body to send."""
+        return {
+            "display_name": self.display_name,
+            "description": self.description,
+            "options": list(self.options),
+            "fields": [field.to_body() for field in self.fields],
+        }
+
+
+class TableUpdate(_RequestModel):
+    """The body that edits a table (``PUT /workspace/{ws_id}/table/{table}``): its display name,
+    its description and its ``settings``, which Blink's own tool sends back as Blink holds them."""
+
+    display_name: StrictStr = Field(min_length=1)
+    description: StrictStr = ""
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+    def to_body(self) -> dict[str, Any]:
+        """The JSON body to send."""
+        return {"display_name": self.display_name, "description": self.description, "settings": dict(self.settings)}
+
+
 class _ResponseModel(BaseModel):
     """A body we receive: members may be missing, unknown ones are kept."""
 
@@ -259,6 +296,12 @@ class BlinkTable(_ResponseModel):
     description: str | None = None
     estimated_records_count: int | None = None
     settings: dict[str, Any] | None = None
+
+
+class CreatedTable(_ResponseModel):
+    """The answer of ``POST /workspace/{ws_id}/table``: ``{"table": {...}}``."""
+
+    table: BlinkTable
 
 
 class TableList(_ResponseModel):

@@ -36,6 +36,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import requests
+from urllib3.exceptions import NewConnectionError
 from tenacity import RetryCallState
 from tenacity.wait import wait_base, wait_exponential, wait_random
 from urllib3.exceptions import NewConnectionError, ProtocolError
@@ -65,6 +66,7 @@ __all__ = [
     "default_retry_policy",
     "describe_failure",
     "is_retryable",
+    "is_retryable_unapplied",
     "parse_retry_after",
 ]
 
@@ -107,6 +109,22 @@ def is_retryable(exc: BaseException) -> bool:
     return isinstance(
         exc, (RetryableResponse, requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
     )
+
+
+def is_retryable_unapplied(exc: BaseException) -> bool:
+    """Whether a failed attempt of a request that is not idempotent (a ``POST``, which creates a
+    field or a table) is worth another one: only when Blink cannot have acted on it, a 429 (refused
+    before it was read) or a connection that was never made. A 5xx or a lost answer may mean it was
+    applied, and a second one would create a second field: the migration's next plan reads Blink
+    and finds what was made, so the task fails instead."""
+    if isinstance(exc, RetryableResponse):
+        return exc.answer.status == 429
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return True
+    if isinstance(exc, requests.ConnectionError) and not isinstance(exc, requests.exceptions.SSLError):
+        reason = getattr(exc.args[0], "reason", None) if exc.args else None
+        return isinstance(reason, NewConnectionError)
+    return False
 
 
 class RetryAfterOrBackoff(wait_base):

@@ -281,3 +281,25 @@ def readable(subject: str) -> Iterator[None]:
             "not serve it, or the workspace does not exist",
             BlinkReadUnavailableError,
         ) from None
+
+
+@contextmanager
+def served(method: str, route: str) -> Iterator[None]:
+    """A 404 or 405 inside the block names the route: this Blink (or a proxy in front of it) may
+    not serve it (Blink's table routes are not in its published reference), or what it names is
+    not there."""
+    try:
+        yield
+    except BlinkClientError as err:
+        if err.status not in (404, 405):
+            raise
+        why = (
+            "does not serve this route"
+            if err.status == 405
+            else "does not serve this route, or what it names is not there"
+        )
+        raise err.restated(
+            f"Blink answered {err.status} to {method} {route}: this Blink (or a proxy in front of it) {why} "
+            f"({err.message})",
+            BlinkNotFoundError,
+        ) from None

@@ -49,6 +49,7 @@ from blinkops_provider.retry_policy import (
     SharedPause,
     describe_failure,
     is_retryable,
+    is_retryable_unapplied,
     parse_retry_after,
 )
 
@@ -173,7 +174,7 @@ class Transport:
         retrying = Retrying(
             stop=stop_after_attempt(self.retry_limit),
             wait=RetryAfterOrBackoff(initial=self.retry_delay),
-            retry=retry_if_exception(is_retryable),
+            retry=retry_if_exception(is_retryable if method != "POST" else is_retryable_unapplied),
             sleep=self.clock.sleep,
             before_sleep=lambda state: self._log_retry(method, path, state),
             reraise=True,

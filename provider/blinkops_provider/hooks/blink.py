@@ -17,11 +17,13 @@ from blinkops_provider.batch import FieldUpdates, run_batch
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkConfigurationError,
+    BlinkInputError,
     BlinkNotFoundError,
     BlinkReadUnavailableError,
+    BlinkResponseError,
 )
 from blinkops_provider.hooks._connection import ConnectionSettings
-from blinkops_provider.hooks._responses import in_workspace, once_each, parse_item, parse_model
+from blinkops_provider.hooks._responses import in_workspace, once_each, parse_item, parse_json, parse_model, served
 from blinkops_provider.hooks._responses import readable as _readable
 from blinkops_provider.hooks._transport import Clock, Transport
 from blinkops_provider.inputs import (
@@ -36,11 +38,14 @@ from blinkops_provider.models import (
     BlinkTable,
     ConnectionType,
     ConnectionTypePage,
+    CreatedTable,
     FieldBatch,
     FieldList,
     FieldUpdate,
+    NewTable,
     TableField,
     TableList,
+    TableUpdate,
     validate_field_updates,
 )
 from blinkops_provider.rql import connection_type_query
@@ -57,6 +62,13 @@ Filter = Mapping[str, Any] | str
 """An RQL filter, or its JSON text."""
 Names = Sequence[str] | str
 """Field names, or one string of them (a JSON array or comma-separated)."""
+
+
+def _named_in(answer: Any, member: str) -> dict[str, Any] | None:
+    """The object an answer names (``{member: {...}}`` or the object itself), when it has a ``name``."""
+    if isinstance(answer, dict) and isinstance(answer.get(member), dict):
+        answer = answer[member]
+    return answer if isinstance(answer, dict) and isinstance(answer.get("name"), str) and answer["name"] else None
 
 
 class BlinkHook(BaseHook):
@@ -281,6 +293,134 @@ class BlinkHook(BaseHook):
             fail_fast=fail_fast,
             log=self.log,
         )
+
+    def create_table_field(self, ws_id: str, table: str, body: FieldUpdate | Mapping[str, Any]) -> TableField:
+        """Add a field to a table (``POST /workspace/{ws_id}/table/{table}/fields``).
+
+        The body is ``{display_name, description, type, attributes}``, with no name: Blink derives
+        the new field's ``name`` from its display name, by a rule of its own. The field is
+        returned with that name, taken from Blink's answer or, when the answer does not give it,
+        from one read of the table's fields (the one field shown as ``display_name``). Only a
+        refused connection or a 429 is retried: a second POST after a lost answer could add a
+        second field.
+
+        :raises BlinkInputError: an empty name, or a body without ``type`` and ``display_name``,
+            before any request.
+        :raises BlinkBadRequestError: Blink refused the field (400), e.g. a select without options.
+        :raises BlinkNotFoundError: 404 or 405: no such table, or this Blink does not serve the route.
+        :raises BlinkResponseError: the answer does not name the field, and the fields read shows
+            no single field with its display name.
+        """
+        update = validate_input(FieldUpdate, body, "new field")
+        if update.type is None or update.display_name is None:
+            raise BlinkInputError("invalid new field: type and display_name are required (Blink derives the name)")
+        route = "/workspace/{}/table/{}/fields".format(path_segment(ws_id, "ws_id"), path_segment(table, "table"))
+        subject = f"a new field {update.display_name!r} of table {table!r} in workspace {ws_id!r}"
+        with in_workspace(self.blink_conn_id, ws_id), served("POST", route):
+            answer = self.transport.send("POST", route, json=update.to_body(), subject=subject)
+        made = _named_in(self._said(answer, "POST", route), "field")
+        if made is not None:
+            return TableField.model_validate(made)
+        shown = [field for field in self.get_table_fields(ws_id, table) if field.display_name == update.display_name]
+        if len(shown) != 1:
+            raise BlinkResponseError(
+                f"Blink added {subject} (a 2xx) without naming it, and its fields read shows {len(shown)} fields "
+                f"shown as {update.display_name!r}: the new field's name cannot be told",
+                status=answer.status,
+                method="POST",
+                path=route,
+            )
+        return shown[0]
+
+    def delete_table_field(self, ws_id: str, table: str, field: str) -> None:
+        """Remove a field and its values in every row of the table, irreversibly
+        (``DELETE /workspace/{ws_id}/table/{table}/fields/{field}``). Blink refuses it for its own
+        ``system`` and ``protected`` fields. A migration removes a field only when the removal was
+        approved in review or acknowledged (:func:`blinkops_provider.migrations.apply_schema`).
+
+        :raises BlinkBadRequestError: Blink refused the removal (400).
+        :raises BlinkNotFoundError: 404 or 405: no such field, or this Blink does not serve the route.
+        """
+        route = "/workspace/{}/table/{}/fields/{}".format(
+            path_segment(ws_id, "ws_id"), path_segment(table, "table"), path_segment(field, "field")
+        )
+        subject = f"field {field!r} of table {table!r} in workspace {ws_id!r}"
+        with in_workspace(self.blink_conn_id, ws_id), served("DELETE", route):
+            self.transport.send("DELETE", route, subject=subject)
+
+    def create_table(self, ws_id: str, body: NewTable | Mapping[str, Any]) -> BlinkTable:
+        """Create a table with its fields (``POST /workspace/{ws_id}/table``).
+
+        The body is ``{display_name, description, options, fields}``: Blink derives the table's
+        ``name`` (and its fields' names) from the display names. The answer is ``{"table": {...}}``;
+        when it does not name the table, one read of the workspace's tables finds it by its
+        display name. Only a refused connection or a 429 is retried.
+
+        :raises BlinkInputError: an invalid body, before any request.
+        :raises BlinkBadRequestError: Blink refused the table (400).
+        :raises BlinkNotFoundError: 404 or 405: no such workspace, or this Blink does not serve the route.
+        """
+        new = validate_input(NewTable, body, "new table")
+        route = f"/workspace/{path_segment(ws_id, 'ws_id')}/table"
+        subject = f"a new table {new.display_name!r} in workspace {ws_id!r}"
+        with in_workspace(self.blink_conn_id, ws_id), served("POST", route):
+            answer = self.transport.send("POST", route, json=new.to_body(), subject=subject)
+        made = _named_in(self._said(answer, "POST", route), "table")
+        if made is not None:
+            return CreatedTable.model_validate({"table": made}).table
+        return self._table_shown_as(ws_id, new.display_name, answer.status, route)
+
+    def update_table(self, ws_id: str, table: str, body: TableUpdate | Mapping[str, Any]) -> BlinkTable:
+        """Edit a table's display name and description (``PUT /workspace/{ws_id}/table/{table}``,
+        body ``{display_name, description, settings}``). Blink's own tool sends ``settings`` back
+        as Blink holds them (``GET .../tables``): so does a migration.
+
+        :returns: the table as Blink answered it, or as its tables read then lists it.
+        :raises BlinkInputError: an invalid body, before any request.
+        :raises BlinkNotFoundError: 404 or 405: no such table, or this Blink does not serve the route.
+        """
+        update = validate_input(TableUpdate, body, "table update")
+        route = "/workspace/{}/table/{}".format(path_segment(ws_id, "ws_id"), path_segment(table, "table"))
+        subject = f"table {table!r} in workspace {ws_id!r}"
+        with in_workspace(self.blink_conn_id, ws_id), served("PUT", route):
+            answer = self.transport.send("PUT", route, json=update.to_body(), subject=subject)
+        made = _named_in(self._said(answer, "PUT", route), "table")
+        if made is not None:
+            return CreatedTable.model_validate({"table": made}).table
+        listed = [entry for entry in self.list_tables(ws_id) if entry.name == table]
+        if not listed:
+            raise BlinkResponseError(
+                f"Blink updated {subject} (a 2xx), and its tables read does not list it",
+                status=answer.status,
+                method="PUT",
+                path=route,
+            )
+        return listed[0]
+
+    def _said(self, answer: Any, method: str, route: str) -> Any:
+        """A write's 2xx answer as JSON, or None when it is empty or not JSON (Blink's own tool
+        does not read it: what was written is then found by a read)."""
+        try:
+            return (
+                parse_json(answer, method=method, path=route, scrub=self.transport.scrub)
+                if answer.body.strip()
+                else None
+            )
+        except BlinkResponseError:
+            return None
+
+    def _table_shown_as(self, ws_id: str, display_name: str, status: int, route: str) -> BlinkTable:
+        """The one table of ``ws_id`` shown as ``display_name`` (after a POST whose answer did not name it)."""
+        shown = [entry for entry in self.list_tables(ws_id) if entry.display_name == display_name]
+        if len(shown) != 1:
+            raise BlinkResponseError(
+                f"Blink created table {display_name!r} (a 2xx) without naming it, and its tables read shows "
+                f"{len(shown)} tables shown as {display_name!r}: the new table's name cannot be told",
+                status=status,
+                method="POST",
+                path=route,
+            )
+        return shown[0]
 
     def list_connection_types(
         self,
