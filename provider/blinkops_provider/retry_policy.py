@@ -36,7 +36,6 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import requests
-from urllib3.exceptions import NewConnectionError
 from tenacity import RetryCallState
 from tenacity.wait import wait_base, wait_exponential, wait_random
 from urllib3.exceptions import NewConnectionError, ProtocolError

@@ -15,9 +15,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from blinkops_provider import API_PREFIX, DEFAULT_HEADER, __version__
 from blinkops_provider.sandbox.blink_models import (
     ConnectionTypePage,
+    CreatedTable,
     ErrorWrapper,
     FieldList,
     FieldUpdate,
+    NewTable,
+    TableEdit,
     TableField,
     TableList,
     declared_fields,
@@ -181,6 +184,72 @@ def _api_router(sandbox: Served) -> APIRouter:
         except StoreError as err:
             raise ApiError(err.status, err.message, err.details, err.identifier) from None
 
+    @api.post(
+        "/workspace/{ws_id}/table/{table}/fields",
+        response_model=TableField,
+        response_model_exclude_unset=True,
+        operation_id="CreateField",
+        tags=["Tables"],
+        summary="Add a field to a table",
+    )
+    def create_field(ws_id: str, table: str, body: Annotated[FieldUpdate, Body()]) -> Any:
+        """Add a field: ``type`` and ``display_name`` are required, and the field's ``name`` is
+        derived from ``display_name`` (the sandbox's rule: lower case, ``_`` between words, ``_2``
+        when taken; Blink's own rule is not published)."""
+        try:
+            return sandbox.store.add_field(unquote(ws_id), unquote(table), body, SANDBOX_USER)
+        except StoreError as err:
+            raise ApiError(err.status, err.message, err.details, err.identifier) from None
+
+    @api.delete(
+        "/workspace/{ws_id}/table/{table}/fields/{field}",
+        operation_id="DeleteField",
+        tags=["Tables"],
+        summary="Remove a field and its values",
+    )
+    def delete_field(ws_id: str, table: str, field: str) -> Any:
+        """Remove a field and its values in every row, irreversibly; Blink's system and protected
+        fields cannot be removed (400)."""
+        try:
+            sandbox.store.delete_field(unquote(ws_id), unquote(table), unquote(field))
+        except StoreError as err:
+            raise ApiError(err.status, err.message, err.details, err.identifier) from None
+        return {}
+
+    @api.post(
+        "/workspace/{ws_id}/table",
+        response_model=CreatedTable,
+        operation_id="CreateTable",
+        tags=["Tables"],
+        summary="Create a table with its fields",
+    )
+    def create_table(ws_id: str, body: Annotated[NewTable, Body()]) -> Any:
+        """Create a table: its ``name`` and its fields' names are derived from their display names."""
+        try:
+            made = sandbox.store.create_table(
+                unquote(ws_id), body.display_name, body.description or "", body.fields, SANDBOX_USER
+            )
+        except StoreError as err:
+            raise ApiError(err.status, err.message, err.details, err.identifier) from None
+        return {"table": made}
+
+    @api.put(
+        "/workspace/{ws_id}/table/{table}",
+        response_model=CreatedTable,
+        operation_id="UpdateTable",
+        tags=["Tables"],
+        summary="Edit a table's display name, description and settings",
+    )
+    def update_table(ws_id: str, table: str, body: Annotated[TableEdit, Body()]) -> Any:
+        """Replace the table's display name, description and settings as given."""
+        try:
+            made = sandbox.store.update_table(
+                unquote(ws_id), unquote(table), body.display_name, body.description or "", body.settings or {}
+            )
+        except StoreError as err:
+            raise ApiError(err.status, err.message, err.details, err.identifier) from None
+        return {"table": made}
+
     @api.get(
         "/workspace/{ws_id}/tables",
         response_model=TableList,
@@ -300,6 +369,17 @@ def _admin_router(sandbox: Served) -> APIRouter:
         except StoreError as err:
             raise ApiError(err.status, err.message) from None
         return {"ws_id": unquote(ws_id), "table": unquote(table), "fields": [f["name"] for f in fields]}
+
+    @admin.put("/workspace/{ws_id}/table/{table}/records")
+    def set_records(ws_id: str, table: str, given: dict[str, Any]) -> Any:
+        """The table's ``estimated_records_count``: ``{"estimated_records_count": n}``."""
+        count = given.get("estimated_records_count")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ApiError(400, 'give {"estimated_records_count": n}, n a whole number of 0 or more')
+        try:
+            return sandbox.store.set_records(unquote(ws_id), unquote(table), count)
+        except StoreError as err:
+            raise ApiError(err.status, err.message) from None
 
     @admin.get("/workspace/{ws_id}/table/{table}/fields")
     def table_fields(ws_id: str, table: str) -> Any:

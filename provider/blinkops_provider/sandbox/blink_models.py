@@ -121,6 +121,27 @@ class TableEntry(_Open):
     settings: dict[str, Any] | None = None
 
 
+class NewTable(_Open):
+    """CreateTable's body: the fields have no names (Blink derives them, as the table's)."""
+
+    display_name: str
+    description: str | None = None
+    options: list[str] | None = None
+    fields: list[FieldUpdate] = []
+
+
+class TableEdit(_Open):
+    """UpdateTable's body: the table's display name, description and settings."""
+
+    display_name: str
+    description: str | None = None
+    settings: dict[str, Any] | None = None
+
+
+class CreatedTable(_Open):
+    table: TableEntry
+
+
 class TableList(_Open):
     results: list[TableEntry]
 

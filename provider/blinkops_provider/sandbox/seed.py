@@ -184,6 +184,9 @@ DEMO_FIELDS: list[dict[str, Any]] = [
     {"name": "Due", "type": "date", "display_name": "Due", "attributes": {"include_time": True}},
 ]
 
+DEMO_RECORDS = {DEMO_TABLE: 128, "Users": 12}
+"""The demo tables' ``estimated_records_count`` (the sandbox keeps counts, not rows)."""
+
 DEMO_TABLES: dict[str, list[dict[str, Any]]] = {
     DEMO_TABLE: DEMO_FIELDS,
     "Users": [

@@ -119,6 +119,12 @@ class BlinkSandbox:
 
         self.store.add_table(ws_id, table, declared_fields(declared.get("fields") or []))
 
+    def set_records(self, ws_id: str, table: str, count: int) -> None:
+        """Set a table's ``estimated_records_count`` (what a removal's plan says is lost).
+
+        :raises StoreError: no such workspace or table."""
+        self.store.set_records(ws_id, table, count)
+
     def reset(self) -> None:
         """Back to the seed data (the demo workspace and the generated catalogue)."""
         self.store.reset(self.connection_types, self.seed)

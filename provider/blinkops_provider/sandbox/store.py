@@ -6,6 +6,7 @@ Timestamps (``created_at``, ``updated_at``) are integer milliseconds since the U
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -22,7 +23,8 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tables (
     id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL REFERENCES workspaces(id), name TEXT NOT NULL,
-    UNIQUE (workspace_id, name));
+    display_name TEXT, description TEXT NOT NULL DEFAULT '', settings TEXT NOT NULL DEFAULT '{}',
+    records INTEGER NOT NULL DEFAULT 0, UNIQUE (workspace_id, name));
 CREATE TABLE IF NOT EXISTS fields (
     id TEXT PRIMARY KEY, table_id TEXT NOT NULL REFERENCES tables(id), workspace_id TEXT NOT NULL,
     tenant_id TEXT NOT NULL, name TEXT NOT NULL, display_name TEXT, description TEXT, type TEXT NOT NULL,
@@ -34,6 +36,30 @@ CREATE TABLE IF NOT EXISTS connection_types (
     created_at INTEGER, created_by TEXT, updated_at INTEGER, updated_by TEXT, doc TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS connection_types_name ON connection_types (name);
 """
+_TABLE_COLUMNS_ADDED = {
+    "display_name": "TEXT",
+    "description": "TEXT NOT NULL DEFAULT ''",
+    "settings": "TEXT NOT NULL DEFAULT '{}'",
+    "records": "INTEGER NOT NULL DEFAULT 0",
+}
+_DEFAULT_SETTINGS = {"icon": "table", "color": "#4f7cff"}
+"""The settings a new table gets (Blink keeps a table's look in them; a table edit sends them back)."""
+
+
+def derived_name(display_name: str, taken: Iterable[str]) -> str:
+    """The name the sandbox gives a new table or field, from its display name: lower case, each run
+    of characters other than letters and digits one ``_``, trimmed, then ``_2``, ``_3``... while it is
+    taken (``"Root cause"`` -> ``root_cause``). This is the sandbox's own rule: Blink derives names
+    by a rule it does not publish, and a client must not rely on either."""
+    base = re.sub(r"[^0-9a-z]+", "_", display_name.casefold()).strip("_") or "field"
+    used = set(taken)
+    name, n = base, 1
+    while name in used:
+        n += 1
+        name = f"{base}_{n}"
+    return name
+
+
 _CT_COLUMNS = (
     "id",
     "name",
@@ -96,6 +122,10 @@ class SandboxStore:
         self._db.execute("PRAGMA case_sensitive_like = ON")
         self._db.execute("PRAGMA journal_mode = WAL" if path != ":memory:" else "PRAGMA journal_mode = MEMORY")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(tables)")}
+        for column, declared in _TABLE_COLUMNS_ADDED.items():  # a state file from before these columns
+            if column not in columns:
+                self._db.execute(f"ALTER TABLE tables ADD COLUMN {column} {declared}")
 
     def close(self) -> None:
         with self._lock:
@@ -129,34 +159,45 @@ class SandboxStore:
     def _add_workspace(self, ws_id: str, tables: dict[str, list[dict[str, Any]]]) -> None:
         self._db.execute("INSERT OR IGNORE INTO workspaces VALUES (?, ?)", (ws_id, seed_data.TENANT_ID))
         for table_name, fields in tables.items():
-            table_id = f"tbl-{uuid.uuid5(uuid.NAMESPACE_URL, f'{ws_id}/{table_name}').hex[:12]}"
-            self._db.execute("INSERT INTO tables VALUES (?, ?, ?)", (table_id, ws_id, table_name))
-            system = [
-                {"name": name, "display_name": shown, "type": kind, "attributes": dict.fromkeys(MARKERS, True)}
-                for name, shown, kind in SYSTEM_FIELDS
-            ]
-            for field in [*system, *fields]:
-                key = f"{table_id}/{field['name']}"
-                field_id = f"fld-{uuid.uuid5(uuid.NAMESPACE_URL, key).hex[:12]}"
-                self._db.execute(
-                    f"INSERT INTO fields ({', '.join(_FIELD_COLUMNS)}) VALUES ({', '.join('?' * 14)})",
-                    (
-                        field_id,
-                        field["name"],
-                        field["display_name"],
-                        field.get("description", ""),
-                        field["type"],
-                        json.dumps(field["attributes"]),
-                        json.dumps({}),
-                        table_id,
-                        ws_id,
-                        seed_data.TENANT_ID,
-                        seed_data.SEED_TIME_MS,
-                        seed_data.SEED_USER,
-                        seed_data.SEED_TIME_MS,
-                        seed_data.SEED_USER,
-                    ),
-                )
+            records = seed_data.DEMO_RECORDS.get(table_name, 0) if ws_id == seed_data.DEMO_WORKSPACE else 0
+            table_id = self._insert_table(ws_id, table_name, table_name, "", records)
+            for field in fields:
+                self._insert_field(table_id, ws_id, field, seed_data.SEED_TIME_MS, seed_data.SEED_USER)
+
+    def _insert_table(self, ws_id: str, name: str, display_name: str, description: str, records: int) -> str:
+        """A table with Blink's five system fields; its id."""
+        table_id = f"tbl-{uuid.uuid5(uuid.NAMESPACE_URL, f'{ws_id}/{name}').hex[:12]}"
+        self._db.execute(
+            "INSERT INTO tables (id, workspace_id, name, display_name, description, settings, records) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (table_id, ws_id, name, display_name, description, json.dumps(_DEFAULT_SETTINGS), records),
+        )
+        for name_, shown, kind in SYSTEM_FIELDS:
+            system = {"name": name_, "display_name": shown, "type": kind, "attributes": dict.fromkeys(MARKERS, True)}
+            self._insert_field(table_id, ws_id, system, seed_data.SEED_TIME_MS, seed_data.SEED_USER)
+        return table_id
+
+    def _insert_field(self, table_id: str, ws_id: str, field: dict[str, Any], when: int, user: str) -> None:
+        key = f"{table_id}/{field['name']}"
+        self._db.execute(
+            f"INSERT INTO fields ({', '.join(_FIELD_COLUMNS)}) VALUES ({', '.join('?' * 14)})",
+            (
+                f"fld-{uuid.uuid5(uuid.NAMESPACE_URL, key).hex[:12]}",
+                field["name"],
+                field["display_name"],
+                field.get("description") or "",
+                field["type"],
+                json.dumps(field["attributes"]),
+                json.dumps({}),
+                table_id,
+                ws_id,
+                seed_data.TENANT_ID,
+                when,
+                user,
+                when,
+                user,
+            ),
+        )
 
     def _insert_connection_types(self, docs: Iterable[tuple[dict[str, Any], str]]) -> None:
         """Insert or replace (scalar members, JSON text) pairs."""
@@ -278,14 +319,120 @@ class SandboxStore:
             if self._db.execute("SELECT 1 FROM workspaces WHERE id = ?", (ws_id,)).fetchone() is None:
                 raise StoreError(404, f"workspace {ws_id!r} not found", identifier="WORKSPACE_NOT_FOUND")
             rows = self._db.execute(
-                "SELECT t.id, t.name, (SELECT count(*) FROM fields f WHERE f.table_id = t.id) FROM tables t "
-                "WHERE t.workspace_id = ? ORDER BY t.rowid",
+                "SELECT id, name, display_name, description, records, settings FROM tables "
+                "WHERE workspace_id = ? ORDER BY rowid",
                 (ws_id,),
             ).fetchall()
-        return [
-            {"id": row[0], "name": row[1], "display_name": row[1], "description": "", "estimated_records_count": 0}
-            for row in rows
-        ]
+        return [self._table_dict(row) for row in rows]
+
+    @staticmethod
+    def _table_dict(row: Any) -> dict[str, Any]:
+        return {
+            "id": row[0],
+            "name": row[1],
+            "display_name": row[2] if row[2] is not None else row[1],
+            "description": row[3] or "",
+            "estimated_records_count": row[4],
+            "settings": json.loads(row[5] or "{}"),
+        }
+
+    def _table_entry(self, ws_id: str, table: str) -> dict[str, Any]:
+        row = self._db.execute(
+            "SELECT id, name, display_name, description, records, settings FROM tables WHERE id = ?",
+            (self._table_id(ws_id, table),),
+        ).fetchone()
+        return self._table_dict(row)
+
+    def create_table(
+        self, ws_id: str, display_name: str, description: str, fields: list[FieldUpdate], user: str
+    ) -> dict[str, Any]:
+        """``POST .../table``: a table with Blink's system fields and ``fields``, its name and its
+        fields' names derived from their display names (:func:`derived_name`).
+
+        :raises StoreError: 404 for an unknown workspace; 400 for a field Blink would refuse.
+        """
+        with self._lock, self._transaction():
+            if self._db.execute("SELECT 1 FROM workspaces WHERE id = ?", (ws_id,)).fetchone() is None:
+                raise StoreError(404, f"workspace {ws_id!r} not found", identifier="WORKSPACE_NOT_FOUND")
+            taken = [row[0] for row in self._db.execute("SELECT name FROM tables WHERE workspace_id = ?", (ws_id,))]
+            name = derived_name(display_name, taken)
+            table_id = self._insert_table(ws_id, name, display_name, description, 0)
+            for position, body in enumerate(fields):
+                self._add_field(ws_id, name, table_id, body, user, where=f"fields[{position}]")
+            return self._table_entry(ws_id, name)
+
+    def update_table(
+        self, ws_id: str, table: str, display_name: str, description: str, settings: dict[str, Any]
+    ) -> dict[str, Any]:
+        """``PUT .../table/{table}``: the table's display name, description and settings, as given.
+
+        :raises StoreError: 404 for an unknown workspace or table.
+        """
+        with self._lock, self._transaction():
+            table_id = self._table_id(ws_id, table)
+            self._db.execute(
+                "UPDATE tables SET display_name = ?, description = ?, settings = ? WHERE id = ?",
+                (display_name, description, json.dumps(settings), table_id),
+            )
+            return self._table_entry(ws_id, table)
+
+    def set_records(self, ws_id: str, table: str, count: int) -> dict[str, Any]:
+        """The table's ``estimated_records_count`` (the sandbox keeps no rows: the admin API sets it)."""
+        with self._lock, self._transaction():
+            self._db.execute("UPDATE tables SET records = ? WHERE id = ?", (count, self._table_id(ws_id, table)))
+            return self._table_entry(ws_id, table)
+
+    def add_field(self, ws_id: str, table: str, body: FieldUpdate, user: str) -> dict[str, Any]:
+        """``POST .../fields``: a new field, its name derived from its display name.
+
+        :raises StoreError: 404 for an unknown workspace or table; 400 for what Blink refuses (no
+            type or display name, a select without options, a second reference to one table).
+        """
+        with self._lock, self._transaction():
+            table_id = self._table_id(ws_id, table)
+            name = self._add_field(ws_id, table, table_id, body, user, where="the body")
+            return self._field_dict(self._field_row(ws_id, table, name))
+
+    def _add_field(self, ws_id: str, table: str, table_id: str, body: FieldUpdate, user: str, *, where: str) -> str:
+        if body.type is None or not (body.display_name or "").strip():
+            raise StoreError(
+                400, "the new field is invalid", f"{where}: type and display_name are required", "INVALID_FIELD"
+            )
+        problems = field_problems(body)
+        if problems:
+            raise StoreError(400, "the new field is invalid", f"{where}: {'; '.join(problems)}", "INVALID_FIELD")
+        attributes = body.attributes.model_dump(exclude_none=True) if body.attributes else {}
+        for marker in MARKERS:
+            attributes.pop(marker, None)
+        taken = [row[0] for row in self._db.execute("SELECT name FROM fields WHERE table_id = ?", (table_id,))]
+        name = derived_name(str(body.display_name), taken)
+        new = {
+            "name": name,
+            "display_name": body.display_name,
+            "description": body.description or "",
+            "type": body.type.value,
+            "attributes": attributes,
+        }
+        self._one_reference_per_target({"type": new["type"], "table_id": table_id, "id": ""}, attributes)
+        self._insert_field(table_id, ws_id, new, self.clock(), user)
+        return name
+
+    def delete_field(self, ws_id: str, table: str, field: str) -> None:
+        """``DELETE .../fields/{field}``: the field and its values, gone.
+
+        :raises StoreError: 404 for an unknown workspace, table or field; 400 for a system or protected field.
+        """
+        with self._lock, self._transaction():
+            current = self._field_dict(self._field_row(ws_id, table, field))
+            marked = [marker for marker in MARKERS if current["attributes"].get(marker)]
+            if marked:
+                raise StoreError(
+                    400,
+                    f"field {field!r} is a {' and '.join(marked)} field and cannot be removed",
+                    None,
+                    "SYSTEM_FIELD",
+                )
+            self._db.execute("DELETE FROM fields WHERE id = ?", (current["id"],))
 
     def update_field(self, ws_id: str, table: str, field: str, update: FieldUpdate, user: str) -> dict[str, Any]:
         """Apply a field update as Blink does: it replaces the whole field and may not change its type.
