@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from blinkops_provider._text import escaped
+
 __all__ = [
     "SHOWN",
     "XCOM_IDS",
@@ -136,13 +138,9 @@ def _shown(value: Any) -> str:
     return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
 
 
-_CONTROLS = {c: f"\\u{c:04x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029]}
-
-
 def _text(value: Any) -> str:
-    """A name or value as a diff line shows it: every control character (line breaks, ANSI
-    escapes) written as its escape."""
-    return str(value).translate(_CONTROLS)
+    """A name or value as a diff line shows it (:func:`blinkops_provider._text.escaped`)."""
+    return escaped(value)
 
 
 def diff_catalogues(

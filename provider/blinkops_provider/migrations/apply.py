@@ -1,51 +1,49 @@
 """How a schema migration is planned and applied.
 
-- :func:`plan_schema` reads the table's fields from Blink (one request) and plans the declared
-  fields against them, with the record of the last apply as the drift baseline (and as the
-  baseline itself where Blink does not serve the read); it changes nothing.
+- :func:`plan_schema` reads the table and its fields from Blink (two requests) and plans the
+  declaration against them (:mod:`.identity` matches each entry to Blink's field), with the record
+  of the last apply as the drift baseline (and as the baseline itself where Blink does not serve
+  the fields read); it changes nothing.
 - :func:`apply_schema` takes the table's lock (:mod:`blinkops_provider.migrations.lock`), plans
-  again under it, refuses anything but the approved plan, sends what the plan sends through the
-  hook (:meth:`BlinkHook.update_table_fields <blinkops_provider.hooks.blink.BlinkHook.update_table_fields>`,
-  the Blink API client), and records the fields Blink confirmed, before it lets the lock go.
+  again under it, refuses anything but the approved plan, refuses a removal no person approved
+  and nobody acknowledged, sends what the plan sends (:mod:`.steps`: create, add, change, the
+  table, remove) through the hook, and records what Blink confirmed, before it lets the lock go.
 """
 
 from __future__ import annotations
 
 import ast
-import dataclasses
+import contextlib
 import json
 import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from blinkops_provider._text import one_line
 from blinkops_provider.batch import FieldUpdates
 from blinkops_provider.exceptions import (
-    BlinkApiError,
-    BlinkBadRequestError,
     BlinkConfigurationError,
     BlinkInputError,
+    BlinkNotFoundError,
     BlinkReadUnavailableError,
 )
 from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook
-from blinkops_provider.inputs import RepeatedMember, check_concurrency, check_flag, unique_members
+from blinkops_provider.inputs import check_concurrency, check_flag
+from blinkops_provider.migrations.declaration import Declaration, read_declaration
 from blinkops_provider.migrations.fleet import check_let_through
+from blinkops_provider.migrations.identity import match_table
 from blinkops_provider.migrations.lock import Holder, TableLock
-from blinkops_provider.migrations.plan import REFUSED, UNCHANGED, SchemaPlan, make_plan
+from blinkops_provider.migrations.plan import SchemaPlan, TablePlan, make_plan, plan_table
 from blinkops_provider.migrations.record import SchemaRecord, check_shared, record_location
-from blinkops_provider.models import (
-    FieldBatch,
-    FieldUpdate,
-    TableField,
-    validate_field_updates,
-)
+from blinkops_provider.migrations.steps import Steps as _Steps
+from blinkops_provider.models import BlinkTable, FieldBatch, FieldUpdate, TableField
 from blinkops_provider.names import segment
 from blinkops_provider.storage import storage_path
 
 __all__ = ["apply_schema", "approved_plan", "declared_schema", "plan_schema"]
 
-Updates = Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | FieldBatch | str
-Batch = list[tuple[str, FieldUpdate]]
+Updates = Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | FieldBatch | Declaration | str
 
 _FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 
@@ -76,48 +74,27 @@ def approved_plan(value: Any) -> dict[str, Any] | str | None:
     )
 
 
-def declared_schema(value: Any, *, source: str) -> list[dict[str, Any]]:
-    """The entries of a declared schema, checked before any request: from its JSON text, a
-    ``{"fields": [...]}`` object, or the list of entries itself.
+def declared_schema(value: Any, *, source: str) -> list[dict[str, Any]] | dict[str, Any]:
+    """A declared schema, checked before any request: from its JSON text, an object
+    ``{"display_name": ..., "description": ..., "fields": [...]}`` (the table's display name and
+    description are optional), or the list of entries itself. An entry is a field or a tombstone
+    ``{"field": "Old", "remove": true}`` (:mod:`~blinkops_provider.migrations.declaration`).
 
     :param source: where the schema came from, named in every error (``"the 'schema' param"``,
         ``"schema file /opt/schemas/incidents.json"``).
     :returns: the entries as JSON-ready dicts, ``{"field": name, "type": ..., "display_name":
-        ..., "attributes": {...}}``, in the declared order.
+        ..., "attributes": {...}}`` and tombstones, in the declared order; an object with them as
+        ``fields`` when it declares the table's display name or description.
     :raises BlinkInputError: naming the source, and the line and column of a JSON syntax error
         or the position of each wrong entry.
     """
-    if isinstance(value, (str, bytes)):
-        value = _schema_json(value, source)
-    if isinstance(value, Mapping):
-        if not isinstance(value.get("fields"), list):
-            raise BlinkInputError(f"{source} is an object without a 'fields' list; give {{\"fields\": [entries]}}")
-        value = value["fields"]
-    if not isinstance(value, list):
+    if isinstance(value, Mapping) and "fields" not in value:
+        raise BlinkInputError(f"{source} is an object without a 'fields' list; give {{\"fields\": [entries]}}")
+    if not isinstance(value, (str, bytes, Mapping, list)):
         raise BlinkInputError(
             f"{source} is a {type(value).__name__}; give a list of entries or an object with a 'fields' list"
         )
-    try:
-        batch = validate_field_updates(value, require_type_and_name=True)
-    except BlinkInputError as err:
-        raise BlinkInputError(f"{source}: {err}") from None
-    if not batch:
-        raise BlinkInputError(f"{source} declares no field; give at least one (a template that rendered nothing?)")
-    return [{"field": name, **update.to_body()} for name, update in batch]
-
-
-def _schema_json(text: str | bytes, source: str) -> Any:
-    """A declared schema's JSON text, read with each object's members named once."""
-    try:
-        return json.loads(text, object_pairs_hook=unique_members)
-    except json.JSONDecodeError as err:
-        raise BlinkInputError(
-            f"{source} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
-        ) from None
-    except RepeatedMember as err:
-        raise BlinkInputError(f"{source} names {err.args[0]!r} twice in one object; name it once") from None
-    except RecursionError:
-        raise BlinkInputError(f"{source} nests too deeply to read") from None
+    return read_declaration(value, source=source).to_json()
 
 
 def _check_names(ws_id: str, table: str) -> None:
@@ -129,8 +106,21 @@ def _check_names(ws_id: str, table: str) -> None:
             raise BlinkInputError(str(err)) from None
 
 
-def _record(hook: BlinkHook, ws_id: str, table: str, location: str) -> SchemaRecord:
-    """The record at ``location`` (:func:`~blinkops_provider.migrations.record.record_location`'s)."""
+class _NoRecord(SchemaRecord):
+    """No record kept (no ``record_path``): no drift baseline, no note of Blink's names."""
+
+    def read(self) -> tuple[dict[str, dict[str, Any]], str | None]:
+        return {}, None
+
+    def write(self, fields: Mapping[str, Mapping[str, Any]], **kwargs: Any) -> None:
+        """Nothing is kept."""
+
+
+def _record(hook: BlinkHook, ws_id: str, table: str, location: str | None) -> SchemaRecord:
+    """The record at ``location`` (:func:`~blinkops_provider.migrations.record.record_location`'s),
+    or none kept when it is None."""
+    if location is None:
+        return _NoRecord("", blink=hook.base_url, ws_id=ws_id, table=table)
     check_shared(location)  # no worker-local record under an executor of several machines
     storage_path(
         location, "record_path", BlinkConfigurationError
@@ -152,19 +142,64 @@ def _read_live(hook: BlinkHook, ws_id: str, table: str) -> tuple[list[TableField
         return None, str(err.status)
 
 
-def _plan(hook: BlinkHook, record: SchemaRecord, batch: Batch, replace: bool) -> tuple[SchemaPlan, dict[str, Any]]:
-    """The plan of ``batch`` against Blink's fields (one read) and the record, and the record's bodies."""
+def _read_table(
+    hook: BlinkHook, record: SchemaRecord, declared: Declaration, create_table: bool
+) -> tuple[TablePlan, list[TableField] | None, str]:
+    """The table in Blink's tables read (matched as :mod:`.identity` says), what happens to it,
+    and its fields (none for a table to create).
+
+    :raises BlinkNotFoundError: Blink has no such table, and ``create_table`` is False.
+    """
+    ws_id, table = record.ws_id, record.table
+    try:
+        tables: list[BlinkTable] | None = hook.list_tables(ws_id)
+    except BlinkReadUnavailableError:
+        tables = None
+    try:
+        held = match_table(table, tables, record.table_name) if tables is not None else None
+    except ValueError as err:
+        raise BlinkInputError(f"{err}. Nothing was sent") from None
+    wanted = (declared.display_name, declared.description)
+    if tables is not None and held is None:
+        if not create_table:
+            raise BlinkNotFoundError(
+                f"no table {table!r} in workspace {ws_id!r}: Blink's tables read lists no table named or shown so. "
+                "Nothing was sent: give the operator create_table=True to create it with its declared fields, or "
+                "give table the name of an existing table"
+            )
+        return plan_table(table, wanted, None, create=True), [], ""
+    table_plan = plan_table(table, wanted, held, listed=tables is not None)
+    live, unread = _read_live(hook, ws_id, table_plan.name or table)
+    return table_plan, live, unread
+
+
+def _plan(
+    hook: BlinkHook, record: SchemaRecord, declared: Declaration, replace: bool, create_table: bool = False
+) -> tuple[SchemaPlan, dict[str, Any]]:
+    """The plan of ``declared`` against Blink's table and fields (two reads) and the record, and
+    the record's bodies."""
     recorded, recorded_at = record.read()
-    live, unread = _read_live(hook, record.ws_id, record.table)
+    table_plan, live, unread = _read_table(hook, record, declared, create_table)
+    if live is None and isinstance(record, _NoRecord) and not replace:
+        raise BlinkReadUnavailableError(
+            f"Blink's fields of table {record.table!r} in workspace {record.ws_id!r} could not be read ({unread}). "
+            "Without them the update cannot keep what it leaves out, so nothing was sent; replace=True sends the "
+            "update as given (Blink then resets what it leaves out), or a record_path plans against the last apply",
+            status=int(unread) if unread.isdigit() else None,
+        )
     plan = make_plan(
         target=(record.host, record.ws_id, record.table),
         record=record.location,
-        declared=batch,
+        declared=declared.fields,
         recorded=recorded,
         recorded_at=recorded_at,
         live=live,
         unread=unread,
         replace=replace,
+        removals=declared.removals,
+        notes=record.names,
+        table_plan=table_plan,
+        declared_table=(declared.display_name, declared.description),
     )
     return plan, recorded
 
@@ -175,80 +210,30 @@ def plan_schema(
     table: str,
     updates: Updates,
     *,
-    record_path: str | os.PathLike[str],
+    record_path: str | os.PathLike[str] | None = None,
     replace: bool = False,
+    create_table: bool = False,
 ) -> SchemaPlan:
-    """What applying ``updates`` would do to each field of ``ws_id``/``table``: against Blink's
-    fields (one ``GET .../fields``), with the record at ``record_path`` as the drift baseline, or
-    against the record alone where Blink does not serve the read. Changes nothing.
+    """What applying ``updates`` would do to ``ws_id``/``table``: against Blink's table and fields
+    (``GET .../tables`` and ``GET .../fields``), with the record at ``record_path`` (when given)
+    as the drift baseline, or against the record alone where Blink does not serve the fields read.
+    Changes nothing.
 
+    :param updates: the declaration (:func:`declared_schema`'s forms: a list of entries and
+        tombstones, an object with ``fields`` and the table's display name and description).
     :param replace: plan to send each declaration as given (Blink resets what it leaves out)
         instead of its merge with the field as Blink holds it.
-    :raises BlinkInputError: invalid updates, or a file at ``record_path`` that is not this
-        table's record.
-    :raises BlinkNotFoundError: Blink has no such table.
+    :param create_table: plan the table's creation when Blink does not have it.
+    :raises BlinkInputError: an invalid declaration, or a file at ``record_path`` that is not
+        this table's record.
+    :raises BlinkNotFoundError: Blink has no such table, and ``create_table`` is False.
     """
-    batch = validate_field_updates(updates)
+    declared = read_declaration(updates)
     _check_names(ws_id, table)
-    location = record_location(record_path, ws_id, table)
-    plan, _ = _plan(hook, _record(hook, ws_id, table, location), batch, check_flag(replace, "replace"))
+    location = record_location(record_path, ws_id, table) if record_path is not None else None
+    record = _record(hook, ws_id, table, location)
+    plan, _ = _plan(hook, record, declared, check_flag(replace, "replace"), check_flag(create_table, "create_table"))
     return plan
-
-
-@dataclasses.dataclass
-class _Recording:
-    """A batch applied under a plan: what is sent, the plan's part of the report, the record's update."""
-
-    record: SchemaRecord
-    recorded: dict[str, dict[str, Any]]
-    plan: SchemaPlan
-    batch: Batch
-    only_changed: bool
-
-    def __post_init__(self) -> None:
-        action = self.plan.action
-        self.refused = {name: self.plan.risk(name) for name, _ in self.batch if action(name) == REFUSED}
-        self.skipped = [name for name, _ in self.batch if self.only_changed and action(name) == UNCHANGED]
-
-    def sent(self) -> FieldBatch:
-        """The plan's bodies (merged with Blink's fields, unless ``replace``) less what is not
-        sent: the refused fields and, with ``only_changed``, the unchanged (judged by the plan)."""
-        left_out = {*self.refused, *self.skipped}
-        bodies = {plan.field: plan.body for plan in self.plan.fields if plan.body is not None}
-        sent = ((name, bodies[name]) for name, _ in self.batch if name not in left_out)
-        return FieldBatch(sent, named=True, judged=True)
-
-    def report(self, result: FieldUpdates) -> FieldUpdates:
-        refused = {name: BlinkBadRequestError(f"not sent: {why}") for name, why in self.refused.items()}
-        order = [name for name, _ in self.batch]
-        failed = {**refused, **result.failed}
-        return dataclasses.replace(result, order=order, plan=self.plan, skipped=self.skipped, failed=failed)
-
-    def complete(self, result: FieldUpdates, now: Any, *, raising: bool, log: Any) -> FieldUpdates:
-        """The batch's report with the plan's part, after recording the fields Blink confirmed. A
-        record that cannot be written fails the task (``raising``) or is logged (an interruption
-        goes on up anyway); either way the report travels with the exception."""
-        full = self.report(result)
-        try:
-            if result.applied:
-                confirmed = {name: body.to_body() for name, body in self.sent() if name in result.applied}
-                self.record.write({**self.recorded, **confirmed}, now=now)
-        except Exception as err:
-            if not raising:
-                log.error("The schema record at %s was not updated: %s", self.record.location, type(err).__name__)
-                return full
-            if isinstance(err, BlinkConfigurationError):
-                full.attach_to(err)
-                raise
-            why = str(err) if isinstance(err, BlinkInputError) else type(err).__name__
-            error = BlinkApiError(
-                f"the fields were sent, but the schema record at {self.record.location!r} could not be updated "
-                f"({why}); the next plan would be wrong, so the task fails. A retry applies the schema again (safe: "
-                "updates are full replacements) and records it"
-            )
-            full.attach_to(error)
-            raise error from None
-        return full
 
 
 def _check_review(log: Any, planned: SchemaPlan, approved: Mapping[str, Any] | str) -> None:
@@ -264,13 +249,38 @@ def _check_review(log: Any, planned: SchemaPlan, approved: Mapping[str, Any] | s
         log.info("Plan %s let through by review policy %r (%s)", planned.fingerprint, review.get("policy"), who)
 
 
+def _check_loss(planned: SchemaPlan, approved: Mapping[str, Any] | str | None, acknowledge_risks: bool) -> None:
+    """Refuse a plan that removes fields unless a person approved it in review (its XCom carries
+    the review: :func:`~blinkops_provider.migrations.fleet.let_through` with ``reviewed=True``) or
+    the apply was given ``acknowledge_risks=True``.
+
+    :raises BlinkInputError: naming the removals and both ways to go on; nothing was sent.
+    """
+    removals = planned.removals
+    review = approved.get("review") if isinstance(approved, Mapping) else None
+    if not removals or acknowledge_risks or (isinstance(review, Mapping) and review.get("reviewed") is True):
+        return
+    listed = "; ".join(f"{one_line(row.field)!r} ({row.risk})" for row in removals[:SHOWN_REMOVALS])
+    more = f" and {len(removals) - SHOWN_REMOVALS} more" if len(removals) > SHOWN_REMOVALS else ""
+    raise BlinkInputError(
+        f"plan {planned.fingerprint} of {one_line(planned.ws_id)}/{one_line(planned.table)} removes "
+        f"{len(removals)} field(s) with their values: {listed}{more}. Nothing was sent: a removal is applied only "
+        "once a person approved the plan in review (the plan's XCom then carries the review, "
+        "let_through(plan, policy=..., reviewed=True)), or when the apply is given acknowledge_risks=True"
+    )
+
+
+SHOWN_REMOVALS = 20
+"""The most removals the gate's error names one by one."""
+
+
 def apply_schema(
     hook: BlinkHook,
     ws_id: str,
     table: str,
     updates: Updates,
     *,
-    record_path: str | os.PathLike[str],
+    record_path: str | os.PathLike[str] | None = None,
     max_concurrency: int = DEFAULT_UPDATE_CONCURRENCY,
     fail_fast: bool = False,
     only_changed: bool = False,
@@ -278,58 +288,56 @@ def apply_schema(
     lock_wait: float = 0.0,
     holder: Holder | None = None,
     replace: bool = False,
+    acknowledge_risks: bool = False,
+    create_table: bool = False,
 ) -> FieldUpdates:
-    """Apply ``updates`` to ``ws_id``/``table`` as a migration: lock, read Blink's fields and
-    plan, check, send each field's merge with what Blink holds, record.
+    """Apply ``updates`` to ``ws_id``/``table`` as a migration: lock, read Blink's table and
+    fields and plan, check, then create the table, add fields, change fields (each sent merged
+    with what Blink holds), change the table, and remove fields last; record.
 
-    The arguments are those of :meth:`BlinkHook.update_table_fields
-    <blinkops_provider.hooks.blink.BlinkHook.update_table_fields>` and
-    :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator`; ``holder`` names who
-    holds the table's lock (by default this process, as the task instance running now).
+    The arguments are those of :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator`;
+    ``holder`` names who holds the table's lock (by default this process, as the task instance
+    running now). Without ``record_path`` there is no drift baseline and no lock file; nothing
+    else differs.
 
-    :raises BlinkInputError: invalid input, before the lock is taken.
+    :param acknowledge_risks: apply a plan that removes fields although no person approved it in
+        review (as Blink's own tool's ``acknowledge_risks``).
+    :param create_table: create the table, with its declared fields, when Blink does not have it.
+    :raises BlinkInputError: invalid input, before the lock is taken; a removal neither approved
+        nor acknowledged (nothing sent).
     :raises BlinkStalePlanError: ``plan`` is not what would be applied now (nothing sent).
     :raises BlinkLockedError: another apply holds the table's lock (nothing sent).
+    :raises BlinkNotFoundError: Blink has no such table, and ``create_table`` is False (nothing sent).
     :raises BlinkConfigurationError: the record's location cannot be read or written.
     """
     check_concurrency(max_concurrency)
     approved = approved_plan(plan)
     replace = check_flag(replace, "replace")
-    batch = validate_field_updates(updates)
+    acknowledge_risks = check_flag(acknowledge_risks, "acknowledge_risks")
+    create_table = check_flag(create_table, "create_table")
+    declared = read_declaration(updates)
     _check_names(ws_id, table)
     clock = hook.clock
-    lock = TableLock(  # checks lock_wait and where the record goes
-        os.fspath(record_path),
-        ws_id=ws_id,
-        table=table,
-        holder=holder or Holder.current(),
-        wait=lock_wait,
-        now=clock.now,
-        sleep=clock.sleep,
-        monotonic=clock.monotonic,
-        log=hook.log,
-    )
-    record = _record(hook, ws_id, table, lock.record)  # reads the connection: a broken one fails here
+    lock: Any = contextlib.nullcontext()
+    if record_path is not None:
+        lock = TableLock(  # checks lock_wait and where the record goes
+            os.fspath(record_path),
+            ws_id=ws_id,
+            table=table,
+            holder=holder or Holder.current(),
+            wait=lock_wait,
+            now=clock.now,
+            sleep=clock.sleep,
+            monotonic=clock.monotonic,
+            log=hook.log,
+        )
+    record = _record(hook, ws_id, table, lock.record if record_path is not None else None)  # reads the connection
     with lock:
-        planned, recorded = _plan(hook, record, batch, replace)
+        planned, recorded = _plan(hook, record, declared, replace, create_table)
         if approved is not None:
             planned.check_approved(approved)  # before anything is sent
             _check_review(hook.log, planned, approved)
+        _check_loss(planned, approved, acknowledge_risks)
         planned.log_to(hook.log)
-        recording = _Recording(record, recorded, planned, batch, only_changed)
-        return _send(hook, recording, max_concurrency=max_concurrency, fail_fast=fail_fast)
-
-
-def _send(hook: BlinkHook, recording: _Recording, *, max_concurrency: int, fail_fast: bool) -> FieldUpdates:
-    """Send the plan's bodies, then record what Blink confirmed (also when interrupted)."""
-    record, now = recording.record, hook.clock.now
-    try:
-        result = hook.update_table_fields(
-            record.ws_id, record.table, recording.sent(), max_concurrency=max_concurrency, fail_fast=fail_fast
-        )
-    except BaseException as exc:
-        partial = FieldUpdates.carried_by(exc)
-        if partial is not None:
-            recording.complete(partial, now(), raising=False, log=hook.log).attach_to(exc)
-        raise
-    return recording.complete(result, now(), raising=True, log=hook.log)
+        steps = _Steps(hook, record, recorded, planned, only_changed, max_concurrency, fail_fast)
+        return steps.run()

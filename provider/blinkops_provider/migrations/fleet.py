@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations.plan import ADD, BASELINE, CHANGE, RECORD_BASELINE, REFUSED, one_line
+from blinkops_provider.migrations.plan import ADD, BASELINE, CHANGE, RECORD_BASELINE, REFUSED, REMOVE
 from blinkops_provider.migrations.plan import UNCHANGED as KEPT
 from blinkops_provider.migrations.review import REJECTED_IN_REVIEW
 
@@ -56,8 +57,11 @@ def _risky(plan: Mapping[str, Any]) -> bool:
 
 
 def _changes(plan: Mapping[str, Any]) -> bool:
-    """Whether a plan adds, changes or refuses anything, by its rows (not its stored flag)."""
-    return any(row.get("action") != KEPT for row in _rows_of(plan))
+    """Whether a plan adds, changes, removes or refuses anything, or creates or changes the table,
+    by its rows (not its stored flag)."""
+    table = plan.get("table_plan")
+    touched = isinstance(table, Mapping) and table.get("action") not in (None, KEPT)
+    return touched or any(row.get("action") != KEPT for row in _rows_of(plan))
 
 
 def _name(plan: Mapping[str, Any]) -> str:
@@ -73,13 +77,16 @@ def _rank(plan: Mapping[str, Any]) -> tuple[int, str]:
 
 def _line(plan: Mapping[str, Any]) -> str:
     rows = _rows_of(plan)
-    count = {action: sum(row.get("action") == action for row in rows) for action in (ADD, CHANGE, REFUSED, KEPT)}
-    destructive = sum(row.get("destructive") is True for row in rows)
-    flags = [word for word, n in (("refused", count[REFUSED]), ("destructive", destructive)) if n]
+    count = {
+        action: sum(row.get("action") == action for row in rows) for action in (ADD, CHANGE, REFUSED, KEPT, REMOVE)
+    }
+    destructive = sum(row.get("destructive") is True for row in rows if row.get("action") != REMOVE)
+    removing = f", {count[REMOVE]} to remove" if count[REMOVE] else ""
+    flags = [word for word, n in (("refused", count[REFUSED]), ("destructive", destructive + count[REMOVE])) if n]
     mark = f" [{', '.join(flags).upper()}]" if flags else ""
     return (
-        f"- {_name(plan)}{mark}: {count[ADD]} to add, {count[CHANGE]} to change ({destructive} destructive), "
-        f"{count[REFUSED]} refused, {count[KEPT]} unchanged (plan {one_line(str(plan.get('fingerprint')))})"
+        f"- {_name(plan)}{mark}: {count[ADD]} to add, {count[CHANGE]} to change ({destructive} destructive)"
+        f"{removing}, {count[REFUSED]} refused, {count[KEPT]} unchanged (plan {one_line(str(plan.get('fingerprint')))})"
     )
 
 

@@ -22,9 +22,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkStalePlanError
+from blinkops_provider.migrations.identity import match_fields
 from blinkops_provider.models import (
     READ_ONLY_ATTRIBUTES,
+    BlinkTable,
     FieldUpdate,
     TableField,
     contradictions,
@@ -37,20 +40,26 @@ __all__ = [
     "ADD",
     "BASELINE",
     "CHANGE",
+    "CREATE",
     "RECORD_BASELINE",
     "REFUSED",
+    "REMOVE",
     "UNCHANGED",
     "FieldPlan",
     "SchemaPlan",
+    "TablePlan",
     "differing_members",
     "make_plan",
     "one_line",
     "plan_fields",
+    "plan_table",
 ]
 
-ADD, CHANGE, UNCHANGED, REFUSED = "add", "change", "unchanged", "refused"
-ACTIONS = (ADD, CHANGE, UNCHANGED, REFUSED)
-_DONE = {ADD: "added", CHANGE: "changed", UNCHANGED: "unchanged", REFUSED: "changed"}
+ADD, CHANGE, UNCHANGED, REFUSED, REMOVE = "add", "change", "unchanged", "refused", "remove"
+ACTIONS = (ADD, CHANGE, UNCHANGED, REFUSED, REMOVE)
+CREATE = "create"
+"""The table's action when Blink does not have it and ``create_table=True``."""
+_DONE = {ADD: "added", CHANGE: "changed", UNCHANGED: "unchanged", REFUSED: "changed", REMOVE: "removed"}
 
 SHOWN = 60
 """The most characters of one value a plan row shows (then ``…``)."""
@@ -79,7 +88,12 @@ class FieldPlan:
     :ivar drift: the members whose value in Blink differs from the record of the last apply
         (changed in Blink since); empty without a record or a live read.
     :ivar changed_by: who changed the field in Blink last, and when, as Blink says (with drift).
-    :ivar body: what the apply sends for this field (None when it sends nothing).
+    :ivar body: what the apply sends for this field (None when it sends nothing): the ``PUT``
+        body of a change, the ``POST`` body of an add.
+    :ivar blink_name: Blink's name of the field, when it is not the declared one (Blink derived
+        it when the field was added).
+    :ivar rows: for a ``remove``, how many rows lose their values, as Blink estimates it (None:
+        Blink does not say).
     """
 
     field: str
@@ -90,14 +104,23 @@ class FieldPlan:
     drift: tuple[str, ...] = ()
     changed_by: str = ""
     body: FieldUpdate | None = dataclasses.field(default=None, compare=False)
+    blink_name: str = ""
+    rows: int | None = None
+    method: str = dataclasses.field(default="", compare=False)
+    """How the apply sends ``body``: ``POST`` (an add, against Blink's live schema), else ``PUT``."""
 
     @property
     def destructive(self) -> bool:
-        """A change that can orphan data already in the table."""
-        return self.action == CHANGE and bool(self.risk)
+        """A change that can orphan data already in the table, or a removal (its values go)."""
+        return (self.action == CHANGE and bool(self.risk)) or self.action == REMOVE
+
+    @property
+    def name_in_blink(self) -> str:
+        """The name Blink's paths take for this field."""
+        return self.blink_name or self.field
 
     def to_xcom(self) -> dict[str, Any]:
-        return {
+        row = {
             "field": self.field,
             "action": self.action,
             "members": list(self.members),
@@ -105,6 +128,44 @@ class FieldPlan:
             "destructive": self.destructive,
             "risk": self.risk,
             "drift": list(self.drift),
+        }
+        if self.blink_name:
+            row["blink_name"] = self.blink_name
+        if self.action == REMOVE:
+            row["rows"] = self.rows
+        return row
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """What the apply will do to the table itself.
+
+    :ivar action: ``create`` (Blink does not have it, and ``create_table=True``), ``change`` (its
+        display name or description), or ``unchanged``.
+    :ivar name: Blink's name of the table ("" for one to create: Blink derives it).
+    :ivar values: ``(member, before, after)`` of what changes.
+    :ivar body: the ``POST .../table`` body (without its fields) or the ``PUT .../table/{table}``
+        body; None when nothing is sent.
+    :ivar rows: the table's ``estimated_records_count`` (None: Blink does not say).
+    :ivar note: what could not be planned, in a sentence ("" when everything was).
+    """
+
+    action: str = UNCHANGED
+    name: str = ""
+    members: tuple[str, ...] = ()
+    values: tuple[tuple[str, Any, Any], ...] = ()
+    body: dict[str, Any] | None = dataclasses.field(default=None, compare=False)
+    rows: int | None = None
+    note: str = ""
+
+    def to_xcom(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "name": self.name,
+            "members": list(self.members),
+            "values": [{"member": m, "before": b, "after": a} for m, b, a in self.values],
+            "rows": self.rows,
+            "note": self.note,
         }
 
 
@@ -122,6 +183,8 @@ class SchemaPlan:
     :ivar live_digest: a digest of the declared fields as Blink held them when the plan was made.
     :ivar unread: why Blink's live schema could not be read (its status, e.g. ``404``): the plan
         was made against the record; empty when it was made against Blink.
+    :ivar table_plan: what the apply does to the table itself (create it, change its display
+        name or description, or nothing).
     """
 
     ws_id: str
@@ -134,6 +197,7 @@ class SchemaPlan:
     record_digest: str = ""
     live_digest: str = ""
     unread: str = ""
+    table_plan: TablePlan = TablePlan()
 
     @property
     def fingerprint(self) -> str:
@@ -170,18 +234,24 @@ class SchemaPlan:
 
     @property
     def counts(self) -> dict[str, int]:
-        """``{"add": n, "change": n, "unchanged": n, "refused": n, "destructive": n}`` (the
-        destructive ones are among the changes)."""
+        """``{"add": n, "change": n, "unchanged": n, "refused": n, "remove": n, "destructive": n}``
+        (the destructive ones are among the changes; every removal is destructive too)."""
         counts = {action: 0 for action in ACTIONS}
         for plan in self.fields:
             counts[plan.action] += 1
-        counts["destructive"] = sum(plan.destructive for plan in self.fields)
+        counts["destructive"] = sum(plan.destructive for plan in self.fields if plan.action == CHANGE)
         return counts
 
     @property
+    def removals(self) -> list[FieldPlan]:
+        """The rows that remove a field and its values."""
+        return [plan for plan in self.fields if plan.action == REMOVE]
+
+    @property
     def has_changes(self) -> bool:
-        """Whether the apply would add, change or refuse anything: something for a person to review."""
-        return any(plan.action != UNCHANGED for plan in self.fields)
+        """Whether the apply would add, change, remove or refuse anything, or create or change the
+        table: something for a person to review."""
+        return self.table_plan.action != UNCHANGED or any(plan.action != UNCHANGED for plan in self.fields)
 
     def describe(self) -> str:
         """The plan as text for the log and for a reviewer: a summary line, refused and
@@ -196,12 +266,17 @@ class SchemaPlan:
                 f"Blink's live schema could not be read ({self.unread}): planned against the record of the last apply",
             ]
         )
+        if self.table_plan.action == CREATE:
+            lines.append(_creation(self))
+        removing = f", {counts[REMOVE]} to remove" if counts[REMOVE] else ""
+        where = f"last apply: {since}, at {one_line(self.record)}" if self.record else "no record kept"
         lines += [
-            f"Plan {self.fingerprint} for {self.ws_id}/{self.table}: {counts[ADD]} to add, {counts[CHANGE]} to "
-            f"change ({counts['destructive']} destructive), {counts[UNCHANGED]} unchanged, {counts[REFUSED]} "
-            f"refused (last apply: {since}, at {self.record})",
+            f"Plan {self.fingerprint} for {one_line(self.ws_id)}/{one_line(self.table)}: {counts[ADD]} to add, "
+            f"{counts[CHANGE]} to change ({counts['destructive']} destructive){removing}, {counts[UNCHANGED]} "
+            f"unchanged, {counts[REFUSED]} refused ({where})",
         ]
         lines += _flagged(self.fields)
+        lines += _table_lines(self.table_plan)
         lines += [
             "",
             self.baseline,
@@ -210,9 +285,13 @@ class SchemaPlan:
             "|---|---|---|",
             *_rows(self.fields),
         ]
+        gone = [plan.field for plan in self.fields if plan.action == UNCHANGED and plan.risk]
+        if gone:
+            lines += ["", f"Already gone from Blink (nothing to remove): {_cell(', '.join(map(repr, gone)))}"]
         if self.undeclared:
-            names = ", ".join(map(repr, self.undeclared))
-            lines += ["", f"Recorded but no longer declared (left as they are): {names}"]
+            names = _cell(", ".join(map(repr, self.undeclared)))
+            said = "Recorded but no longer declared" if self.unread else "In Blink, not declared"
+            lines += ["", f"{said}: left as they are: {names}"]
         return "\n".join(lines)
 
     def log_to(self, log: Any) -> None:
@@ -249,6 +328,7 @@ class SchemaPlan:
             "counts": self.counts,
             "has_changes": self.has_changes,
             "undeclared": list(self.undeclared),
+            "table_plan": self.table_plan.to_xcom(),
             "text": self.describe(),
         }
 
@@ -333,9 +413,10 @@ _FLAGS = (
         lambda plan: plan.risk,
     ),
     (
-        "**Destructive** (these changes can orphan values already in the table):",
+        "**Destructive** (removals first: each deletes the field's values in every row, irreversibly; then the "
+        "changes that can orphan values already in the table):",
         lambda plan: plan.destructive,
-        lambda plan: plan.risk,
+        lambda plan: f"remove: {plan.risk}" if plan.action == REMOVE else plan.risk,
     ),
     (
         "**Changed in Blink since the last apply** (the plan is made against Blink's values):",
@@ -347,10 +428,11 @@ _FLAGS = (
 
 
 def _flagged(fields: Sequence[FieldPlan]) -> list[str]:
-    """The refused, destructive and drifted rows, each kind under its heading (none: no heading)."""
+    """The refused, destructive (removals first) and drifted rows, each kind under its heading
+    (none: no heading)."""
     lines: list[str] = []
     for heading, flagged, said in _FLAGS:
-        rows = [plan for plan in fields if flagged(plan)]
+        rows = sorted((plan for plan in fields if flagged(plan)), key=lambda plan: plan.action != REMOVE)
         lines += ["", heading, *(f"- {_cell(plan.field)}: {said(plan)}" for plan in rows)] if rows else []
     return lines
 
@@ -366,30 +448,51 @@ def _rows(fields: Sequence[FieldPlan]) -> list[str]:
     return rows
 
 
+def _creation(plan: SchemaPlan) -> str:
+    """The plan's first line when it creates the table."""
+    shown = dict((member, after) for member, _, after in plan.table_plan.values)
+    adds = [row.field for row in plan.fields if row.action == ADD]
+    return (
+        f"Create table {_shown(shown.get('display_name'))} in workspace {one_line(plan.ws_id)} with {len(adds)} "
+        f"field(s): {_cell(', '.join(adds)) or 'none'} (Blink derives the table's name and its fields' names)"
+    )
+
+
+def _table_lines(table: TablePlan) -> list[str]:
+    """The table's own change (its display name or description), and what could not be planned."""
+    lines: list[str] = []
+    if table.action == CHANGE:
+        shown = "; ".join(f"{member}: {_shown(before)} → {_shown(after)}" for member, before, after in table.values)
+        lines += ["", f"**The table** ({one_line(table.name)}): change {shown}"]
+    if table.note:
+        lines += ["", table.note]
+    return lines
+
+
 def _action_cell(plan: FieldPlan) -> str:
-    return "change (destructive)" if plan.destructive else plan.action
+    return "change (destructive)" if plan.destructive and plan.action == CHANGE else plan.action
+
+
+POSTED_CHARS = 400
+"""The most characters of an add's ``POST`` body its row shows."""
 
 
 def _details(plan: FieldPlan) -> str:
+    named = f"declared as {plan.field!r}, Blink's name is {plan.blink_name!r}; " if plan.blink_name else ""
+    if plan.method == "POST" and plan.body is not None:
+        body = json.dumps(plan.body.to_body(), ensure_ascii=False, sort_keys=True)
+        return _cell(f"POST {body if len(body) <= POSTED_CHARS else body[: POSTED_CHARS - 1] + '…'}")
     if plan.action == ADD:
         return _cell(", ".join(f"{member} {_shown(after)}" for member, _, after in plan.values))
+    if plan.action == REMOVE:
+        return _cell(f"{named}{plan.risk}")
     shown = "; ".join(f"{member}: {_shown(before)} → {_shown(after)}" for member, before, after in plan.values)
-    return _cell(f"{shown} ({plan.risk})" if plan.action == REFUSED else shown)
-
-
-_BREAKS = {ord(ch): f"\\u{ord(ch):04x}" for ch in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
-
-
-def one_line(text: str) -> str:
-    """A name as a log line or a table cell shows it: on one line, nothing in it able to start
-    another (line breaks of every kind escaped), ``|`` and ``\\`` escaped."""
-    return _cell(text)
+    return _cell(named + (f"{shown} ({plan.risk})" if plan.action == REFUSED else shown))
 
 
 def _cell(text: str) -> str:
-    """Text as one Markdown table cell: a backslash and ``|`` escaped, and every character that
-    could break the line (``\\n``, ``\\r``, VT, FF, NEL, U+2028, U+2029, ...) written as its escape."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").translate(_BREAKS)
+    """Text as one Markdown table cell (:func:`blinkops_provider._text.one_line`)."""
+    return one_line(text)
 
 
 def make_plan(
@@ -402,63 +505,194 @@ def make_plan(
     live: Sequence[TableField] | None,
     unread: str = "",
     replace: bool = False,
+    removals: Sequence[str] = (),
+    notes: Mapping[str, str] | None = None,
+    table_plan: TablePlan | None = None,
+    declared_table: Sequence[str | None] = (None, None),
 ) -> SchemaPlan:
     """The plan of ``declared`` for one table.
 
     :param target: ``(Blink's host, workspace, table)``.
-    :param record: where the record of the last apply is kept.
+    :param record: where the record of the last apply is kept ("" when none is kept).
     :param recorded: the record's field bodies (``{}`` when there is none yet).
     :param live: the table's fields as Blink holds them, or None when Blink did not serve the
         read (``unread`` says why): the plan is then made against the record.
     :param replace: send each declaration as given (Blink resets what it leaves out) instead
         of its merge with what Blink holds.
+    :param removals: the declared tombstones' field names.
+    :param notes: the record's note of the name Blink gave each field this provider added.
+    :param table_plan: what happens to the table itself (:func:`plan_table`).
+    :param declared_table: the table's declared display name and description.
     """
     host, ws_id, table = target
-    held = None if live is None else {field.name: field for field in live if field.name is not None}
-    names = {name for name, _ in declared}
+    table_plan = table_plan or TablePlan(name=table)
+    rows = plan_fields(
+        declared, recorded, live, table=table, replace=replace, removals=removals, notes=notes, rows=table_plan.rows
+    )
+    matched = {row.name_in_blink for row in rows if row.action != ADD}
+    if live is None:
+        undeclared = [name for name in recorded if name not in {name for name, _ in declared}]
+    else:
+        undeclared = [str(f.name) for f in live if f.name not in matched and not _system(f)]
+    schema = [[name, update.to_body()] for name, update in declared]
     return SchemaPlan(
         ws_id=ws_id,
         table=table,
         record=record,
         recorded_at=recorded_at,
-        fields=tuple(plan_fields(declared, recorded, held, table=table, replace=replace)),
-        undeclared=tuple(name for name in recorded if name not in names),
-        schema_digest=_digest([[host, ws_id, table], [[name, update.to_body()] for name, update in declared], replace]),
+        fields=tuple(rows),
+        undeclared=tuple(undeclared),
+        schema_digest=_digest([[host, ws_id, table], schema, replace, list(removals), list(declared_table)]),
         record_digest=_digest([recorded_at, recorded]),
-        live_digest=_live_digest(held, names=[name for name, _ in declared]),
+        live_digest=_live_digest(live, rows, table_plan),
         unread=unread,
+        table_plan=table_plan,
     )
 
 
-def _live_digest(held: Mapping[str, TableField] | None, names: Sequence[str]) -> str:
-    """The digest of the declared fields as Blink holds them ("" without a live read)."""
-    return "" if held is None else _digest([field_body(held[n]) if n in held else None for n in names])
+def _system(field: TableField) -> bool:
+    """Whether Blink keeps a field to itself (``system`` or ``protected``)."""
+    markers = field.attributes or {}
+    return any(markers.get(marker) is True for marker in READ_ONLY_ATTRIBUTES)
+
+
+def _live_digest(live: Sequence[TableField] | None, rows: Sequence[FieldPlan], table: TablePlan) -> str:
+    """The digest of the declared fields as Blink holds them, and of the table ("" without a live read)."""
+    if live is None:
+        return ""
+    held = {field.name: field for field in live}
+    bodies = [
+        [row.name_in_blink, field_body(held[row.name_in_blink]) if row.name_in_blink in held else None] for row in rows
+    ]
+    return _digest([bodies, table.to_xcom()])
+
+
+def plan_table(
+    table: str,
+    declared: Sequence[str | None],
+    held: BlinkTable | None,
+    *,
+    create: bool = False,
+    listed: bool = True,
+) -> TablePlan:
+    """What happens to the table itself: created (Blink does not have it and ``create``), its
+    display name or description changed (as declared; what is not declared is kept as Blink
+    holds it, and its ``settings`` are sent back as held), or nothing.
+
+    :param declared: the table's declared ``(display_name, description)`` (None: not declared).
+    :param held: the table in Blink's tables read (None: not there, or ``listed`` is False).
+    :param listed: whether Blink served its tables read.
+    """
+    display_name, description = declared
+    if held is None and create:
+        after = {"display_name": display_name or table, "description": description or ""}
+        values = tuple((member, None, value) for member, value in after.items())
+        return TablePlan(CREATE, "", tuple(after), values, body={**after, "options": []}, rows=0)
+    if held is None:
+        note = (
+            ""
+            if (display_name, description) == (None, None) or listed
+            else ("Blink's tables read is not served: the table's display name and description are not planned")
+        )
+        return TablePlan(UNCHANGED, table, note=note)
+    before = {"display_name": held.display_name or held.name, "description": held.description or ""}
+    after = {
+        "display_name": display_name if display_name is not None else before["display_name"],
+        "description": description if description is not None else before["description"],
+    }
+    members = tuple(member for member in after if after[member] != before[member])
+    if not members:
+        return TablePlan(UNCHANGED, held.name, rows=held.estimated_records_count)
+    values = tuple((member, before[member], after[member]) for member in members)
+    body = {**after, "settings": dict(held.settings or {})}
+    return TablePlan(CHANGE, held.name, members, values, body=body, rows=held.estimated_records_count)
 
 
 def plan_fields(
     declared: Iterable[tuple[str, FieldUpdate]],
     recorded: Mapping[str, Any],
-    live: Mapping[str, TableField] | None = None,
+    live: Sequence[TableField] | Mapping[str, TableField] | None = None,
     *,
     table: str = "",
     replace: bool = False,
+    removals: Sequence[str] = (),
+    notes: Mapping[str, str] | None = None,
+    rows: int | None = None,
 ) -> list[FieldPlan]:
-    """Each declared field against Blink's field (``live``) or, without a live read, its recorded
-    body: ``add`` (only without a live read), ``change`` (destructive when it can orphan data or
-    loses a check), ``unchanged``, or ``refused`` (not sent: a type change, a field Blink lacks or
-    keeps to itself, a declaration that contradicts itself)."""
+    """Each declared field against Blink's field (``live``, matched as
+    :mod:`~blinkops_provider.migrations.identity` says) or, without a live read, its recorded
+    body: ``add`` (a field Blink lacks: ``POST``; without a live read, one the record lacks),
+    ``change`` (destructive when it can orphan data or loses a check), ``unchanged``, or
+    ``refused`` (not sent: a type change, a field Blink keeps to itself, a declaration that
+    contradicts itself or cannot be told apart); then each removal: ``remove`` (with ``rows``,
+    the rows that lose their values), ``unchanged`` (Blink has no such field) or ``refused``."""
+    declared = list(declared)
+    if live is None:
+        plans = []
+        for name, update in declared:
+            before = recorded.get(name)
+            plans.append(_against(name, update, before if isinstance(before, Mapping) else None, update))
+        why = "a removal needs Blink's fields read, which this Blink does not serve: nothing is removed"
+        return plans + [FieldPlan(name, REFUSED, risk=why) for name in removals]
+    fields = list(live.values()) if isinstance(live, Mapping) else list(live)
+    held = {field.name: field for field in fields if field.name is not None}
+    matches = match_fields(declared, removals, fields, notes or {})
+    targets = _referenced(fields)
     plans = []
     for name, update in declared:
-        before = recorded.get(name)
-        if live is None:
-            plan = _against(name, update, before if isinstance(before, Mapping) else None, update)
-        elif name not in live:
-            why = f"no field {name!r} in table {table!r}; create it in Blink first (a field update cannot add one)"
-            plan = FieldPlan(name, REFUSED, risk=why)
+        if name in matches.refused:
+            plans.append(FieldPlan(name, REFUSED, risk=matches.refused[name]))
+        elif name in matches.found:
+            found = matches.found[name]
+            plan = _against_blink(name, update, held[found], recorded.get(name), replace)
+            plans.append(dataclasses.replace(plan, blink_name=found if found != name else ""))
         else:
-            plan = _against_blink(name, update, live[name], before, replace)
-        plans.append(plan)
-    return plans
+            plans.append(_add(name, update, targets, table))
+    return plans + [_removal(name, held.get(matches.gone.get(name, "")), rows) for name in removals]
+
+
+def _referenced(fields: Sequence[TableField]) -> dict[str, str]:
+    """The tables Blink's ``reference`` fields link to: target -> the field that links."""
+    targets = {}
+    for field in fields:
+        reference = (field.attributes or {}).get("table_reference") if field.type == "reference" else None
+        if isinstance(reference, Mapping) and isinstance(reference.get("table_name"), str):
+            targets[reference["table_name"]] = str(field.name)
+    return targets
+
+
+def _add(name: str, update: FieldUpdate, targets: dict[str, str], table: str) -> FieldPlan:
+    """A declared field Blink lacks: added with its declaration as the ``POST`` body."""
+    problems = contradictions(update)
+    if problems:
+        return FieldPlan(name, REFUSED, risk=f"the declaration contradicts itself: {'; '.join(problems)}")
+    reference = update.attributes.table_reference if update.attributes is not None else None
+    if update.type is not None and update.type.value == "reference" and reference is not None:
+        linked = targets.get(reference.table_name)
+        if linked is not None:
+            why = (
+                f"table {table!r} links to table {reference.table_name!r} through field {linked!r} already, and Blink "
+                "allows one reference field per target table"
+            )
+            return FieldPlan(name, REFUSED, risk=why)
+        targets[reference.table_name] = name
+    after = update.to_body()
+    shown = tuple((member, None, _member(after, member)) for member in differing_members(after, {}))
+    return FieldPlan(name, ADD, values=shown, body=update, method="POST")
+
+
+def _removal(name: str, held: TableField | None, rows: int | None) -> FieldPlan:
+    """A tombstone: the field removed with its values, refused for Blink's own fields, or
+    ``unchanged`` when Blink has no such field."""
+    if held is None:
+        return FieldPlan(name, UNCHANGED, risk=f"Blink has no field {name!r}: nothing to remove")
+    blink_name = str(held.name) if held.name != name else ""
+    if _system(held):
+        why = f"{name!r} is one of Blink's system or protected fields, which Blink does not let anyone remove"
+        return FieldPlan(name, REFUSED, risk=why, blink_name=blink_name)
+    count = f"about {rows} rows" if rows is not None else "an unknown number of rows (Blink does not say how many)"
+    why = f"deletes its values in {count}, permanently"
+    return FieldPlan(name, REMOVE, risk=why, blink_name=blink_name, rows=rows)
 
 
 def _against_blink(name: str, update: FieldUpdate, held: TableField, recorded: Any, replace: bool) -> FieldPlan:
@@ -489,7 +723,11 @@ def _against(name: str, update: FieldUpdate, before: Mapping[str, Any] | None, b
         return FieldPlan(name, UNCHANGED, body=body)
     values = tuple((member, _member(before, member), _member(after, member)) for member in members)
     if "type" in members and before.get("type") is not None:
-        why = f"the type would change from {before['type']!r} to {after.get('type')!r}; Blink refuses type changes"
+        why = (
+            f"the type would change from {before['type']!r} to {after.get('type')!r}; Blink never changes a field's "
+            f"type: add a new field of the new type (another name and display name), copy the values over, then "
+            f'remove this one with a tombstone {{"field": {name!r}, "remove": true}}'
+        )
         return FieldPlan(name, REFUSED, tuple(members), values, why)
     return FieldPlan(name, CHANGE, tuple(members), values, _destruction(after, before), body=body)
 

@@ -108,6 +108,11 @@ class SchemaRecord:
         self.blink, self.ws_id, self.table = blink, ws_id, table
         self.host = blink_host(blink)
         """The Blink's canonical name (:func:`blinkops_provider.names.blink_host`), as recorded."""
+        self.names: dict[str, str] = {}
+        """What :meth:`read` found noted: declared field name -> the name Blink gave the field when
+        this provider added it (only where they differ)."""
+        self.table_name: str | None = None
+        """What :meth:`read` found noted: the name Blink gave the table when this provider created it."""
 
     def read(self) -> tuple[dict[str, dict[str, Any]], str | None]:
         """The recorded field bodies and when they were recorded; ``({}, None)`` when there is no
@@ -125,6 +130,12 @@ class SchemaRecord:
             raise unusable_location(self.location, err, "read") from None
         data = self._checked(raw, f"the schema record at {self.location!r}")
         fields = {str(name): body for name, body in data["fields"].items() if isinstance(body, dict)}
+        names = data.get("names")
+        self.names = {
+            str(k): v for k, v in (names.items() if isinstance(names, dict) else ()) if isinstance(v, str) and v
+        }
+        table_name = data.get("table_name")
+        self.table_name = table_name if isinstance(table_name, str) and table_name else None
         recorded_at = data.get("recorded_at")
         return fields, recorded_at if isinstance(recorded_at, str) else None
 
@@ -166,8 +177,20 @@ class SchemaRecord:
                 f"{self.ws_id!r} at {self.host}; give each table its own record_path (a folder ending in '/' does)"
             )
 
-    def write(self, fields: Mapping[str, Mapping[str, Any]], *, now: dt.datetime) -> None:
-        """Replace the record with ``fields`` (name -> body sent), in one move."""
+    def write(
+        self,
+        fields: Mapping[str, Mapping[str, Any]],
+        *,
+        now: dt.datetime,
+        names: Mapping[str, str] | None = None,
+        table_name: str | None = None,
+    ) -> None:
+        """Replace the record with ``fields`` (name -> body sent), in one move; with ``names``
+        (declared name -> Blink's name, where they differ) and ``table_name`` (Blink's name of a
+        table this provider created) noted when given."""
+        notes: dict[str, Any] = {"names": dict(names)} if names else {}
+        if table_name:
+            notes["table_name"] = table_name
         data = {
             "format": RECORD_FORMAT,
             "blink": self.host,
@@ -175,6 +198,7 @@ class SchemaRecord:
             "table": self.table,
             "recorded_at": now.astimezone(dt.UTC).isoformat(timespec="seconds"),
             "fields": dict(fields),
+            **notes,
         }
         try:
             with replacing(storage_path(self.location, "record_path")) as out:  # (after sending: see apply)

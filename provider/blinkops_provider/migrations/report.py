@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from blinkops_provider._text import one_line
 from blinkops_provider.batch import FieldUpdates
 from blinkops_provider.exceptions import (
     BlinkApiError,
@@ -18,12 +19,11 @@ from blinkops_provider.exceptions import (
     BlinkStalePlanError,
 )
 from blinkops_provider.migrations.fleet import APPLIED, FAILED, STALE, UNCHANGED
-from blinkops_provider.migrations.plan import one_line
 from blinkops_provider.retry_policy import batch_error
 
 __all__ = ["OUTCOMES", "WHY_CHARS", "ApplyReport", "grouped", "not_applied"]
 
-OUTCOMES = ("added", "changed", "unchanged", "applied", "failed", "unknown")
+OUTCOMES = ("added", "changed", "removed", "unchanged", "applied", "failed", "unknown")
 """A field's outcomes, in the order the summary line counts them."""
 
 WHY_CHARS = 80
@@ -46,7 +46,7 @@ def _table_outcome(counts: Counter[str], exc: BaseException | None) -> str:
     ``applied`` (a field sent), else ``unchanged``."""
     if exc is not None or counts["failed"] or counts["unknown"]:
         return FAILED
-    return APPLIED if counts["added"] or counts["changed"] or counts["applied"] else UNCHANGED
+    return APPLIED if counts["added"] or counts["changed"] or counts["removed"] or counts["applied"] else UNCHANGED
 
 
 def _why(name: str, result: FieldUpdates) -> str:
@@ -154,6 +154,18 @@ class ApplyReport:
 
     def _log_applied(self, name: str, outcome: str, result: FieldUpdates) -> None:
         stored = result.applied[name]
+        if outcome == "removed":
+            self.log.info("  %s: removed, with its values", one_line(name))
+            return
+        if outcome == "added" and stored is not None and stored.name != name:
+            self.log.info(
+                "  %s: added (%s, %r; Blink's name is %r)",
+                one_line(name),
+                stored.type,
+                stored.display_name,
+                stored.name,
+            )
+            return
         members = result.plan.members(name) if result.plan is not None else ()
         detail = f"; {', '.join(members)}" if members else ""
         if stored is None:

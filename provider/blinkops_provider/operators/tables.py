@@ -10,10 +10,18 @@ from blinkops_provider.batch import FieldUpdates
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook
 from blinkops_provider.inputs import check_concurrency, check_flag, check_lock_wait, parse_json_object, validate_input
-from blinkops_provider.migrations import Holder, apply_schema, approved_plan, plan_schema
-from blinkops_provider.migrations.merge import merged_with_blink
-from blinkops_provider.migrations.report import ApplyReport, grouped, not_applied
-from blinkops_provider.models import FieldBatch, FieldType, FieldUpdate, validate_field_updates
+from blinkops_provider.migrations import (
+    ApplyReport,
+    Declaration,
+    Holder,
+    apply_schema,
+    approved_plan,
+    grouped,
+    not_applied,
+    plan_schema,
+    read_declaration,
+)
+from blinkops_provider.models import FieldBatch, FieldType, FieldUpdate
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
 
 if TYPE_CHECKING:
@@ -110,18 +118,21 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         update = self.build_update()
         self._declared = [{"field": self.field, **update.to_body()}]  # for lineage
-        if not self.replace:
-            [(_, update)] = merged_with_blink(self.hook, self.ws_id, self.table, [(self.field, update)])
-        updated = self.hook.update_table_field(self.ws_id, self.table, self.field, update)
+        entry = FieldBatch([(self.field, update)], named=True, judged=False)
+        result = apply_schema(self.hook, self.ws_id, self.table, entry, replace=self.replace, max_concurrency=1)
+        if not result.ok:
+            raise result.failed.get(self.field) or not_applied(result)
+        updated = result.applied.get(self.field)
         self.log.info(
-            "Updated field %r of table %r in workspace %r (type %s)",
+            "Field %r of table %r in workspace %r: %s (type %s)",
             self.field,
             self.table,
             self.ws_id,
-            updated.type,
+            result.outcome(self.field),
+            updated.type if updated is not None else update.type,
         )
         self.announce_table(context, self.ws_id, self.table, [self.field])
-        return updated.to_json_dict()
+        return updated.to_json_dict() if updated is not None else {"name": self.field, **update.to_body()}
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage: the table as an output dataset with the field's schema (no request)."""
@@ -134,54 +145,69 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
 
 
 class UpdateTableFieldsOperator(BaseBlinkOperator):
-    """Apply a declared schema, many fields of one Blink table, in one task.
+    """Make a Blink table match its declared schema, in one task: fields added, changed and
+    (behind an approval) removed, the table created or its display name and description changed.
 
     Every entry is checked after templating and before any request (names, types, attributes,
-    no field twice; all problems reported together), then the updates are sent
-    ``max_concurrency`` at a time. A failing field does not stop the others unless ``fail_fast``.
-    The log ends with one line per field, in the declared order.
+    no field twice; all problems reported together). The task plans against the table as Blink
+    holds it (:mod:`blinkops_provider.migrations`: each entry matched to Blink's field by name, the
+    record's note of Blink's name, then display name) and sends, in this order: the table's
+    creation (``create_table``), the fields to add (``POST``), the fields to change (``PUT``, each
+    merged with what Blink holds), the table's display name or description, and the removals last,
+    ``max_concurrency`` at a time. A failing field does not stop the others unless ``fail_fast``;
+    a failure before the removals sends no removal. The log ends with one line per field.
 
     :param ws_id: the workspace id.
-    :param table: the table's name.
-    :param fields: the declared schema: a list of ``{"field": name, "type": ..., "display_name":
-        ..., "attributes": {...}}`` (``type`` and ``display_name`` required: Blink resets what an
-        update leaves out and refuses type changes), or its JSON text as a template renders it.
-    :param max_concurrency: updates in flight at once, 1 to 32 (default 16, measured; see
+    :param table: the table's name (or, for a table this provider created, its display name).
+    :param fields: the declared schema: a list of entries ``{"field": name, "type": ...,
+        "display_name": ..., "description": ..., "attributes": {...}}`` (``type`` and
+        ``display_name`` required) and tombstones ``{"field": "Old", "remove": true}``; or an
+        object ``{"display_name": ..., "description": ..., "fields": [...]}`` that declares the
+        table's display name and description too; or its JSON text as a template renders it.
+    :param max_concurrency: requests in flight at once, 1 to 32 (default 16, measured; see
         :meth:`~blinkops_provider.hooks.blink.BlinkHook.update_table_fields`).
-    :param fail_fast: after the first failure, start no new update (those in flight finish).
+    :param fail_fast: after the first failure, start no new request (those in flight finish).
     :param record_path: where the record of this table's last apply is kept (a local path shared by
         the workers, or an object-storage URI such as ``s3://bucket/blink/Incidents.json``), one
-        per table: the task then plans first, against the table as Blink holds it, and applies as
-        a migration (:mod:`blinkops_provider.migrations`, docs/operators/update_table_fields.md).
-    :param only_changed: send only the fields the plan finds to add or change (needs
-        ``record_path``). By default every declared field is sent: an update is a full
-        replacement, so sending it again corrects a change made in Blink since.
+        per table: the drift baseline, Blink's names of the fields this provider added, and the
+        table's lock. Without it there is no drift baseline and no lock; nothing else differs.
+    :param only_changed: send only what the plan finds to add, change or remove. By default every
+        declared field is sent: an update is a full replacement, so sending it again corrects a
+        change made in Blink since.
     :param plan_only: check that Blink accepts the connection's key (one small request), log
-        the plan and return it, and send nothing else (needs ``record_path``): the first task of
-        a plan, review, apply DAG.
-    :param plan: the approved plan, to apply it and nothing else (needs ``record_path``): the plan
-        task's XCom (``plan=plan_task.output``, or its JSON text) or its ``fingerprint``. The
-        apply plans again under the table's lock and, if the record or the schema changed since,
-        fails with :class:`~blinkops_provider.exceptions.BlinkStalePlanError` and sends nothing.
+        the plan and return it, and send nothing else: the first task of a plan, review, apply DAG.
+    :param plan: the approved plan, to apply it and nothing else: the plan task's XCom
+        (``plan=plan_task.output``, or its JSON text) or its ``fingerprint``. The apply plans again
+        (under the table's lock with a ``record_path``) and, if anything changed since, fails with
+        :class:`~blinkops_provider.exceptions.BlinkStalePlanError` and sends nothing.
+    :param acknowledge_risks: apply removals although no person approved the plan in review (the
+        plan's XCom carries the review's answer:
+        :func:`~blinkops_provider.migrations.let_through`). By default a plan with a removal is
+        refused, before anything is sent, unless a person approved it. ``True``/``False``, or a
+        template that renders one.
+    :param create_table: create the table with its declared fields when Blink does not have it
+        (by default a missing table fails the task, naming this flag).
     :param lock_wait: seconds to wait for another apply of the same table to finish (default 0:
         fail at once, naming who holds the table's lock and since when; Airflow's retries apply).
     :param replace: send each declaration as given instead of its merge with the field as Blink
-        holds it (read first, one request per table): Blink then resets what it leaves out.
+        holds it: Blink then resets what it leaves out.
     :param blink_conn_id: the ``blink`` connection to use.
     :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
     :returns: (XCom ``return_value``, pushed on every way out: a failure, ``execution_timeout``, a
         signal) ``{"ws_id", "table", "updated", "failed", "unknown", "outcomes": {name: outcome}}``,
-        an outcome being ``added``, ``changed``, ``unchanged``, ``applied``, ``failed`` or
-        ``unknown`` (in flight when interrupted); with ``plan_only``, the plan
-        (:meth:`~blinkops_provider.migrations.plan.SchemaPlan.to_xcom`).
-    :raises BlinkInputError: invalid entries, before any request.
-    :raises BlinkStalePlanError: ``plan`` is not what would be applied now, before any request.
-    :raises BlinkLockedError: another apply of the table holds its lock, before any request.
+        an outcome being ``added``, ``changed``, ``removed``, ``unchanged``, ``applied``, ``failed``
+        or ``unknown`` (in flight when interrupted); with ``plan_only``, the plan
+        (:meth:`~blinkops_provider.migrations.SchemaPlan.to_xcom`).
+    :raises BlinkInputError: invalid entries, before any request; a removal neither approved nor
+        acknowledged, before anything is sent.
+    :raises BlinkStalePlanError: ``plan`` is not what would be applied now, before anything is sent.
+    :raises BlinkLockedError: another apply of the table holds its lock, before anything is sent.
+    :raises BlinkNotFoundError: no such table, and ``create_table`` is False, before anything is sent.
     :raises BlinkApiError: some fields failed: a :class:`BlinkClientError` (no retry) when one had a
         4xx, else Airflow's retries apply (:func:`~blinkops_provider.retry_policy.batch_error`).
     """
 
-    template_fields: Sequence[str] = ("ws_id", "table", "fields", "record_path", "plan")
+    template_fields: Sequence[str] = ("ws_id", "table", "fields", "record_path", "plan", "acknowledge_risks")
     template_fields_renderers = {"fields": "json", "plan": "json"}
     ui_color = "#d8e9ff"
 
@@ -190,7 +216,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         *,
         ws_id: str,
         table: str,
-        fields: list[dict[str, Any]] | str,
+        fields: list[dict[str, Any]] | dict[str, Any] | str,
         max_concurrency: int = DEFAULT_UPDATE_CONCURRENCY,
         fail_fast: bool = False,
         record_path: str | None = None,
@@ -199,6 +225,8 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         plan: dict[str, Any] | str | None = None,
         lock_wait: float = 0.0,
         replace: bool = False,
+        acknowledge_risks: bool | str = False,
+        create_table: bool = False,
         blink_conn_id: str = BlinkHook.default_conn_name,
         hook_params: dict[str, Any] | None = None,
         **kwargs: Any,
@@ -207,37 +235,34 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         super().__init__(blink_conn_id=blink_conn_id, hook_params=hook_params, **kwargs)
         check_concurrency(max_concurrency)
         self.replace = check_flag(replace, "replace")
-        for name, value in (("only_changed", only_changed), ("plan_only", plan_only), ("plan", plan is not None)):
-            if check_flag(value, name) and not record_path:
-                raise BlinkInputError(
-                    f"{name}=True needs record_path: the plan compares the declared schema with the record "
-                    "of the last apply kept there"
-                )
+        self.create_table = check_flag(create_table, "create_table")
+        self.acknowledge_risks = (
+            acknowledge_risks
+            if isinstance(acknowledge_risks, str)
+            else check_flag(acknowledge_risks, "acknowledge_risks")
+        )
         self.ws_id = ws_id
         self.table = table
         self.fields = fields
         self.max_concurrency = max_concurrency
         self.fail_fast = fail_fast
         self.record_path = record_path
-        self.only_changed = only_changed
-        self.plan_only = plan_only
+        self.only_changed = check_flag(only_changed, "only_changed")
+        self.plan_only = check_flag(plan_only, "plan_only")
         self.plan = plan
         self.lock_wait = check_lock_wait(lock_wait)
 
     def execute(self, context: Context) -> dict[str, Any]:
-        batch = validate_field_updates(self.fields, require_type_and_name=True)
-        if not batch:
-            raise BlinkInputError(
-                "fields declares no field: give at least one entry (a template that rendered '[]' or nothing?)"
-            )
+        declared = read_declaration(self.fields, source="fields")
         approved = approved_plan(self.plan)  # checked before any request
-        self._declared = [{"field": name, **update.to_body()} for name, update in batch]  # for lineage
+        acknowledged = _rendered_flag(self.acknowledge_risks, "acknowledge_risks")
+        self._declared = [{"field": name, **update.to_body()} for name, update in declared.fields]  # for lineage
         if self.plan_only:
-            return self._plan(batch)
+            return self._plan(declared)
         report = ApplyReport(str(self.ws_id), str(self.table), self.log, self.fail_fast)
         result: FieldUpdates | None = None
         try:
-            result = self._apply(context, batch, approved)
+            result = self._apply(context, declared, approved, acknowledged)
             if not result.ok:
                 raise not_applied(result)
         except BaseException as exc:  # every way out: a failure, execution_timeout, a signal
@@ -246,22 +271,17 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             context["ti"].xcom_push(key="return_value", value=failed)
             raise
         summary = report.summary(result, approved=approved, rate_limited=self.hook.rate_limited)
-        self._announce(context, summary, planned=result.plan is not None)
+        self._announce(context, summary)
         return summary
 
-    def _apply(self, context: Context, batch: FieldBatch, approved: Any) -> FieldUpdates:
-        """Send the batch: as a migration of the table (lock, plan, record) with a ``record_path``."""
-        if not self.record_path:
-            sent = batch if self.replace else merged_with_blink(self.hook, self.ws_id, self.table, batch)
-            return self.hook.update_table_fields(
-                self.ws_id, self.table, sent, max_concurrency=self.max_concurrency, fail_fast=self.fail_fast
-            )
+    def _apply(self, context: Context, declared: Declaration, approved: Any, acknowledged: bool) -> FieldUpdates:
+        """Send the declaration as a migration of the table (lock and record with a ``record_path``)."""
         return apply_schema(
             self.hook,
             self.ws_id,
             self.table,
-            batch,
-            record_path=str(self.record_path),
+            declared,
+            record_path=str(self.record_path) if self.record_path else None,
             max_concurrency=self.max_concurrency,
             fail_fast=self.fail_fast,
             only_changed=self.only_changed,
@@ -269,21 +289,29 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             lock_wait=self.lock_wait,
             holder=Holder.current(context.get("ti")),
             replace=self.replace,
+            acknowledge_risks=acknowledged,
+            create_table=self.create_table,
         )
 
-    def _announce(self, context: Context, summary: dict[str, Any], *, planned: bool) -> None:
-        """The table's asset event, unless a plan found nothing to add or change."""
-        groups = grouped(summary["outcomes"]) if planned else None
-        if groups is None or groups.get("added") or groups.get("changed"):
+    def _announce(self, context: Context, summary: dict[str, Any]) -> None:
+        """The table's asset event, unless the apply added, changed and removed nothing."""
+        groups = grouped(summary["outcomes"])
+        if groups.get("added") or groups.get("changed") or groups.get("removed") or groups.get("applied"):
             self.announce_table(context, self.ws_id, self.table, summary["updated"], groups)
         else:
-            self.log.info("No field was added or changed: no asset event for %s/%s", self.ws_id, self.table)
+            self.log.info("No field was added, changed or removed: no asset event for %s/%s", self.ws_id, self.table)
 
-    def _plan(self, batch: FieldBatch) -> dict[str, Any]:
+    def _plan(self, declared: Declaration) -> dict[str, Any]:
         """The plan's XCom, once the key is known to work (before anyone is asked to review)."""
         self.hook.check_key()
         plan = plan_schema(
-            self.hook, self.ws_id, self.table, batch, record_path=str(self.record_path), replace=self.replace
+            self.hook,
+            self.ws_id,
+            self.table,
+            declared,
+            record_path=str(self.record_path) if self.record_path else None,
+            replace=self.replace,
+            create_table=self.create_table,
         )
         plan.log_to(self.log)
         return plan.to_xcom()
@@ -296,3 +324,10 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         if self.plan_only or not getattr(self, "_declared", None):
             return OperatorLineage()
         return table_lineage(self.hook.base_url, str(self.ws_id), str(self.table), self._declared)
+
+
+def _rendered_flag(value: Any, what: str) -> bool:
+    """A flag given as ``True``/``False``, or as the text a template renders of one."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return check_flag(value, what)

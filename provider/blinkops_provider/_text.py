@@ -1,0 +1,22 @@
+"""How text a person reads shows a name or a value: on one line, with nothing in it able to start
+another line, a heading, or a terminal escape sequence. One place for the plan, the fleet's review,
+the reports and the catalogue's diff."""
+
+from __future__ import annotations
+
+from typing import Any
+
+CONTROLS = {c: f"\\u{c:04x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029]}
+"""Every control character (C0, DEL, C1: line breaks, NUL, ESC of ANSI sequences), and the line
+and paragraph separators, to their ``\\uXXXX`` escapes."""
+
+
+def escaped(value: Any) -> str:
+    """``value`` as text with every control character written as its escape."""
+    return str(value).translate(CONTROLS)
+
+
+def one_line(text: Any) -> str:
+    """A name as a log line or a Markdown table cell shows it: a backslash and ``|`` escaped, and
+    every control character (line breaks of every kind, NUL, ANSI escapes) written as its escape."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").translate(CONTROLS)

@@ -1,0 +1,152 @@
+"""What a repository declares of one Blink table, read and checked before any request.
+
+A declaration is a list of entries, or an object ``{"display_name": ..., "description": ...,
+"fields": [...]}`` that also declares the table's display name and description. An entry is a
+field, ``{"field": name, "type": ..., "display_name": ..., "description": ..., "attributes":
+{...}}``, or a tombstone, ``{"field": "Old", "remove": true}``: the repository says what goes,
+and a field that is not declared is never removed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.inputs import RepeatedMember, unique_members
+from blinkops_provider.models import FieldBatch, validate_field_updates
+from blinkops_provider.names import segment
+
+TABLE_MEMBERS = ("display_name", "description", "fields")
+"""What a declaration object may hold."""
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """A checked declaration: the fields in their declared order, the removals, and the table's
+    display name and description (None: not declared, kept as Blink holds them)."""
+
+    fields: FieldBatch
+    removals: tuple[str, ...] = ()
+    display_name: str | None = None
+    description: str | None = None
+
+    def to_json(self) -> list[dict[str, Any]] | dict[str, Any]:
+        """The declaration as JSON-ready data, in the form it was given (a list, or an object
+        when it declares the table's display name or description)."""
+        entries = [{"field": name, **update.to_body()} for name, update in self.fields]
+        entries += [{"field": name, "remove": True} for name in self.removals]
+        table = {member: getattr(self, member) for member in ("display_name", "description")}
+        table = {member: value for member, value in table.items() if value is not None}
+        return {**table, "fields": entries} if table else entries
+
+    def digest_part(self) -> list[Any]:
+        """What of the declaration the plan's identity covers."""
+        return [
+            [[name, update.to_body()] for name, update in self.fields],
+            list(self.removals),
+            [self.display_name, self.description],
+        ]
+
+
+def read_declaration(value: Any, *, source: str = "the declared schema") -> Declaration:
+    """``value`` as a :class:`Declaration`: a list of entries, an object with ``fields``, a mapping
+    ``{field name: update}``, or the JSON text of any of them.
+
+    :raises BlinkInputError: naming ``source`` and every wrong entry, before any request.
+    """
+    if isinstance(value, Declaration):
+        return value
+    if isinstance(value, FieldBatch):
+        return Declaration(value)
+    if isinstance(value, (str, bytes)):
+        value = _json(value, source)
+    table: dict[str, Any] = {}
+    if isinstance(value, Mapping) and "fields" in value:
+        table, value = _table_members(value, source), value["fields"]
+        if not isinstance(value, list):
+            raise BlinkInputError(f"{source}: 'fields' must be a list of entries, got {type(value).__name__}")
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        entries, removals = _split(list(value), source)
+    else:  # a mapping {field name: update}, or what validate_field_updates names as wrong
+        entries, removals = value, []
+    try:
+        fields = validate_field_updates(entries, require_type_and_name=True)
+    except BlinkInputError as err:
+        raise BlinkInputError(f"{source}: {err}") from None
+    twice = sorted({name for name, _ in fields} & set(removals))
+    if twice:
+        raise BlinkInputError(
+            f"{source} both declares and removes {', '.join(map(repr, twice))}: keep the entry or the tombstone"
+        )
+    if not fields and not removals:
+        raise BlinkInputError(f"{source} declares no field; give at least one (a template that rendered nothing?)")
+    return Declaration(fields, tuple(removals), table.get("display_name"), table.get("description"))
+
+
+def _json(text: str | bytes, source: str) -> Any:
+    """A declaration's JSON text, read with each object's members named once."""
+    try:
+        return json.loads(text, object_pairs_hook=unique_members)
+    except json.JSONDecodeError as err:
+        raise BlinkInputError(
+            f"{source} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
+        ) from None
+    except RepeatedMember as err:
+        raise BlinkInputError(f"{source} names {err.args[0]!r} twice in one object; name it once") from None
+    except RecursionError:
+        raise BlinkInputError(f"{source} nests too deeply to read") from None
+
+
+def _table_members(value: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """The table's display name and description of a declaration object, checked."""
+    unknown = sorted(str(key) for key in value if key not in TABLE_MEMBERS)
+    if unknown:
+        raise BlinkInputError(
+            f"{source} names {', '.join(map(repr, unknown))}, which a declaration does not take; allowed: "
+            f"{', '.join(TABLE_MEMBERS)} (the table's display name and description, and its fields)"
+        )
+    table = {member: value.get(member) for member in ("display_name", "description") if member in value}
+    for member, given in table.items():
+        if given is not None and not isinstance(given, str):
+            raise BlinkInputError(f"{source}: the table's {member} must be text, got {type(given).__name__}")
+    if isinstance(table.get("display_name"), str) and not table["display_name"].strip():
+        raise BlinkInputError(f"{source}: the table's display_name must not be blank")
+    return table
+
+
+def _split(entries: list[Any], source: str) -> tuple[list[Any], list[str]]:
+    """The field entries and the removed names (tombstones ``{"field": name, "remove": true}``)."""
+    fields: list[Any] = []
+    removals: list[str] = []
+    problems: list[str] = []
+    for position, entry in enumerate(entries, start=1):
+        if not isinstance(entry, Mapping) or "remove" not in entry:
+            fields.append(entry)
+            continue
+        name = entry.get("field")
+        problem = _tombstone_problem(name, entry, removals)
+        if problem:
+            problems.append(f"entry {position} ({name!r}): {problem}")
+        else:
+            removals.append(name)
+    if problems:
+        raise BlinkInputError(f"{source}: " + "; ".join(problems))
+    return fields, removals
+
+
+def _tombstone_problem(name: Any, entry: Mapping[str, Any], removals: list[str]) -> str:
+    if entry.get("remove") is not True:
+        return "'remove' must be true (a tombstone); leave it out to declare the field"
+    extra = sorted(str(key) for key in entry if key not in ("field", "remove"))
+    if extra:
+        return f"a tombstone names only 'field' and 'remove': true, not {', '.join(map(repr, extra))}"
+    if not isinstance(name, str) or not name.strip():
+        return "'field' must be the name of the field to remove"
+    try:
+        segment(name, "field name")
+    except ValueError as err:
+        return str(err)
+    return f"{name!r} is removed twice" if name in removals else ""

@@ -1,0 +1,179 @@
+"""How an approved plan is sent to Blink, in the order that can lose nothing: create the table
+(with its fields), add fields, change fields, change the table's display name or description, and
+remove fields last. A failure before the removals sends no removal. Each batch is sent
+``max_concurrency`` at a time (:func:`blinkops_provider.batch.run_batch`); what Blink confirmed,
+Blink's names of the fields it added included, is recorded, also when the apply is interrupted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from blinkops_provider.batch import FieldUpdates, run_batch
+from blinkops_provider.exceptions import BlinkApiError, BlinkBadRequestError, BlinkConfigurationError, BlinkInputError
+from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.migrations.plan import ADD, CHANGE, CREATE, REFUSED, REMOVE, UNCHANGED, FieldPlan, SchemaPlan
+from blinkops_provider.migrations.record import SchemaRecord
+from blinkops_provider.models import FieldUpdate, NewTable, TableField
+
+Batch = list[tuple[str, FieldUpdate]]
+
+
+class Steps:
+    """One apply of ``plan`` to Blink through ``hook``, recorded in ``record``.
+
+    :param recorded: the record's bodies when the plan was made.
+    :param only_changed: leave out the fields the plan finds unchanged (by default they are sent
+        again: an update is a full replacement, so that corrects a change made in Blink since).
+    """
+
+    def __init__(
+        self,
+        hook: BlinkHook,
+        record: SchemaRecord,
+        recorded: Mapping[str, Any],
+        plan: SchemaPlan,
+        only_changed: bool,
+        max_concurrency: int,
+        fail_fast: bool,
+    ) -> None:
+        self.hook, self.record, self.recorded, self.plan = hook, record, recorded, plan
+        self.max_concurrency, self.fail_fast = max_concurrency, fail_fast
+        self.table_name = plan.table_plan.name or plan.table
+        self.created = ""
+        self.refused = {row.field: row.risk for row in plan.fields if row.action == REFUSED}
+        self.skipped = [
+            row.field
+            for row in plan.fields
+            if row.action == UNCHANGED and (row.body is None or only_changed)  # (a tombstone: nothing to remove)
+        ]
+
+    def run(self) -> FieldUpdates:
+        """Send every step; the report of every field, after recording what Blink confirmed."""
+        now = self.hook.clock.now
+        done: list[FieldUpdates] = []
+        try:
+            self._send(done)
+        except BaseException as exc:
+            partial = FieldUpdates.carried_by(exc)
+            so_far = self._report([*done, *([partial] if partial is not None else [])])
+            self.complete(so_far, now(), raising=False).attach_to(exc)
+            raise
+        return self.complete(self._report(done), now(), raising=True)
+
+    def _send(self, done: list[FieldUpdates]) -> None:
+        table, ws_id = self.plan.table_plan, self.plan.ws_id
+        if table.action == CREATE:
+            done.append(self._create())
+        adds = [(row.field, row.body) for row in self._rows(ADD) if row.method == "POST" and not self.created]
+        done.append(self._batch(adds, lambda _, body: self.hook.create_table_field(ws_id, self.table_name, body)))
+        blink = {row.field: row.name_in_blink for row in self.plan.fields}
+        changes = [
+            (row.field, row.body)
+            for row in self.plan.fields
+            if row.body is not None and row.method != "POST" and row.field not in self.skipped
+        ]
+        done.append(
+            self._batch(
+                changes, lambda name, body: self.hook.update_table_field(ws_id, self.table_name, blink[name], body)
+            )
+        )
+        if table.action == CHANGE and table.body is not None:
+            self.hook.update_table(ws_id, self.table_name, table.body)
+            self.hook.log.info("Table %s/%s: %s changed", ws_id, self.table_name, ", ".join(table.members))
+        removals = [(row.field, FieldUpdate()) for row in self._rows(REMOVE)]
+        if removals and any(not part.ok for part in done):
+            why = "not sent: an earlier step of the apply failed, and a removal is only sent after every other step"
+            done.append(_not_sent([name for name, _ in removals], why))
+            return
+        done.append(
+            self._batch(removals, lambda name, _: self.hook.delete_table_field(ws_id, self.table_name, blink[name]))
+        )
+
+    def _rows(self, action: str) -> list[FieldPlan]:
+        return [row for row in self.plan.fields if row.action == action]
+
+    def _batch(self, batch: Sequence[tuple[str, Any]], send: Callable[[str, Any], Any]) -> FieldUpdates:
+        if not batch:
+            return FieldUpdates([], {}, [], [])
+        return run_batch(batch, send, max_concurrency=self.max_concurrency, fail_fast=self.fail_fast, log=self.hook.log)
+
+    def _create(self) -> FieldUpdates:
+        """The table, created with its declared fields (one ``POST``), and their names as Blink gave them."""
+        table = self.plan.table_plan
+        adds = [(row.field, row.body) for row in self._rows(ADD) if row.body is not None]
+        body = NewTable.model_validate({**(table.body or {}), "fields": [update for _, update in adds]})
+        made = self.hook.create_table(self.plan.ws_id, body)
+        self.table_name = self.created = made.name
+        self.hook.log.info(
+            "Created table %r in workspace %s (Blink named it %r)", body.display_name, self.plan.ws_id, made.name
+        )
+        shown = {field.display_name: field for field in self.hook.get_table_fields(self.plan.ws_id, made.name)}
+        applied: dict[str, TableField | None] = {name: shown.get(update.display_name) for name, update in adds}
+        return FieldUpdates([f for f in applied.values() if f is not None], {}, [], [n for n, _ in adds], applied)
+
+    def _report(self, parts: Sequence[FieldUpdates]) -> FieldUpdates:
+        """Every field's outcome, in the declared order, from the steps' reports."""
+        refused: dict[str, BlinkApiError] = {
+            name: BlinkBadRequestError(f"not sent: {why}") for name, why in self.refused.items()
+        }
+        report = FieldUpdates(
+            [], refused, [], [row.field for row in self.plan.fields], plan=self.plan, skipped=self.skipped
+        )
+        for part in parts:
+            report.updated += part.updated
+            report.failed.update(part.failed)
+            report.not_sent += part.not_sent
+            report.applied.update(part.applied)
+            report.unknown += part.unknown
+        return report
+
+    def complete(self, result: FieldUpdates, now: Any, *, raising: bool) -> FieldUpdates:
+        """The report, after recording what Blink confirmed. A record that cannot be written fails
+        the task (``raising``) or is logged (an interruption goes on up anyway); either way the
+        report travels with the exception."""
+        log = self.hook.log
+        try:
+            if result.applied:
+                self._write(result, now)
+        except Exception as err:
+            if not raising:
+                log.error("The schema record at %s was not updated: %s", self.record.location, type(err).__name__)
+                return result
+            if isinstance(err, BlinkConfigurationError):
+                result.attach_to(err)
+                raise
+            why = str(err) if isinstance(err, BlinkInputError) else type(err).__name__
+            error = BlinkApiError(
+                f"the fields were sent, but the schema record at {self.record.location!r} could not be updated "
+                f"({why}); the next plan would be wrong, so the task fails. A retry plans against Blink again "
+                "(safe: updates are full replacements, and what was added or removed is found as it is) and records it"
+            )
+            result.attach_to(error)
+            raise error from None
+        return result
+
+    def _write(self, result: FieldUpdates, now: Any) -> None:
+        """The record: the bodies Blink confirmed, Blink's names where they are not the declared
+        ones, and no entry for a field removed."""
+        fields = dict(self.recorded)
+        names = dict(self.record.names)
+        for row in self.plan.fields:
+            if row.field not in result.applied:
+                continue
+            if row.action == REMOVE:
+                fields.pop(row.field, None)
+                names.pop(row.field, None)
+                continue
+            if row.body is not None:
+                fields[row.field] = row.body.to_body()
+            stored = result.applied[row.field]
+            given = stored.name if row.action == ADD and stored is not None else row.blink_name
+            if given and given != row.field:
+                names[row.field] = str(given)
+        self.record.write(fields, now=now, names=names, table_name=self.created or self.record.table_name)
+
+
+def _not_sent(names: list[str], why: str) -> FieldUpdates:
+    return FieldUpdates([], {name: BlinkApiError(why) for name in names}, [], list(names))
