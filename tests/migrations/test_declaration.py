@@ -1,0 +1,48 @@
+"""Reading a declaration: entries, tombstones and the table's own members (blinkops_provider.migrations.declaration)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.migrations import declared_schema, read_declaration
+
+TITLE = {"field": "Title", "type": "text", "display_name": "Title"}
+
+
+def test_a_list_with_a_tombstone_and_an_object_with_the_tables_members() -> None:
+    declared = read_declaration([TITLE, {"field": "Old", "remove": True}])
+    assert [name for name, _ in declared.fields] == ["Title"] and declared.removals == ("Old",)
+    table = read_declaration(json.dumps({"display_name": "Incidents", "description": "d", "fields": [TITLE]}))
+    assert (table.display_name, table.description) == ("Incidents", "d")
+    assert declared_schema({"display_name": "Incidents", "fields": [TITLE]}, source="s") == {
+        "display_name": "Incidents",
+        "fields": [TITLE],
+    }
+    assert declared_schema([TITLE, {"field": "Old", "remove": True}], source="s") == [
+        TITLE,
+        {"field": "Old", "remove": True},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ([{"field": "Old", "remove": False}], "'remove' must be true"),
+        ([{"field": "Old", "remove": True, "type": "text"}], "a tombstone names only 'field' and 'remove'"),
+        ([{"field": "", "remove": True}], "'field' must be the name of the field to remove"),
+        ([{"field": "Old", "remove": True}, {"field": "Old", "remove": True}], "'Old' is removed twice"),
+        ([TITLE, {"field": "Title", "remove": True}], "both declares and removes 'Title'"),
+        ({"fields": [TITLE], "name": "x"}, "names 'name', which a declaration does not take"),
+        ({"fields": [TITLE], "display_name": "  "}, "display_name must not be blank"),
+        ({"fields": [TITLE], "description": 3}, "description must be text"),
+        ([], "declares no field"),
+    ],
+)
+def test_wrong_declarations_say_what_is_wrong_and_what_is_allowed(given: Any, said: str) -> None:
+    with pytest.raises(BlinkInputError, match="the schema") as error:
+        read_declaration(given, source="the schema")
+    assert said in str(error.value)

@@ -1,0 +1,239 @@
+"""Tables as code (#48), through the front door (plan_schema, apply_schema) against a Blink whose
+naming rule is not the sandbox's (tests/fake_blink.py): fields added and found again, removals
+behind an approval, tables created and edited, and the order the apply sends in
+(blinkops_provider.migrations.steps)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests_mock as rm
+
+from blinkops_provider.exceptions import BlinkInputError, BlinkNotFoundError
+from blinkops_provider.migrations import apply_schema, let_through, plan_schema
+from tests.fake_blink import FakeBlink, blink_field
+
+HELD = {
+    "Incidents": [
+        blink_field("Title", "text", required=True, description="One line"),
+        blink_field("Legacy", "text", "Legacy ID"),
+        blink_field("Owner", "reference", table_reference={"table_name": "Users"}),
+    ]
+}
+IMPACT = {"field": "Impact", "type": "number", "display_name": "Impact", "attributes": {"default_value": "1"}}
+TITLE = {"field": "Title", "type": "text", "display_name": "Title"}
+GONE = {"field": "Legacy", "remove": True}
+
+
+def writes(blink: FakeBlink) -> list[Any]:
+    return [*blink.puts, *blink.posts, *blink.deletes, *blink.created, *blink.table_puts]
+
+
+def test_a_new_field_is_added_once_with_blinks_name_reported_and_recorded(hook: Any, tmp_path: Path) -> None:
+    records = f"{tmp_path}/"
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        plan = plan_schema(hook, "ws-1", "Incidents", [TITLE, IMPACT], record_path=records)
+        result = apply_schema(hook, "ws-1", "Incidents", [TITLE, IMPACT], record_path=records)
+        assert [body for _, body in blink.posts] == [
+            {"type": "number", "display_name": "Impact", "attributes": {"default_value": "1"}}
+        ]
+        again = plan_schema(hook, "ws-1", "Incidents", [TITLE, IMPACT], record_path=records)
+        blink.puts.clear(), blink.posts.clear()
+        apply_schema(hook, "ws-1", "Incidents", [TITLE, IMPACT], record_path=records, only_changed=True)
+        assert writes(blink) == []
+    row = next(row for row in plan.fields if row.field == "Impact")
+    assert row.action == "add" and 'POST {"attributes": {"default_value": "1"}' in plan.describe()
+    assert result.outcomes() == {"Title": "unchanged", "Impact": "added"}
+    assert result.applied["Impact"] is not None and result.applied["Impact"].name == "impact_9"
+    assert '"Impact": "impact_9"' in (tmp_path / "ws-1" / "Incidents.json").read_text()
+    impact = next(row for row in again.fields if row.field == "Impact")
+    assert (impact.action, impact.blink_name) == ("unchanged", "impact_9")
+    assert "declared as 'Impact', Blink's name is 'impact_9'" not in again.describe()  # unchanged rows are folded
+
+
+def test_a_changed_display_name_of_an_added_field_is_a_change_not_a_second_add(hook: Any, tmp_path: Path) -> None:
+    records = f"{tmp_path}/"
+    renamed = {**IMPACT, "display_name": "Impact (1-10)"}
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        apply_schema(hook, "ws-1", "Incidents", [IMPACT], record_path=records)
+        plan = plan_schema(hook, "ws-1", "Incidents", [renamed], record_path=records)
+        apply_schema(hook, "ws-1", "Incidents", [renamed], record_path=records)
+    (row,) = plan.fields
+    assert (row.action, row.members, row.blink_name) == ("change", ("display_name",), "impact_9")
+    assert "declared as 'Impact', Blink's name is 'impact_9'" in plan.describe()
+    assert len(blink.posts) == 1 and [(field, body["display_name"]) for _, field, body in blink.puts] == [
+        ("impact_9", "Impact (1-10)")
+    ]
+
+
+def test_without_a_record_an_added_field_is_found_again_by_its_display_name(hook: Any) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        apply_schema(hook, "ws-1", "Incidents", [IMPACT])
+        plan = plan_schema(hook, "ws-1", "Incidents", [IMPACT])
+    assert [(row.action, row.blink_name) for row in plan.fields] == [("unchanged", "impact_9")]
+    assert len(blink.posts) == 1
+
+
+def test_an_answer_without_the_name_is_read_back_once(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        blink.answer_names = False
+        reads = blink.reads
+        result = apply_schema(hook, "ws-1", "Incidents", [IMPACT], record_path=f"{tmp_path}/")
+    assert result.applied["Impact"] is not None and result.applied["Impact"].name == "impact_9"
+    assert blink.reads - reads == 2  # the plan's read and the one after the POST
+
+
+def test_a_removal_is_refused_unapproved_and_nothing_at_all_is_sent(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        blink.rows["Incidents"] = 40
+        plan = plan_schema(hook, "ws-1", "Incidents", [TITLE, IMPACT, GONE], record_path=f"{tmp_path}/")
+        with pytest.raises(BlinkInputError) as refused:
+            apply_schema(
+                hook, "ws-1", "Incidents", [TITLE, IMPACT, GONE], record_path=f"{tmp_path}/", plan=plan.to_xcom()
+            )
+        assert writes(blink) == []
+    row = plan.fields[-1]
+    assert (row.action, row.rows, row.destructive) == ("remove", 40, True)
+    assert "deletes its values in about 40 rows" in plan.describe()
+    assert plan.describe().index("**Destructive**") < plan.describe().index("| field |")
+    said = str(refused.value)
+    assert "'Legacy'" in said and "about 40 rows" in said and "acknowledge_risks=True" in said and "review" in said
+
+
+@pytest.mark.parametrize("how", ["acknowledged", "approved in review"])
+def test_a_removal_goes_last_once_acknowledged_or_approved(hook: Any, tmp_path: Path, how: str) -> None:
+    declared = [TITLE, IMPACT, GONE]
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        sent: list[str] = []
+        m.register_uri(rm.ANY, rm.ANY, additional_matcher=lambda r: bool(sent.append(r.method)) and False)
+        plan = plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/").to_xcom()
+        if how == "acknowledged":
+            result = apply_schema(
+                hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/", plan=plan, acknowledge_risks=True
+            )
+        else:
+            approved = let_through(plan, policy="risky", reviewed=True)
+            result = apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/", plan=approved)
+    assert result.outcomes() == {"Title": "unchanged", "Impact": "added", "Legacy": "removed"}
+    assert blink.deletes == [("Incidents", "Legacy")] and "Legacy" not in blink.tables["Incidents"]
+    writes_in_order = [method for method in sent if method != "GET"]
+    assert writes_in_order == ["POST", "PUT", "DELETE"]
+    assert '"Legacy"' not in (tmp_path / "ws-1" / "Incidents.json").read_text()
+
+
+def test_an_unreviewed_policy_never_lets_a_removal_through(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        plan = plan_schema(hook, "ws-1", "Incidents", [GONE], record_path=f"{tmp_path}/").to_xcom()
+        for policy in ("always", "changes", "risky"):
+            with pytest.raises(BlinkInputError):
+                apply_schema(
+                    hook,
+                    "ws-1",
+                    "Incidents",
+                    [GONE],
+                    record_path=f"{tmp_path}/",
+                    plan={**plan, "review": {"policy": policy, "reviewed": False}},
+                )
+        assert blink.deletes == []
+
+
+def test_a_failed_add_stops_every_removal(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        blink.post_status = 400
+        result = apply_schema(
+            hook, "ws-1", "Incidents", [IMPACT, GONE], record_path=f"{tmp_path}/", acknowledge_risks=True
+        )
+    assert blink.deletes == [] and "Legacy" in blink.tables["Incidents"]
+    assert result.outcomes() == {"Impact": "failed", "Legacy": "failed"}
+    assert "an earlier step of the apply failed" in result.failed["Legacy"].message
+
+
+def test_tombstones_of_a_system_field_and_of_a_field_blink_lacks(hook: Any, tmp_path: Path) -> None:
+    declared = [{"field": "created_at", "remove": True}, {"field": "Nowhere", "remove": True}]
+    with rm.Mocker() as m:
+        FakeBlink(HELD).mount(m)
+        plan = plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
+    system, absent = plan.fields
+    assert system.action == "refused" and "system or protected" in system.risk
+    assert absent.action == "unchanged" and "nothing to remove" in absent.risk
+    assert plan.removals == [] and "Already gone from Blink (nothing to remove): 'Nowhere'" in plan.describe()
+
+
+def test_a_removal_whose_count_blink_does_not_give_says_so(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        FakeBlink(HELD).mount(m)
+        plan = plan_schema(hook, "ws-1", "Incidents", [GONE], record_path=f"{tmp_path}/")
+    assert plan.fields[0].rows is None and "an unknown number of rows" in plan.describe()
+
+
+def test_a_missing_table_names_the_flag_and_sends_nothing(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        with pytest.raises(BlinkNotFoundError, match=r"create_table=True"):
+            apply_schema(hook, "ws-1", "Reviews", [TITLE], record_path=f"{tmp_path}/")
+        assert writes(blink) == []
+
+
+def test_a_created_table_is_one_post_with_its_fields_and_then_all_unchanged(hook: Any, tmp_path: Path) -> None:
+    declared = {"display_name": "Incident reviews", "description": "Post-mortems", "fields": [TITLE, IMPACT]}
+    records = f"{tmp_path}/"
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        plan = plan_schema(hook, "ws-1", "Reviews", declared, record_path=records, create_table=True)
+        result = apply_schema(hook, "ws-1", "Reviews", declared, record_path=records, create_table=True)
+        again = plan_schema(hook, "ws-1", "Reviews", declared, record_path=records, create_table=True)
+        blink.puts.clear()
+        apply_schema(hook, "ws-1", "Reviews", declared, record_path=records, only_changed=True)
+        assert writes(blink)[1:] == []  # the creation only
+    assert plan.describe().startswith("Create table 'Incident reviews' in workspace ws-1 with 2 field(s)")
+    assert plan.table_plan.action == "create" and plan.to_xcom()["table_plan"]["action"] == "create"
+    [created] = blink.created
+    assert created["display_name"] == "Incident reviews" and created["description"] == "Post-mortems"
+    assert [field["display_name"] for field in created["fields"]] == ["Title", "Impact"] and blink.posts == []
+    assert result.outcomes() == {"Title": "added", "Impact": "added"}
+    assert again.table_plan.action == "unchanged" and {row.action for row in again.fields} == {"unchanged"}
+
+
+def test_the_tables_display_name_and_description_are_put_with_its_settings_kept(hook: Any, tmp_path: Path) -> None:
+    declared = {"description": "Security incidents", "fields": [TITLE]}
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        plan = plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
+        apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
+    assert plan.table_plan.action == "change" and plan.table_plan.members == ("description",)
+    assert "**The table** (Incidents): change description: '' → 'Security incidents'" in plan.describe()
+    assert blink.table_puts == [
+        ("Incidents", {"display_name": "Incidents", "description": "Security incidents", "settings": {"color": "blue"}})
+    ]
+
+
+def test_a_type_change_is_refused_with_blinks_way(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        plan = plan_schema(hook, "ws-1", "Incidents", [{**TITLE, "type": "long-text"}], record_path=f"{tmp_path}/")
+        apply_schema(hook, "ws-1", "Incidents", [{**TITLE, "type": "long-text"}], record_path=f"{tmp_path}/")
+    (row,) = plan.fields
+    assert row.action == "refused"
+    assert "add a new field of the new type" in row.risk and "copy the values" in row.risk and "tombstone" in row.risk
+    assert blink.puts == []
+
+
+def test_a_second_reference_to_one_table_is_refused_before_it_is_sent(hook: Any, tmp_path: Path) -> None:
+    second = {"field": "Reporter", "type": "reference", "display_name": "Reporter",
+              "attributes": {"table_reference": {"table_name": "Users"}}}  # fmt: skip
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        plan = plan_schema(hook, "ws-1", "Incidents", [second], record_path=f"{tmp_path}/")
+        apply_schema(hook, "ws-1", "Incidents", [second], record_path=f"{tmp_path}/")
+    assert plan.fields[0].action == "refused" and "one reference field per target table" in plan.fields[0].risk
+    assert blink.posts == []
