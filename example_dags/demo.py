@@ -94,9 +94,11 @@ def migration_summary(log: Path, *, per_field: bool) -> list[str]:
     summary: list[str] = []
     patterns = [
         (r"(Plan [0-9a-f]{16} for \S+: .*\))", False),
-        (r"\s{2}([^\s\]|][^:]*: (?:add|change|change \(destructive\)) .*?)(?:\s+\[airflow|$)", True),
+        (r"\s{2}([^\s\]|][^:]*: (?:add|change|change \(destructive\)|remove:) .*?)(?:\s+\[airflow|$)", True),
+        (r"(The table \(.*?)(?:\s+\[airflow|$)", True),
+        (r"(Plan [0-9a-f]{16} let through by review policy .*?\))(?:\s+\[airflow|$)", False),
         (r"(Schema of \S+: \d+ of \d+ fields applied.*?)(?:\s+\[airflow|$)", False),
-        (r"\s{2}([^\s\]|][^:]*: (?:added|changed|unchanged|applied|failed).*?)(?:\s+\[airflow|$)", True),
+        (r"\s{2}([^\s\]|][^:]*: (?:added|changed|removed|unchanged|applied|failed).*?)(?:\s+\[airflow|$)", True),
     ]
     plans, last = 0, None
     for line in log.read_text(errors="replace").splitlines():
@@ -108,21 +110,27 @@ def migration_summary(log: Path, *, per_field: bool) -> list[str]:
                 break
             last = found.group(1)
             plans += number == 0
-            shown = plans == 1 or number > 1  # the plan task's plan (the apply logs it again)
+            shown = plans == 1 or number > 2  # the plan task's plan (the apply logs it again)
             if shown and (per_field or not detail):
                 summary.append(f"  {found.group(1)}" if detail else found.group(1))
             break
     return summary
 
 
-def fields_as_declared(sandbox: Any, ws_id: str, table: str) -> tuple[int, int, list[str]]:
-    """How many declared fields Blink now holds as declared, of how many, and the checks Blink held
-    that the declaration leaves out and the migration kept (``Title required``)."""
+def fields_as_declared(sandbox: Any, ws_id: str, table: str, records: Path) -> dict[str, Any]:
+    """What Blink now holds of the declaration: how many declared fields are as declared, of how
+    many; the checks Blink held that the declaration leaves out and the migration kept (``Title
+    required``); Blink's names of the fields the migration added; and the removed fields gone."""
     declared = json.loads((HERE / f"{MIGRATION}.json").read_text())["fields"]
+    named = json.loads((records / ws_id / f"{table}.json").read_text()).get("names", {})
     stored = {field["name"]: field for field in sandbox.store.fields(ws_id, table)}
-    matching, kept = 0, []
+    matching, kept, removed = 0, [], []
+    entries = [entry for entry in declared if not entry.get("remove")]
     for entry in declared:
-        field, attributes = stored[entry["field"]], entry.get("attributes", {})
+        if entry.get("remove"):
+            removed += [entry["field"]] if entry["field"] not in stored else []
+            continue
+        field, attributes = stored[named.get(entry["field"], entry["field"])], entry.get("attributes", {})
         held = {name: field["attributes"].get(name) for name in attributes}
         matching += (field["type"], field["display_name"], held) == (entry["type"], entry["display_name"], attributes)
         kept += [
@@ -130,7 +138,7 @@ def fields_as_declared(sandbox: Any, ws_id: str, table: str) -> tuple[int, int, 
             for check, word in (("required", "required"), ("is_unique", "unique"))
             if check not in attributes and field["attributes"].get(check) is True
         ]
-    return matching, len(declared), kept
+    return {"matching": matching, "declared": len(entries), "kept": kept, "named": named, "removed": removed}
 
 
 def main() -> int:
@@ -179,7 +187,11 @@ def main() -> int:
         check_connection(env)
 
         if ws_id and table:
-            conf = json.dumps({"ws_id": ws_id, "table": table})
+            from importlib.metadata import version
+
+            # Airflow 2.11 has no review step: there, the DAG's param acknowledges the removal instead.
+            reviewed = tuple(int(part) for part in version("apache-airflow").split(".")[:2]) >= (3, 1)
+            conf = json.dumps({"ws_id": ws_id, "table": table, "acknowledge_risks": not reviewed})
             now = dt.datetime.now(dt.UTC).replace(microsecond=0)
             for number, when in enumerate((now - dt.timedelta(minutes=1), now), start=1):
                 log = logs / f"{MIGRATION}-{number}.log"
@@ -239,9 +251,13 @@ def main() -> int:
         say("")
         say(f"Demo finished in {time.monotonic() - started:.0f} s" + (f" against {tenant_url}" if on_tenant else ""))
         if sandbox is not None:
-            matching, declared, kept = fields_as_declared(sandbox, ws_id, table)  # type: ignore[arg-type]
-            say(f"  Fields updated:   {matching} of {declared} fields of {ws_id}/{table} now as declared")
-            say(f"  Kept as Blink held them: {', '.join(kept) or 'nothing'} (the declaration leaves these out)")
+            held = fields_as_declared(sandbox, ws_id, table, records)  # type: ignore[arg-type]
+            as_declared = f"{held['matching']} of {held['declared']} fields of {ws_id}/{table}"
+            say(f"  Fields updated:   {as_declared} now as declared")
+            said = ", ".join(f"{name} as {blink!r}" for name, blink in held["named"].items()) or "none"
+            say(f"  Added, with the name Blink gave it: {said}")
+            say(f"  Removed with its values: {', '.join(held['removed']) or 'none'}")
+            say(f"  Kept as Blink held them: {', '.join(held['kept']) or 'nothing'} (the declaration leaves these out)")
         elif ws_id and table:
             say(f"  Fields updated:   see {logs}/{MIGRATION}-*.log")
         say(f"  Catalogue size:   {len(latest)} connection types on {days[1]}")
