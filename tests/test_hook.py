@@ -324,3 +324,68 @@ def test_a_read_that_names_a_field_twice_is_refused(hook: Any) -> None:
         m.get(rm.ANY, json={"results": [field, field]})
         with pytest.raises(BlinkResponseError, match=r"names the field\(s\) 'A' more than once"):
             hook.get_table_fields("ws-1", "T")
+
+
+# -- the table routes of #48: add a field, remove one, create a table, edit a table ----------------
+
+NEW = {"type": "long-text", "display_name": "Root cause"}
+
+
+def test_create_table_field_posts_without_a_name_and_returns_blinks_name(hook: Any) -> None:
+    with rm.Mocker() as m:
+        m.post(f"{BASE}/workspace/ws-1/table/Q1%2FQ2%20plans/fields", json={"name": "root_cause_1", **NEW})
+        made = hook.create_table_field("ws-1", "Q1/Q2 plans", NEW)
+        assert m.last_request.json() == NEW and "name" not in m.last_request.json()
+    assert made.name == "root_cause_1"
+
+
+def test_create_table_field_reads_the_fields_once_when_the_answer_does_not_name_it(hook: Any) -> None:
+    with rm.Mocker() as m:
+        m.post(f"{BASE}/workspace/ws-1/table/T/fields", text="")
+        read = m.get(f"{BASE}/workspace/ws-1/table/T/fields", json={"results": [{"name": "rc", **NEW}]})
+        assert hook.create_table_field("ws-1", "T", NEW).name == "rc"
+        assert read.call_count == 1
+
+
+def test_create_table_field_checks_its_body_before_any_request(hook: Any) -> None:
+    with rm.Mocker() as m, pytest.raises(BlinkInputError, match="type and display_name are required"):
+        hook.create_table_field("ws-1", "T", {"display_name": "x"})
+    assert m.call_count == 0
+
+
+@pytest.mark.parametrize("status", [404, 405])
+def test_a_route_blink_does_not_serve_is_named(hook: Any, status: int) -> None:
+    with rm.Mocker() as m:
+        m.delete(rm.ANY, status_code=status, json={"status": status, "message": "Not Found"})
+        with pytest.raises(
+            BlinkNotFoundError, match=rf"Blink answered {status} to DELETE /workspace/ws-1/table/T/fields/F"
+        ):
+            hook.delete_table_field("ws-1", "T", "F")
+
+
+def test_a_post_is_not_sent_again_after_a_5xx_but_is_after_a_429(hook: Any, sleeps: Any) -> None:
+    with rm.Mocker() as m:
+        post = m.post(f"{BASE}/workspace/ws-1/table/T/fields", status_code=502, json={"status": 502})
+        with pytest.raises(Exception, match="502"):
+            hook.create_table_field("ws-1", "T", NEW)
+        assert post.call_count == 1
+        post = m.post(
+            f"{BASE}/workspace/ws-1/table/T/fields",
+            [{"status_code": 429, "headers": {"Retry-After": "2"}, "json": {}}, {"json": {"name": "rc", **NEW}}],
+        )
+        assert hook.create_table_field("ws-1", "T", NEW).name == "rc"
+        assert post.call_count == 2 and 2.0 in sleeps
+
+
+def test_create_table_and_update_table(hook: Any) -> None:
+    body = {"display_name": "Reviews", "description": "d", "fields": [NEW]}
+    with rm.Mocker() as m:
+        m.post(f"{BASE}/workspace/ws-1/table", json={"table": {"name": "reviews_1", "display_name": "Reviews"}})
+        assert hook.create_table("ws-1", body).name == "reviews_1"
+        assert m.last_request.json() == {"display_name": "Reviews", "description": "d", "options": [], "fields": [NEW]}
+        m.put(f"{BASE}/workspace/ws-1/table/reviews_1", json={"table": {"name": "reviews_1", "display_name": "R"}})
+        edited = hook.update_table("ws-1", "reviews_1", {"display_name": "R", "settings": {"color": "red"}})
+        assert edited.display_name == "R"
+        assert m.last_request.json() == {"display_name": "R", "description": "", "settings": {"color": "red"}}
+    with pytest.raises(BlinkInputError, match="invalid new table"):
+        hook.create_table("ws-1", {"display_name": "", "fields": []})

@@ -335,3 +335,70 @@ def test_client_input_is_never_a_500(blink_sandbox: BlinkSandbox, q: str) -> Non
     )
     assert answer.status_code == 400, answer.text
     assert answer.json()["identifier"] == "INVALID_QUERY"
+
+
+# -- the table routes (#48): add and remove a field, create and edit a table -----------------------
+
+
+def call(sandbox: BlinkSandbox, method: str, path: str, body: Any = None) -> requests.Response:
+    headers = {KEY_HEADER: sandbox.api_key}
+    return requests.request(method, f"{sandbox.base_url}{path}", json=body, headers=headers, timeout=30)
+
+
+FIELDS = "/workspace/ws-demo/table/Incidents/fields"
+
+
+def test_a_field_is_added_under_a_name_derived_from_its_display_name(blink_sandbox: BlinkSandbox) -> None:
+    first = call(blink_sandbox, "POST", FIELDS, {"type": "long-text", "display_name": "Root cause"})
+    second = call(blink_sandbox, "POST", FIELDS, {"type": "text", "display_name": "Root Cause!"})
+    assert (first.status_code, first.json()["name"]) == (200, "root_cause")
+    assert second.json()["name"] == "root_cause_2"  # the sandbox's own rule, not Blink's
+    names = [field["name"] for field in call(blink_sandbox, "GET", FIELDS).json()["results"]]
+    assert names[-2:] == ["root_cause", "root_cause_2"]
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ({"display_name": "No type"}, "type and display_name are required"),
+        ({"type": "single-select", "display_name": "Pick"}, "needs attributes.options"),
+        ({"type": "reference", "display_name": "Boss", "attributes": {"table_reference": {"table_name": "Users"}}},
+         "at most one reference field per target table"),
+        ({"type": "sys-id", "display_name": "Id"}, "system-only type"),
+    ],
+)  # fmt: skip
+def test_a_field_blink_would_refuse_is_a_400(blink_sandbox: BlinkSandbox, body: Any, said: str) -> None:
+    response = call(blink_sandbox, "POST", FIELDS, body)
+    assert response.status_code == 400 and said in json.dumps(response.json())
+
+
+def test_a_field_is_removed_but_never_a_system_or_protected_one(blink_sandbox: BlinkSandbox) -> None:
+    assert call(blink_sandbox, "DELETE", f"{FIELDS}/Tags").status_code == 200
+    assert "Tags" not in [field["name"] for field in call(blink_sandbox, "GET", FIELDS).json()["results"]]
+    assert call(blink_sandbox, "DELETE", f"{FIELDS}/Tags").status_code == 404
+    refused = call(blink_sandbox, "DELETE", f"{FIELDS}/created_at")
+    assert refused.status_code == 400 and "cannot be removed" in refused.json()["message"]
+
+
+def test_a_table_is_created_and_edited_with_its_settings_and_count_kept(blink_sandbox: BlinkSandbox) -> None:
+    body = {"display_name": "Incident reviews", "description": "d", "options": [], "fields": [
+        {"type": "text", "display_name": "Summary"}]}  # fmt: skip
+    made = call(blink_sandbox, "POST", "/workspace/ws-demo/table", body).json()["table"]
+    assert (made["name"], made["display_name"], made["estimated_records_count"]) == (
+        "incident_reviews",
+        "Incident reviews",
+        0,
+    )
+    fields = call(blink_sandbox, "GET", "/workspace/ws-demo/table/incident_reviews/fields").json()["results"]
+    assert [field["name"] for field in fields][-1] == "summary" and len(fields) == 6
+    settings = {**made["settings"], "color": "#000000"}
+    edit = {"display_name": "Reviews", "description": "Post-mortems", "settings": settings}
+    assert call(blink_sandbox, "PUT", "/workspace/ws-demo/table/incident_reviews", edit).status_code == 200
+    counted = admin(
+        blink_sandbox, "PUT", "/workspace/ws-demo/table/incident_reviews/records", json={"estimated_records_count": 7}
+    )
+    assert counted.status_code == 200
+    listed = {t["name"]: t for t in call(blink_sandbox, "GET", "/workspace/ws-demo/tables").json()["results"]}
+    assert listed["incident_reviews"] == {**made, "display_name": "Reviews", "description": "Post-mortems",
+                                          "settings": settings, "estimated_records_count": 7}  # fmt: skip
+    assert listed["Incidents"]["estimated_records_count"] == 128
