@@ -40,6 +40,14 @@ def test_the_hooks_and_the_batch_import_nothing_of_the_migrations() -> None:
         assert not [name for name in imports(path) if name.startswith("blinkops_provider.migrations")], path
 
 
+def test_the_operators_reach_the_migrations_through_their_front_door_only() -> None:
+    """#48: ``blinkops_provider.migrations`` is the one door; nothing below it is imported."""
+    operators = [path for name, path in MODULES.items() if name.startswith("blinkops_provider.operators")]
+    below = {name for path in operators for name in imports(path) if name.startswith("blinkops_provider.migrations.")}
+    assert below == set()
+    assert any("blinkops_provider.migrations" in imports(path) for path in operators)
+
+
 def test_no_module_imports_one_that_imports_it_back() -> None:
     graph = {name: imports(path) - {name} for name, path in MODULES.items()}
     graph = {name: {t for t in targets if not name.startswith(t + ".")} for name, targets in graph.items()}

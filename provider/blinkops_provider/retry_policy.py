@@ -117,7 +117,7 @@ def is_retryable_unapplied(exc: BaseException) -> bool:
     applied, and a second one would create a second field: the migration's next plan reads Blink
     and finds what was made, so the task fails instead."""
     if isinstance(exc, RetryableResponse):
-        return exc.answer.status == 429
+        return bool(exc.answer.status == 429)
     if isinstance(exc, requests.exceptions.ConnectTimeout):
         return True
     if isinstance(exc, requests.ConnectionError) and not isinstance(exc, requests.exceptions.SSLError):

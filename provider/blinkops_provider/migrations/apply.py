@@ -270,6 +270,26 @@ def _check_loss(planned: SchemaPlan, approved: Mapping[str, Any] | str | None, a
     )
 
 
+def _lock(
+    hook: BlinkHook, record_path: Any, ws_id: str, table: str, holder: Holder | None, wait: float
+) -> TableLock | contextlib.nullcontext[None]:
+    """The table's lock beside its record (none without a ``record_path``); checks ``wait``."""
+    if record_path is None:
+        return contextlib.nullcontext()
+    clock = hook.clock
+    return TableLock(
+        os.fspath(record_path),
+        ws_id=ws_id,
+        table=table,
+        holder=holder or Holder.current(),
+        wait=wait,
+        now=clock.now,
+        sleep=clock.sleep,
+        monotonic=clock.monotonic,
+        log=hook.log,
+    )
+
+
 SHOWN_REMOVALS = 20
 """The most removals the gate's error names one by one."""
 
@@ -317,21 +337,8 @@ def apply_schema(
     create_table = check_flag(create_table, "create_table")
     declared = read_declaration(updates)
     _check_names(ws_id, table)
-    clock = hook.clock
-    lock: Any = contextlib.nullcontext()
-    if record_path is not None:
-        lock = TableLock(  # checks lock_wait and where the record goes
-            os.fspath(record_path),
-            ws_id=ws_id,
-            table=table,
-            holder=holder or Holder.current(),
-            wait=lock_wait,
-            now=clock.now,
-            sleep=clock.sleep,
-            monotonic=clock.monotonic,
-            log=hook.log,
-        )
-    record = _record(hook, ws_id, table, lock.record if record_path is not None else None)  # reads the connection
+    lock = _lock(hook, record_path, ws_id, table, holder, lock_wait)
+    record = _record(hook, ws_id, table, lock.record if isinstance(lock, TableLock) else None)  # reads the connection
     with lock:
         planned, recorded = _plan(hook, record, declared, replace, create_table)
         if approved is not None:

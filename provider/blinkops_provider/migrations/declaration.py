@@ -112,7 +112,8 @@ def _table_members(value: Mapping[str, Any], source: str) -> dict[str, Any]:
     for member, given in table.items():
         if given is not None and not isinstance(given, str):
             raise BlinkInputError(f"{source}: the table's {member} must be text, got {type(given).__name__}")
-    if isinstance(table.get("display_name"), str) and not table["display_name"].strip():
+    shown = table.get("display_name")
+    if isinstance(shown, str) and not shown.strip():
         raise BlinkInputError(f"{source}: the table's display_name must not be blank")
     return table
 
@@ -131,7 +132,7 @@ def _split(entries: list[Any], source: str) -> tuple[list[Any], list[str]]:
         if problem:
             problems.append(f"entry {position} ({name!r}): {problem}")
         else:
-            removals.append(name)
+            removals.append(str(name))
     if problems:
         raise BlinkInputError(f"{source}: " + "; ".join(problems))
     return fields, removals

@@ -17,7 +17,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -406,7 +406,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
 
 
-_FLAGS = (
+_FLAGS: tuple[tuple[str, Callable[[FieldPlan], bool], Callable[[FieldPlan], str]], ...] = (
     (
         "**Refused** (Blink refuses these changes; the apply does not send them and reports them failed):",
         lambda plan: plan.action == REFUSED,
@@ -427,12 +427,16 @@ _FLAGS = (
 """The plan's flagged rows, in the order a reviewer reads them: a heading, which rows, what each says."""
 
 
+def _removals_first(plan: FieldPlan) -> bool:
+    return plan.action != REMOVE
+
+
 def _flagged(fields: Sequence[FieldPlan]) -> list[str]:
     """The refused, destructive (removals first) and drifted rows, each kind under its heading
     (none: no heading)."""
     lines: list[str] = []
     for heading, flagged, said in _FLAGS:
-        rows = sorted((plan for plan in fields if flagged(plan)), key=lambda plan: plan.action != REMOVE)
+        rows = sorted((plan for plan in fields if flagged(plan)), key=_removals_first)
         lines += ["", heading, *(f"- {_cell(plan.field)}: {said(plan)}" for plan in rows)] if rows else []
     return lines
 
@@ -586,8 +590,8 @@ def plan_table(
     display_name, description = declared
     if held is None and create:
         after = {"display_name": display_name or table, "description": description or ""}
-        values = tuple((member, None, value) for member, value in after.items())
-        return TablePlan(CREATE, "", tuple(after), values, body={**after, "options": []}, rows=0)
+        made = tuple((member, None, value) for member, value in after.items())
+        return TablePlan(CREATE, "", tuple(after), made, body={**after, "options": []}, rows=0)
     if held is None:
         note = (
             ""
@@ -603,7 +607,7 @@ def plan_table(
     members = tuple(member for member in after if after[member] != before[member])
     if not members:
         return TablePlan(UNCHANGED, held.name, rows=held.estimated_records_count)
-    values = tuple((member, before[member], after[member]) for member in members)
+    values: tuple[tuple[str, Any, Any], ...] = tuple((member, before[member], after[member]) for member in members)
     body = {**after, "settings": dict(held.settings or {})}
     return TablePlan(CHANGE, held.name, members, values, body=body, rows=held.estimated_records_count)
 

@@ -184,6 +184,63 @@ def _api_router(sandbox: Served) -> APIRouter:
         except StoreError as err:
             raise ApiError(err.status, err.message, err.details, err.identifier) from None
 
+    _table_writes(api, sandbox)
+
+    @api.get(
+        "/workspace/{ws_id}/tables",
+        response_model=TableList,
+        operation_id="ListTables",
+        tags=["Tables"],
+        summary="List the tables of a workspace",
+    )
+    def list_tables(ws_id: str) -> Any:
+        """The workspace's tables: ``name`` is what the table paths take."""
+        try:
+            return {"results": sandbox.store.tables(unquote(ws_id))}
+        except StoreError as err:
+            raise ApiError(err.status, err.message, err.details, err.identifier) from None
+
+    @api.get(
+        "/workspace/{ws_id}/table/{table}/fields",
+        response_model=FieldList,
+        response_model_exclude_unset=True,
+        operation_id="ListFields",
+        tags=["Tables"],
+        summary="List the fields of a table",
+    )
+    def list_fields(ws_id: str, table: str) -> Any:
+        """The table's fields, Blink's five system fields first."""
+        unread = sandbox.faults.config.fields_read_status
+        if unread is not None:
+            raise ApiError(unread, "Not Found" if unread == 404 else "Method Not Allowed", None, "SANDBOX_FAULT")
+        try:
+            return {"results": sandbox.store.table_fields(unquote(ws_id), unquote(table))}
+        except StoreError as err:
+            raise ApiError(err.status, err.message, err.details, err.identifier) from None
+
+    @api.get(
+        "/connection_types",
+        response_model=ConnectionTypePage,
+        operation_id="ListConnectionTypes",
+        tags=["Connections"],
+        summary="List connection types",
+    )
+    def list_connection_types(
+        q: Annotated[str, Query(description='RQL query as JSON, e.g. {"limit": 25, "offset": 0, "filter": {...}}')],
+    ) -> Any:
+        """One page of the connection-type catalogue matching the RQL query in ``q``."""
+        try:
+            query = parse_query(q)
+        except QueryError as err:
+            raise ApiError(400, "invalid RQL query", str(err), "INVALID_QUERY") from None
+        return Response(sandbox.store.list_connection_types(query), media_type="application/json")
+
+    return api
+
+
+def _table_writes(api: APIRouter, sandbox: Served) -> None:
+    """Blink's table writes beyond the field update: add and remove a field, create and edit a table."""
+
     @api.post(
         "/workspace/{ws_id}/table/{table}/fields",
         response_model=TableField,
@@ -250,57 +307,6 @@ def _api_router(sandbox: Served) -> APIRouter:
             raise ApiError(err.status, err.message, err.details, err.identifier) from None
         return {"table": made}
 
-    @api.get(
-        "/workspace/{ws_id}/tables",
-        response_model=TableList,
-        operation_id="ListTables",
-        tags=["Tables"],
-        summary="List the tables of a workspace",
-    )
-    def list_tables(ws_id: str) -> Any:
-        """The workspace's tables: ``name`` is what the table paths take."""
-        try:
-            return {"results": sandbox.store.tables(unquote(ws_id))}
-        except StoreError as err:
-            raise ApiError(err.status, err.message, err.details, err.identifier) from None
-
-    @api.get(
-        "/workspace/{ws_id}/table/{table}/fields",
-        response_model=FieldList,
-        response_model_exclude_unset=True,
-        operation_id="ListFields",
-        tags=["Tables"],
-        summary="List the fields of a table",
-    )
-    def list_fields(ws_id: str, table: str) -> Any:
-        """The table's fields, Blink's five system fields first."""
-        unread = sandbox.faults.config.fields_read_status
-        if unread is not None:
-            raise ApiError(unread, "Not Found" if unread == 404 else "Method Not Allowed", None, "SANDBOX_FAULT")
-        try:
-            return {"results": sandbox.store.table_fields(unquote(ws_id), unquote(table))}
-        except StoreError as err:
-            raise ApiError(err.status, err.message, err.details, err.identifier) from None
-
-    @api.get(
-        "/connection_types",
-        response_model=ConnectionTypePage,
-        operation_id="ListConnectionTypes",
-        tags=["Connections"],
-        summary="List connection types",
-    )
-    def list_connection_types(
-        q: Annotated[str, Query(description='RQL query as JSON, e.g. {"limit": 25, "offset": 0, "filter": {...}}')],
-    ) -> Any:
-        """One page of the connection-type catalogue matching the RQL query in ``q``."""
-        try:
-            query = parse_query(q)
-        except QueryError as err:
-            raise ApiError(400, "invalid RQL query", str(err), "INVALID_QUERY") from None
-        return Response(sandbox.store.list_connection_types(query), media_type="application/json")
-
-    return api
-
 
 def _admin_router(sandbox: Served) -> APIRouter:
     """The sandbox's own endpoints (faults, the request log, tables and types), behind its admin token."""
@@ -353,6 +359,13 @@ def _admin_router(sandbox: Served) -> APIRouter:
             raise ApiError(404, f"connection type {type_id!r} not found")
         return {"deleted": type_id}
 
+    _admin_tables(admin, sandbox)
+    return admin
+
+
+def _admin_tables(admin: APIRouter, sandbox: Served) -> None:
+    """The admin API's tables: one made with names given exactly (for seeding), its fields, its row count."""
+
     @admin.put("/workspace/{ws_id}/table/{table}")
     def create_table(ws_id: str, table: str, declared: dict[str, Any]) -> Any:
         """A table with its fields, declared as a schema is (``{"fields": [{"field", "type",
@@ -384,8 +397,6 @@ def _admin_router(sandbox: Served) -> APIRouter:
     @admin.get("/workspace/{ws_id}/table/{table}/fields")
     def table_fields(ws_id: str, table: str) -> Any:
         return sandbox.store.fields(unquote(ws_id), unquote(table))
-
-    return admin
 
 
 def _handle_errors(app: FastAPI) -> None:
