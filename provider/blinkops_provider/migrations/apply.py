@@ -145,12 +145,19 @@ def _read_live(hook: BlinkHook, ws_id: str, table: str) -> tuple[list[TableField
 def _read_table(
     hook: BlinkHook, record: SchemaRecord, declared: Declaration, create_table: bool
 ) -> tuple[TablePlan, list[TableField] | None, str]:
-    """The table in Blink's tables read (matched as :mod:`.identity` says), what happens to it,
-    and its fields (none for a table to create).
+    """The table as Blink holds it (matched as :mod:`.identity` says), what happens to it, and
+    its fields (none for a table to create). Blink's tables read is needed only for what the
+    fields read does not tell: the table's display name and description, a removal's row count,
+    or a table that is not found by its name.
 
     :raises BlinkNotFoundError: Blink has no such table, and ``create_table`` is False.
     """
     ws_id, table = record.ws_id, record.table
+    if declared.display_name is None and declared.description is None and not declared.removals:
+        try:
+            return TablePlan(name=table), *_read_live(hook, ws_id, table)
+        except BlinkNotFoundError:
+            pass  # not found by its name: by the record's note or its display name, or to create
     try:
         tables: list[BlinkTable] | None = hook.list_tables(ws_id)
     except BlinkReadUnavailableError:

@@ -51,10 +51,12 @@ class Declaration:
         ]
 
 
-def read_declaration(value: Any, *, source: str = "the declared schema") -> Declaration:
+def read_declaration(value: Any, *, source: str = "the declared schema", prefix: bool = True) -> Declaration:
     """``value`` as a :class:`Declaration`: a list of entries, an object with ``fields``, a mapping
     ``{field name: update}``, or the JSON text of any of them.
 
+    :param prefix: begin the error that lists the wrong entries with ``source`` (an operator's own
+        argument needs no naming: its errors read as before).
     :raises BlinkInputError: naming ``source`` and every wrong entry, before any request.
     """
     if isinstance(value, Declaration):
@@ -75,7 +77,7 @@ def read_declaration(value: Any, *, source: str = "the declared schema") -> Decl
     try:
         fields = validate_field_updates(entries, require_type_and_name=True)
     except BlinkInputError as err:
-        raise BlinkInputError(f"{source}: {err}") from None
+        raise BlinkInputError(f"{source}: {err}" if prefix else str(err)) from None
     twice = sorted({name for name, _ in fields} & set(removals))
     if twice:
         raise BlinkInputError(

@@ -118,9 +118,10 @@ class Steps:
         refused: dict[str, BlinkApiError] = {
             name: BlinkBadRequestError(f"not sent: {why}") for name, why in self.refused.items()
         }
-        report = FieldUpdates(
-            [], refused, [], [row.field for row in self.plan.fields], plan=self.plan, skipped=self.skipped
-        )
+        # Sent as given, with neither Blink's fields nor a record to plan against: "applied", as Blink confirmed it.
+        blind = bool(self.plan.unread) and not self.record.location
+        order = [row.field for row in self.plan.fields]
+        report = FieldUpdates([], refused, [], order, plan=None if blind else self.plan, skipped=self.skipped)
         for part in parts:
             report.updated += part.updated
             report.failed.update(part.failed)

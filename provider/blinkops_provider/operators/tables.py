@@ -253,7 +253,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         self.lock_wait = check_lock_wait(lock_wait)
 
     def execute(self, context: Context) -> dict[str, Any]:
-        declared = read_declaration(self.fields, source="fields")
+        declared = read_declaration(self.fields, source="fields", prefix=False)
         approved = approved_plan(self.plan)  # checked before any request
         acknowledged = _rendered_flag(self.acknowledge_risks, "acknowledge_risks")
         self._declared = [{"field": name, **update.to_body()} for name, update in declared.fields]  # for lineage
