@@ -132,6 +132,7 @@ def test_a_failed_batch_emits_no_event(blink_conn: None) -> None:
     )
     events = OutletEvents()
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.put(rm.ANY, json=field_json)
         m.put(f"{TABLE_URL}/b", status_code=400, json={"message": "no"})
         with pytest.raises(Exception, match="1 of 2 field"):
@@ -145,6 +146,7 @@ def test_the_single_field_operator_emits_the_tables_event(blink_conn: None) -> N
     )
     events = OutletEvents()
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.put(rm.ANY, json=field_json)
         op.execute({"outlet_events": events})
     assert events[AssetAlias(TABLES_ALIAS)] == [
@@ -163,6 +165,7 @@ from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 op = UpdateTableFieldsOperator(replace=True, task_id="a", ws_id="w", table="t", fields=[{"field": "f", "type": "text", "display_name": "F"}])
 with requests_mock.Mocker() as m:
+    m.get(requests_mock.ANY, status_code=404, json={"status": 404})  # no table reads: sent as given
     m.put(requests_mock.ANY, json={"name": "f", "type": "text", "display_name": "F"})
     op.execute({"outlet_events": type("Events", (dict,), {"__missing__": lambda self, key: type("A", (list,), {"add": lambda self, *a, **k: self.append(a)})()})()})
 ConnectionTypesToXComOperator(task_id="c")
@@ -249,6 +252,7 @@ def test_a_declared_table_asset_gets_the_event_itself_so_airflow_lists_the_task_
     )
     events = OutletEvents(Accessor)
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.put(rm.ANY, json=field_json)
         op.execute({"ti": FakeTI(), "outlet_events": events})
     assert events[declared].extra == {"ws_id": "ws-1", "table": "Incidents", "applied": ("a",), "applied_count": 1}
@@ -264,6 +268,7 @@ def test_an_announcement_that_fails_does_not_fail_the_applied_task(blink_conn: N
         replace=True, task_id="one", ws_id="ws-1", table="Incidents", field="a", field_type="text", display_name="A"
     )
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.put(rm.ANY, json=field_json)
         assert op.execute({"outlet_events": Broken()})["name"] == "a"
     assert "The table's asset event was not added (RuntimeError: the event store is away)" in all_output()
@@ -276,6 +281,7 @@ def test_an_ipv6_base_url_applies_and_announces_the_bracketed_host(monkeypatch: 
     op = UpdateTableFieldsOperator(replace=True, task_id="apply", ws_id="ws-1", table="In cidents", fields=[entry("a")])
     events = OutletEvents()
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.put("http://[::1]:18080/api/v1/workspace/ws-1/table/In%20cidents/fields/a", json=field_json)
         op.execute({"ti": FakeTI(), "outlet_events": events})
     ((uri, _),) = events[AssetAlias(TABLES_ALIAS)]

@@ -15,6 +15,7 @@ from airflow.providers.common.compat.sdk import AirflowException
 from blinkops_provider.exceptions import BlinkClientError, BlinkInputError, BlinkTransientError
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 from blinkops_provider.operators.tables import UpdateTableFieldOperator
+from tests.fake_blink import without_table_reads
 from tests.fake_listing import FakeListing
 
 BASE = "https://blink.test/api/v1"
@@ -61,6 +62,7 @@ def test_update_operator_renders_validates_and_returns_json(blink_conn: None) ->
         "future": [1],
     }
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.put(f"{BASE}/workspace/ws-9/table/Q1%2FQ2%20plans/fields/Due", json=returned)
         result = op.execute(CONTEXT)
         assert m.last_request.json() == {
@@ -132,6 +134,7 @@ def test_hook_params_and_conn_id_reach_the_hook(monkeypatch: pytest.MonkeyPatch)
     assert (op.hook.blink_conn_id, op.hook.retry_limit, op.hook.retry_delay) == ("blink_prod", 2, 0.0)
     assert op.hook is op.hook
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.get("https://prod.blink.test/api/v1/connection_types", status_code=503)
         with pytest.raises(BlinkTransientError):
             op.execute({})
@@ -151,6 +154,7 @@ def test_catalogue_operator_returns_json_ready_dicts(blink_conn: None) -> None:
     )
     op.render_template_fields({"params": {"prefix": "n"}})
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.get(LIST_URL, json=pages_of(ITEMS))
         result = op.execute({})
         assert m.call_count == 3  # three pages by id; the sort is the client's (#37)
@@ -166,6 +170,7 @@ def test_catalogue_operator_writes_large_catalogues_to_a_file(blink_conn: None, 
     )
     op.render_template_fields({"ds": "2026-11-22"})
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.get(LIST_URL, json=pages_of(ITEMS))
         summary = op.execute({})
     target = tmp_path / "snapshots" / "2026-11-22.json"
@@ -177,6 +182,7 @@ def test_catalogue_operator_writes_large_catalogues_to_a_file(blink_conn: None, 
 def test_catalogue_file_of_an_empty_catalogue_is_an_empty_array(blink_conn: None, tmp_path: Path) -> None:
     op = ConnectionTypesToXComOperator(task_id="sync", output_path=str(tmp_path / "c.json"))
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.get(LIST_URL, json=pages_of([]))
         assert op.execute({}) == {"path": str(tmp_path / "c.json"), "count": 0, "total": 0, "paging": "keyset"}
     assert json.loads((tmp_path / "c.json").read_text()) == []
@@ -189,6 +195,7 @@ def test_failed_walk_leaves_the_previous_file_alone(blink_conn: None, tmp_path: 
         task_id="sync", output_path=str(target), page_size=3, hook_params={"retry_limit": 1}
     )
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.get(LIST_URL, [{"json": pages_of(ITEMS)}, {"status_code": 500}])
         with pytest.raises(BlinkTransientError):
             op.execute({})
@@ -243,6 +250,7 @@ def test_a_symlinked_output_path_is_written_through_and_stays_a_link(blink_conn:
     link.symlink_to(real)
     op = ConnectionTypesToXComOperator(task_id="sync", output_path=f"file://{link}")
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.get(LIST_URL, json=pages_of(ITEMS))
         summary = op.execute({})
     assert link.is_symlink()
@@ -276,6 +284,7 @@ def test_a_large_catalogue_into_xcom_warns(
 ) -> None:
     monkeypatch.setattr("blinkops_provider.operators.connection_types.LARGE_XCOM_ITEMS", 5)
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.get(LIST_URL, json=pages_of(ITEMS))
         assert len(ConnectionTypesToXComOperator(task_id="s").execute({})) == 7
         assert len(ConnectionTypesToXComOperator(task_id="s", max_items=5).execute({})) == 5
@@ -354,6 +363,7 @@ def test_the_collector_is_never_off_while_the_callers_code_runs(
     )
     assert gc.isenabled()
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.get(LIST_URL, json=answer)
         if fails:
             with pytest.raises(BlinkTransientError):
@@ -368,6 +378,7 @@ def test_a_collector_the_caller_disabled_stays_disabled(blink_conn: None) -> Non
     gc.disable()
     try:
         with rm.Mocker() as m:
+            without_table_reads(m)  # Blink without the reads: a field is sent as given
             m.get(LIST_URL, json=pages_of(ITEMS))
             ConnectionTypesToXComOperator(task_id="sync", page_size=3).execute({})
         assert not gc.isenabled()
@@ -393,13 +404,14 @@ def test_a_schema_batch_rate_limited_to_the_end_carries_blinks_retry_after(make_
     op = UpdateTableFieldsOperator(replace=True, task_id="apply", ws_id="ws-1", table="t", fields=fields)
     op.hook = make_hook(retry_limit=1)  # its waits recorded, not slept
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.put(rm.ANY, status_code=429, headers={"Retry-After": "45"}, json={"message": "slow down"})
         with pytest.raises(BlinkTransientError) as caught:
             op.execute({"ti": PushingTI()})
     assert (caught.value.status, caught.value.retry_after) == (429, 45.0)
     assert "3 of 3 field(s) not applied" in str(caught.value)
     # one attempt each; a field not yet sent waits out Blink's pause (recorded, not slept), nothing else
-    assert m.call_count == 3 and set(sleeps) <= {45.0}
+    assert sum(call.method == "PUT" for call in m.request_history) == 3 and set(sleeps) <= {45.0}
 
 
 @pytest.mark.parametrize("fields", ["[]", [], "  [] "])
@@ -418,6 +430,7 @@ def test_field_names_cannot_break_the_applys_log_lines(blink_conn: None, provide
     fields = [{"field": "a\nINFO forged", "type": "text", "display_name": "A"}]
     op = UpdateTableFieldsOperator(replace=True, task_id="apply", ws_id="ws-1", table="t", fields=fields)
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.put(rm.ANY, status_code=400, json={"message": "no"})
         with pytest.raises(BlinkClientError):
             op.execute({"ti": PushingTI()})
@@ -459,6 +472,7 @@ def severity_operator(options: list[str]) -> UpdateTableFieldOperator:
 def test_the_field_operator_keeps_what_blink_holds_and_the_update_leaves_out(blink_conn: None) -> None:
     op = severity_operator(["Low", "High"])
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         blink = FakeBlink(HELD).mount(m)
         returned = op.execute({})
     [(_, _, body)] = blink.puts
@@ -481,10 +495,12 @@ def test_the_field_operator_with_replace_sends_blinks_published_example_body_unc
         replace=True,
     )
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.put(rm.ANY, json={"id": "f", "name": "Test", **DOCS_BODY})
         op.execute({})
-    assert [call.method for call in m.request_history] == ["PUT"]  # no read first
-    assert m.request_history[0].json() == DOCS_BODY
+    puts = [call for call in m.request_history if call.method != "GET"]  # the plan reads first (#48)
+    assert [call.method for call in puts] == ["PUT"]
+    assert puts[0].json() == DOCS_BODY
 
 
 def test_the_batch_operator_without_a_record_sends_each_merge(blink_conn: None) -> None:
@@ -492,24 +508,26 @@ def test_the_batch_operator_without_a_record_sends_each_merge(blink_conn: None) 
         task_id="a", ws_id="ws-1", table="Incidents", fields=[{"field": "Severity", **SEVERITY}]
     )
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         blink = FakeBlink(HELD).mount(m)
         assert op.execute({"ti": Pushed()})["updated"] == ["Severity"]
     assert blink.puts[0][2]["attributes"]["required"] is True and blink.reads == 1
 
 
-def test_a_field_blink_lacks_fails_the_operator_with_nothing_sent(blink_conn: None) -> None:
-    from blinkops_provider.exceptions import BlinkNotFoundError
-
-    op = UpdateTableFieldsOperator(
+def test_a_field_blink_lacks_is_added_by_either_operator_with_one_post(blink_conn: None) -> None:
+    """#48: one front door: a field Blink lacks is an add, whichever operator declares it."""
+    many = UpdateTableFieldsOperator(
         task_id="a", ws_id="ws-1", table="Incidents", fields=[{"field": "Ghost", "type": "text", "display_name": "G"}]
+    )
+    one = UpdateTableFieldOperator(
+        task_id="b", ws_id="ws-1", table="Incidents", field="Spirit", field_type="text", display_name="S"
     )
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
-        with pytest.raises(
-            BlinkNotFoundError, match=r"no field 'Ghost' in table 'Incidents'.*create it in Blink first"
-        ):
-            op.execute({"ti": Pushed()})
-    assert blink.puts == []
+        assert many.execute({"ti": Pushed()})["outcomes"] == {"Ghost": "added"}
+        made = one.execute({})
+    assert [body["display_name"] for _, body in blink.posts] == ["G", "S"] and blink.puts == []
+    assert made["name"] == f"s_{len(HELD['Incidents']) + 7}" and made["display_name"] == "S"
 
 
 @pytest.mark.parametrize("status", [404, 405])
@@ -520,6 +538,7 @@ def test_without_blinks_fields_the_operator_sends_nothing_and_names_replace(blin
         task_id="a", ws_id="ws-1", table="Incidents", fields=[{"field": "Severity", **SEVERITY}]
     )
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         blink = FakeBlink(HELD).mount(m)
         blink.fields_status = status
         with pytest.raises(
@@ -530,10 +549,12 @@ def test_without_blinks_fields_the_operator_sends_nothing_and_names_replace(blin
 
 
 def test_a_merged_body_that_contradicts_itself_is_refused_before_any_write(blink_conn: None) -> None:
+    from blinkops_provider.exceptions import BlinkBadRequestError
+
     op = severity_operator(["A", "A"])
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
-        with pytest.raises(BlinkInputError, match="option 'A' is given twice"):
+        with pytest.raises(BlinkBadRequestError, match="not sent: the declaration contradicts itself: option 'A'"):
             op.execute({})
     assert blink.puts == []
 

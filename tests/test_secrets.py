@@ -13,6 +13,7 @@ from blinkops_provider.exceptions import BlinkApiError
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 from blinkops_provider.operators.tables import UpdateTableFieldOperator
 from tests.conftest import API_KEY
+from tests.fake_blink import without_table_reads
 
 LIST_URL = "https://blink.test/api/v1/connection_types"
 ECHO = f"denied for key {API_KEY}"
@@ -32,6 +33,7 @@ ECHO = f"denied for key {API_KEY}"
 def test_key_is_absent_from_errors_and_logs(make_hook: Any, all_output: Any, responses: list) -> None:
     hook = make_hook()
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.get(LIST_URL, responses)
         with pytest.raises(BlinkApiError) as err:
             hook.list_connection_types(filter={"name": "secret-filter-value"})
@@ -48,6 +50,7 @@ def test_key_is_absent_from_xcom_and_rendered_templates(blink_conn: None, all_ou
     )
     op.render_template_fields({})
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.put("https://blink.test/api/v1/workspace/w/table/t/fields/f", json={"id": "1", "type": "text"})
         result = op.execute({})
         assert m.last_request.headers["BLINK-API-KEY"] == API_KEY  # sent, where it belongs
@@ -58,5 +61,6 @@ def test_key_is_absent_from_xcom_and_rendered_templates(blink_conn: None, all_ou
 def test_catalogue_operator_xcom_holds_no_key(blink_conn: None) -> None:
     op = ConnectionTypesToXComOperator(task_id="s")
     with rm.Mocker() as m:
+        without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.get(LIST_URL, json={"total": 1, "offset": 0, "results": [{"id": "a"}]})
         assert API_KEY not in json.dumps(op.execute({}))

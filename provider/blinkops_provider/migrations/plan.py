@@ -291,7 +291,7 @@ class SchemaPlan:
         if self.undeclared:
             names = _cell(", ".join(map(repr, self.undeclared)))
             said = "Recorded but no longer declared" if self.unread else "In Blink, not declared"
-            lines += ["", f"{said}: left as they are: {names}"]
+            lines += ["", f"{said} (left as they are): {names}"]
         return "\n".join(lines)
 
     def log_to(self, log: Any) -> None:
@@ -728,8 +728,8 @@ def _against(name: str, update: FieldUpdate, before: Mapping[str, Any] | None, b
     values = tuple((member, _member(before, member), _member(after, member)) for member in members)
     if "type" in members and before.get("type") is not None:
         why = (
-            f"the type would change from {before['type']!r} to {after.get('type')!r}; Blink never changes a field's "
-            f"type: add a new field of the new type (another name and display name), copy the values over, then "
+            f"the type would change from {before['type']!r} to {after.get('type')!r}; Blink refuses type changes: "
+            f"add a new field of the new type (another name and display name), copy the values over, then "
             f'remove this one with a tombstone {{"field": {name!r}, "remove": true}}'
         )
         return FieldPlan(name, REFUSED, tuple(members), values, why)

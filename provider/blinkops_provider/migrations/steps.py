@@ -148,8 +148,9 @@ class Steps:
             why = str(err) if isinstance(err, BlinkInputError) else type(err).__name__
             error = BlinkApiError(
                 f"the fields were sent, but the schema record at {self.record.location!r} could not be updated "
-                f"({why}); the next plan would be wrong, so the task fails. A retry plans against Blink again "
-                "(safe: updates are full replacements, and what was added or removed is found as it is) and records it"
+                f"({why}); the next plan would be wrong, so the task fails. A retry applies the schema again (safe: it "
+                "plans against Blink first, updates are full replacements, and what was added or removed is found as "
+                "it is) and records it"
             )
             result.attach_to(error)
             raise error from None

@@ -271,7 +271,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             context["ti"].xcom_push(key="return_value", value=failed)
             raise
         summary = report.summary(result, approved=approved, rate_limited=self.hook.rate_limited)
-        self._announce(context, summary)
+        self._announce(context, summary, planned=result.plan is not None)
         return summary
 
     def _apply(self, context: Context, declared: Declaration, approved: Any, acknowledged: bool) -> FieldUpdates:
@@ -293,10 +293,10 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             create_table=self.create_table,
         )
 
-    def _announce(self, context: Context, summary: dict[str, Any]) -> None:
-        """The table's asset event, unless the apply added, changed and removed nothing."""
-        groups = grouped(summary["outcomes"])
-        if groups.get("added") or groups.get("changed") or groups.get("removed") or groups.get("applied"):
+    def _announce(self, context: Context, summary: dict[str, Any], *, planned: bool) -> None:
+        """The table's asset event, unless a plan found nothing to add, change or remove."""
+        groups = grouped(summary["outcomes"]) if planned else None
+        if groups is None or groups.get("added") or groups.get("changed") or groups.get("removed"):
             self.announce_table(context, self.ws_id, self.table, summary["updated"], groups)
         else:
             self.log.info("No field was added, changed or removed: no asset event for %s/%s", self.ws_id, self.table)
