@@ -20,7 +20,11 @@ from blinkops_provider.assets import asset_host
 from blinkops_provider.sandbox import BlinkSandbox
 from tests.conftest import EXAMPLE_DAGS
 
-SCHEMA = json.loads((EXAMPLE_DAGS / "blink_table_schema_migration.json").read_text())["fields"]
+DECLARED = json.loads((EXAMPLE_DAGS / "blink_table_schema_migration.json").read_text())["fields"]
+ADDED = ["Root cause"]  # the example's field the seed lacks (#48)
+REMOVED = [entry["field"] for entry in DECLARED if entry.get("remove")]
+SCHEMA = [entry for entry in DECLARED if not entry.get("remove") and entry["field"] not in ADDED]
+"""The example's entries for fields the sandbox's seed has."""
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -57,7 +61,9 @@ def migrate(dag: Any = None, **conf: Any) -> Any:
     """A run of the migration example, its review approved as a person would (on Airflow 3.1+,
     the approval task is marked a success; on 2.11 there is none)."""
     dag = dag or load_dag("blink_table_schema_migration.py")
-    return dag.test(run_conf={"ws_id": "ws-demo", "table": "Incidents", **conf}, mark_success_pattern="review")
+    unreviewed = "review" not in dag.task_ids  # Airflow 2.11: a removal needs the acknowledgement instead
+    conf = {"ws_id": "ws-demo", "table": "Incidents", "acknowledge_risks": unreviewed, **conf}
+    return dag.test(run_conf=conf, mark_success_pattern="review")
 
 
 def state(run: Any) -> str:
@@ -71,8 +77,9 @@ def test_schema_migration_applies_every_declared_field(
     assert state(run) == "success"
     # The summary is in the task's main log, not in the collapsed group Airflow opens after execute().
     printed = "".join(capfd.readouterr())
-    progress = printed.index("10/10 fields applied")  # logged while execute() runs (a small batch: its end)
-    summary = printed.index("Schema of ws-demo/Incidents: 10 of 10 fields applied", progress)
+    progress = printed.index(f"{len(SCHEMA)}/{len(SCHEMA)} fields applied")  # while execute() runs: a batch's end
+    summary = printed.index("Schema of ws-demo/Incidents: 11 of 11 fields applied (1 added, 9 changed, 1 removed)")
+    assert progress < summary
     group_after_execute = re.compile(r"::group::Post|Post Execute")
     assert group_after_execute.search(printed, progress, summary) is None
     opened_after = group_after_execute.search(printed, summary) is not None
@@ -88,8 +95,15 @@ def test_schema_migration_applies_every_declared_field(
     # what the declaration leaves out is kept as Blink held it (#42): the seed's required and unique fields
     assert fields["Title"]["attributes"]["required"] is True
     assert fields["Description"]["attributes"]["is_unique"] is True
-    puts = [r for r in blink_sandbox.requests if r["method"] == "PUT"]
-    assert len(puts) == len(SCHEMA)
+    writes = [(r["method"], r["raw_path"].rsplit("/", 1)[-1]) for r in blink_sandbox.requests if r["method"] != "GET"]
+    assert sorted(writes) == sorted(
+        [("POST", "fields"), *(("PUT", e["field"].replace(" ", "%20")) for e in SCHEMA), ("PUT", "Incidents"),
+         ("DELETE", "Affected%20hosts")]
+    )  # fmt: skip
+    assert writes[-1] == ("DELETE", "Affected%20hosts") and writes[0] == ("POST", "fields")  # removals last
+    assert fields["root_cause"]["display_name"] == "Root cause" and "Affected hosts" not in fields
+    record = json.loads((records / "ws-demo" / "Incidents.json").read_text())
+    assert record["names"] == {"Root cause": "root_cause"}
 
 
 def test_a_failing_field_fails_alone(blink_sandbox: BlinkSandbox, tmp_path: Path, records: Path) -> None:
@@ -127,15 +141,16 @@ def test_the_batch_summary_reaches_xcom_even_when_the_task_fails(
 
 def test_the_plan_is_made_against_blink_then_all_unchanged(blink_sandbox: BlinkSandbox, records: Path) -> None:
     dag = load_dag("blink_table_schema_migration.py")
-    names = [entry["field"] for entry in SCHEMA]
+    names = [entry["field"] for entry in DECLARED]
     first = migrate(dag)
     assert state(first) == "success"
     plan = xcom_of(task_of(first, "plan"), dag)
     actions = {f["field"]: f["action"] for f in plan["fields"]}
-    assert actions["Affected hosts"] == "unchanged"  # the seed holds it as declared
-    assert {actions[name] for name in names if name != "Affected hosts"} == {"change"}  # Blink has every field
+    assert [actions.pop(name) for name in [*ADDED, *REMOVED]] == ["add", "remove"]
+    assert set(actions.values()) == {"change"}  # Blink has every other field, each differs from the seed
+    assert plan["table_plan"]["action"] == "change" and plan["table_plan"]["members"] == ["description"]
     outcomes = xcom_of(task_of(first, "apply_schema"), dag)["outcomes"]
-    assert outcomes == {name: "unchanged" if actions[name] == "unchanged" else "changed" for name in names}
+    assert outcomes == {**dict.fromkeys(actions, "changed"), "Root cause": "added", "Affected hosts": "removed"}
     assert (records / "ws-demo" / "Incidents.json").is_file()
 
     second = migrate(dag)

@@ -96,6 +96,7 @@ EXPECTED = {
                 {
                     "needs_review": "_ShortCircuitDecoratedOperator",
                     "review": "ApprovalOperator",
+                    "reviewed": "_PythonDecoratedOperator",
                     "review_outcome": "_PythonDecoratedOperator",
                 }
                 if HAS_APPROVAL
@@ -103,7 +104,7 @@ EXPECTED = {
             ),
         },
         "schedule": "None",
-        "params": ["schema", "schema_file", "table", "ws_id"],
+        "params": ["acknowledge_risks", "schema", "schema_file", "table", "ws_id"],
     },
     "blink_connection_types_nightly_sync.py": {
         "dag_id": "blink_connection_types_nightly_sync",

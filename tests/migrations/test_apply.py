@@ -108,16 +108,15 @@ def test_replace_sends_exactly_the_declaration_and_the_plan_says_what_is_lost(ho
     assert row.destructive and "required dropped" in row.risk
 
 
-def test_a_field_blink_lacks_is_refused_and_nothing_is_sent_for_it(hook: Any, tmp_path: Path) -> None:
+def test_a_field_blink_lacks_is_added_and_the_others_changed(hook: Any, tmp_path: Path) -> None:
     declared = [*OPTIONS_ONLY, {"field": "Ghost", "type": "text", "display_name": "Ghost"}]
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
         plan = plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
         result = apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
-    assert [(p.field, p.action) for p in plan.fields] == [("Severity", "change"), ("Ghost", "refused")]
-    assert "no field 'Ghost' in table 'Incidents'; create it in Blink first" in plan.describe()
-    assert [field for _, field, _ in blink.puts] == ["Severity"]
-    assert result.outcomes() == {"Severity": "changed", "Ghost": "failed"}
+    assert [(p.field, p.action) for p in plan.fields] == [("Severity", "change"), ("Ghost", "add")]
+    assert [field for _, field, _ in blink.puts] == ["Severity"] and [t for t, _ in blink.posts] == ["Incidents"]
+    assert result.outcomes() == {"Severity": "changed", "Ghost": "added"}
 
 
 def test_a_field_changed_in_blink_between_two_applies_shows_drift(hook: Any, tmp_path: Path) -> None:

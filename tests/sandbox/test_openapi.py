@@ -82,15 +82,23 @@ TABLE_READS = {"/api/v1/workspace/{ws_id}/tables", "/api/v1/workspace/{ws_id}/ta
 def test_paths_and_methods_match_the_spec_and_blinks_table_reads(spec: str, openapi: dict[str, Any]) -> None:
     put_path = re.search(r"\| Path \| `([^`]+)` \|", section(spec, "4.1")).group(1)  # type: ignore[union-attr]
     get_path = re.search(r"\| Path \| `([^`]+)` \|", section(spec, "4.2")).group(1)  # type: ignore[union-attr]
-    assert set(openapi["paths"]) == {f"/api/v1{put_path}", f"/api/v1{get_path}", *TABLE_READS}
-    assert set(openapi["paths"][f"/api/v1{put_path}"]) == {"put"}
+    writes = {"/api/v1/workspace/{ws_id}/table": {"post"}, "/api/v1/workspace/{ws_id}/table/{table}": {"put"}}
+    assert set(openapi["paths"]) == {f"/api/v1{put_path}", f"/api/v1{get_path}", *TABLE_READS, *writes}
+    assert set(openapi["paths"][f"/api/v1{put_path}"]) == {"put", "delete"}  # DELETE: api-notes.md (#48)
+    for path, methods in writes.items():
+        assert set(openapi["paths"][path]) == methods
     assert set(openapi["paths"][f"/api/v1{get_path}"]) == {"get"}
     if NOTES.is_file():  # beside a checkout of the project, as in CI
         notes = NOTES.read_text()
         for path in TABLE_READS:
             assert f"`GET {path.removeprefix('/api/v1')}` " in notes
+    fields = "/api/v1/workspace/{ws_id}/table/{table}/fields"
     for path in TABLE_READS:
-        assert set(openapi["paths"][path]) == {"get"}
+        assert set(openapi["paths"][path]) == ({"get", "post"} if path == fields else {"get"})
+    if NOTES.is_file():
+        for route in ("`POST /workspace/{ws_id}/table`", "`PUT /workspace/{ws_id}/table/{table}`"):
+            assert route in NOTES.read_text()
+        assert "`POST .../table/{table}/fields`" in notes and "`DELETE .../table/{table}/fields/{field}`" in notes
     assert openapi["paths"][f"/api/v1{put_path}"]["put"]["operationId"] == "UpdateField"
 
 
