@@ -223,6 +223,8 @@ def test_with_a_record_the_event_extra_has_every_documented_member_zeros_include
         "added_count": 2,
         "changed": (),
         "changed_count": 0,
+        "removed": (),
+        "removed_count": 0,
         "unchanged_count": 0,
     }
     assert second["changed"] == ("b",)

@@ -186,9 +186,9 @@ def event_extra(
 
     - always ``ws_id``, ``table``, ``applied`` (the fields Blink confirmed, at most
       :data:`EVENT_NAMES` names) and ``applied_count``;
-    - with a plan (a ``record_path``): ``added`` and ``changed`` (names, at most
-      :data:`EVENT_NAMES` each), ``added_count``, ``changed_count`` and ``unchanged_count``,
-      zeros included.
+    - with a plan: ``added``, ``changed`` and ``removed`` (names, at most :data:`EVENT_NAMES`
+      each), ``added_count``, ``changed_count``, ``removed_count`` and ``unchanged_count``, zeros
+      included.
     """
     extra: dict[str, Any] = {
         "ws_id": ws_id,
@@ -197,7 +197,7 @@ def event_extra(
         "applied_count": len(applied),
     }
     if planned is not None:
-        for outcome in ("added", "changed"):
+        for outcome in ("added", "changed", "removed"):
             names = planned.get(outcome, [])
             extra[outcome] = tuple(names[:EVENT_NAMES])
             extra[f"{outcome}_count"] = len(names)
@@ -223,7 +223,7 @@ def announce_applied(outlet_events: Any, report: Any, *, blink_conn_id: str = "b
     grouped: dict[str, list[str]] = {}
     for name, outcome in report["outcomes"].items():
         grouped.setdefault(outcome, []).append(name)
-    if not (grouped.get("added") or grouped.get("changed")):
+    if not (grouped.get("added") or grouped.get("changed") or grouped.get("removed")):
         return False
     ws_id, table = report["ws_id"], report["table"]
     asset = blink_table_asset(ws_id, table, blink_conn_id=blink_conn_id)

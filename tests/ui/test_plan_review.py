@@ -94,7 +94,7 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
         try:
             review = waiting_review(airflow_ui, run, log)
             if nothing_sent:
-                assert not [r for r in sandbox.requests if r["method"] == "PUT"]  # nothing before the approval
+                assert not [r for r in sandbox.requests if r["method"] != "GET"]  # nothing before the approval
             assert expected in review["body"], review["body"]
             ti = review["task_instance"]
             browser.get(f"{airflow_ui.url}/dags/{DAG_ID}/runs/{ti['dag_run_id']}/tasks/review/required_actions")
@@ -114,19 +114,26 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
         return review
 
     # 1. The seeded table differs from the declaration: a person is asked, and nothing is applied
-    #    before the approval.
+    #    before the approval. The plan adds a field and removes one (#48): the review shows the
+    #    removal first, with its row count, and the body the add will POST.
     log = tmp_path / "run-1.log"
-    approve(start(log), log, "0 to add, 9 to change (0 destructive), 1 unchanged", nothing_sent=True)
-    puts = [r for r in sandbox.requests if r["method"] == "PUT"]
-    assert len(puts) == 10
-    assert "Schema of ws-demo/Incidents: 10 of 10 fields applied (9 changed, 1 unchanged)" in log.read_text()
+    review = approve(start(log), log, "1 to add, 9 to change (0 destructive), 1 to remove", nothing_sent=True)
+    assert "- Affected hosts: remove: deletes its values in about 128 rows, permanently" in review["body"]
+    assert review["body"].index("Affected hosts") < review["body"].index("| field | action | details |")
+    assert '| Root cause | add | POST {"description": "Why it happened, once known"' in review["body"]
+    writes = [(r["method"], r["raw_path"].rsplit("/", 1)[-1]) for r in sandbox.requests if r["method"] != "GET"]
+    assert writes[0] == ("POST", "fields") and writes[-1] == ("DELETE", "Affected%20hosts")  # removals last
+    assert len([method for method, _ in writes if method == "PUT"]) == 10  # nine fields and the table
+    text = log.read_text()
+    assert "Schema of ws-demo/Incidents: 11 of 11 fields applied (1 added, 9 changed, 1 removed)" in text
+    assert "Root cause: added (long-text, 'Root cause'; Blink's name is 'root_cause')" in text
 
     # 2. Nothing changed: no one is asked, and the apply goes on (it corrects drift).
     log = tmp_path / "run-2.log"
     assert start(log).wait(timeout=300) == 0, log.read_text()[-3000:]
     reviews = ui_reviews(airflow_ui)
     assert len(reviews) == 1, reviews  # still only run 1's
-    assert "Schema of ws-demo/Incidents: 10 of 10 fields applied (10 unchanged)" in log.read_text()
+    assert "Schema of ws-demo/Incidents: 11 of 11 fields applied (11 unchanged)" in log.read_text()
 
     # 3. An option removed from a select: the review leads with the destructive change.
     schema = json.loads((EXAMPLE_DAGS / "blink_table_schema_migration.json").read_text())
@@ -136,7 +143,7 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
     review = approve(start(log, schema=schema), log, "**Destructive**", shot="plan-review.png")
     assert review["body"].index("**Destructive**") < review["body"].index("| field | action | details |")
     assert f"options removed: {removed!r}" in review["body"]
-    assert "Schema of ws-demo/Incidents: 10 of 10 fields applied (1 changed, 9 unchanged)" in log.read_text()
+    assert "Schema of ws-demo/Incidents: 11 of 11 fields applied (1 changed, 10 unchanged)" in log.read_text()
 
     # 4. Rejected in the browser (#44 item 1): nothing is sent, and the run is red, saying so.
     puts = len([r for r in sandbox.requests if r["method"] == "PUT"])
