@@ -389,3 +389,19 @@ def test_create_table_and_update_table(hook: Any) -> None:
         assert m.last_request.json() == {"display_name": "R", "description": "", "settings": {"color": "red"}}
     with pytest.raises(BlinkInputError, match="invalid new table"):
         hook.create_table("ws-1", {"display_name": "", "fields": []})
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [({"total": 3}, "total 3"), ({"next": "/page/2"}, "next '/page/2'"), ({"has_more": True}, "has_more True")],
+)
+def test_a_fields_answer_that_says_it_is_partial_is_a_clear_error(hook: Any, extra: Any, said: str) -> None:
+    """#50 item 5: never read one page as the whole table (a field on a later page would be added twice)."""
+    from blinkops_provider.exceptions import BlinkResponseError
+
+    with rm.Mocker() as m:
+        m.get(f"{BASE}/workspace/ws-1/table/T/fields", json={"results": [{"name": "a"}, {"name": "b"}], **extra})
+        with pytest.raises(BlinkResponseError, match=rf"holds 2 fields but says it is partial \({said}\)"):
+            hook.get_table_fields("ws-1", "T")
+        m.get(f"{BASE}/workspace/ws-1/table/T/fields", json={"results": [{"name": "a"}], "total": 1, "next": None})
+        assert [field.name for field in hook.get_table_fields("ws-1", "T")] == ["a"]

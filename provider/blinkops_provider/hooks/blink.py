@@ -64,6 +64,22 @@ Names = Sequence[str] | str
 """Field names, or one string of them (a JSON array or comma-separated)."""
 
 
+def _whole(members: Mapping[str, Any], count: int, what: str) -> None:
+    """:raises BlinkResponseError: an answer that says it is one page of more (a ``total`` above
+    what it holds, a ``next``, ``has_more``): Blink's own tool reads a table's fields in one call,
+    so a partial answer must not be read as the whole table."""
+    total = members.get("total")
+    counted = isinstance(total, int) and not isinstance(total, bool) and total > count
+    more = [f"total {total}"] if counted else []
+    more += [f"{key} {members[key]!r}" for key in ("next", "next_page", "has_more", "cursor") if members.get(key)]
+    if more:
+        raise BlinkResponseError(
+            f"the answer to the read of {what} holds {count} fields but says it is partial ({', '.join(more)}): "
+            "a table's fields are read in one call, so the plan would be made against part of the table. "
+            "Nothing was sent"
+        )
+
+
 def _named_in(answer: Any, member: str) -> dict[str, Any] | None:
     """The object an answer names (``{member: {...}}`` or the object itself), when it has a ``name``."""
     if isinstance(answer, dict) and isinstance(answer.get(member), dict):
@@ -237,12 +253,14 @@ class BlinkHook(BaseHook):
         subject = f"the fields of table {table!r} in workspace {ws_id!r}"
         try:
             with in_workspace(self.blink_conn_id, ws_id), _readable(subject):
-                fields = self._request("GET", path, FieldList, subject=subject).results
+                answer = self._request("GET", path, FieldList, subject=subject)
         except BlinkReadUnavailableError as err:
             if err.status != 404 or not self._missing_table(ws_id, table):
                 raise
             missing = f"no table {table!r} in workspace {ws_id!r} (Blink's tables read does not list it)"
             raise err.restated(missing, BlinkNotFoundError, details=None, hint=None) from None
+        fields = answer.results
+        _whole(answer.model_extra or {}, len(fields), f"{subject} (GET {path})")
         once_each([field.name for field in fields if field.name is not None], "field", method="GET", path=path)
         return fields
 

@@ -18,6 +18,7 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from blinkops_provider._text import one_line
@@ -158,10 +159,10 @@ def _read_table(
             return TablePlan(name=table), *_read_live(hook, ws_id, table)
         except BlinkNotFoundError:
             pass  # not found by its name: by the record's note or its display name, or to create
-    try:
-        tables: list[BlinkTable] | None = hook.list_tables(ws_id)
-    except BlinkReadUnavailableError:
-        tables = None
+    hook.transport  # noqa: B018 - made once, here, before two threads use it
+    with ThreadPoolExecutor(2, thread_name_prefix="blink-reads") as pool:  # the two reads at once: one round trip
+        fields = pool.submit(_read_live, hook, ws_id, table)
+        tables = _tables(hook, ws_id)
     try:
         held = match_table(table, tables, record.table_name) if tables is not None else None
     except ValueError as err:
@@ -176,8 +177,20 @@ def _read_table(
             )
         return plan_table(table, wanted, None, create=True), [], ""
     table_plan = plan_table(table, wanted, held, listed=tables is not None)
-    live, unread = _read_live(hook, ws_id, table_plan.name or table)
-    return table_plan, live, unread
+    if table_plan.name == table:
+        try:
+            return (table_plan, *fields.result())
+        except BlinkNotFoundError:
+            pass  # (a table listed since the read)
+    return (table_plan, *_read_live(hook, ws_id, table_plan.name or table))
+
+
+def _tables(hook: BlinkHook, ws_id: str) -> list[BlinkTable] | None:
+    """The workspace's tables as Blink lists them (None: Blink does not serve the read)."""
+    try:
+        return hook.list_tables(ws_id)
+    except BlinkReadUnavailableError:
+        return None
 
 
 def _plan(
