@@ -508,17 +508,22 @@ def test_a_refused_key_stops_the_batch(blink_conn: None, provider_log: Any, stat
     with rm.Mocker() as m:
         without_table_reads(m)  # replace=True without a record: sent as given
         m.put(rm.ANY, status_code=status, json={"status": status, "message": "invalid API key"})
-        with pytest.raises(Exception, match="10 of 10 field"):
+        with pytest.raises(Exception, match="10 of 10 field") as caught:
             op.execute({"ti": ti})
         sent = writes(m)
     assert sent == workers  # the first answer stops sending; those already in flight are accounted for
     failed = ti.pushed["return_value"]["failed"]
     assert [f["field"] for f in failed] == names
     assert sum(f["status"] == status for f in failed) == sent
-    assert all(f["message"] == f"not sent: Blink refused the API key ({status})" for f in failed[sent:])
+    said = "Blink refused the API key (401)" if status == 401 else "the key lacks the workspace role (403)"
+    assert all(f["message"] == f"not sent: {said}" for f in failed[sent:])
     hints = [line for line in provider_log() if "check the connection's API key" in line]
-    assert len(hints) == 1
-    assert "header name" in hints[0]
+    assert len(hints) == (1 if status == 401 else 0)
+    assert all("header name" in hint for hint in hints)
+    if status == 403:  # #50 item 3: the task's error itself says the key is valid, the workspace and the role
+        error = str(caught.value)
+        assert "is valid, but its user has no workspace role in workspace 'ws-1'" in error and "Contributor" in error
+        assert "Blink refused the API key" not in error
 
 
 def test_a_batch_logs_its_progress_at_most_every_tenth(blink_conn: None, provider_log: Any) -> None:

@@ -273,7 +273,9 @@ def test_a_403_names_the_workspace_and_the_role_the_keys_user_needs(hook: Any) -
             lambda: hook.get_table_fields("ws-7", "T"),
             lambda: hook.list_tables("ws-7"),
         ):
-            with pytest.raises(BlinkAuthError, match=r"in workspace 'ws-7'.*no workspace role there.*Contributor") as e:
+            with pytest.raises(
+                BlinkAuthError, match=r"is valid, but its user has no workspace role in workspace 'ws-7'.*Contributor"
+            ) as e:
                 call()
             assert e.value.status == 403 and API_KEY not in str(e.value)
 

@@ -162,13 +162,17 @@ class _Batch:
             self.stopping = self.stopping or self.fail_fast
         if isinstance(result, BlinkAuthError) and not self.refused:
             self.refused = self.stopping = True  # every other update would be refused the same way
+            check = (
+                ""
+                if result.status == 403
+                else "; check the connection's API key (password) and its header name (extra header_name)"
+            )
             self.log.error(
-                "Blink refused the API key (%s): no further field is sent (%d already in flight, whose answers "
-                "are awaited; %d not sent); check the connection's API key (password) and its header name "
-                "(extra header_name)",
-                result.status,
+                "%s: no further field is sent (%d already in flight, whose answers are awaited; %d not sent)%s",
+                result.refusal(),
                 len(self.pending),
                 total - done - len(self.pending),
+                check,
             )
         if done % self.step == 0 or done == total:  # (a smaller batch: its last one only)
             failed = f", {self.failures} failed" if self.failures else ""

@@ -144,7 +144,20 @@ class BlinkBadRequestError(BlinkClientError):
 
 
 class BlinkAuthError(BlinkClientError):
-    """401 or 403: the API key is missing, wrong, or lacks the permission for this call."""
+    """401 or 403: the API key is missing or wrong (401), or valid but its user lacks the
+    workspace role this call needs (403)."""
+
+    def refusal(self) -> str:
+        """What Blink refused, in a sentence: the key (401), or, for a 403, that the key is valid
+        but lacks the workspace role, naming the workspace and the role where the call knew them."""
+        if self.status != 403:
+            return f"Blink refused the API key ({self.status})"
+        if "workspace role" in self.message:
+            return f"Blink refused the call (403): {self.message}"
+        return (
+            "Blink refused the call (403): the API key is valid, but its user lacks the workspace role this call "
+            "needs (Contributor or above to write)"
+        )
 
 
 class BlinkNotFoundError(BlinkClientError):

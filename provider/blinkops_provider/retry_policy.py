@@ -201,10 +201,12 @@ def _provider_error(exception: BaseException) -> BaseException:
 
 def _permanent(exception: BaseException) -> str | None:
     """Why no retry can help ``exception`` (None: one may)."""
+    if isinstance(exception, BlinkAuthError) and exception.status == 403:
+        return f"{exception.refusal()}; no retry helps"
     if isinstance(exception, BlinkAuthError):
         return (
-            f"Blink refused the API key ({exception.status}): check the connection's API key (password) and "
-            "its header name (extra header_name); no retry helps"
+            f"{exception.refusal()}: check the connection's API key (password) and its header name "
+            "(extra header_name); no retry helps"
         )
     if isinstance(exception, BlinkClientError) and exception.status in {*PERMANENT_STATUSES, None}:
         return f"Blink refused the request ({exception.status or 'refused'}): no retry helps"
@@ -320,9 +322,7 @@ def batch_error(message: str, errors: Iterable[BlinkApiError]) -> BlinkApiError:
     errors = list(errors)
     auth = next((error for error in errors if isinstance(error, BlinkAuthError)), None)
     if auth is not None:
-        return BlinkAuthError(
-            f"Blink refused the API key ({auth.status}); {message}", status=auth.status, hint=auth.hint
-        )
+        return BlinkAuthError(f"{auth.refusal()}; {message}", status=auth.status, hint=auth.hint)
     if any(isinstance(error, BlinkClientError) for error in errors):
         return BlinkClientError(message)
     if errors and all(isinstance(error, BlinkTransientError) and error.status == 429 for error in errors):

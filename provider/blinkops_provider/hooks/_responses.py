@@ -261,9 +261,9 @@ def in_workspace(conn_id: str, ws_id: str) -> Iterator[None]:
         if err.status != 403:
             raise
         raise err.restated(
-            f"Blink refused the API key of the connection {conn_id!r} in workspace {ws_id!r}: the key "
-            "is valid, but its user has no workspace role there (a company role alone is not enough); give the "
-            "user a role in that workspace (Contributor or above to write)",
+            f"the API key of the connection {conn_id!r} is valid, but its user has no workspace role in workspace "
+            f"{ws_id!r} (Viewer to read; Contributor or above to write; a company role such as Builder alone is not "
+            "enough): give the user the role in that workspace",
             hint=None,
         ) from None
 

@@ -55,6 +55,8 @@ def _why(name: str, result: FieldUpdates) -> str:
     if error is None:
         return f"{one_line(name)!r} ({'in flight when interrupted' if name in result.unknown else 'not sent'})"
     why = one_line(f"{error.status}: {error.message}" if error.status else str(error.message))
+    if isinstance(error, BlinkAuthError):  # the workspace and the role it lacks: said whole (#50 item 3)
+        return f"{one_line(name)!r} ({why})"
     return f"{one_line(name)!r} ({why if len(why) <= WHY_CHARS else why[: WHY_CHARS - 1] + '…'})"
 
 
@@ -133,7 +135,7 @@ class ApplyReport:
         """Why fields were left unsent: the key refused, ``fail_fast``, or an interruption."""
         auth = next((error for error in result.failed.values() if isinstance(error, BlinkAuthError)), None)
         if auth is not None:
-            return f"Blink refused the API key ({auth.status})"
+            return "Blink refused the API key (401)" if auth.status != 403 else "the key lacks the workspace role (403)"
         return "fail_fast stopped the batch" if self.fail_fast else "the task was interrupted"
 
     def _log_field(self, name: str, outcome: str, result: FieldUpdates, stopped: str) -> dict[str, Any] | None:
