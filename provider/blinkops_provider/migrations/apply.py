@@ -136,8 +136,8 @@ def _read_live(hook: BlinkHook, ws_id: str, table: str) -> tuple[list[TableField
     except BlinkReadUnavailableError as err:
         hook.log.warning(
             "Blink's live schema of %s/%s could not be read (%s): planning against the record of the last apply",
-            ws_id,
-            table,
+            one_line(ws_id),
+            one_line(table),
             err.status,
         )
         return None, str(err.status)

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError, BlinkLockedError
 from blinkops_provider.inputs import check_lock_wait
 from blinkops_provider.migrations.lockfiles import LockFile, NoLock, lock_file, lock_files
@@ -311,7 +312,12 @@ class TableLock:
             return
         found = self.file.read()
         if found is None or LockInfo.read(*found, self.file.where).id != self.id or not self.file.remove(found[1]):
-            self.log.warning("Lock %s of %s/%s is no longer this apply's: left alone", self.id, self.ws_id, self.table)
+            self.log.warning(
+                "Lock %s of %s/%s is no longer this apply's: left alone",
+                self.id,
+                one_line(self.ws_id),
+                one_line(self.table),
+            )
 
 
 def held_locks(records: str | os.PathLike[str]) -> list[LockInfo]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from blinkops_provider._text import one_line
+from blinkops_provider._text import escaped, one_line
 from blinkops_provider.exceptions import BlinkStalePlanError
 from blinkops_provider.migrations.identity import match_fields
 from blinkops_provider.models import (
@@ -403,6 +403,7 @@ def _digest(value: Any) -> str:
 
 def _shown(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else repr(value)
+    text = escaped(text)  # (JSON keeps U+2028 as it is)
     return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
 
 

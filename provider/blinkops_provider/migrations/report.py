@@ -89,7 +89,12 @@ class ApplyReport:
         tally = ", ".join(f"{counts[word]} {word}" for word in OUTCOMES if counts[word])
         done = len(result.applied) + len(result.skipped)
         self.log.info(
-            "Schema of %s/%s: %d of %d fields applied (%s)", self.ws_id, self.table, done, len(result.order), tally
+            "Schema of %s/%s: %d of %d fields applied (%s)",
+            one_line(self.ws_id),
+            one_line(self.table),
+            done,
+            len(result.order),
+            tally,
         )
         stopped = self._stopped_by(result)
         failed = [

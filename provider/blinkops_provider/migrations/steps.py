@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from blinkops_provider._text import one_line
 from blinkops_provider.batch import FieldUpdates, run_batch
 from blinkops_provider.exceptions import BlinkApiError, BlinkBadRequestError, BlinkConfigurationError, BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
@@ -81,7 +82,9 @@ class Steps:
         )
         if table.action == CHANGE and table.body is not None:
             self.hook.update_table(ws_id, self.table_name, table.body)
-            self.hook.log.info("Table %s/%s: %s changed", ws_id, self.table_name, ", ".join(table.members))
+            self.hook.log.info(
+                "Table %s/%s: %s changed", one_line(ws_id), one_line(self.table_name), ", ".join(table.members)
+            )
         removals = [(row.field, FieldUpdate()) for row in self._rows(REMOVE)]
         if removals and any(not part.ok for part in done):
             why = "not sent: an earlier step of the apply failed, and a removal is only sent after every other step"

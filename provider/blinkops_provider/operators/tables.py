@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from blinkops_provider._text import one_line
 from blinkops_provider.assets import TABLES_ALIAS, table_lineage
 from blinkops_provider.batch import FieldUpdates
 from blinkops_provider.exceptions import BlinkInputError
@@ -299,7 +300,8 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         if groups is None or groups.get("added") or groups.get("changed") or groups.get("removed"):
             self.announce_table(context, self.ws_id, self.table, summary["updated"], groups)
         else:
-            self.log.info("No field was added, changed or removed: no asset event for %s/%s", self.ws_id, self.table)
+            where = one_line(f"{self.ws_id}/{self.table}")
+            self.log.info("No field was added, changed or removed: no asset event for %s", where)
 
     def _plan(self, declared: Declaration) -> dict[str, Any]:
         """The plan's XCom, once the key is known to work (before anyone is asked to review)."""
