@@ -134,7 +134,7 @@ with DAG(
         for line in outcome["text"].splitlines():
             logging.getLogger("airflow.task").info("%s", line)
         if rejected:
-            raise AirflowFailException(outcome["text"].replace("\n", " ") + " Change the schemas and trigger again.")
+            raise AirflowFailException(outcome["text"].replace("\n", " ") + ". Change the schemas and trigger again.")
         if outcome["failed"] or outcome["stale"]:
             ti.xcom_push(key="fleet", value=outcome)
             raise BlinkApiError(outcome["text"].splitlines()[0] + " See this task's log and each apply's.")

@@ -375,7 +375,9 @@ def assert_stale_refused(hook: Any, record: str) -> None:
     assert "fields planned differently now: 'Title', 'Severity', 'Due'" in str(caught.value)
     with rm.Mocker() as m:
         without_table_reads(m)
-        with pytest.raises(BlinkStalePlanError, match="fingerprint is '0123456789abcdef'"):
+        with pytest.raises(  # #50 item 7: both plans named, the one approved and the one now
+            BlinkStalePlanError, match=r"the approved plan 0123456789abcdef is not .* \(plan [0-9a-f]{16}\)"
+        ):
             apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=record, plan="0123456789abcdef")
     assert not writes(m)
 
@@ -715,7 +717,9 @@ def test_a_stale_apply_pushes_its_outcome_with_why_and_sends_nothing(blink_conn:
         assert len(writes(m)) == sent
     pushed = ti.pushed["return_value"]
     assert pushed["outcome"] == "stale" and pushed["updated"] == [] and pushed["table"] == "Incidents"
-    assert pushed["error"].startswith("BlinkStalePlanError: the approved plan is not what would be applied now")
+    assert re.match(
+        r"BlinkStalePlanError: the approved plan [0-9a-f]{16} is not what would be applied now", pushed["error"]
+    )
 
 
 def test_a_rate_limited_apply_counts_its_429_answers_and_fails(make_hook: Any, sleeps: Any, record: Path) -> None:

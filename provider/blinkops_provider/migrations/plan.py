@@ -352,15 +352,15 @@ class SchemaPlan:
         if isinstance(approved, str):
             if approved.strip() == self.fingerprint:
                 return
-            why = [f"the approved plan's fingerprint is {approved.strip()!r}"]
+            given, why = approved.strip(), ["its fingerprint is not this plan's"]
         else:
             if approved.get("fingerprint") == self.fingerprint:
                 self._check_rows(approved)
                 return
-            why = self._stale_reasons(approved)
+            given, why = str(approved.get("fingerprint")), self._stale_reasons(approved)
         raise BlinkStalePlanError(
-            f"the approved plan is not what would be applied now (plan {self.fingerprint}): {'; '.join(why)}. "
-            "Nothing was sent: plan again and review the new plan"
+            f"the approved plan {one_line(given)} is not what would be applied now (plan {self.fingerprint}): "
+            f"{'; '.join(why)}. Nothing was sent: plan again and review the new plan"
         )
 
     def _stale_reasons(self, approved: Mapping[str, Any]) -> list[str]:
@@ -415,7 +415,7 @@ _FLAGS: tuple[tuple[str, Callable[[FieldPlan], bool], Callable[[FieldPlan], str]
     ),
     (
         "**Destructive** (removals first: each deletes the field's values in every row, irreversibly; then the "
-        "changes that can orphan values already in the table):",
+        "changes that can orphan values already in the table or drop a check Blink enforces):",
         lambda plan: plan.destructive,
         lambda plan: f"remove: {plan.risk}" if plan.action == REMOVE else plan.risk,
     ),
