@@ -75,7 +75,7 @@ def test_busy_port_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
 
     with socket.create_server(("127.0.0.1", 0)) as busy:
         port = busy.getsockname()[1]
-        assert main(["serve", "--port", str(port)]) == 1
+        assert main(["serve", "--port", str(port)]) == 2  # a user's mistake: exit 2 (#50 item 4)
     assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
 
 
@@ -185,7 +185,7 @@ def test_put_connection_type_changes_a_running_sandboxs_catalogue_as_printed(
         assert main([*args, "--name", "demo-type"]) == 0
         assert "Connection type 'ct-demo' (demo-type) written" in capsys.readouterr().out
         assert "ct-demo" in sandbox.store.connection_type_ids()
-        assert main([*args, "--name", "x", "--admin-token", "wrong"]) == 1
+        assert main([*args, "--name", "x", "--admin-token", "wrong"]) == 2
         assert "refused it (401)" in capsys.readouterr().err
 
 
@@ -204,10 +204,10 @@ def test_create_table_makes_a_table_a_fleet_can_be_migrated_into(
         assert "Table ws-fleet/Assets 2026 created" in capsys.readouterr().out
         names = [f["name"] for f in sandbox.store.fields("ws-fleet", "Assets 2026")]
         assert names == ["id", "created_at", "updated_at", "created_by", "updated_by", "Name"]  # Blink adds five
-        assert main([*args, "--table", "Assets 2026", "--schema", str(schema)]) == 1
+        assert main([*args, "--table", "Assets 2026", "--schema", str(schema)]) == 2
         assert "refused it (409)" in capsys.readouterr().err
         schema.write_text(json.dumps({"fields": [{"field": "Name", "type": "txt", "display_name": "Name"}]}))
-        assert main([*args, "--table", "Other", "--schema", str(schema)]) == 1
+        assert main([*args, "--table", "Other", "--schema", str(schema)]) == 2
         assert "refused it (400)" in capsys.readouterr().err
 
 
@@ -242,12 +242,37 @@ def test_serve_refuses_a_database_it_cannot_use(kind: str, tmp_path: Path, capsy
     assert err.startswith("blink-sandbox: --db ") and len(err.splitlines()) == 1
 
 
-def test_a_token_that_cannot_be_a_header_is_refused_without_echoing_it(capsys: pytest.CaptureFixture[str]) -> None:
-    token = "tøken-€-secret"
-    args = ["put-connection-type", "http://127.0.0.1:9", "--admin-token", token, "--id", "x", "--name", "y"]
-    assert main(args) == 2
+@pytest.mark.parametrize("token", ["tøken-€-secret", "abc\ndef", "bytes-\udcff-not-utf8", "tab\there"])
+@pytest.mark.parametrize("command", ["serve-key", "serve-token", "put"])
+def test_a_key_or_token_that_cannot_be_a_header_is_refused_without_echoing_it(
+    capsys: pytest.CaptureFixture[str], token: str, command: str
+) -> None:
+    """#50 item 4: no banner then a traceback, no key a header cannot carry: one line, exit 2."""
+    args = {
+        "serve-key": ["serve", "--api-key", token],
+        "serve-token": ["serve", "--admin-token", token],
+        "put": ["put-connection-type", "http://127.0.0.1:9", "--admin-token", token, "--id", "x", "--name", "y"],
+    }[command]
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    captured = capsys.readouterr()
+    assert done.value.code == 2 and captured.out == "" and "Traceback" not in captured.err
+    assert "a key or token is" in captured.err and token not in captured.err and "€" not in captured.err
+    assert captured.err.strip().splitlines()[-1].startswith("blink-sandbox")
+
+
+@pytest.mark.parametrize("url", ["notaurl", "http://[::1", "ftp://127.0.0.1:9", "http://:80"])
+def test_a_malformed_sandbox_url_is_named_as_such(capsys: pytest.CaptureFixture[str], url: str) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["put-connection-type", url, "--admin-token", "t", "--id", "x", "--name", "y"])
     err = capsys.readouterr().err
-    assert "--admin-token must be" in err and token not in err and "€" not in err
+    assert done.value.code == 2 and "is not a" in err and "did not answer" not in err and "Traceback" not in err
+
+
+def test_a_host_that_does_not_resolve_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--host", "no-such-host.invalid"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("blink-sandbox: cannot listen on no-such-host.invalid:0") and len(err.splitlines()) == 1
 
 
 def test_a_schema_file_nested_too_deeply_is_refused_in_one_line(

@@ -33,6 +33,40 @@ def _port(text: str) -> int:
     return port
 
 
+def _credential(text: str) -> str:
+    """An API key or admin token: text a header can carry (Latin-1, no control character), so a
+    mistake is one line and exit 2 (argparse's), never a traceback after the banner."""
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(
+            "a key or token is Latin-1 text that a header can carry (this one holds other characters, or bytes "
+            "that are not UTF-8)"
+        ) from None
+    if not text or any(ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 for ch in text):
+        raise argparse.ArgumentTypeError("a key or token is non-empty text without control characters (a line break?)")
+    return text
+
+
+def _url(text: str) -> str:
+    """A running sandbox's URL, as ``serve`` prints it."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not one
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a URL ({err}); give the sandbox's URL as serve prints it"
+        ) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an http:// or https:// URL with a host; give the sandbox's URL as serve prints it, "
+            "e.g. http://127.0.0.1:43211"
+        )
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="blink-sandbox", description="A local Blink API for tests and demos.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -47,8 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"connection types to generate when the store is empty (default {DEFAULT_CONNECTION_TYPES})",
     )
-    serve.add_argument("--api-key", help="the API key clients must send (default: a random one)")
-    serve.add_argument("--admin-token", help="token of the /_sandbox admin API (default: a random one)")
+    serve.add_argument("--api-key", type=_credential, help="the API key clients must send (default: a random one)")
+    serve.add_argument(
+        "--admin-token", type=_credential, help="token of the /_sandbox admin API (default: a random one)"
+    )
     faults = serve.add_argument_group("fault injection")
     faults.add_argument("--latency-ms", type=float, default=0, help="added to every API request")
     faults.add_argument("--error-rate", type=float, default=0, help="share of requests answered with an error")
@@ -79,14 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
     put = commands.add_parser(
         "put-connection-type", help="add or change a connection type of a running sandbox (its admin API)"
     )
-    put.add_argument("url", help="the sandbox's URL, as 'serve' or make airflow-ui prints it")
-    put.add_argument("--admin-token", required=True, help="the sandbox's admin token, as printed")
+    put.add_argument("url", type=_url, help="the sandbox's URL, as 'serve' or make airflow-ui prints it")
+    put.add_argument("--admin-token", type=_credential, required=True, help="the sandbox's admin token, as printed")
     put.add_argument("--id", required=True, help="the connection type's id, e.g. ct-demo (an existing id changes it)")
     put.add_argument("--name", required=True, help="its name")
     put.add_argument("--display-name", help="its display name (default: the name)")
     table = commands.add_parser("create-table", help="create a table with its fields in a running sandbox")
-    table.add_argument("url", help="the sandbox's URL, as 'serve' or make airflow-ui prints it")
-    table.add_argument("--admin-token", required=True, help="the sandbox's admin token, as printed")
+    table.add_argument("url", type=_url, help="the sandbox's URL, as 'serve' or make airflow-ui prints it")
+    table.add_argument("--admin-token", type=_credential, required=True, help="the sandbox's admin token, as printed")
     table.add_argument("--ws-id", required=True, help="the workspace (made when new)")
     table.add_argument("--table", required=True, help="the table's name")
     table.add_argument("--schema", required=True, help='a declared schema file: {"fields": [{"field", "type", ...}]}')
@@ -99,18 +135,14 @@ def _admin(args: argparse.Namespace, path: str, body: Any, done: str) -> int:
 
     url = f"{args.url.rstrip('/').removesuffix('/api/v1')}/_sandbox/{path}"
     try:
-        args.admin_token.encode("latin-1")
-    except UnicodeEncodeError:
-        print("blink-sandbox: --admin-token must be the token the sandbox printed (Latin-1 text)", file=sys.stderr)
-        return 2
-    try:
         answer = requests.put(url, json=body, headers={"X-Sandbox-Token": args.admin_token}, timeout=30)
     except (requests.RequestException, ValueError) as err:  # ValueError: a URL requests cannot use
         print(f"blink-sandbox: the sandbox at {args.url} did not answer ({type(err).__name__})", file=sys.stderr)
         return 1
-    if not answer.ok:
-        print(f"blink-sandbox: the sandbox refused it ({answer.status_code}): {answer.text[:300]}", file=sys.stderr)
-        return 1
+    if not answer.ok:  # a wrong token (401), a schema it refuses (400), a table it has (409): the user's to fix
+        said = " ".join(answer.text[:300].split())
+        print(f"blink-sandbox: the sandbox refused it ({answer.status_code}): {said}", file=sys.stderr)
+        return 2
     print(done)
     return 0
 
@@ -198,9 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             faults=faults,
             seed=args.seed,
         )
-    except OSError as err:
+    except OSError as err:  # a port in use, a host that does not resolve: the user's to fix
         print(f"blink-sandbox: cannot listen on {args.host}:{args.port}: {err}", file=sys.stderr)
-        return 1
+        return 2
     except sqlite3.Error as err:
         print(f"blink-sandbox: --db {args.db!r} cannot be used as the sandbox's SQLite file: {err}", file=sys.stderr)
         return 2
