@@ -25,6 +25,9 @@ PAGE = {"limit": 1, "offset": 0, "total": 0, "results": []}
         ("http://127.0.0.1:8080", None, "http://127.0.0.1:8080/api/v1"),
         ("127.0.0.1", 8080, "https://127.0.0.1:8080/api/v1"),
         ("http://127.0.0.1:9000", 8080, "http://127.0.0.1:9000/api/v1"),
+        # #50 item 2: a Base URL names where Blink is; a port the form hides cannot send it elsewhere
+        ("https://app.blinkops.com", 43211, "https://app.blinkops.com/api/v1"),
+        ("http://localhost", 43211, "http://localhost/api/v1"),
         ("https://blink.corp.example/prefix", None, "https://blink.corp.example/prefix/api/v1"),
         (" https://app.dev.blinkops.com ", None, "https://app.dev.blinkops.com/api/v1"),
     ],

@@ -137,6 +137,11 @@ def table_ref(ws_id: str, table: str) -> str:
 def build_base_url(host: str | None, port: int | None = None) -> str:
     """The API's base URL from a connection's host: https unless told, ``/api/v1`` added once.
 
+    The Base URL (``host``) says where Blink is: the connection's ``port`` (hidden in the form)
+    is used only with a bare host, one that names no scheme and no port (``blink://...@host:8443``
+    in the URI form). A Base URL edited in the UI to ``https://app.blinkops.com`` therefore talks to
+    that URL, whatever port the connection held before.
+
     :raises BlinkConfigurationError: the host is not a usable URL (naming the field to fix, and
         never echoing a user name or password written into it).
     """
@@ -145,7 +150,7 @@ def build_base_url(host: str | None, port: int | None = None) -> str:
         return DEFAULT_BASE_URL
     parts = _checked(text if "://" in text else f"https://{text}", _masked(text))
     netloc = parts.netloc
-    if port is not None and parts.port is None:
+    if port is not None and parts.port is None and "://" not in text:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
             raise BlinkConfigurationError(f"the connection's port must be from 1 to 65535, got {port!r}")
         netloc = f"{netloc}:{port}"
