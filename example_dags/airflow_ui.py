@@ -228,6 +228,7 @@ def main() -> int:
             say("  Connection: blink_default, in Admin -> Connections (its Test button works)")
             blink_sandbox = Path(sys.executable).with_name("blink-sandbox")
             say(f"  Sandbox:  {sandbox.base_url} (the same port and state at every start: {home})")
+            say(f"  API key:  {sandbox.api_key} (the sandbox's own; header BLINK-API-KEY)")
             say("  Change its catalogue (the event-driven sync then runs):")
             say(f"            {blink_sandbox} put-connection-type {sandbox.url} --admin-token {sandbox.admin_token} \\")
             say("              --id ct-demo --name demo-type")

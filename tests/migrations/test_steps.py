@@ -237,3 +237,15 @@ def test_a_second_reference_to_one_table_is_refused_before_it_is_sent(hook: Any,
         apply_schema(hook, "ws-1", "Incidents", [second], record_path=f"{tmp_path}/")
     assert plan.fields[0].action == "refused" and "one reference field per target table" in plan.fields[0].risk
     assert blink.posts == []
+
+
+def test_a_reviewer_sees_the_checks_blink_keeps_enforcing_on_a_changed_field(hook: Any, tmp_path: Path) -> None:
+    """#50 item 7: Title is required in Blink; the declaration leaves that out, the merge keeps it, and the row says so."""
+    with rm.Mocker() as m:
+        FakeBlink(HELD).mount(m)
+        plan = plan_schema(
+            hook, "ws-1", "Incidents", [{**TITLE, "display_name": "Headline"}], record_path=f"{tmp_path}/"
+        )
+    (row,) = plan.fields
+    assert row.kept == ("required",) and plan.to_xcom()["fields"][0]["kept"] == ["required"]
+    assert "(Blink keeps enforcing required: not declared, sent as held)" in plan.describe()

@@ -343,6 +343,8 @@ def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_
         try:
             printed = out.read_text()
             sandboxes.append(next(ln for ln in printed.splitlines() if ln.strip().startswith("Sandbox:")))
+            saved = json.loads((home / "blink_sandbox.json").read_text())  # #50 item 7: the key is in the banner
+            assert f"  API key:  {saved['api_key']} " in printed
             conn = api.get(f"{url}/api/v2/connections/blink_default", timeout=10)
             assert conn.ok and conn.json()["conn_type"] == "blink", conn.text
             tested = api.post(f"{url}/api/v2/connections/test", json={**conn.json(), "password": None}, timeout=60)

@@ -198,3 +198,36 @@ def test_the_list_test_button_meets_airflows_port_bug(
     # What troubleshooting recommends instead works: the REST API's test of the stored connection.
     tested = airflow_ui.api("POST", "/connections/test", json={"connection_id": "blink_list", "conn_type": "blink"})
     assert tested.json()["status"] is True, tested.text
+
+
+def test_a_base_url_edited_after_a_port_was_stored_is_the_one_tested(
+    airflow_ui: AirflowUI, sandbox: BlinkSandbox, browser: Any
+) -> None:
+    """#50 item 2: make airflow-ui stores its connection with the sandbox's port, which the form
+    hides. A person who edits the Base URL (the form keeps the hidden port, as this PATCH of the
+    host alone does) and presses Test reaches the URL they typed, not the old port."""
+    made = {"connection_id": "blink_edited", "conn_type": "blink", "host": sandbox.url, "port": sandbox.port}
+    created = airflow_ui.api("POST", "/connections", json={**made, "password": sandbox.api_key})
+    assert created.status_code == 201, created.text
+    edited = airflow_ui.api(
+        "PATCH",
+        "/connections/blink_edited",
+        params={"update_mask": "host"},
+        json={**made, "host": "http://127.0.0.1:9"},
+    )
+    assert edited.ok and edited.json()["port"] == sandbox.port, edited.text  # the hidden port is still stored
+    browser.get(f"{airflow_ui.url}/connections")
+
+    def test_in_row(driver: Any) -> bool:
+        row = next((r for r in driver.find_elements(By.TAG_NAME, "tr") if "blink_edited" in r.text), None)
+        if row is None:
+            return False
+        row.find_element(By.CSS_SELECTOR, "button[aria-label='Test Connection']").click()
+        return True
+
+    waiting(browser).until(test_in_row, "no test button in the row of blink_edited")
+    waiting(browser).until(lambda driver: "Test Connection Failed" in driver.page_source)
+    browser.save_screenshot(str(SHOTS / "connection-edited-base-url.png"))
+    shown = browser.page_source
+    assert "could not reach 127.0.0.1:9 " in shown or "could not reach 127.0.0.1:9 (" in shown, shown[-3000:]
+    assert f":{sandbox.port}" not in shown.split("Test Connection Failed", 1)[1][:2000]

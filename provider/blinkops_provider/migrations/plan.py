@@ -108,6 +108,9 @@ class FieldPlan:
     rows: int | None = None
     method: str = dataclasses.field(default="", compare=False)
     """How the apply sends ``body``: ``POST`` (an add, against Blink's live schema), else ``PUT``."""
+    kept: tuple[str, ...] = ()
+    """The checks Blink enforces on the field (``required``, ``is_unique``) that the declaration
+    leaves out and the merge sends back as Blink holds them: shown to a reviewer."""
 
     @property
     def destructive(self) -> bool:
@@ -133,6 +136,8 @@ class FieldPlan:
             row["blink_name"] = self.blink_name
         if self.action == REMOVE:
             row["rows"] = self.rows
+        if self.kept:
+            row["kept"] = list(self.kept)
         return row
 
 
@@ -492,6 +497,8 @@ def _details(plan: FieldPlan) -> str:
     if plan.action == REMOVE:
         return _cell(f"{named}{plan.risk}")
     shown = "; ".join(f"{member}: {_shown(before)} → {_shown(after)}" for member, before, after in plan.values)
+    if plan.kept and plan.action == CHANGE:
+        shown += f" (Blink keeps enforcing {' and '.join(plan.kept)}: not declared, sent as held)"
     return _cell(named + (f"{shown} ({plan.risk})" if plan.action == REFUSED else shown))
 
 
@@ -711,7 +718,13 @@ def _against_blink(name: str, update: FieldUpdate, held: TableField, recorded: A
     changed_by = _changed_by(held) if drift else ""
     body = update if replace else merge_field(update, held, name=name)
     plan = _against(name, update, before, body)
-    return dataclasses.replace(plan, drift=drift, changed_by=changed_by)
+    given = update.attributes.model_dump(exclude_none=True) if update.attributes is not None else {}
+    kept = () if replace else tuple(c for c in _ENFORCED if c not in given and (markers.get(c) is True))
+    return dataclasses.replace(plan, drift=drift, changed_by=changed_by, kept=kept)
+
+
+_ENFORCED = ("required", "is_unique")
+"""The checks Blink enforces on a field's values."""
 
 
 def _against(name: str, update: FieldUpdate, before: Mapping[str, Any] | None, body: FieldUpdate) -> FieldPlan:
