@@ -80,6 +80,19 @@ def _whole(members: Mapping[str, Any], count: int, what: str) -> None:
         )
 
 
+ItemT = TypeVar("ItemT")
+
+
+def _one_of(found: list[ItemT], said: str, status: int, method: str, path: str) -> ItemT:
+    """The one thing a read after a write found.
+
+    :raises BlinkResponseError: ``said``, when the read found none or several: what was written
+        cannot be told."""
+    if len(found) != 1:
+        raise BlinkResponseError(f"{said}: what it wrote cannot be told", status=status, method=method, path=path)
+    return found[0]
+
+
 def _named_in(answer: Any, member: str) -> dict[str, Any] | None:
     """The object an answer names (``{member: {...}}`` or the object itself), when it has a ``name``."""
     if isinstance(answer, dict) and isinstance(answer.get(member), dict):
@@ -340,15 +353,8 @@ class BlinkHook(BaseHook):
         if made is not None:
             return TableField.model_validate(made)
         shown = [field for field in self.get_table_fields(ws_id, table) if field.display_name == update.display_name]
-        if len(shown) != 1:
-            raise BlinkResponseError(
-                f"Blink added {subject} (a 2xx) without naming it, and its fields read shows {len(shown)} fields "
-                f"shown as {update.display_name!r}: the new field's name cannot be told",
-                status=answer.status,
-                method="POST",
-                path=route,
-            )
-        return shown[0]
+        said = f"Blink added {subject} (a 2xx) without naming it, and its fields read shows {len(shown)} shown so"
+        return _one_of(shown, said, answer.status, "POST", route)
 
     def delete_table_field(self, ws_id: str, table: str, field: str) -> None:
         """Remove a field and its values in every row of the table, irreversibly
@@ -406,14 +412,8 @@ class BlinkHook(BaseHook):
         if made is not None:
             return CreatedTable.model_validate({"table": made}).table
         listed = [entry for entry in self.list_tables(ws_id) if entry.name == table]
-        if not listed:
-            raise BlinkResponseError(
-                f"Blink updated {subject} (a 2xx), and its tables read does not list it",
-                status=answer.status,
-                method="PUT",
-                path=route,
-            )
-        return listed[0]
+        said = f"Blink updated {subject} (a 2xx), and its tables read lists {len(listed)} named so"
+        return _one_of(listed, said, answer.status, "PUT", route)
 
     def _said(self, answer: Any, method: str, route: str) -> Any:
         """A write's 2xx answer as JSON, or None when it is empty or not JSON (Blink's own tool
@@ -430,15 +430,8 @@ class BlinkHook(BaseHook):
     def _table_shown_as(self, ws_id: str, display_name: str, status: int, route: str) -> BlinkTable:
         """The one table of ``ws_id`` shown as ``display_name`` (after a POST whose answer did not name it)."""
         shown = [entry for entry in self.list_tables(ws_id) if entry.display_name == display_name]
-        if len(shown) != 1:
-            raise BlinkResponseError(
-                f"Blink created table {display_name!r} (a 2xx) without naming it, and its tables read shows "
-                f"{len(shown)} tables shown as {display_name!r}: the new table's name cannot be told",
-                status=status,
-                method="POST",
-                path=route,
-            )
-        return shown[0]
+        said = f"Blink created table {display_name!r} (a 2xx) without naming it, and its tables read shows {len(shown)}"
+        return _one_of(shown, f"{said} shown so", status, "POST", route)
 
     def list_connection_types(
         self,

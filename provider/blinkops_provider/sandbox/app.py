@@ -179,10 +179,7 @@ def _api_router(sandbox: Served) -> APIRouter:
     def update_field(ws_id: str, table: str, field: str, update: Annotated[FieldUpdate, Body()]) -> Any:
         """Replace a field's display name, description, type and attributes, as a whole: every
         member and attribute left out is reset."""
-        try:
-            return sandbox.store.update_field(unquote(ws_id), unquote(table), unquote(field), update, SANDBOX_USER)
-        except StoreError as err:
-            raise ApiError(err.status, err.message, err.details, err.identifier) from None
+        return sandbox.store.update_field(unquote(ws_id), unquote(table), unquote(field), update, SANDBOX_USER)
 
     _table_writes(api, sandbox)
 
@@ -195,10 +192,7 @@ def _api_router(sandbox: Served) -> APIRouter:
     )
     def list_tables(ws_id: str) -> Any:
         """The workspace's tables: ``name`` is what the table paths take."""
-        try:
-            return {"results": sandbox.store.tables(unquote(ws_id))}
-        except StoreError as err:
-            raise ApiError(err.status, err.message, err.details, err.identifier) from None
+        return {"results": sandbox.store.tables(unquote(ws_id))}
 
     @api.get(
         "/workspace/{ws_id}/table/{table}/fields",
@@ -213,10 +207,7 @@ def _api_router(sandbox: Served) -> APIRouter:
         unread = sandbox.faults.config.fields_read_status
         if unread is not None:
             raise ApiError(unread, "Not Found" if unread == 404 else "Method Not Allowed", None, "SANDBOX_FAULT")
-        try:
-            return {"results": sandbox.store.table_fields(unquote(ws_id), unquote(table))}
-        except StoreError as err:
-            raise ApiError(err.status, err.message, err.details, err.identifier) from None
+        return {"results": sandbox.store.table_fields(unquote(ws_id), unquote(table))}
 
     @api.get(
         "/connection_types",
@@ -253,10 +244,7 @@ def _table_writes(api: APIRouter, sandbox: Served) -> None:
         """Add a field: ``type`` and ``display_name`` are required, and the field's ``name`` is
         derived from ``display_name`` (the sandbox's rule: lower case, ``_`` between words, ``_2``
         when taken; Blink's own rule is not published)."""
-        try:
-            return sandbox.store.add_field(unquote(ws_id), unquote(table), body, SANDBOX_USER)
-        except StoreError as err:
-            raise ApiError(err.status, err.message, err.details, err.identifier) from None
+        return sandbox.store.add_field(unquote(ws_id), unquote(table), body, SANDBOX_USER)
 
     @api.delete(
         "/workspace/{ws_id}/table/{table}/fields/{field}",
@@ -267,10 +255,7 @@ def _table_writes(api: APIRouter, sandbox: Served) -> None:
     def delete_field(ws_id: str, table: str, field: str) -> Any:
         """Remove a field and its values in every row, irreversibly; Blink's system and protected
         fields cannot be removed (400)."""
-        try:
-            sandbox.store.delete_field(unquote(ws_id), unquote(table), unquote(field))
-        except StoreError as err:
-            raise ApiError(err.status, err.message, err.details, err.identifier) from None
+        sandbox.store.delete_field(unquote(ws_id), unquote(table), unquote(field))
         return {}
 
     @api.post(
@@ -282,12 +267,9 @@ def _table_writes(api: APIRouter, sandbox: Served) -> None:
     )
     def create_table(ws_id: str, body: Annotated[NewTable, Body()]) -> Any:
         """Create a table: its ``name`` and its fields' names are derived from their display names."""
-        try:
-            made = sandbox.store.create_table(
-                unquote(ws_id), body.display_name, body.description or "", body.fields, SANDBOX_USER
-            )
-        except StoreError as err:
-            raise ApiError(err.status, err.message, err.details, err.identifier) from None
+        made = sandbox.store.create_table(
+            unquote(ws_id), body.display_name, body.description or "", body.fields, SANDBOX_USER
+        )
         return {"table": made}
 
     @api.put(
@@ -299,12 +281,9 @@ def _table_writes(api: APIRouter, sandbox: Served) -> None:
     )
     def update_table(ws_id: str, table: str, body: Annotated[TableEdit, Body()]) -> Any:
         """Replace the table's display name, description and settings as given."""
-        try:
-            made = sandbox.store.update_table(
-                unquote(ws_id), unquote(table), body.display_name, body.description or "", body.settings or {}
-            )
-        except StoreError as err:
-            raise ApiError(err.status, err.message, err.details, err.identifier) from None
+        made = sandbox.store.update_table(
+            unquote(ws_id), unquote(table), body.display_name, body.description or "", body.settings or {}
+        )
         return {"table": made}
 
 
@@ -348,10 +327,7 @@ def _admin_router(sandbox: Served) -> APIRouter:
 
     @admin.put("/connection_types")
     def upsert_connection_types(docs: list[dict[str, Any]]) -> Any:
-        try:
-            return {"written": sandbox.store.upsert_connection_types(docs)}
-        except StoreError as err:
-            raise ApiError(err.status, err.message) from None
+        return {"written": sandbox.store.upsert_connection_types(docs)}
 
     @admin.delete("/connection_types/{type_id}")
     def delete_connection_type(type_id: str) -> Any:
@@ -377,10 +353,7 @@ def _admin_tables(admin: APIRouter, sandbox: Served) -> None:
             fields = declared_fields(entries)
         except ValueError as err:
             raise ApiError(400, "invalid fields", str(err)) from None
-        try:
-            sandbox.store.add_table(unquote(ws_id), unquote(table), fields)
-        except StoreError as err:
-            raise ApiError(err.status, err.message) from None
+        sandbox.store.add_table(unquote(ws_id), unquote(table), fields)
         return {"ws_id": unquote(ws_id), "table": unquote(table), "fields": [f["name"] for f in fields]}
 
     @admin.put("/workspace/{ws_id}/table/{table}/records")
@@ -389,10 +362,7 @@ def _admin_tables(admin: APIRouter, sandbox: Served) -> None:
         count = given.get("estimated_records_count")
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ApiError(400, 'give {"estimated_records_count": n}, n a whole number of 0 or more')
-        try:
-            return sandbox.store.set_records(unquote(ws_id), unquote(table), count)
-        except StoreError as err:
-            raise ApiError(err.status, err.message) from None
+        return sandbox.store.set_records(unquote(ws_id), unquote(table), count)
 
     @admin.get("/workspace/{ws_id}/table/{table}/fields")
     def table_fields(ws_id: str, table: str) -> Any:
@@ -404,6 +374,10 @@ def _handle_errors(app: FastAPI) -> None:
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return wrapper_response(exc.status, exc.message, exc.details, exc.identifier)
+
+    @app.exception_handler(StoreError)
+    async def store_error(request: Request, exc: StoreError) -> JSONResponse:  # what the store refuses, as Blink would
         return wrapper_response(exc.status, exc.message, exc.details, exc.identifier)
 
     @app.exception_handler(RequestValidationError)
