@@ -65,7 +65,6 @@ __all__ = [
     "default_retry_policy",
     "describe_failure",
     "is_retryable",
-    "is_retryable_unapplied",
     "parse_retry_after",
 ]
 
