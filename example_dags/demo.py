@@ -96,7 +96,7 @@ def migration_summary(log: Path, *, per_field: bool) -> list[str]:
         (r"(Plan [0-9a-f]{16} for \S+: .*\))", False),
         (r"\s{2}([^\s\]|][^:]*: (?:add|change|change \(destructive\)|remove:) .*?)(?:\s+\[airflow|$)", True),
         (r"(The table \(.*?)(?:\s+\[airflow|$)", True),
-        (r"(Plan [0-9a-f]{16} let through by review policy .*?\))(?:\s+\[airflow|$)", False),
+        (r"(Plan [0-9a-f]{16} (?:let through by review policy .*?\)|removes \d+ field.*?))(?:\s+\[airflow|$)", False),
         (r"(Schema of \S+: \d+ of \d+ fields applied.*?)(?:\s+\[airflow|$)", False),
         (r"\s{2}([^\s\]|][^:]*: (?:added|changed|removed|unchanged|applied|failed).*?)(?:\s+\[airflow|$)", True),
     ]

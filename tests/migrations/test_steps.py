@@ -108,7 +108,9 @@ def test_a_removal_is_refused_unapproved_and_nothing_at_all_is_sent(hook: Any, t
 
 
 @pytest.mark.parametrize("how", ["acknowledged", "approved in review"])
-def test_a_removal_goes_last_once_acknowledged_or_approved(hook: Any, tmp_path: Path, how: str) -> None:
+def test_a_removal_goes_last_once_acknowledged_or_approved(
+    hook: Any, tmp_path: Path, how: str, provider_log: Any
+) -> None:
     declared = [TITLE, IMPACT, GONE]
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
@@ -127,6 +129,8 @@ def test_a_removal_goes_last_once_acknowledged_or_approved(hook: Any, tmp_path: 
     writes_in_order = [method for method in sent if method != "GET"]
     assert writes_in_order == ["POST", "PUT", "DELETE"]
     assert '"Legacy"' not in (tmp_path / "ws-1" / "Incidents.json").read_text()
+    said = "acknowledged by the DAG (acknowledge_risks=True)" if how == "acknowledged" else "approved by a person"
+    assert any("removes 1 field(s) with their values: " + said in line for line in provider_log())
 
 
 def test_an_unreviewed_policy_never_lets_a_removal_through(hook: Any, tmp_path: Path) -> None:

@@ -269,7 +269,9 @@ def _check_review(log: Any, planned: SchemaPlan, approved: Mapping[str, Any] | s
         log.info("Plan %s let through by review policy %r (%s)", planned.fingerprint, review.get("policy"), who)
 
 
-def _check_loss(planned: SchemaPlan, approved: Mapping[str, Any] | str | None, acknowledge_risks: bool) -> None:
+def _check_loss(
+    log: Any, planned: SchemaPlan, approved: Mapping[str, Any] | str | None, acknowledge_risks: bool
+) -> None:
     """Refuse a plan that removes fields unless a person approved it in review (its XCom carries
     the review: :func:`~blinkops_provider.migrations.fleet.let_through` with ``reviewed=True``) or
     the apply was given ``acknowledge_risks=True``.
@@ -278,7 +280,11 @@ def _check_loss(planned: SchemaPlan, approved: Mapping[str, Any] | str | None, a
     """
     removals = planned.removals
     review = approved.get("review") if isinstance(approved, Mapping) else None
-    if not removals or acknowledge_risks or (isinstance(review, Mapping) and review.get("reviewed") is True):
+    reviewed = isinstance(review, Mapping) and review.get("reviewed") is True
+    if removals and (reviewed or acknowledge_risks):
+        how = "approved by a person in review" if reviewed else "acknowledged by the DAG (acknowledge_risks=True)"
+        log.warning("Plan %s removes %d field(s) with their values: %s", planned.fingerprint, len(removals), how)
+    if not removals or acknowledge_risks or reviewed:
         return
     listed = "; ".join(f"{one_line(row.field)!r} ({row.risk})" for row in removals[:SHOWN_REMOVALS])
     more = f" and {len(removals) - SHOWN_REMOVALS} more" if len(removals) > SHOWN_REMOVALS else ""
@@ -364,7 +370,7 @@ def apply_schema(
         if approved is not None:
             planned.check_approved(approved)  # before anything is sent
             _check_review(hook.log, planned, approved)
-        _check_loss(planned, approved, acknowledge_risks)
+        _check_loss(hook.log, planned, approved, acknowledge_risks)
         planned.log_to(hook.log)
         steps = _Steps(hook, record, recorded, planned, only_changed, max_concurrency, fail_fast)
         return steps.run()
