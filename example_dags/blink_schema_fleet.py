@@ -126,7 +126,7 @@ with DAG(
         ]
 
     @task(trigger_rule="all_done")
-    def summary(tables: list[dict[str, Any]]) -> dict[str, Any]:
+    def summary(tables: list[dict[str, Any]], plans: list[dict[str, Any]]) -> dict[str, Any]:
         """Which tables were applied, unchanged, failed (and why) or stale; fails the run if any
         failed or went stale, or if the review rejected the plans (Airflow then skips the applies)."""
         from blinkops_provider.exceptions import BlinkApiError
@@ -135,7 +135,7 @@ with DAG(
         ti = get_current_context()["ti"]
         rejected = review_decision(ti) == "rejected"  # a Reject leaves only the skip of the applies
         results = [None if rejected else ti.xcom_pull(task_ids="apply", map_indexes=n) for n in range(len(tables))]
-        outcome = fleet_summary(tables, results, rejected=rejected)
+        outcome = fleet_summary(tables, results, rejected=rejected, plans=list(plans))
         for line in outcome["text"].splitlines():
             logging.getLogger("airflow.task").info("%s", line)
         if rejected:
@@ -167,8 +167,8 @@ with DAG(
         needs_review(review) >> ask >> to_apply
         # A teardown: the review's Reject skips every task downstream of it but teardowns, so the
         # summary still runs, says so and fails the run.
-        done = summary(declared).as_teardown(on_failure_fail_dagrun=True)
+        done = summary(declared, plan.output).as_teardown(on_failure_fail_dagrun=True)
         ask >> done
         apply >> done
     else:
-        apply >> summary(declared)
+        apply >> summary(declared, plan.output)

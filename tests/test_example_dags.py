@@ -236,7 +236,7 @@ def test_a_rejected_fleet_review_fails_the_run_and_the_summary_says_so(monkeypat
     applied = {"outcome": "applied", "rate_limited": 0}
     unchanged = {"outcome": "unchanged", "rate_limited": 0}
     monkeypatch.setattr(module, "get_current_context", lambda: {"ti": ReviewXComs(None, [applied, unchanged])})
-    assert summary.python_callable(tables)["text"].startswith("Fleet of 2 tables: 1 applied, 1 unchanged, 0 failed")
+    assert summary.python_callable(tables, [])["text"].startswith("Fleet of 2 tables: 1 applied, 1 unchanged, 0 failed")
     if not HAS_APPROVAL:
         assert not summary.is_teardown and summary.trigger_rule == "all_done"
         return
@@ -244,4 +244,7 @@ def test_a_rejected_fleet_review_fails_the_run_and_the_summary_says_so(monkeypat
     monkeypatch.setattr(module, "get_current_context", lambda: {"ti": ReviewXComs("Reject")})
     rejected = r"^Fleet of 2 tables: rejected in review: nothing was applied\. Rejected: ws/A, ws/B"
     with pytest.raises(AirflowFailException, match=rejected):
-        summary.python_callable(tables)
+        summary.python_callable(tables, [])
+    same = {"ws_id": "ws", "table": "B", "fields": [{"field": "f", "action": "unchanged"}]}
+    with pytest.raises(AirflowFailException, match=r"Rejected: ws/A Unchanged \(nothing to apply\): ws/B\. Change"):
+        summary.python_callable(tables, [same])  # #50 item 7: a table with nothing to apply is not "rejected"

@@ -187,3 +187,18 @@ def test_edited_counts_do_not_let_a_destructive_plan_through_unreviewed() -> Non
 def test_a_malformed_apply_result_is_a_failure_in_the_summary_not_a_crash(result: Any) -> None:
     summary = fleet_summary([{"ws_id": "ws", "table": "T"}], [result])
     assert summary["failed"] == ["ws/T"] and summary["rate_limited"] == 0
+
+
+def test_a_rejected_fleet_lists_a_table_with_nothing_to_apply_as_unchanged() -> None:
+    """#50 item 7: the rejection names what it rejected; a table whose plan changed nothing is unchanged."""
+    from blinkops_provider.migrations import fleet_summary
+
+    tables = [{"ws_id": "ws", "table": "A"}, {"ws_id": "ws", "table": "B"}]
+    plans = [
+        {"ws_id": "ws", "table": "A", "fields": [{"field": "f", "action": "change"}]},
+        {"ws_id": "ws", "table": "B", "fields": [{"field": "f", "action": "unchanged"}]},
+    ]
+    summary = fleet_summary(tables, [None, None], rejected=True, plans=plans)
+    assert (summary["rejected"], summary["unchanged"]) == (["ws/A"], ["ws/B"])
+    assert summary["text"].splitlines()[1:] == ["Rejected: ws/A", "Unchanged (nothing to apply): ws/B"]
+    assert fleet_summary(tables, [None, None], rejected=True)["rejected"] == ["ws/A", "ws/B"]  # no plans: as before

@@ -258,7 +258,11 @@ def _waits(result: Mapping[str, Any] | None) -> int:
 
 
 def fleet_summary(
-    tables: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any] | None], *, rejected: bool = False
+    tables: Sequence[Mapping[str, Any]],
+    results: Sequence[Mapping[str, Any] | None],
+    *,
+    rejected: bool = False,
+    plans: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """What became of each table of a fleet once its applies are over: applied, unchanged,
     failed (with its cause in one line), stale, or rejected (``rejected``: the review rejected
@@ -267,6 +271,8 @@ def fleet_summary(
     :param tables: the tables, each with ``ws_id`` and ``table``, in the applies' map order.
     :param results: each apply's XCom (the :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator`
         summary, pushed also when it fails), None where there is none: in the same order.
+    :param plans: the tables' plans (their XComs, any order): with ``rejected``, a table whose plan
+        had nothing to change is ``unchanged``, not ``rejected``.
     :returns: ``{"applied", "unchanged", "failed", "stale", "rejected": ["ws/table", ...], "rate_limited": n,
         "errors": {"ws/table": message}, "text": ...}``, ``rate_limited`` being the 429 answers the
         applies met (each one waited out, or retried by the task).
@@ -276,10 +282,11 @@ def fleet_summary(
     summary: dict[str, Any] = {outcome: [] for outcome in OUTCOMES}
     errors: dict[str, str] = {}
     waits = 0
+    kept = {_name(plan) for plan in plans or () if isinstance(plan, Mapping) and not _changes(plan)}
     for table, given in zip(tables, results, strict=True):
         result = given if isinstance(given, Mapping) else None  # anything else: no result
         name = _name(table) if isinstance(table, Mapping) else one_line(str(table))
-        outcome = REJECTED if rejected else _outcome(result)
+        outcome = (UNCHANGED if name in kept else REJECTED) if rejected else _outcome(result)
         summary[outcome].append(name)
         waits += _waits(result)
         if outcome in (FAILED, STALE):
@@ -300,7 +307,8 @@ def _why_failed(result: Mapping[str, Any] | None) -> str:
 
 def _summary_text(count: int, summary: Mapping[str, list[str]], errors: Mapping[str, str], waits: int) -> str:
     if summary[REJECTED]:
-        return f"Fleet of {count} tables: {REJECTED_IN_REVIEW}.\nRejected: {', '.join(summary[REJECTED])}"
+        kept = f"\nUnchanged (nothing to apply): {', '.join(summary[UNCHANGED])}" if summary[UNCHANGED] else ""
+        return f"Fleet of {count} tables: {REJECTED_IN_REVIEW}.\nRejected: {', '.join(summary[REJECTED])}{kept}"
     lines = [
         f"Fleet of {count} tables: {len(summary[APPLIED])} applied, {len(summary[UNCHANGED])} unchanged, "
         f"{len(summary[FAILED])} failed, {len(summary[STALE])} stale; {waits} rate-limit (429) wait(s)."
