@@ -1,8 +1,9 @@
 # airflow-provider-blinkops: the developer commands.
-#   make test                          ruff, mypy and pytest on the locked Airflow 3 environment (.venv)
+#   make test                          ruff, import-linter, mypy and every test on the locked Airflow 3 (.venv)
 #   make test AIRFLOW_VERSION=2.11.2   the same on Airflow 2.11 (.venv-airflow-2.11.2, pinned by .ci/)
-#   make test-py313                    pytest on Python 3.13, the newest supported (.venv-py3.13, locked)
-#   make test-lowest                   the built wheel with its lowest declared dependencies, then pytest
+#   make compat AIRFLOW_VERSION=2.11.2 mypy and the tests that depend on Airflow's version (-m compat) there
+#   make test-py313                    the compat tests on Python 3.13, the newest supported (.venv-py3.13, locked)
+#   make test-lowest                   the built wheel with its lowest declared dependencies, then the compat tests
 #   make ui-test                       the connection form and the plan review in Airflow 3's UI, in headless Chromium
 #   make demo                          the main job: both example DAGs end to end against the sandbox
 #   make celery-demo                   the fleet example on CeleryExecutor: two workers, Redis, PostgreSQL, S3 (moto), the sandbox
@@ -28,7 +29,7 @@ endif
 PY := $(VENV)/bin/python
 export UV_PROJECT_ENVIRONMENT := $(abspath .venv)
 
-.PHONY: help uv env lint typecheck pytest test test-py313 test-lowest ui-test demo debian-services celery-env celery-demo airflow-ui docs bench bench-fleet pins clean
+.PHONY: help uv env lint typecheck pytest test compat test-py313 test-lowest ui-test demo debian-services celery-env celery-demo airflow-ui docs bench bench-fleet pins clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -51,17 +52,26 @@ else
 endif
 	@$(PY) -c 'import airflow, sys; print(f"Airflow {airflow.__version__} on Python {sys.version.split()[0]} in $(VENV)")'
 
+# The layers (pyproject.toml's [tool.importlinter]) are checked with the installed package.
 lint: env
 	$(VENV)/bin/ruff check provider tests $(wildcard example_dags)
 	$(VENV)/bin/ruff format --check provider tests $(wildcard example_dags)
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: env
 	$(VENV)/bin/mypy
 
+# pytest-xdist: a worker a core, each test module on one worker (its module-scoped servers and
+# metadata DB are made once). XDIST= runs on one process.
+XDIST ?= -n auto --dist loadfile
 pytest: env
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 test: lint typecheck pytest
+
+# Another Airflow line: its types, and the tests that depend on Airflow's version.
+compat: typecheck
+	$(PY) -m pytest $(XDIST) -m compat $(PYTEST_ARGS)
 
 # Python 3.13: a pyenv or system interpreter when there is one (uv cannot download one offline).
 PY313 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13 /usr/bin/python3.13 /usr/local/bin/python3.13) 3.13)
@@ -69,7 +79,7 @@ PY313 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13 /us
 test-py313: uv
 	UV_PROJECT_ENVIRONMENT="$(CURDIR)/.venv-py3.13" $(UV) sync --locked --all-extras --quiet --python "$(PY313)"
 	@.venv-py3.13/bin/python -c 'import airflow, sys; print(f"Airflow {airflow.__version__} on Python {sys.version.split()[0]} in .venv-py3.13")'
-	.venv-py3.13/bin/python -m pytest $(PYTEST_ARGS)
+	.venv-py3.13/bin/python -m pytest $(XDIST) -m compat $(PYTEST_ARGS)
 
 # The wheel as a user installs it, each direct dependency at its declared floor: a lowest-direct
 # resolution of pyproject.toml's dependencies, whose direct pins constrain the install of the
@@ -85,10 +95,10 @@ test-lowest: uv
 	@echo "the declared floors:"; sed 's/^/  /' dist/lowest/floors.txt
 	$(UV) venv --quiet --python 3.11 .venv-lowest
 	$(UV) pip install --quiet --python .venv-lowest/bin/python -c dist/lowest/floors.txt \
-		"$$(ls dist/lowest/*.whl)[sandbox]" pytest requests-mock apache-airflow-providers-http \
+		"$$(ls dist/lowest/*.whl)[sandbox]" pytest pytest-xdist requests-mock apache-airflow-providers-http \
 		"apache-airflow-providers-amazon[s3fs]" "moto[s3,server]"
 	$(UV) pip freeze --python .venv-lowest/bin/python | grep -ixF -f dist/lowest/floors.txt | diff - dist/lowest/floors.txt
-	.venv-lowest/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+	.venv-lowest/bin/python -m pytest -p no:cacheprovider $(XDIST) -m compat $(PYTEST_ARGS)
 
 # Debian's chromium and chromium-driver, installed with apt when missing (a downloaded browser cannot work offline).
 ui-test: env

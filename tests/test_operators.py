@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import gc
 import json
 import os
 import socket
@@ -336,54 +335,6 @@ def test_signatures_are_the_documented_ones(operator: type, parameters: list[str
     assert all(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in list(signature.parameters.values())[1:])
     assert signature.parameters["blink_conn_id"].default == "blink_default"
     assert signature.parameters["hook_params"].default is None
-
-
-@pytest.mark.parametrize("to_file", [False, True])
-@pytest.mark.parametrize("fails", [False, True])
-def test_the_collector_is_never_off_while_the_callers_code_runs(
-    blink_conn: None, tmp_path: Path, to_file: bool, fails: bool
-) -> None:
-    """The walk leaves the garbage collector alone (#37): every request, and the operator's own
-    work on each page, runs with it on, and it is on after every way out."""
-    listing = pages_of(ITEMS)
-    seen: list[bool] = []
-
-    def answer(request: Any, context: Any) -> Any:
-        seen.append(gc.isenabled())
-        if fails and len(seen) > 1:
-            context.status_code = 500
-            return {"message": "down"}
-        return listing(request, context)
-
-    op = ConnectionTypesToXComOperator(
-        task_id="sync",
-        output_path=str(tmp_path / "c.json") if to_file else None,
-        page_size=3,
-        hook_params={"retry_limit": 1},
-    )
-    assert gc.isenabled()
-    with rm.Mocker() as m:
-        without_table_reads(m)  # Blink without the reads: a field is sent as given
-        m.get(LIST_URL, json=answer)
-        if fails:
-            with pytest.raises(BlinkTransientError):
-                op.execute({})
-        else:
-            op.execute({})
-    assert len(seen) > 1 and all(seen)
-    assert gc.isenabled()
-
-
-def test_a_collector_the_caller_disabled_stays_disabled(blink_conn: None) -> None:
-    gc.disable()
-    try:
-        with rm.Mocker() as m:
-            without_table_reads(m)  # Blink without the reads: a field is sent as given
-            m.get(LIST_URL, json=pages_of(ITEMS))
-            ConnectionTypesToXComOperator(task_id="sync", page_size=3).execute({})
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
 
 
 # -- hardening (#35) -------------------------------------------------------------------------------

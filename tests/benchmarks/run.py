@@ -2,7 +2,8 @@
 
 Ends with the side-by-side runs over a latency-injecting proxy: ``catalogue_sync.py`` (the
 provider against a raw requests loop and HttpOperator) and ``field_updates.py`` (the batch
-operator against one-by-one updates).
+operator against one-by-one updates), then ``lock_handover.py`` (how soon a waiting apply
+takes a released lock, beside the hold).
 
     python tests/benchmarks/run.py            # full run (100,000 connection types)
     python tests/benchmarks/run.py --smoke    # a quick run for CI
@@ -182,6 +183,7 @@ def main() -> int:
     for script, title in (
         ("catalogue_sync.py", "The catalogue sync side by side"),
         ("field_updates.py", "Batch field updates side by side"),
+        ("lock_handover.py", "A table lock's handover to a waiting apply"),
     ):
         print(f"\n== {title} (tests/benchmarks/{script}) ==", flush=True)
         command = [sys.executable, str(Path(__file__).with_name(script)), *(["--smoke"] if args.smoke else [])]

@@ -24,21 +24,12 @@ from blinkops_provider.migrations.lockfiles import lock_file
 ROUNDS = 200
 
 
-HOLD = 0.5
-"""How long a live contender holds the lock, in the lock's seconds."""
-
-
-def contend(
-    records: str, journal: str, who: str, rounds: int, start: Any, wait: float, dead: str, live: float = 0.0
-) -> None:
-    """One contender: each round, at the barrier, try to take the lock (waiting ``wait`` s: polling
-    without sleeping, or, ``live``, with the lock's own poll schedule, its waits and clock run
-    ``live`` times faster); the holder appends ``enter`` and ``exit`` lines to the journal (one
+def contend(records: str, journal: str, who: str, rounds: int, start: Any, wait: float, dead: str) -> None:
+    """One contender: each round, at the barrier, try to take the lock (waiting ``wait`` s, polling
+    without sleeping); the holder appends ``enter`` and ``exit`` lines to the journal (one
     ``O_APPEND`` write each, so the file's order is the order they happened in)."""
     import time
 
-    scale = live or 1.0
-    clock = {"sleep": lambda s: time.sleep(s / scale), "monotonic": lambda: time.monotonic() * scale}
     holder = Holder(host=socket.gethostname(), pid=os.getpid(), label=who)
     out = os.open(journal, os.O_WRONLY | os.O_APPEND)
     try:
@@ -47,18 +38,14 @@ def contend(
             if dead and who == "0":  # a lock of a process that is gone, for all to take over at once
                 TableLock(records, ws_id="ws", table="t", holder=Holder(host=holder.host, pid=int(dead))).acquire()
             start.wait()
-            waits = clock if live else {"sleep": lambda s: None}
-            lock = TableLock(records, ws_id="ws", table="t", holder=holder, wait=wait, **waits)
+            lock = TableLock(records, ws_id="ws", table="t", holder=holder, wait=wait, sleep=lambda s: None)
             try:
                 lock.acquire()
             except BlinkLockedError:
                 continue
-            os.write(out, f"{number} enter {who} {clock['monotonic']()}\n".encode())
-            if live:
-                time.sleep(HOLD / scale)  # a brief hold, as an apply's
-            else:
-                os.sched_yield()
-            os.write(out, f"{number} exit {who} {clock['monotonic']()}\n".encode())
+            os.write(out, f"{number} enter {who} {time.monotonic()}\n".encode())
+            os.sched_yield()
+            os.write(out, f"{number} exit {who} {time.monotonic()}\n".encode())
             lock.release()
     except BaseException:
         start.abort()  # a contender that fails frees the others
@@ -87,21 +74,21 @@ def check_journal(journal: str, contenders: int, wait: float, rounds: int = ROUN
 
 
 def run(
-    kind: str, records: str, journal: str, contenders: int, rounds: int, wait: float, dead: str = "", live: float = 0.0
+    kind: str, records: str, journal: str, contenders: int, rounds: int, wait: float, dead: str = ""
 ) -> None:
     """Contenders as threads, or as processes (forked; spawned for S3, whose client is not fork-safe)."""
     Path(journal).write_text("")
     if kind == "threads":
         start: Any = threading.Barrier(contenders)
         workers: list[Any] = [
-            threading.Thread(target=contend, args=(records, journal, str(n), rounds, start, wait, dead, live))
+            threading.Thread(target=contend, args=(records, journal, str(n), rounds, start, wait, dead))
             for n in range(contenders)
         ]
     else:
         context = multiprocessing.get_context("spawn" if records.startswith("s3://") else "fork")
         start = context.Barrier(contenders)
         workers = [
-            context.Process(target=contend, args=(records, journal, str(n), rounds, start, wait, dead, live))
+            context.Process(target=contend, args=(records, journal, str(n), rounds, start, wait, dead))
             for n in range(contenders)
         ]
     for worker in workers:
@@ -197,22 +184,17 @@ def test_on_s3_a_lock_replaced_between_the_reads_head_and_get_is_read_again(buck
 def test_eight_waiting_applies_each_get_their_turn_within_lock_wait(
     request: pytest.FixtureRequest, tmp_path: Path, kind: str, store: str
 ) -> None:
-    """#43 item 1: eight applies a round wait for one table with lock_wait=60 and the lock's own
-    poll schedule (its waits run 50 times faster here on a folder, 5 times on S3, whose requests
-    take real time); each holder is brief. Every apply holds the lock once a round within its
-    wait, and the journal shows no two holders at once. On a folder, a waiter lets little time
-    pass after a release: on average less than a third of a hold."""
-    records, scale = f"{tmp_path}/records/", 50.0
+    """#43 item 1: eight applies a round wait for one table with lock_wait=60, polling without
+    sleeping; each holder is brief. Every apply holds the lock once a round within its wait, and
+    the journal shows no two holders at once. (How soon a waiter takes over after a release, with
+    the lock's own poll schedule in real time, is measured by tests/benchmarks/lock_handover.py.)"""
+    records = f"{tmp_path}/records/"
     if store == "s3":
-        records, scale = f"s3://aws_default@{request.getfixturevalue('bucket')[1]}/records/", 5.0
+        records = f"s3://aws_default@{request.getfixturevalue('bucket')[1]}/records/"
     contenders, rounds = 8, (20 if store == "folder" else 6) if kind == "threads" else 4
     journal = str(tmp_path / "journal")
-    run(kind, records, journal, contenders, rounds, 60.0, live=scale)
+    run(kind, records, journal, contenders, rounds, 60.0)
     assert check_journal(journal, contenders, 60.0, rounds=rounds) == contenders * rounds
-    gaps = handover_gaps(journal)
-    print(f"handover gaps ({store}, {kind}): mean {sum(gaps) / len(gaps):.3f} s, max {max(gaps):.3f} s")
-    if store == "folder":
-        assert sum(gaps) / len(gaps) < HOLD / 3
 
 
 def handover_gaps(journal: str) -> list[float]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -153,10 +154,9 @@ def test_a_sandbox_on_every_interface_warns_before_it_prints_the_key() -> None:
 def test_sigterm_while_the_sandbox_starts_exits_0_with_its_store_whole(tmp_path: Path) -> None:
     db = tmp_path / "sandbox.db"
     process = _serve("--db", str(db), "--seed-connection-types", "200000")
-    for _ in range(2000):  # the store exists: seeding has begun (no sleep: poll the file system)
-        if db.exists() or process.poll() is not None:
-            break
-        time.sleep(0.005)
+    deadline = time.monotonic() + 60  # the store exists: seeding has begun (polling the file system)
+    while not db.exists() and process.poll() is None and time.monotonic() < deadline:
+        os.sched_yield()
     process.send_signal(signal.SIGTERM)
     assert process.wait(60) == 0
     with sqlite3.connect(db) as conn:

@@ -31,9 +31,11 @@ def wait_for(what: str, check: Any, timeout: float, driver: subprocess.Popen[str
         found = check()
         if found:
             return found
-        if driver.poll() is not None:
-            break
-        time.sleep(1)
+        try:
+            driver.wait(timeout=1)  # between checks: returns at once when the driver exits
+        except subprocess.TimeoutExpired:
+            continue
+        break
     standalone = log.read_text(errors="replace")[-4000:] if log.exists() else "(no log)"
     raise AssertionError(f"{what}: not within {timeout:.0f} s (driver exit {driver.poll()}):\n{standalone}")
 
