@@ -25,8 +25,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the clone: the tests' journal checks
 
-from blinkops_provider.migrations import Holder, TableLock  # noqa: E402
-from tests.migrations.test_lockfiles import check_journal, handover_gaps  # noqa: E402
+from blinkops_provider.migrations import Holder, TableLock
+from tests.migrations.test_lockfiles import check_journal, handover_gaps
 
 HOLD = 0.5
 """How long a holder keeps the lock, in the lock's seconds."""
