@@ -73,9 +73,7 @@ def check_journal(journal: str, contenders: int, wait: float, rounds: int = ROUN
     return held
 
 
-def run(
-    kind: str, records: str, journal: str, contenders: int, rounds: int, wait: float, dead: str = ""
-) -> None:
+def run(kind: str, records: str, journal: str, contenders: int, rounds: int, wait: float, dead: str = "") -> None:
     """Contenders as threads, or as processes (forked; spawned for S3, whose client is not fork-safe)."""
     Path(journal).write_text("")
     if kind == "threads":
