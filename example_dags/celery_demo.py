@@ -584,12 +584,7 @@ def main() -> int:
         broker = start_redis(services)
         s3_url = start_s3(services)
         for name in TABLES:
-            declared_now = declared(TABLES.index(name), 0)
-            answer = sandbox_admin(
-                sandbox, "PUT", f"/_sandbox/workspace/{WS}/table/{name.replace(' ', '%20')}", declared_now
-            )
-            if not answer.ok:
-                raise DemoFailed(f"the sandbox did not create {name}: {answer.text}")
+            sandbox.create_table(WS, name, declared(TABLES.index(name), 0))
         env = airflow_env(home, database, broker, s3_url, sandbox, free_port())
         os.environ["AIRFLOW_CONN_AWS_DEMO"] = env["AIRFLOW_CONN_AWS_DEMO"]  # this driver reads the records too
         say("- Starting Airflow: api-server, scheduler, DAG processor, two Celery workers ...")
@@ -606,17 +601,6 @@ def main() -> int:
         services.stop()
     say(f"celery-demo: every check passed in {time.monotonic() - started:.0f} s")
     return 0
-
-
-def sandbox_admin(sandbox: Any, method: str, path: str, body: Any) -> Any:
-    """The sandbox's admin API, as ``blink-sandbox create-table`` calls it."""
-    import requests
-
-    from blinkops_provider.sandbox.app import ADMIN_HEADER
-
-    return requests.request(
-        method, sandbox.url + path, json=body, headers={ADMIN_HEADER: sandbox.admin_token}, timeout=30
-    )
 
 
 if __name__ == "__main__":

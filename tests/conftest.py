@@ -93,7 +93,7 @@ class Sleeps(list[float]):
 
     def as_clock(self, **overrides: Any) -> Any:
         """A request-path clock whose sleeps are recorded and whose monotonic time is the fake one."""
-        from blinkops_provider.hooks.blink import Clock
+        from blinkops_provider.hooks._transport import Clock
 
         return Clock(**{"sleep": self, "monotonic": lambda: self.clock, **overrides})
 

@@ -1,93 +1,152 @@
-"""The package's shape (#41): the hook is a thin client that knows nothing of migrations, no
-module imports another that imports it back, functions stay small, and the modules the issue
-sized stay within their bounds. Read from the source with ``ast``: nothing is imported."""
+"""The package's public API and its layers (#49): at most 45 public names, each documented once in
+docs/api.rst with a docstring, nothing exported by a private module; the layers are
+import-linter's (pyproject.toml's ``[tool.importlinter]``), and breaking one fails it."""
 
 from __future__ import annotations
 
 import ast
+import importlib
+import itertools
+import os
+import pkgutil
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "provider" / "blinkops_provider"
-TESTS = Path(__file__).resolve().parent
+import pytest
+
+import blinkops_provider
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "provider" / "blinkops_provider"
+API_RST = (ROOT / "docs" / "api.rst").read_text()
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
-
-
-def imports(path: Path) -> set[str]:
-    """The package's modules ``path`` imports, at module level or inside a function."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-        else:
-            continue
-        found |= {name for name in names if name in MODULES}
+def modules() -> dict[str, object]:
+    found = {"blinkops_provider": blinkops_provider}
+    for info in pkgutil.walk_packages(blinkops_provider.__path__, "blinkops_provider."):
+        found[info.name] = importlib.import_module(info.name)
     return found
 
 
-def test_the_hooks_and_the_batch_import_nothing_of_the_migrations() -> None:
-    clients = [path for name, path in MODULES.items() if name.startswith("blinkops_provider.hooks")]
-    clients.append(MODULES["blinkops_provider.batch"])
-    for path in clients:
-        assert not [name for name in imports(path) if name.startswith("blinkops_provider.migrations")], path
+def is_public(module: str) -> bool:
+    return not any(part.startswith("_") for part in module.split("."))
 
 
-def test_the_operators_reach_the_migrations_through_their_front_door_only() -> None:
-    """#48: ``blinkops_provider.migrations`` is the one door; nothing below it is imported."""
-    operators = [path for name, path in MODULES.items() if name.startswith("blinkops_provider.operators")]
-    below = {name for path in operators for name in imports(path) if name.startswith("blinkops_provider.migrations.")}
-    assert below == set()
-    assert any("blinkops_provider.migrations" in imports(path) for path in operators)
+def public_names() -> set[str]:
+    return {
+        f"{name}.{member}"
+        for name, module in modules().items()
+        if is_public(name)
+        for member in getattr(module, "__all__", [])
+    }
 
 
-def test_no_module_imports_one_that_imports_it_back() -> None:
-    graph = {name: imports(path) - {name} for name, path in MODULES.items()}
-    graph = {name: {t for t in targets if not name.startswith(t + ".")} for name, targets in graph.items()}
-    cycles = []
-
-    def visit(name: str, trail: list[str]) -> None:
-        for target in sorted(graph[name]):
-            if target in trail:
-                cycles.append([*trail[trail.index(target) :], target])
-            elif target not in done:
-                visit(target, [*trail, target])
-        done.add(name)
-
-    done: set[str] = set()
-    for name in sorted(graph):
-        if name not in done:
-            visit(name, [name])
-    assert cycles == []
+def documented() -> set[str]:
+    """``module.name`` for every name docs/api.rst documents: each ``autoX`` directive, and the
+    ``:members:`` of an ``automodule`` (all of ``__all__`` when it lists none)."""
+    names: set[str] = set()
+    for kind, target, options in re.findall(r"^\.\. auto(\w+):: (\S+)\n((?:   .*\n)*)", API_RST, re.M):
+        members = re.search(r":members:(.*)", options)
+        if kind != "module":
+            names.add(target)
+        elif members and members.group(1).strip():
+            names |= {f"{target}.{member.strip()}" for member in members.group(1).split(",")}
+        elif members:
+            names |= {f"{target}.{member}" for member in importlib.import_module(target).__all__}
+    return names
 
 
-def functions(path: Path) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    tree = ast.parse(path.read_text())
-    return [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+def test_the_public_api_is_at_most_45_names_and_docs_api_documents_exactly_those() -> None:
+    public = public_names()
+    assert len(public) <= 45, sorted(public)
+    assert documented() == public
+    for name in public:  # each once
+        _module, member = name.rsplit(".", 1)
+        pattern = rf"^\.\. auto\w+:: {re.escape(name)}$|:members:.*\b{re.escape(member)}\b"
+        assert len(re.findall(pattern, API_RST, re.M)) <= 1 or name.startswith("blinkops_provider.exceptions."), name
 
 
-def test_functions_are_small() -> None:
-    """At most 60 lines (docstring included) outside the sandbox, 80 inside; ruff's C901 holds
-    the complexity to 10 outside it (pyproject.toml)."""
-    long = []
-    for name, path in MODULES.items():
-        bound = 80 if ".sandbox" in name else 60
-        long += [
-            f"{name}.{node.name}: {node.end_lineno - node.lineno + 1} lines"  # type: ignore[operator]
-            for node in functions(path)
-            if node.end_lineno - node.lineno + 1 > bound  # type: ignore[operator]
-        ]
-    assert long == []
+def test_no_private_module_exports_or_is_documented() -> None:
+    for name, module in modules().items():
+        if not is_public(name):
+            assert not hasattr(module, "__all__"), f"{name} is private: it exports nothing"
+            assert name not in API_RST, f"the docs show the private module {name}"
+    documents = [*ROOT.glob("docs/*.md"), *ROOT.glob("docs/*/*.md"), ROOT / "README.md"]
+    for document in documents:
+        if document.name != "changelog.md":  # history names the modules as they were
+            assert not re.findall(r"blinkops_provider(?:\.\w+)*\._\w+", document.read_text()), document
+
+
+def _constant_docs() -> dict[str, str]:
+    """Every module-level ``NAME = ...`` of the package followed by a string: its docstring."""
+    docs: dict[str, str] = {}
+    for path in PACKAGE.rglob("*.py"):
+        body = ast.parse(path.read_text()).body
+        for node, after in itertools.pairwise(body):
+            if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(after, ast.Expr):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+                    docs.update({t.id: after.value.value for t in targets if isinstance(t, ast.Name)})
+    return docs
+
+
+def test_every_public_name_has_a_docstring() -> None:
+    constants = _constant_docs()
+    for name in public_names():
+        module, member = name.rsplit(".", 1)
+        value = getattr(importlib.import_module(module), member)
+        if callable(value):
+            assert (value.__doc__ or "").strip(), name
+        else:
+            assert constants.get(member, "").strip(), f"{name}: a constant needs a docstring"
+
+
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def lint_imports(package: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(package.parent)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--config", str(ROOT / "pyproject.toml")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=package.parent,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "contract"),
+    [
+        (None, "", None),
+        ("hooks/_walk.py", "import blinkops_provider.migrations", "Layers"),
+        ("sandbox/_store.py", "import blinkops_provider.hooks.blink", "The sandbox imports nothing of the client"),
+        ("operators/_base.py", "import blinkops_provider.migrations._plan", "front door only"),
+        ("migrations/_apply.py", "import blinkops_provider.hooks._walk", "hooks._*"),
+    ],
+    ids=["as-is", "hooks-import-migrations", "sandbox-imports-client", "operator-below-front-door", "hooks-internal"],
+)
+def test_import_linter_holds_the_layers(tmp_path: Path, module: str | None, line: str, contract: str | None) -> None:
+    """The package as it is keeps every contract; one import that crosses a layer breaks one."""
+    copy = tmp_path / "blinkops_provider"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    if module is not None:
+        target = copy / module
+        target.write_text(target.read_text() + f"\n{line}  # a crossing\n")
+    done = lint_imports(copy)
+    if contract is None:
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    else:
+        assert done.returncode != 0
+        broken = done.stdout[done.stdout.index("Broken contracts") :]
+        assert contract in broken, broken
 
 
 def test_the_nightly_sync_example_calls_the_provider() -> None:
     """#41: the diff, prune and announce are ``record_catalogue_diff``'s."""
-    example = PACKAGE.parents[1] / "example_dags" / "blink_connection_types_nightly_sync.py"
+    example = ROOT / "example_dags" / "blink_connection_types_nightly_sync.py"
     assert "record_catalogue_diff(" in example.read_text()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from blinkops_provider.catalogue import (
+from blinkops_provider._catalogue import (
     CatalogueDiff,
     diff_catalogues,
     previous_snapshot,
@@ -253,7 +253,7 @@ def test_record_catalogue_diff_writes_prunes_logs_and_announces_in_one_call(
     blink_conn: None, tmp_path: Path, caplog: Any
 ) -> None:
     """#41: the nightly diff is a provider function; the example calls it in a few lines."""
-    from blinkops_provider.catalogue import record_catalogue_diff
+    from blinkops_provider._catalogue import record_catalogue_diff
 
     folder = tmp_path / "connection_types"
     folder.mkdir()

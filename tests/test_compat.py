@@ -15,7 +15,7 @@ SCRIPT = textwrap.dedent(
     warnings.simplefilter("always")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        import blinkops_provider.exceptions, blinkops_provider.models, blinkops_provider.rql
+        import blinkops_provider.exceptions, blinkops_provider._models, blinkops_provider._rql
         from blinkops_provider.hooks.blink import BlinkHook
         from blinkops_provider.operators.tables import UpdateTableFieldOperator
         from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
@@ -76,7 +76,7 @@ def test_airflow_knows_the_blink_connection_type(fresh_interpreter: dict) -> Non
 def test_the_pytest_plugin_imports_nothing_heavy() -> None:
     """pytest loads the plugin before any conftest: it must not import Airflow (and fix its home)."""
     code = (
-        "import sys, blinkops_provider.sandbox.pytest_plugin; "
+        "import sys, blinkops_provider.sandbox._pytest_plugin; "
         "print(sorted(m for m in ('airflow', 'fastapi', 'uvicorn', 'pydantic') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

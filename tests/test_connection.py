@@ -4,9 +4,9 @@ import pytest
 import requests_mock as rm
 
 from blinkops_provider import get_provider_info
+from blinkops_provider._names import build_base_url
 from blinkops_provider.exceptions import BlinkConfigurationError
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.names import build_base_url
 from tests.conftest import API_KEY, set_connection
 
 PAGE = {"limit": 1, "offset": 0, "total": 0, "results": []}

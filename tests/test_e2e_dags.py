@@ -16,7 +16,7 @@ from urllib.parse import parse_qs
 import pendulum
 import pytest
 
-from blinkops_provider.assets import asset_host
+from blinkops_provider._assets import asset_host
 from blinkops_provider.sandbox import BlinkSandbox
 from tests.conftest import EXAMPLE_DAGS
 
@@ -201,7 +201,7 @@ def test_a_wrong_schema_names_its_source_and_position(
 DOWNSTREAM_DAG = """
 import pendulum
 from airflow.providers.common.compat.sdk import DAG, task
-from blinkops_provider.assets import blink_table_asset
+from blinkops_provider._assets import blink_table_asset
 
 with DAG(
     "blink_incidents_schema_changed",
@@ -464,7 +464,7 @@ with DAG("blink_rate_limited", schedule=None) as dag:
 
 
 @pytest.mark.skipif(
-    not __import__("blinkops_provider.retry_policy").retry_policy.HAS_RETRY_POLICY,
+    not __import__("blinkops_provider._retry_policy").retry_policy.HAS_RETRY_POLICY,
     reason="retry_policy needs Airflow 3.3 or later",
 )
 def test_a_rate_limited_task_is_retried_after_blinks_retry_after_not_its_retry_delay(

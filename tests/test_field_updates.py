@@ -15,7 +15,8 @@ import requests_mock as rm
 from airflow.providers.common.compat.sdk import AirflowFailException, AirflowTaskTimeout
 
 from blinkops_provider.exceptions import BlinkApiError, BlinkClientError, BlinkInputError
-from blinkops_provider.hooks.blink import BlinkHook, Clock
+from blinkops_provider.hooks._transport import Clock
+from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 from tests.fake_blink import without_table_reads
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from blinkops_provider.assets import asset_host
+from blinkops_provider._assets import asset_host
 from blinkops_provider.sandbox import BlinkSandbox
 
 pytestmark = pytest.mark.usefixtures("airflow_db")

@@ -5,9 +5,8 @@ import re
 import pytest
 from pydantic import ValidationError
 
-from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.inputs import validate_input
-from blinkops_provider.models import (
+from blinkops_provider._inputs import validate_input
+from blinkops_provider._models import (
     SYSTEM_FIELD_TYPES,
     ConnectionType,
     ConnectionTypePage,
@@ -21,6 +20,7 @@ from blinkops_provider.models import (
     merge_field,
     validate_field_updates,
 )
+from blinkops_provider.exceptions import BlinkInputError
 
 DOCS_BODY = {
     "attributes": {

@@ -234,7 +234,7 @@ def test_output_path_that_is_not_a_regular_file_is_refused_before_any_request(
 
 
 def test_a_character_device_is_refused_and_left_alone() -> None:
-    from blinkops_provider.storage import regular_file
+    from blinkops_provider._storage import regular_file
 
     before = os.stat("/dev/null")
     with pytest.raises(BlinkInputError, match="'/dev/null' is a character device, not a regular file"):
@@ -281,7 +281,7 @@ def test_catalogue_operator_rejects_a_bad_rendered_filter_before_any_request(bli
 def test_a_large_catalogue_into_xcom_warns(
     blink_conn: None, provider_log: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("blinkops_provider.operators.connection_types.LARGE_XCOM_ITEMS", 5)
+    monkeypatch.setattr("blinkops_provider.operators.connection_types._LARGE_XCOM_ITEMS", 5)
     with rm.Mocker() as m:
         without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.get(LIST_URL, json=pages_of(ITEMS))

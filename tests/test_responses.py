@@ -15,7 +15,8 @@ from contextlib import contextmanager
 import pytest
 
 from blinkops_provider.exceptions import BlinkTransientError
-from blinkops_provider.hooks.blink import BlinkHook, Clock
+from blinkops_provider.hooks._transport import Clock
+from blinkops_provider.hooks.blink import BlinkHook
 from tests.conftest import set_connection
 
 BODY = b'{"results": [], "total": 0}'

@@ -12,6 +12,13 @@ import requests
 import requests_mock as rm
 from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
 
+from blinkops_provider._retry_policy import (
+    HAS_RETRY_POLICY,
+    MAX_WAIT,
+    BlinkRetryPolicy,
+    default_retry_policy,
+    parse_retry_after,
+)
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
@@ -24,14 +31,8 @@ from blinkops_provider.exceptions import (
     BlinkResponseError,
     BlinkTransientError,
 )
-from blinkops_provider.hooks.blink import BlinkHook, Clock
-from blinkops_provider.retry_policy import (
-    HAS_RETRY_POLICY,
-    MAX_WAIT,
-    BlinkRetryPolicy,
-    default_retry_policy,
-    parse_retry_after,
-)
+from blinkops_provider.hooks._transport import Clock
+from blinkops_provider.hooks.blink import BlinkHook
 
 BASE = "https://blink.test/api/v1"
 
@@ -402,7 +403,7 @@ def test_the_final_rate_limit_error_names_the_attempts_and_blinks_wait(make_hook
 
 @needs_policy
 def test_a_record_location_that_cannot_be_written_fails_at_once(tmp_path: Any) -> None:
-    from blinkops_provider.migrations import Holder, TableLock
+    from blinkops_provider.migrations._lock import Holder, TableLock
 
     with pytest.raises(BlinkConfigurationError) as unusable:
         TableLock("/proc/self/blink/records/", ws_id="ws", table="t", holder=Holder.current()).acquire()

@@ -20,15 +20,9 @@ from blinkops_provider.exceptions import (
     BlinkLockedError,
     BlinkStalePlanError,
 )
-from blinkops_provider.migrations import (
-    RECORD_BASELINE,
-    Holder,
-    SchemaRecord,
-    TableLock,
-    apply_schema,
-    differing_members,
-    plan_schema,
-)
+from blinkops_provider.migrations import SchemaRecord, apply_schema, plan_schema
+from blinkops_provider.migrations._lock import Holder, TableLock
+from blinkops_provider.migrations._plan import RECORD_BASELINE, differing_members
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 from tests.conftest import keys
 from tests.fake_blink import without_table_reads

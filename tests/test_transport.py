@@ -442,7 +442,7 @@ def test_a_small_answer_that_inflates_without_end_is_refused_within_the_bound(ho
     import gzip
     import tracemalloc
 
-    from blinkops_provider import MAX_BODY
+    from blinkops_provider._blink import MAX_BODY
 
     bomb = gzip.compress(b" " * (128 << 20), compresslevel=9)
     assert len(bomb) < 256 << 10
@@ -512,7 +512,7 @@ def test_a_piece_of_the_key_that_blink_echoes_never_shows(hook: BlinkHook, start
 
 
 def test_runs_of_the_key_shorter_than_8_characters_are_left_alone() -> None:
-    from blinkops_provider.redaction import without_key_runs
+    from blinkops_provider._redaction import without_key_runs
 
     assert without_key_runs("blink-t refused 0123456 it", API_KEY) == "blink-t refused 0123456 it"  # runs of 7
     assert without_key_runs("x0123456789aby", API_KEY) == "x***y"  # a run of 12, replaced whole

@@ -9,9 +9,9 @@ import pytest
 import requests
 import requests_mock as rm
 
+from blinkops_provider._rql import sort_items
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkResponseError
-from blinkops_provider.rql import sort_items
-from blinkops_provider.walk import KEPT_IDS
+from blinkops_provider.hooks._walk import KEPT_IDS
 from tests.fake_listing import FakeListing
 from tests.sandbox.reference import evaluate
 

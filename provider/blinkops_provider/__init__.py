@@ -4,33 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from blinkops_provider._blink import DEFAULT_HEADER
+
 __version__ = "0.1.0"
-
-API_PREFIX = "/api/v1"
-"""The path of Blink's REST API below its host; the client adds it, the sandbox serves under it."""
-
-DEFAULT_HEADER = "BLINK-API-KEY"
-"""The header that carries the API key unless the connection names another."""
-
-RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
-"""Statuses the client retries (:mod:`blinkops_provider.retry_policy`) and the sandbox's faults serve."""
-
-MAX_LIMIT = 1000
-"""The largest page Blink serves (an RQL ``limit`` is 1 to 1000, Blink's docs say)."""
-
-MAX_BODY = 32 << 20
-"""The largest body (in bytes, once decompressed) an answer may have: a page of 1,000 connection
-types is about 1 MiB. A larger one is refused as soon as the bound is passed, so a small
-compressed answer that inflates without end costs at most this much memory."""
+"""The provider's version."""
 
 __all__ = ["__version__", "get_provider_info"]
 
 
 _BLINK_URIS = {
     "schemes": ["blink"],
-    "handler": "blinkops_provider.assets.normalize_uri",
-    "factory": "blinkops_provider.assets.create_asset",
-    "to_openlineage_converter": "blinkops_provider.assets.convert_asset_to_openlineage",
+    "handler": "blinkops_provider._assets.normalize_uri",
+    "factory": "blinkops_provider._assets.create_asset",
+    "to_openlineage_converter": "blinkops_provider._assets.convert_asset_to_openlineage",
 }
 
 

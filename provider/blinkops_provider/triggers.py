@@ -21,12 +21,12 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from blinkops_provider._inputs import check_seconds
 from blinkops_provider.exceptions import BlinkAuthError, BlinkConfigurationError, BlinkInputError
-from blinkops_provider.inputs import check_seconds
 
-__all__ = ["STATE_KEY", "BlinkCatalogueChangeTrigger"]
+__all__ = ["BlinkCatalogueChangeTrigger"]
 
-STATE_KEY = "blinkops.catalogue_fingerprint"
+_STATE_KEY = "blinkops.catalogue_fingerprint"
 """The key of the last fingerprint in the watched asset's state store."""
 
 try:  # Airflow 3.0+: triggers for event-driven scheduling
@@ -68,7 +68,7 @@ class BlinkCatalogueChangeTrigger(BaseEventTrigger):  # type: ignore[misc,valid-
         self.poll_interval = float(poll_interval)
         self.max_consecutive_failures = max_consecutive_failures
         self._sleep = asyncio.sleep if sleep is None else sleep
-        self._fingerprint = catalogue_fingerprint if fingerprint is None else fingerprint
+        self._fingerprint = _catalogue_fingerprint if fingerprint is None else fingerprint
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -127,9 +127,9 @@ class BlinkCatalogueChangeTrigger(BaseEventTrigger):  # type: ignore[misc,valid-
             return None
         try:
             if hasattr(store, "aget"):  # Airflow 3.3.2+; before, only the blocking API, run off the loop
-                value = await store.aget(STATE_KEY, default=None)
+                value = await store.aget(_STATE_KEY, default=None)
             else:
-                value = await asyncio.to_thread(store.get, STATE_KEY, default=None)
+                value = await asyncio.to_thread(store.get, _STATE_KEY, default=None)
         except ValueError:  # the store needs the trigger to watch exactly one asset
             return None
         return value if isinstance(value, str) else None
@@ -140,14 +140,14 @@ class BlinkCatalogueChangeTrigger(BaseEventTrigger):  # type: ignore[misc,valid-
             return
         try:
             if hasattr(store, "aset"):
-                await store.aset(STATE_KEY, fingerprint)
+                await store.aset(_STATE_KEY, fingerprint)
             else:
-                await asyncio.to_thread(store.set, STATE_KEY, fingerprint)
+                await asyncio.to_thread(store.set, _STATE_KEY, fingerprint)
         except ValueError:
             self.log.warning("The fingerprint is kept in memory: the trigger watches more than one asset")
 
 
-def catalogue_fingerprint(blink_conn_id: str) -> str:
+def _catalogue_fingerprint(blink_conn_id: str) -> str:
     """``<count>:<digest>``: how many connection types there are, and a digest of every one of
     them, id and content, in id order: any type added, removed or changed in any member moves it,
     and the server's order does not (one request at Blink's size: the catalogue is one page).

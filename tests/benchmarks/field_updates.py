@@ -208,7 +208,7 @@ def main() -> int:
         return 0
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-bench-"))
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
-    from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY
+    from blinkops_provider._inputs import DEFAULT_UPDATE_CONCURRENCY
     from blinkops_provider.sandbox import BlinkSandbox
 
     count, rounds, delay_ms = (40, 1, 10.0) if args.smoke else (200, args.rounds, 10.0)

@@ -123,11 +123,7 @@ def main() -> int:
     try:
         database = demo.start_postgres(services)
         for index in range(max(sizes)):
-            answer = demo.sandbox_admin(
-                sandbox, "PUT", f"/_sandbox/workspace/{WS}/table/{table_name(index)}", demo.declared(index, 0)
-            )
-            if not answer.ok:
-                raise demo.DemoFailed(f"the sandbox did not create {table_name(index)}: {answer.text}")
+            sandbox.create_table(WS, table_name(index), demo.declared(index, 0))
         sandbox.set_faults(latency_ms=20)
         env = demo.airflow_env(home, database, "redis://unused", "http://unused", sandbox, demo.free_port())
         env.update(

@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the clone: the tests' journal checks
 
-from blinkops_provider.migrations import Holder, TableLock
+from blinkops_provider.migrations._lock import Holder, TableLock
 from tests.migrations.test_lockfiles import check_journal, handover_gaps
 
 HOLD = 0.5

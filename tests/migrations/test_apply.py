@@ -1,4 +1,4 @@
-"""Planning and applying a migration (blinkops_provider.migrations.apply): what the inputs may be (#35)."""
+"""Planning and applying a migration (blinkops_provider.migrations._apply): what the inputs may be (#35)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""blink-schema (blinkops_provider.migrations.cli): a lock left by a killed apply is listed,
+"""blink-schema (blinkops_provider.migrations._cli): a lock left by a killed apply is listed,
 released by its id with the command the refusal prints, and the next apply succeeds (#33)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkLockedError
 from blinkops_provider.migrations import apply_schema
-from blinkops_provider.migrations.cli import main
+from blinkops_provider.migrations._cli import main
 from tests.fake_blink import without_table_reads
 
 pytestmark = pytest.mark.usefixtures("blink_without_table_reads")

@@ -1,4 +1,4 @@
-"""Reading a declaration: entries, tombstones and the table's own members (blinkops_provider.migrations.declaration)."""
+"""Reading a declaration: entries, tombstones and the table's own members (blinkops_provider.migrations._declaration)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations import declared_schema, read_declaration
+from blinkops_provider.migrations import declared_schema
+from blinkops_provider.migrations._declaration import read_declaration
 
 TITLE = {"field": "Title", "type": "text", "display_name": "Title"}
 

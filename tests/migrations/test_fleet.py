@@ -1,4 +1,4 @@
-"""One review for many tables' plans (blinkops_provider.migrations.fleet) (#34, in part)."""
+"""One review for many tables' plans (blinkops_provider.migrations._fleet) (#34, in part)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
+from blinkops_provider._models import validate_field_updates
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations.fleet import (
+from blinkops_provider.migrations._fleet import (
     MAX_REVIEW_CHARS,
     fleet_review,
     fleet_summary,
     let_through,
     review_needed,
 )
-from blinkops_provider.migrations.plan import SchemaPlan, plan_fields
-from blinkops_provider.models import validate_field_updates
+from blinkops_provider.migrations._plan import SchemaPlan, plan_fields
 
 SELECT = {"type": "single-select", "display_name": "S", "attributes": {"options": ["Low", "High"]}}
 
@@ -51,7 +51,7 @@ def test_the_review_leads_with_a_summary_and_the_risky_tables_first() -> None:
 
 
 def test_the_baseline_is_said_once_for_the_fleet_not_once_a_table() -> None:
-    from blinkops_provider.migrations.plan import BASELINE
+    from blinkops_provider.migrations._plan import BASELINE
 
     plans = fleet()
     assert all(BASELINE in plan["text"] for plan in plans)  # each plan's own text says it

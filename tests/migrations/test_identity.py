@@ -1,11 +1,11 @@
-"""How declared entries are matched to Blink's fields and tables (blinkops_provider.migrations.identity)."""
+"""How declared entries are matched to Blink's fields and tables (blinkops_provider.migrations._identity)."""
 
 from __future__ import annotations
 
 import pytest
 
-from blinkops_provider.migrations.identity import match_fields, match_table
-from blinkops_provider.models import BlinkTable, FieldUpdate, TableField
+from blinkops_provider._models import BlinkTable, FieldUpdate, TableField
+from blinkops_provider.migrations._identity import match_fields, match_table
 
 
 def field(name: str, display_name: str) -> TableField:

@@ -1,4 +1,4 @@
-"""The table lock (blinkops_provider.migrations.lock): its properties one by one (#33)."""
+"""The table lock (blinkops_provider.migrations._lock): its properties one by one (#33)."""
 
 from __future__ import annotations
 
@@ -18,16 +18,8 @@ import pytest
 import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError, BlinkLockedError, BlinkStalePlanError
-from blinkops_provider.migrations import (
-    Holder,
-    LockInfo,
-    TableLock,
-    apply_schema,
-    force_unlock,
-    held_locks,
-    plan_schema,
-    unlock_command,
-)
+from blinkops_provider.migrations import apply_schema, force_unlock, held_locks, plan_schema
+from blinkops_provider.migrations._lock import Holder, LockInfo, TableLock, unlock_command
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 from tests.fake_blink import without_table_reads
 
@@ -194,7 +186,7 @@ def test_a_malformed_holder_is_described_and_never_taken_over(holder: dict[str, 
 
 
 def test_the_printed_unlock_command_works_for_a_workspace_that_starts_with_a_dash(tmp_path: Path) -> None:
-    from blinkops_provider.migrations.cli import main
+    from blinkops_provider.migrations._cli import main
 
     records = f"{tmp_path}/records/"
     held = TableLock(records, ws_id="-ws", table="T", holder=task())
@@ -206,7 +198,7 @@ def test_the_printed_unlock_command_works_for_a_workspace_that_starts_with_a_das
 
 @pytest.mark.parametrize("records", ["", "/no/such/folder/"])
 def test_listing_the_locks_of_nothing_says_so_and_exits_2(records: str, capsys: Any) -> None:
-    from blinkops_provider.migrations.cli import main
+    from blinkops_provider.migrations._cli import main
 
     assert main(["locks", records]) == 2
     assert "blink-schema: " in capsys.readouterr().err

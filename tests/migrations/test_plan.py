@@ -1,4 +1,4 @@
-"""The plan of a migration (blinkops_provider.migrations.plan): plan identity, risk rules and log lines (#35)."""
+"""The plan of a migration (blinkops_provider.migrations._plan): plan identity, risk rules and log lines (#35)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from blinkops_provider._models import validate_field_updates
 from blinkops_provider.exceptions import BlinkStalePlanError
-from blinkops_provider.migrations.plan import CHANGE, SchemaPlan, plan_fields
-from blinkops_provider.models import validate_field_updates
+from blinkops_provider.migrations._plan import CHANGE, SchemaPlan, plan_fields
 
 OWNER = {"type": "reference", "display_name": "Owner", "attributes": {"table_reference": {"table_name": "Users"}}}
 

@@ -1,4 +1,4 @@
-"""The record of a migration (blinkops_provider.migrations.record): a record of another Blink (#36)."""
+"""The record of a migration (blinkops_provider.migrations._record): a record of another Blink (#36)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_a_worker_local_record_is_refused_under_an_executor_of_several_machines(
     """#34: no silent /tmp: with the Variable unset, each Celery worker would keep its own record
     and lock, and nothing would keep two applies apart."""
     from blinkops_provider.exceptions import BlinkConfigurationError
-    from blinkops_provider.migrations.record import check_shared
+    from blinkops_provider.migrations._record import check_shared
 
     if refused:
         with pytest.raises(BlinkConfigurationError, match=r"on this worker's own temporary disk.*s3://aws_default@"):

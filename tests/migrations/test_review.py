@@ -1,4 +1,4 @@
-"""A review's decision as Airflow records it (blinkops_provider.migrations.review, #44 item 1):
+"""A review's decision as Airflow records it (blinkops_provider.migrations._review, #44 item 1):
 the real ``ApprovalOperator`` answers Reject by skipping the apply and returning nothing, so the
 decision is read from the skip it records; Approve from its return value."""
 
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from airflow.providers.common.compat.sdk import AirflowFailException
 
-from blinkops_provider.migrations import REJECTED_IN_REVIEW, fail_if_rejected, review_decision
-from blinkops_provider.migrations.review import APPROVED, NOT_ASKED, REJECTED
+from blinkops_provider.migrations import fail_if_rejected, review_decision
+from blinkops_provider.migrations._review import APPROVED, NOT_ASKED, REJECTED, REJECTED_IN_REVIEW
 
 AIRFLOW = tuple(int(part) for part in importlib.metadata.version("apache-airflow").split(".")[:2])
 HAS_APPROVAL = AIRFLOW >= (3, 1) and importlib.util.find_spec("airflow.providers.standard") is not None

@@ -1,7 +1,7 @@
 """Tables as code (#48), through the front door (plan_schema, apply_schema) against a Blink whose
 naming rule is not the sandbox's (tests/fake_blink.py): fields added and found again, removals
 behind an approval, tables created and edited, and the order the apply sends in
-(blinkops_provider.migrations.steps)."""
+(blinkops_provider.migrations._steps)."""
 
 from __future__ import annotations
 

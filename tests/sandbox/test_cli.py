@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 import requests
 
-from blinkops_provider.sandbox.cli import main
+from blinkops_provider.sandbox._cli import main
 
 
 def start(*args: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "blinkops_provider.sandbox.cli", "serve", *args],
+        [sys.executable, "-m", "blinkops_provider.sandbox._cli", "serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -93,7 +93,7 @@ for name in (%s,):
 @pytest.mark.parametrize("missing", [["uvicorn"], ["fastapi", "uvicorn"]])
 def test_serve_without_its_libraries_exits_2_with_the_install_hint_and_no_banner(missing: list[str]) -> None:
     names = ", ".join(repr(name) for name in missing)
-    code = BLOCK % names + "from blinkops_provider.sandbox.cli import main\nraise SystemExit(main(['serve']))\n"
+    code = BLOCK % names + "from blinkops_provider.sandbox._cli import main\nraise SystemExit(main(['serve']))\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert done.stdout == ""  # no banner, no key
@@ -117,9 +117,9 @@ def test_the_plugin_imports_nothing_heavy_until_a_test_asks_for_it() -> None:
     """Loading the pytest plugin (as every pytest run with the provider installed does) imports
     neither Airflow, the sandbox's server and store, FastAPI, uvicorn, nor the hook."""
     code = (
-        "import sys\nimport blinkops_provider.sandbox.pytest_plugin\n"
+        "import sys\nimport blinkops_provider.sandbox._pytest_plugin\n"
         "heavy = [m for m in ('airflow', 'fastapi', 'uvicorn', 'sqlite3', 'requests', 'pydantic',"
-        " 'blinkops_provider.sandbox.server', 'blinkops_provider.hooks') if m in sys.modules]\n"
+        " 'blinkops_provider.sandbox._server', 'blinkops_provider.hooks') if m in sys.modules]\n"
         "print(heavy)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
@@ -128,7 +128,7 @@ def test_the_plugin_imports_nothing_heavy_until_a_test_asks_for_it() -> None:
 
 def _serve(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "blinkops_provider.sandbox.cli", "serve", *args],
+        [sys.executable, "-m", "blinkops_provider.sandbox._cli", "serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -212,7 +212,7 @@ def test_create_table_makes_a_table_a_fleet_can_be_migrated_into(
 
 
 def test_the_fields_read_fault_switch_is_a_flag_of_serve() -> None:
-    from blinkops_provider.sandbox.cli import build_parser
+    from blinkops_provider.sandbox._cli import build_parser
 
     args = build_parser().parse_args(["serve", "--fields-read-status", "404"])
     assert args.fields_read_status == 404

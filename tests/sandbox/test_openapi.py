@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from blinkops_provider.sandbox import BlinkSandbox
-from blinkops_provider.sandbox.app import create_app
+from blinkops_provider.sandbox._app import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_CANDIDATES = [

@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from blinkops_provider.sandbox import BlinkSandbox
-from blinkops_provider.sandbox.rql_sql import QueryError, parse_query
+from blinkops_provider.sandbox._rql_sql import QueryError, parse_query
 from tests.sandbox.reference import evaluate
 
 T0 = 1_767_225_600_000

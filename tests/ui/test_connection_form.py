@@ -15,7 +15,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-from blinkops_provider import DEFAULT_HEADER
+from blinkops_provider._blink import DEFAULT_HEADER
 from blinkops_provider.sandbox import BlinkSandbox
 from tests.ui.conftest import SHOTS, AirflowUI
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from selenium.webdriver.common.by import By
 
-from blinkops_provider.assets import asset_host
+from blinkops_provider._assets import asset_host
 from blinkops_provider.sandbox import BlinkSandbox
 from tests.conftest import EXAMPLE_DAGS
 from tests.test_e2e_dags import DOWNSTREAM_DAG
@@ -188,7 +188,7 @@ def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
     table, and asks one person once, the refused and destructive tables first."""
     import requests
 
-    from blinkops_provider.sandbox.app import ADMIN_HEADER
+    from blinkops_provider.sandbox._app import ADMIN_HEADER
 
     env = {
         **airflow_ui.env,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from blinkops_provider import DEFAULT_HEADER
+from blinkops_provider._blink import DEFAULT_HEADER
+from blinkops_provider._inputs import Timeout, as_bool, as_timeout, check_api_key
+from blinkops_provider._names import build_base_url
 from blinkops_provider.exceptions import BlinkConfigurationError
-from blinkops_provider.inputs import Timeout, as_bool, as_timeout, check_api_key
-from blinkops_provider.names import build_base_url
 
 DEFAULT_TIMEOUT = (10.0, 60.0)
 """Connect and read timeouts, in seconds, when neither the hook nor the connection sets one."""

@@ -13,7 +13,8 @@ import urllib3.exceptions
 from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
-from blinkops_provider import MAX_BODY
+from blinkops_provider._blink import MAX_BODY
+from blinkops_provider._models import ErrorWrapper
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
@@ -23,7 +24,6 @@ from blinkops_provider.exceptions import (
     BlinkReadUnavailableError,
     BlinkResponseError,
 )
-from blinkops_provider.models import ErrorWrapper
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -155,7 +155,7 @@ def parse_json(answer: Answer, *, method: str, path: str, scrub: Scrub) -> Any:
     """The body of a 2xx response as plain Python data (dicts, lists, str, int, ...).
 
     Parsed by pydantic-core in one pass, with no model built: for hot paths that check the shape
-    themselves (see :mod:`blinkops_provider.walk`).
+    themselves (see :mod:`blinkops_provider.hooks._walk`).
 
     :raises BlinkResponseError: the body is not JSON.
     """

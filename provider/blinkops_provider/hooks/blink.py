@@ -11,22 +11,9 @@ import requests
 from airflow.providers.common.compat.sdk import AirflowNotFoundException, BaseHook, mask_secret
 from pydantic import BaseModel
 
-from blinkops_provider import MAX_LIMIT
-from blinkops_provider import walk as _walk
-from blinkops_provider.batch import FieldUpdates, run_batch
-from blinkops_provider.exceptions import (
-    BlinkApiError,
-    BlinkConfigurationError,
-    BlinkInputError,
-    BlinkNotFoundError,
-    BlinkReadUnavailableError,
-    BlinkResponseError,
-)
-from blinkops_provider.hooks._connection import ConnectionSettings
-from blinkops_provider.hooks._responses import in_workspace, once_each, parse_item, parse_json, parse_model, served
-from blinkops_provider.hooks._responses import readable as _readable
-from blinkops_provider.hooks._transport import Clock, Transport
-from blinkops_provider.inputs import (
+from blinkops_provider._blink import MAX_LIMIT
+from blinkops_provider._inputs import (
+    DEFAULT_UPDATE_CONCURRENCY,
     Timeout,
     check_concurrency,
     check_hook_options,
@@ -34,7 +21,7 @@ from blinkops_provider.inputs import (
     path_segment,
     validate_input,
 )
-from blinkops_provider.models import (
+from blinkops_provider._models import (
     BlinkTable,
     ConnectionType,
     ConnectionTypePage,
@@ -48,15 +35,26 @@ from blinkops_provider.models import (
     TableUpdate,
     validate_field_updates,
 )
-from blinkops_provider.rql import connection_type_query
-from blinkops_provider.walk import CataloguePage
+from blinkops_provider._rql import connection_type_query
+from blinkops_provider.exceptions import (
+    BlinkApiError,
+    BlinkConfigurationError,
+    BlinkInputError,
+    BlinkNotFoundError,
+    BlinkReadUnavailableError,
+    BlinkResponseError,
+)
+from blinkops_provider.hooks import _walk
+from blinkops_provider.hooks._batch import FieldUpdates, run_batch
+from blinkops_provider.hooks._connection import ConnectionSettings
+from blinkops_provider.hooks._responses import in_workspace, once_each, parse_item, parse_json, parse_model, served
+from blinkops_provider.hooks._responses import readable as _readable
+from blinkops_provider.hooks._transport import Clock, Transport
+from blinkops_provider.hooks._walk import CataloguePage
 
-__all__ = ["DEFAULT_UPDATE_CONCURRENCY", "BlinkHook", "Clock"]
+__all__ = ["BlinkHook"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-DEFAULT_UPDATE_CONCURRENCY = 16
-"""Field updates in flight at once, unless told (measured: see :meth:`BlinkHook.update_table_fields`)."""
 
 Filter = Mapping[str, Any] | str
 """An RQL filter, or its JSON text."""
@@ -215,7 +213,7 @@ class BlinkHook(BaseHook):
         The body is sent as given: Blink replaces the whole field, so it resets every member and
         attribute the update leaves out (``required`` and ``is_unique`` among them) and refuses
         type changes. The operators send the merge with the field as Blink holds it
-        (:func:`~blinkops_provider.models.merge_field`).
+        (:func:`~blinkops_provider._models.merge_field`).
 
         :returns: the field as Blink stored it.
         :raises BlinkInputError: an empty name or an invalid update, before any request.
@@ -308,7 +306,7 @@ class BlinkHook(BaseHook):
             Benchmarks). Lower it for a tenant with a tight rate limit.
         :returns: the updated fields and the failed ones, in the given order; an exception that
             interrupts the batch carries what was known then
-            (:meth:`~blinkops_provider.batch.FieldUpdates.carried_by`).
+            (as ``exc.field_updates``).
         :raises BlinkInputError: an invalid name, update, duplicate field or ``max_concurrency``,
             listing every problem, before any request.
         """
@@ -324,6 +322,24 @@ class BlinkHook(BaseHook):
             fail_fast=fail_fast,
             log=self.log,
         )
+
+    def run_batch(
+        self,
+        batch: Sequence[tuple[str, Any]],
+        send: Callable[[str, Any], Any],
+        *,
+        max_concurrency: int = DEFAULT_UPDATE_CONCURRENCY,
+        fail_fast: bool = False,
+    ) -> FieldUpdates:
+        """Call ``send(name, body)`` for each ``(name, body)`` of ``batch``, ``max_concurrency`` at
+        a time, each on its thread's session with the hook's retry policy and shared backoff (how
+        :meth:`update_table_fields` sends; a migration sends its adds, changes and removals so).
+
+        :returns: each name's outcome, in the given order; an exception that interrupts the batch
+            carries what was known then (as ``exc.field_updates``).
+        """
+        check_concurrency(max_concurrency)
+        return run_batch(batch, send, max_concurrency=max_concurrency, fail_fast=fail_fast, log=self.log)
 
     def create_table_field(self, ws_id: str, table: str, body: FieldUpdate | Mapping[str, Any]) -> TableField:
         """Add a field to a table (``POST /workspace/{ws_id}/table/{table}/fields``).
@@ -468,7 +484,7 @@ class BlinkHook(BaseHook):
 
         What the operators use. Each item is the JSON object Blink sent, unknown members
         included. The walk pages by id and is exact while the catalogue changes; a ``sort`` is
-        applied by the client once every page is in. :mod:`blinkops_provider.walk` says
+        applied by the client once every page is in. :mod:`blinkops_provider.hooks._walk` says
         how, and lists its page checks.
 
         :raises BlinkInputError: an invalid query, page size or ``max_items``, before any request.
@@ -539,13 +555,13 @@ class BlinkHook(BaseHook):
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
         """How the Airflow 2 UI shows the connection form (Airflow 3 reads the provider info)."""
-        from blinkops_provider.connection_form import ui_field_behaviour
+        from blinkops_provider.hooks._connection_form import ui_field_behaviour
 
         return ui_field_behaviour()
 
     @classmethod
     def get_connection_form_widgets(cls) -> dict[str, Any]:
         """The extra fields of the Airflow 2 connection form."""
-        from blinkops_provider.connection_form import connection_form_widgets
+        from blinkops_provider.hooks._connection_form import connection_form_widgets
 
         return connection_form_widgets()

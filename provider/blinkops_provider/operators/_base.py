@@ -9,10 +9,10 @@ from typing import Any
 
 from airflow.providers.common.compat.sdk import BaseOperator
 
-from blinkops_provider.assets import event_extra
+from blinkops_provider._assets import event_extra
+from blinkops_provider._retry_policy import default_retry_policy
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.retry_policy import default_retry_policy
 
 HOOK_PARAMS = tuple(
     name
@@ -41,7 +41,7 @@ class BaseBlinkOperator(BaseOperator):
         (``timeout``, ``retry_limit``, ``retry_delay``).
 
     On Airflow 3.3 and later the operators take
-    :class:`~blinkops_provider.retry_policy.BlinkRetryPolicy` as their ``retry_policy`` unless
+    :class:`~blinkops_provider._retry_policy.BlinkRetryPolicy` as their ``retry_policy`` unless
     given one (``retry_policy=None`` turns it off).
     """
 
@@ -79,10 +79,10 @@ class BaseBlinkOperator(BaseOperator):
     ) -> None:
         """Add the event of the table's ``blink://`` asset, with :func:`event_extra`: on that asset
         when the task declares it among its outlets (Airflow then lists the task as a producer),
-        else through the operator's alias :data:`~blinkops_provider.assets.TABLES_ALIAS`. Airflow
+        else through the operator's alias :data:`~blinkops_provider._assets.TABLES_ALIAS`. Airflow
         records it when the task succeeds. A failure here is logged, never raised: the fields
         were applied, and the task must not fail for its announcement."""
-        from blinkops_provider.assets import TABLES_ALIAS, add_alias_event, blink_table_asset
+        from blinkops_provider._assets import TABLES_ALIAS, add_alias_event, blink_table_asset
 
         events = context.get("outlet_events")
         if events is None:  # a bare execute() outside Airflow

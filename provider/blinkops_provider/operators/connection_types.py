@@ -7,20 +7,19 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
-from blinkops_provider import MAX_LIMIT
-from blinkops_provider.assets import CATALOGUE_ALIAS, catalogue_lineage
+from blinkops_provider._assets import CATALOGUE_ALIAS, catalogue_lineage
+from blinkops_provider._blink import MAX_LIMIT
+from blinkops_provider._inputs import check_paging
+from blinkops_provider._storage import replacing, storage_path
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.inputs import check_paging
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
-from blinkops_provider.storage import replacing, storage_path
-from blinkops_provider.walk import KEYSET, CataloguePage
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
 
 __all__ = ["ConnectionTypesToXComOperator"]
 
-LARGE_XCOM_ITEMS = 5_000
+_LARGE_XCOM_ITEMS = 5_000
 """Above this many items returned to XCom, the operator warns and suggests ``output_path``."""
 
 
@@ -87,12 +86,12 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         if target is not None:
             return self._write(pages, target)
         items: list[dict[str, Any]] = []
-        paging = KEYSET
+        paging = "keyset"  # the walk's first mode, until a page says
         for page in pages:
             items.extend(page.items)
             paging = page.paging
         self.log.info("Fetched %d connection types (paging: %s)", len(items), paging)
-        if len(items) > LARGE_XCOM_ITEMS:
+        if len(items) > _LARGE_XCOM_ITEMS:
             self.log.warning(
                 "Returning %d connection types through XCom, into Airflow's metadata database; "
                 "give output_path to write large catalogues to a file instead",
@@ -105,16 +104,16 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         as an output dataset (no request: the hook already knows its Base URL)."""
         return catalogue_lineage(self.hook.base_url, str(self.output_path) if self.output_path else None)
 
-    def _write(self, pages: Iterable[CataloguePage], target: Any) -> dict[str, Any]:
+    def _write(self, pages: Iterable[Any], target: Any) -> dict[str, Any]:
         """Stream the catalogue to a file of this run's own, then move it into place.
 
         Nothing half-written stays: on any failure the partial file is removed, and the target
         (a previous snapshot, say) is left as it was. Each item is written as the JSON object
         Blink sent, one per line, serialised by pydantic-core without a model. A local path is
         written with the standard library (no object-storage discovery); any other through
-        Airflow's ``ObjectStoragePath`` (see :mod:`blinkops_provider.storage`).
+        Airflow's ``ObjectStoragePath`` (see :mod:`blinkops_provider._storage`).
         """
-        count, total, paging = 0, 0, KEYSET
+        count, total, paging = 0, 0, "keyset"
         with replacing(target) as out:
             out.write(b"[")
             for page in pages:

@@ -5,14 +5,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from blinkops_provider._assets import TABLES_ALIAS, table_lineage
+from blinkops_provider._inputs import (
+    DEFAULT_UPDATE_CONCURRENCY,
+    check_concurrency,
+    check_flag,
+    check_lock_wait,
+    parse_json_object,
+    validate_input,
+)
+from blinkops_provider._models import FieldBatch, FieldType, FieldUpdate
 from blinkops_provider._text import one_line
-from blinkops_provider.assets import TABLES_ALIAS, table_lineage
-from blinkops_provider.batch import FieldUpdates
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook
-from blinkops_provider.inputs import check_concurrency, check_flag, check_lock_wait, parse_json_object, validate_input
+from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations import (
     ApplyReport,
+    ApplyResult,
     Declaration,
     Holder,
     apply_schema,
@@ -22,7 +30,6 @@ from blinkops_provider.migrations import (
     plan_schema,
     read_declaration,
 )
-from blinkops_provider.models import FieldBatch, FieldType, FieldUpdate
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
 
 if TYPE_CHECKING:
@@ -205,7 +212,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     :raises BlinkLockedError: another apply of the table holds its lock, before anything is sent.
     :raises BlinkNotFoundError: no such table, and ``create_table`` is False, before anything is sent.
     :raises BlinkApiError: some fields failed: a :class:`BlinkClientError` (no retry) when one had a
-        4xx, else Airflow's retries apply (:func:`~blinkops_provider.retry_policy.batch_error`).
+        4xx, else Airflow's retries apply (:func:`~blinkops_provider._retry_policy.batch_error`).
     """
 
     template_fields: Sequence[str] = ("ws_id", "table", "fields", "record_path", "plan", "acknowledge_risks")
@@ -261,7 +268,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         if self.plan_only:
             return self._plan(declared)
         report = ApplyReport(str(self.ws_id), str(self.table), self.log, self.fail_fast)
-        result: FieldUpdates | None = None
+        result: ApplyResult | None = None
         try:
             result = self._apply(context, declared, approved, acknowledged)
             if not result.ok:
@@ -275,7 +282,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         self._announce(context, summary, planned=result.plan is not None)
         return summary
 
-    def _apply(self, context: Context, declared: Declaration, approved: Any, acknowledged: bool) -> FieldUpdates:
+    def _apply(self, context: Context, declared: Declaration, approved: Any, acknowledged: bool) -> ApplyResult:
         """Send the declaration as a migration of the table (lock and record with a ``record_path``)."""
         return apply_schema(
             self.hook,

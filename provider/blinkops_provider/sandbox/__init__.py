@@ -13,12 +13,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from blinkops_provider.sandbox.faults import FaultConfig
-    from blinkops_provider.sandbox.server import BlinkSandbox
+    from blinkops_provider.sandbox._faults import FaultConfig
+    from blinkops_provider.sandbox._server import BlinkSandbox
 
 __all__ = ["BlinkSandbox", "FaultConfig"]
 
-_HOMES = {"BlinkSandbox": "blinkops_provider.sandbox.server", "FaultConfig": "blinkops_provider.sandbox.faults"}
+_HOMES = {"BlinkSandbox": "blinkops_provider.sandbox._server", "FaultConfig": "blinkops_provider.sandbox._faults"}
 
 
 def __getattr__(name: str) -> Any:

@@ -30,45 +30,9 @@ from pydantic import (
     model_validator,
 )
 
+from blinkops_provider._inputs import RepeatedMember, describe_errors, unique_members
+from blinkops_provider._names import segment
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.inputs import RepeatedMember, describe_errors, unique_members
-from blinkops_provider.names import segment
-
-__all__ = [
-    "READ_ONLY_ATTRIBUTES",
-    "SYSTEM_FIELD_TYPES",
-    "ActionToRunParamValues",
-    "Authentication",
-    "AuthenticationKey",
-    "BlinkTable",
-    "ConnectionType",
-    "ConnectionTypeMetadata",
-    "ConnectionTypeMethod",
-    "ConnectionTypePage",
-    "CreatedTable",
-    "ErrorWrapper",
-    "Extractor",
-    "ExtractorExpiry",
-    "FieldAttributes",
-    "FieldBatch",
-    "FieldList",
-    "FieldType",
-    "FieldUpdate",
-    "NewTable",
-    "Pagination",
-    "TableField",
-    "TableList",
-    "TableReference",
-    "TableUpdate",
-    "TestConnection",
-    "TwoLeggedValues",
-    "Validation",
-    "contradictions",
-    "field_body",
-    "merge_field",
-    "scalar_fields",
-    "validate_field_updates",
-]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

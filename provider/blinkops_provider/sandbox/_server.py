@@ -12,8 +12,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from blinkops_provider.sandbox.faults import FaultConfig, FaultInjector, FaultMiddleware, RequestLog
-from blinkops_provider.sandbox.store import SandboxStore
+from blinkops_provider.sandbox._faults import FaultConfig, FaultInjector, FaultMiddleware, RequestLog
+from blinkops_provider.sandbox._store import SandboxStore
 
 DEFAULT_CONNECTION_TYPES = 200
 
@@ -115,7 +115,7 @@ class BlinkSandbox:
 
         :raises ValueError: a wrong entry, named. :raises StoreError: the table exists already.
         """
-        from blinkops_provider.sandbox.blink_models import declared_fields
+        from blinkops_provider.sandbox._blink_models import declared_fields
 
         self.store.add_table(ws_id, table, declared_fields(declared.get("fields") or []))
 
@@ -130,7 +130,7 @@ class BlinkSandbox:
         self.store.reset(self.connection_types, self.seed)
 
     def set_faults(self, **settings: Any) -> None:
-        """Inject faults from now on (see :class:`~blinkops_provider.sandbox.faults.FaultConfig`)."""
+        """Inject faults from now on (see :class:`~blinkops_provider.sandbox._faults.FaultConfig`)."""
         self.faults.configure(FaultConfig(**settings))
 
     def clear_faults(self) -> None:
@@ -146,7 +146,7 @@ class BlinkSandbox:
     def _make_server(self) -> Any:
         import uvicorn
 
-        from blinkops_provider.sandbox.app import KEY_HEADER, create_app
+        from blinkops_provider.sandbox._app import KEY_HEADER, create_app
 
         app = FaultMiddleware(
             create_app(self), injector=self.faults, log=self.log, key_header=KEY_HEADER, api_key=self.api_key

@@ -25,10 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from blinkops_provider.migrations.record import unusable_location
-from blinkops_provider.storage import local_path
-
-__all__ = ["LocalLockFile", "LockFile", "NoLock", "S3LockObject", "lock_file", "lock_files"]
+from blinkops_provider._storage import local_path
+from blinkops_provider.migrations._record import unusable_location
 
 SUFFIX = ".lock"
 

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from blinkops_provider import API_PREFIX, RETRYABLE_STATUSES
+from blinkops_provider._blink import API_PREFIX, RETRYABLE_STATUSES
 
 FaultName = Literal["ok", "drop", "truncate", "non-json"]
 
@@ -32,7 +32,7 @@ def _retryable_status(status: int) -> int:
 
 
 FaultStatus = Annotated[int, AfterValidator(_retryable_status)]
-"""A status the client retries (:data:`~blinkops_provider.RETRYABLE_STATUSES`)."""
+"""A status the client retries (:data:`~blinkops_provider._blink.RETRYABLE_STATUSES`)."""
 Fault = FaultStatus | FaultName
 
 Scope = dict[str, Any]

@@ -4,7 +4,7 @@
   declaration against them (:mod:`.identity` matches each entry to Blink's field), with the record
   of the last apply as the drift baseline (and as the baseline itself where Blink does not serve
   the fields read); it changes nothing.
-- :func:`apply_schema` takes the table's lock (:mod:`blinkops_provider.migrations.lock`), plans
+- :func:`apply_schema` takes the table's lock (:mod:`blinkops_provider.migrations._lock`), plans
   again under it, refuses anything but the approved plan, refuses a removal no person approved
   and nobody acknowledged, sends what the plan sends (:mod:`.steps`: create, add, change, the
   table, remove) through the hook, and records what Blink confirmed, before it lets the lock go.
@@ -21,28 +21,26 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from blinkops_provider._inputs import DEFAULT_UPDATE_CONCURRENCY, check_concurrency, check_flag
+from blinkops_provider._models import BlinkTable, FieldBatch, FieldUpdate, TableField
+from blinkops_provider._names import segment
+from blinkops_provider._storage import storage_path
 from blinkops_provider._text import one_line
-from blinkops_provider.batch import FieldUpdates
 from blinkops_provider.exceptions import (
     BlinkConfigurationError,
     BlinkInputError,
     BlinkNotFoundError,
     BlinkReadUnavailableError,
 )
-from blinkops_provider.hooks.blink import DEFAULT_UPDATE_CONCURRENCY, BlinkHook
-from blinkops_provider.inputs import check_concurrency, check_flag
-from blinkops_provider.migrations.declaration import Declaration, read_declaration
-from blinkops_provider.migrations.fleet import check_let_through
-from blinkops_provider.migrations.identity import match_table
-from blinkops_provider.migrations.lock import Holder, TableLock
-from blinkops_provider.migrations.plan import SchemaPlan, TablePlan, make_plan, plan_table
-from blinkops_provider.migrations.record import SchemaRecord, check_shared, record_location
-from blinkops_provider.migrations.steps import Steps as _Steps
-from blinkops_provider.models import BlinkTable, FieldBatch, FieldUpdate, TableField
-from blinkops_provider.names import segment
-from blinkops_provider.storage import storage_path
-
-__all__ = ["apply_schema", "approved_plan", "declared_schema", "plan_schema"]
+from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.migrations._declaration import Declaration, read_declaration
+from blinkops_provider.migrations._fleet import check_let_through
+from blinkops_provider.migrations._identity import match_table
+from blinkops_provider.migrations._lock import Holder, TableLock
+from blinkops_provider.migrations._plan import SchemaPlan, TablePlan, make_plan, plan_table
+from blinkops_provider.migrations._record import SchemaRecord, check_shared, record_location
+from blinkops_provider.migrations._result import ApplyResult
+from blinkops_provider.migrations._steps import Steps as _Steps
 
 Updates = Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | FieldBatch | Declaration | str
 
@@ -79,7 +77,7 @@ def declared_schema(value: Any, *, source: str) -> list[dict[str, Any]] | dict[s
     """A declared schema, checked before any request: from its JSON text, an object
     ``{"display_name": ..., "description": ..., "fields": [...]}`` (the table's display name and
     description are optional), or the list of entries itself. An entry is a field or a tombstone
-    ``{"field": "Old", "remove": true}`` (:mod:`~blinkops_provider.migrations.declaration`).
+    ``{"field": "Old", "remove": true}`` (:mod:`~blinkops_provider.migrations._declaration`).
 
     :param source: where the schema came from, named in every error (``"the 'schema' param"``,
         ``"schema file /opt/schemas/incidents.json"``).
@@ -118,7 +116,7 @@ class _NoRecord(SchemaRecord):
 
 
 def _record(hook: BlinkHook, ws_id: str, table: str, location: str | None) -> SchemaRecord:
-    """The record at ``location`` (:func:`~blinkops_provider.migrations.record.record_location`'s),
+    """The record at ``location`` (:func:`~blinkops_provider.migrations._record.record_location`'s),
     or none kept when it is None."""
     if location is None:
         return _NoRecord("", blink=hook.base_url, ws_id=ws_id, table=table)
@@ -273,7 +271,7 @@ def _check_loss(
     log: Any, planned: SchemaPlan, approved: Mapping[str, Any] | str | None, acknowledge_risks: bool
 ) -> None:
     """Refuse a plan that removes fields unless a person approved it in review (its XCom carries
-    the review: :func:`~blinkops_provider.migrations.fleet.let_through` with ``reviewed=True``) or
+    the review: :func:`~blinkops_provider.migrations._fleet.let_through` with ``reviewed=True``) or
     the apply was given ``acknowledge_risks=True``.
 
     :raises BlinkInputError: naming the removals and both ways to go on; nothing was sent.
@@ -336,7 +334,7 @@ def apply_schema(
     replace: bool = False,
     acknowledge_risks: bool = False,
     create_table: bool = False,
-) -> FieldUpdates:
+) -> ApplyResult:
     """Apply ``updates`` to ``ws_id``/``table`` as a migration: lock, read Blink's table and
     fields and plan, check, then create the table, add fields, change fields (each sent merged
     with what Blink holds), change the table, and remove fields last; record.

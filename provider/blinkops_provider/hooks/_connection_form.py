@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from blinkops_provider import DEFAULT_HEADER, get_provider_info
-
-__all__ = ["connection_form_widgets", "ui_field_behaviour"]
+from blinkops_provider import get_provider_info
+from blinkops_provider._blink import DEFAULT_HEADER
 
 
 def ui_field_behaviour() -> dict[str, Any]:

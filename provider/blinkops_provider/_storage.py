@@ -16,8 +16,6 @@ from urllib.parse import unquote, urlsplit
 
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError
 
-__all__ = ["SINGLE_MACHINE_EXECUTORS", "local_path", "regular_file", "replacing", "storage_path", "worker_local"]
-
 SINGLE_MACHINE_EXECUTORS = frozenset({"LocalExecutor", "SequentialExecutor", "DebugExecutor"})
 """Executors that run every task on one machine: there, a local folder is shared by every task."""
 

@@ -12,8 +12,9 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from blinkops_provider import API_PREFIX, DEFAULT_HEADER, __version__
-from blinkops_provider.sandbox.blink_models import (
+from blinkops_provider import __version__
+from blinkops_provider._blink import API_PREFIX, DEFAULT_HEADER
+from blinkops_provider.sandbox._blink_models import (
     ConnectionTypePage,
     CreatedTable,
     ErrorWrapper,
@@ -26,13 +27,13 @@ from blinkops_provider.sandbox.blink_models import (
     declared_fields,
     errors_text,
 )
-from blinkops_provider.sandbox.faults import FaultConfig, FaultInjector, RequestLog
-from blinkops_provider.sandbox.rql_sql import QueryError, parse_query
-from blinkops_provider.sandbox.store import SandboxStore, StoreError
+from blinkops_provider.sandbox._faults import FaultConfig, FaultInjector, RequestLog
+from blinkops_provider.sandbox._rql_sql import QueryError, parse_query
+from blinkops_provider.sandbox._store import SandboxStore, StoreError
 
 
 class Served(Protocol):
-    """What the application serves from (:class:`blinkops_provider.sandbox.server.BlinkSandbox`)."""
+    """What the application serves from (:class:`blinkops_provider.sandbox._server.BlinkSandbox`)."""
 
     api_key: str
     admin_token: str

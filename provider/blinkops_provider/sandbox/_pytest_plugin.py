@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from blinkops_provider.sandbox.server import BlinkSandbox
+    from blinkops_provider.sandbox._server import BlinkSandbox
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,7 +40,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _sandbox_class() -> type[BlinkSandbox]:
     """The sandbox's class, imported only when a test asks for the fixture; a clear failure, not a
     traceback, when its server libraries are missing."""
-    from blinkops_provider.sandbox.server import BlinkSandbox, SandboxDependencyError, check_dependencies
+    from blinkops_provider.sandbox._server import BlinkSandbox, SandboxDependencyError, check_dependencies
 
     try:
         check_dependencies()

@@ -9,8 +9,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from blinkops_provider._retry_policy import batch_error
 from blinkops_provider._text import one_line
-from blinkops_provider.batch import FieldUpdates
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
@@ -18,10 +18,8 @@ from blinkops_provider.exceptions import (
     BlinkLockedError,
     BlinkStalePlanError,
 )
-from blinkops_provider.migrations.fleet import APPLIED, FAILED, STALE, UNCHANGED
-from blinkops_provider.retry_policy import batch_error
-
-__all__ = ["OUTCOMES", "WHY_CHARS", "ApplyReport", "grouped", "not_applied"]
+from blinkops_provider.migrations._fleet import APPLIED, FAILED, STALE, UNCHANGED
+from blinkops_provider.migrations._result import ApplyResult
 
 OUTCOMES = ("added", "changed", "removed", "unchanged", "applied", "failed", "unknown")
 """A field's outcomes, in the order the summary line counts them."""
@@ -49,7 +47,7 @@ def _table_outcome(counts: Counter[str], exc: BaseException | None) -> str:
     return APPLIED if counts["added"] or counts["changed"] or counts["removed"] or counts["applied"] else UNCHANGED
 
 
-def _why(name: str, result: FieldUpdates) -> str:
+def _why(name: str, result: ApplyResult) -> str:
     """A field the batch did not apply, with why in a few words: ``'Tags' (404: not found)``."""
     error = result.failed.get(name)
     if error is None:
@@ -60,9 +58,9 @@ def _why(name: str, result: FieldUpdates) -> str:
     return f"{one_line(name)!r} ({why if len(why) <= WHY_CHARS else why[: WHY_CHARS - 1] + '…'})"
 
 
-def not_applied(result: FieldUpdates) -> BlinkApiError:
+def not_applied(result: ApplyResult) -> BlinkApiError:
     """The error that ends a batch that did not apply every field: each field and why, and the
-    class :func:`~blinkops_provider.retry_policy.batch_error` gives it (whether a retry helps)."""
+    class :func:`~blinkops_provider._retry_policy.batch_error` gives it (whether a retry helps)."""
     missing = [*result.failed, *result.not_sent, *result.unknown]
     more = f" and {len(missing) - SHOWN_FIELDS} more" if len(missing) > SHOWN_FIELDS else ""
     names = ", ".join(_why(name, result) for name in missing[:SHOWN_FIELDS]) + more
@@ -79,7 +77,7 @@ class ApplyReport:
     fail_fast: bool = False
 
     def summary(
-        self, result: FieldUpdates, *, approved: Any = None, exc: BaseException | None = None, rate_limited: int = 0
+        self, result: ApplyResult, *, approved: Any = None, exc: BaseException | None = None, rate_limited: int = 0
     ) -> dict[str, Any]:
         """Log the outcome, keyed by the declared names: a summary line, then one line per field
         added, changed, failed or unknown (unchanged fields are counted, not listed); the XCom
@@ -111,11 +109,11 @@ class ApplyReport:
         }
 
     def failed(
-        self, result: FieldUpdates | None, *, approved: Any, exc: BaseException, rate_limited: int = 0
+        self, result: ApplyResult | None, *, approved: Any, exc: BaseException, rate_limited: int = 0
     ) -> dict[str, Any]:
         """The XCom of an apply that ``exc`` ended: what was known then (``result``, or what the
         exception carries), or an apply that sent nothing (stale, locked, unreachable)."""
-        known = result or FieldUpdates.carried_by(exc)
+        known = result or ApplyResult.carried_by(exc)
         if known is not None:
             return self.summary(known, approved=approved, exc=exc, rate_limited=rate_limited)
         outcome = STALE if isinstance(exc, BlinkStalePlanError) else FAILED
@@ -136,14 +134,14 @@ class ApplyReport:
             facts["error"] = f"{type(exc).__name__}: {shown}"[:2000].rstrip(": ")  # room for the unlock command
         return facts
 
-    def _stopped_by(self, result: FieldUpdates) -> str:
+    def _stopped_by(self, result: ApplyResult) -> str:
         """Why fields were left unsent: the key refused, ``fail_fast``, or an interruption."""
         auth = next((error for error in result.failed.values() if isinstance(error, BlinkAuthError)), None)
         if auth is not None:
             return "Blink refused the API key (401)" if auth.status != 403 else "the key lacks the workspace role (403)"
         return "fail_fast stopped the batch" if self.fail_fast else "the task was interrupted"
 
-    def _log_field(self, name: str, outcome: str, result: FieldUpdates, stopped: str) -> dict[str, Any] | None:
+    def _log_field(self, name: str, outcome: str, result: ApplyResult, stopped: str) -> dict[str, Any] | None:
         """Log one field's line; a failed field's XCom entry (None for any other)."""
         if name in result.applied:
             self._log_applied(name, outcome, result)
@@ -159,7 +157,7 @@ class ApplyReport:
         self.log.error("  %s: failed%s: %s", one_line(name), f" with {status}" if status else "", one_line(message))
         return {"field": name, "status": status, "message": message}
 
-    def _log_applied(self, name: str, outcome: str, result: FieldUpdates) -> None:
+    def _log_applied(self, name: str, outcome: str, result: ApplyResult) -> None:
         stored = result.applied[name]
         if outcome == "removed":
             self.log.info("  %s: removed, with its values", one_line(name))

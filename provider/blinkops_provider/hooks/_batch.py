@@ -6,21 +6,10 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
+from blinkops_provider._models import FieldUpdate, TableField
 from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkResponseError
-from blinkops_provider.models import FieldUpdate, TableField
-
-
-class Planned(Protocol):
-    """What a batch's report asks of the plan it was sent under (a migration's plan)."""
-
-    def done(self, field: str) -> str: ...
-
-    def members(self, field: str) -> tuple[str, ...]: ...
-
-
-__all__ = ["PROGRESS_FROM", "FieldUpdates", "Planned", "run_batch"]
 
 PROGRESS_FROM = 20
 """The smallest batch whose progress is logged on the way (every 10%); a smaller one logs its end."""
@@ -38,8 +27,6 @@ class FieldUpdates:
         update (a 2xx) with an answer that could not be read.
     :ivar unknown: fields in flight when the batch was interrupted (a timeout, a signal): sent,
         and perhaps applied, but no answer was seen.
-    :ivar plan: the plan the batch was applied with (when a ``record_path`` was given).
-    :ivar skipped: fields not sent because the plan found them unchanged (``only_changed``).
     """
 
     updated: list[TableField]
@@ -48,24 +35,21 @@ class FieldUpdates:
     order: list[str]
     applied: dict[str, TableField | None] = field(default_factory=dict)
     unknown: list[str] = field(default_factory=list)
-    plan: Planned | None = None
-    skipped: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        """Whether every update was applied (or, with ``only_changed``, skipped as unchanged)."""
+        """Whether every update was applied."""
         return not self.failed and not self.not_sent and not self.unknown
 
     def outcome(self, name: str) -> str:
-        """What happened to a declared field: ``added``, ``changed`` or ``unchanged`` (as
-        planned, and confirmed by Blink or skipped), ``applied`` (confirmed, with no plan),
-        ``failed`` (refused, or not sent) or ``unknown`` (in flight when interrupted)."""
-        return self._outcome(name, set(self.skipped), set(self.unknown))
+        """What happened to a field: ``applied`` (confirmed by Blink), ``failed`` (refused, or not
+        sent) or ``unknown`` (in flight when interrupted)."""
+        return self._outcome(name, set(self.unknown))
 
     def outcomes(self) -> dict[str, str]:
         """Every declared field's :meth:`outcome`, in the declared order (linear in the fields)."""
-        skipped, unknown = set(self.skipped), set(self.unknown)
-        return {name: self._outcome(name, skipped, unknown) for name in self.order}
+        unknown = set(self.unknown)
+        return {name: self._outcome(name, unknown) for name in self.order}
 
     def attach_to(self, exc: BaseException) -> None:
         """Let ``exc``, which interrupted the batch, carry what was known then (see :meth:`carried_by`)."""
@@ -78,11 +62,9 @@ class FieldUpdates:
         carried = getattr(exc, "field_updates", None)
         return carried if isinstance(carried, FieldUpdates) else None
 
-    def _outcome(self, name: str, skipped: set[str], unknown: set[str]) -> str:
+    def _outcome(self, name: str, unknown: set[str]) -> str:
         if name in self.applied:
-            return self.plan.done(name) if self.plan is not None else "applied"
-        if name in skipped:
-            return "unchanged"
+            return "applied"
         return "unknown" if name in unknown else "failed"
 
 

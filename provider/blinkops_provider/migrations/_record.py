@@ -5,7 +5,7 @@ The record is a small JSON file at a path the user names: a local path (with sev
 shared one) or any URI Airflow's ``ObjectStoragePath`` reads (``s3://aws_conn_id@bucket/blink/
 records/``). A path that ends in ``/`` names a folder of records: each table's record is then
 ``<folder>/<ws_id>/<table>.json``, the names in the canonical segment form of
-:mod:`blinkops_provider.names` (``/`` and ``..`` encoded), so no name escapes the folder and no two
+:mod:`blinkops_provider._names` (``/`` and ``..`` encoded), so no name escapes the folder and no two
 tables share a file (:func:`record_location`). The record holds, per field, the body last sent
 and confirmed by Blink (a 2xx), and names the Blink (its canonical host: any spelling of the
 same Base URL is the same Blink), workspace and table it is for, so one record cannot be used
@@ -20,18 +20,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from blinkops_provider._names import blink_host, segment
+from blinkops_provider._storage import replacing, storage_path, worker_local
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError
-from blinkops_provider.names import blink_host, segment
-from blinkops_provider.storage import SINGLE_MACHINE_EXECUTORS, replacing, storage_path, worker_local
-
-__all__ = [
-    "RECORD_FORMAT",
-    "SINGLE_MACHINE_EXECUTORS",
-    "SchemaRecord",
-    "check_shared",
-    "record_location",
-    "unusable_location",
-]
 
 RECORD_FORMAT = "blinkops-schema-record/1"
 _FORMAT_NAME, _, _FORMAT_VERSION = RECORD_FORMAT.rpartition("/")
@@ -52,7 +43,7 @@ def record_location(record_path: str | os.PathLike[str], ws_id: str, table: str)
 
     - A path ending in ``/`` is a folder of records: the result is
       ``<folder>/<ws_id>/<table>.json``, each name one canonical segment
-      (:func:`blinkops_provider.names.segment`), so it stays in the folder and is the table's own.
+      (:func:`blinkops_provider._names.segment`), so it stays in the folder and is the table's own.
     - Any other path is the record itself, as given; it may hold no ``.`` or ``..`` segment.
 
     :raises BlinkInputError: an empty or non-text ``record_path``, a dot segment in a file path,
@@ -107,7 +98,7 @@ class SchemaRecord:
         self.location = os.fspath(location)
         self.blink, self.ws_id, self.table = blink, ws_id, table
         self.host = blink_host(blink)
-        """The Blink's canonical name (:func:`blinkops_provider.names.blink_host`), as recorded."""
+        """The Blink's canonical name (:func:`blinkops_provider._names.blink_host`), as recorded."""
         self.names: dict[str, str] = {}
         """What :meth:`read` found noted: declared field name -> the name Blink gave the field when
         this provider added it (only where they differ)."""

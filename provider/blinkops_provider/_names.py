@@ -24,10 +24,8 @@ from __future__ import annotations
 
 from urllib.parse import SplitResult, quote, unquote_to_bytes, urlsplit
 
-from blinkops_provider import API_PREFIX
+from blinkops_provider._blink import API_PREFIX
 from blinkops_provider.exceptions import BlinkConfigurationError
-
-__all__ = ["DEFAULT_BASE_URL", "blink_host", "build_base_url", "canonical_segment", "host_of", "segment", "table_ref"]
 
 DEFAULT_BASE_URL = f"https://app.blinkops.com{API_PREFIX}"
 """Blink's SaaS API, when a connection names no host."""

@@ -1,7 +1,7 @@
 """One review for the plans of many tables (a fleet): what a person reads before approving them.
 
 :func:`fleet_review` takes the plans' XComs (:meth:`SchemaPlan.to_xcom
-<blinkops_provider.migrations.plan.SchemaPlan.to_xcom>`, one per table, for example the mapped
+<blinkops_provider.migrations._plan.SchemaPlan.to_xcom>`, one per table, for example the mapped
 plan tasks' ``plan.output``) and writes one text: a summary first, the tables with refused or
 destructive changes before the others, the tables with nothing to change in one line, then each
 changed table's rows, within a size bound.
@@ -20,23 +20,9 @@ from typing import Any
 
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations.plan import ADD, BASELINE, CHANGE, RECORD_BASELINE, REFUSED, REMOVE
-from blinkops_provider.migrations.plan import UNCHANGED as KEPT
-from blinkops_provider.migrations.review import REJECTED_IN_REVIEW
-
-__all__ = [
-    "MAX_REVIEW_CHARS",
-    "REVIEW_ALWAYS",
-    "REVIEW_CHANGES",
-    "REVIEW_POLICIES",
-    "REVIEW_RISKY",
-    "check_let_through",
-    "check_review_policy",
-    "fleet_review",
-    "fleet_summary",
-    "let_through",
-    "review_needed",
-]
+from blinkops_provider.migrations._plan import ADD, BASELINE, CHANGE, RECORD_BASELINE, REFUSED, REMOVE
+from blinkops_provider.migrations._plan import UNCHANGED as KEPT
+from blinkops_provider.migrations._review import REJECTED_IN_REVIEW
 
 MAX_REVIEW_CHARS = 20_000
 """The most characters of a fleet's review; the plans past it are in their tasks' XCom."""

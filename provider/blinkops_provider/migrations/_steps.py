@@ -1,7 +1,7 @@
 """How an approved plan is sent to Blink, in the order that can lose nothing: create the table
 (with its fields), add fields, change fields, change the table's display name or description, and
 remove fields last. A failure before the removals sends no removal. Each batch is sent
-``max_concurrency`` at a time (:func:`blinkops_provider.batch.run_batch`); what Blink confirmed,
+``max_concurrency`` at a time (:meth:`~blinkops_provider.hooks.blink.BlinkHook.run_batch`); what Blink confirmed,
 Blink's names of the fields it added included, is recorded, also when the apply is interrupted.
 """
 
@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from blinkops_provider._models import FieldUpdate, NewTable, TableField
 from blinkops_provider._text import one_line
-from blinkops_provider.batch import FieldUpdates, run_batch
 from blinkops_provider.exceptions import BlinkApiError, BlinkBadRequestError, BlinkConfigurationError, BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.migrations.plan import ADD, CHANGE, CREATE, REFUSED, REMOVE, UNCHANGED, FieldPlan, SchemaPlan
-from blinkops_provider.migrations.record import SchemaRecord
-from blinkops_provider.models import FieldUpdate, NewTable, TableField
+from blinkops_provider.migrations._plan import ADD, CHANGE, CREATE, REFUSED, REMOVE, UNCHANGED, FieldPlan, SchemaPlan
+from blinkops_provider.migrations._record import SchemaRecord
+from blinkops_provider.migrations._result import ApplyResult
 
 Batch = list[tuple[str, FieldUpdate]]
 
@@ -50,20 +50,20 @@ class Steps:
             if row.action == UNCHANGED and (row.body is None or only_changed)  # (a tombstone: nothing to remove)
         ]
 
-    def run(self) -> FieldUpdates:
+    def run(self) -> ApplyResult:
         """Send every step; the report of every field, after recording what Blink confirmed."""
         now = self.hook.clock.now
-        done: list[FieldUpdates] = []
+        done: list[Any] = []
         try:
             self._send(done)
         except BaseException as exc:
-            partial = FieldUpdates.carried_by(exc)
+            partial = getattr(exc, "field_updates", None)  # what the batch in flight knew
             so_far = self._report([*done, *([partial] if partial is not None else [])])
             self.complete(so_far, now(), raising=False).attach_to(exc)
             raise
         return self.complete(self._report(done), now(), raising=True)
 
-    def _send(self, done: list[FieldUpdates]) -> None:
+    def _send(self, done: list[Any]) -> None:
         table, ws_id = self.plan.table_plan, self.plan.ws_id
         if table.action == CREATE:
             done.append(self._create())
@@ -97,12 +97,12 @@ class Steps:
     def _rows(self, action: str) -> list[FieldPlan]:
         return [row for row in self.plan.fields if row.action == action]
 
-    def _batch(self, batch: Sequence[tuple[str, Any]], send: Callable[[str, Any], Any]) -> FieldUpdates:
+    def _batch(self, batch: Sequence[tuple[str, Any]], send: Callable[[str, Any], Any]) -> Any:
         if not batch:
-            return FieldUpdates([], {}, [], [])
-        return run_batch(batch, send, max_concurrency=self.max_concurrency, fail_fast=self.fail_fast, log=self.hook.log)
+            return ApplyResult()
+        return self.hook.run_batch(batch, send, max_concurrency=self.max_concurrency, fail_fast=self.fail_fast)
 
-    def _create(self) -> FieldUpdates:
+    def _create(self) -> ApplyResult:
         """The table, created with its declared fields (one ``POST``), and their names as Blink gave them."""
         table = self.plan.table_plan
         adds = [(row.field, row.body) for row in self._rows(ADD) if row.body is not None]
@@ -114,9 +114,9 @@ class Steps:
         )
         shown = {field.display_name: field for field in self.hook.get_table_fields(self.plan.ws_id, made.name)}
         applied: dict[str, TableField | None] = {name: shown.get(update.display_name) for name, update in adds}
-        return FieldUpdates([f for f in applied.values() if f is not None], {}, [], [n for n, _ in adds], applied)
+        return ApplyResult([f for f in applied.values() if f is not None], order=[n for n, _ in adds], applied=applied)
 
-    def _report(self, parts: Sequence[FieldUpdates]) -> FieldUpdates:
+    def _report(self, parts: Sequence[Any]) -> ApplyResult:
         """Every field's outcome, in the declared order, from the steps' reports."""
         refused: dict[str, BlinkApiError] = {
             name: BlinkBadRequestError(f"not sent: {why}") for name, why in self.refused.items()
@@ -124,16 +124,10 @@ class Steps:
         # Sent as given, with neither Blink's fields nor a record to plan against: "applied", as Blink confirmed it.
         blind = bool(self.plan.unread) and not self.record.location
         order = [row.field for row in self.plan.fields]
-        report = FieldUpdates([], refused, [], order, plan=None if blind else self.plan, skipped=self.skipped)
-        for part in parts:
-            report.updated += part.updated
-            report.failed.update(part.failed)
-            report.not_sent += part.not_sent
-            report.applied.update(part.applied)
-            report.unknown += part.unknown
-        return report
+        report = ApplyResult(failed=refused, order=order, plan=None if blind else self.plan, skipped=self.skipped)
+        return report.merge(parts)
 
-    def complete(self, result: FieldUpdates, now: Any, *, raising: bool) -> FieldUpdates:
+    def complete(self, result: ApplyResult, now: Any, *, raising: bool) -> ApplyResult:
         """The report, after recording what Blink confirmed. A record that cannot be written fails
         the task (``raising``) or is logged (an interruption goes on up anyway); either way the
         report travels with the exception."""
@@ -159,7 +153,7 @@ class Steps:
             raise error from None
         return result
 
-    def _write(self, result: FieldUpdates, now: Any) -> None:
+    def _write(self, result: ApplyResult, now: Any) -> None:
         """The record: the bodies Blink confirmed, Blink's names where they are not the declared
         ones, and no entry for a field removed."""
         fields = dict(self.recorded)
@@ -180,5 +174,5 @@ class Steps:
         self.record.write(fields, now=now, names=names, table_name=self.created or self.record.table_name)
 
 
-def _not_sent(names: list[str], why: str) -> FieldUpdates:
-    return FieldUpdates([], {name: BlinkApiError(why) for name in names}, [], list(names))
+def _not_sent(names: list[str], why: str) -> ApplyResult:
+    return ApplyResult(failed={name: BlinkApiError(why) for name in names}, order=list(names))

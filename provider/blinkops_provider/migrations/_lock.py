@@ -4,7 +4,7 @@ An apply holds its table's lock from before it plans until it has written the re
 applies of one table never send at once and the second plans against the first one's record.
 
 - **One holder.** The lock is created only where there is none, with its body in the same atomic
-  step (:mod:`blinkops_provider.migrations.lockfiles`): of any number of applies started at once,
+  step (:mod:`blinkops_provider.migrations._lockfiles`): of any number of applies started at once,
   one holds it. It is keyed by the record's resolved location (a symlink shares it).
 - **No clock.** A lock never expires: a live holder keeps it however long it runs, and no two
   machines' clocks are compared. ``since`` is shown to people, never judged.
@@ -36,21 +36,12 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from blinkops_provider._inputs import check_lock_wait
+from blinkops_provider._names import segment
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError, BlinkLockedError
-from blinkops_provider.inputs import check_lock_wait
-from blinkops_provider.migrations.lockfiles import LockFile, NoLock, lock_file, lock_files
-from blinkops_provider.migrations.record import record_location
-from blinkops_provider.names import segment
-
-__all__ = [
-    "Holder",
-    "LockInfo",
-    "TableLock",
-    "force_unlock",
-    "held_locks",
-    "unlock_command",
-]
+from blinkops_provider.migrations._lockfiles import LockFile, NoLock, lock_file, lock_files
+from blinkops_provider.migrations._record import record_location
 
 LOCK_FORMAT = "blinkops-table-lock/1"
 FIRST_POLL, POLL_GROWTH, MAX_POLL = 0.1, 1.5, 2.0

@@ -5,9 +5,9 @@ the plan's identity.
 
 The baseline is Blink's live schema (``GET .../fields``, one read per table). Blink's field
 update replaces the whole field, so each field's body is the declaration merged with what Blink
-holds (:func:`~blinkops_provider.models.merge_field`), unless ``replace``. Where Blink does not
+holds (:func:`~blinkops_provider._models.merge_field`), unless ``replace``. Where Blink does not
 serve the read (404 or 405), the plan falls back to the record of the last apply
-(:mod:`blinkops_provider.migrations.record`) and says so in its first line; a field the record
+(:mod:`blinkops_provider.migrations._record`) and says so in its first line; a field the record
 does not hold is then an ``add``.
 """
 
@@ -22,10 +22,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from blinkops_provider._text import escaped, one_line
-from blinkops_provider.exceptions import BlinkStalePlanError
-from blinkops_provider.migrations.identity import match_fields
-from blinkops_provider.models import (
+from blinkops_provider._models import (
     READ_ONLY_ATTRIBUTES,
     BlinkTable,
     FieldUpdate,
@@ -34,26 +31,9 @@ from blinkops_provider.models import (
     field_body,
     merge_field,
 )
-
-__all__ = [
-    "ACTIONS",
-    "ADD",
-    "BASELINE",
-    "CHANGE",
-    "CREATE",
-    "RECORD_BASELINE",
-    "REFUSED",
-    "REMOVE",
-    "UNCHANGED",
-    "FieldPlan",
-    "SchemaPlan",
-    "TablePlan",
-    "differing_members",
-    "make_plan",
-    "one_line",
-    "plan_fields",
-    "plan_table",
-]
+from blinkops_provider._text import escaped, one_line
+from blinkops_provider.exceptions import BlinkStalePlanError
+from blinkops_provider.migrations._identity import match_fields
 
 ADD, CHANGE, UNCHANGED, REFUSED, REMOVE = "add", "change", "unchanged", "refused", "remove"
 ACTIONS = (ADD, CHANGE, UNCHANGED, REFUSED, REMOVE)
@@ -632,7 +612,7 @@ def plan_fields(
     rows: int | None = None,
 ) -> list[FieldPlan]:
     """Each declared field against Blink's field (``live``, matched as
-    :mod:`~blinkops_provider.migrations.identity` says) or, without a live read, its recorded
+    :mod:`~blinkops_provider.migrations._identity` says) or, without a live read, its recorded
     body: ``add`` (a field Blink lacks: ``POST``; without a live read, one the record lacks),
     ``change`` (destructive when it can orphan data or loses a check), ``unchanged``, or
     ``refused`` (not sent: a type change, a field Blink keeps to itself, a declaration that

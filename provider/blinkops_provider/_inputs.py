@@ -12,32 +12,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from blinkops_provider import MAX_LIMIT
+from blinkops_provider._blink import MAX_LIMIT
+from blinkops_provider._names import segment
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError
-from blinkops_provider.names import segment
-
-__all__ = [
-    "MAX_CONCURRENCY",
-    "MAX_LOCK_WAIT",
-    "MAX_NESTING",
-    "SHOWN_VALUE_CHARS",
-    "RepeatedMember",
-    "Timeout",
-    "as_bool",
-    "as_timeout",
-    "check_api_key",
-    "check_concurrency",
-    "check_flag",
-    "check_hook_options",
-    "check_lock_wait",
-    "check_paging",
-    "check_seconds",
-    "describe_errors",
-    "parse_json_object",
-    "path_segment",
-    "unique_members",
-    "validate_input",
-]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -46,6 +23,9 @@ Timeout = float | tuple[float, float]
 
 MAX_CONCURRENCY = 32
 """The most field updates a batch sends at once."""
+
+DEFAULT_UPDATE_CONCURRENCY = 16
+"""Field updates in flight at once, unless told (measured: see ``BlinkHook.update_table_fields``)."""
 
 MAX_LOCK_WAIT = 3600.0
 """The longest an apply may wait for another apply's lock, in seconds."""

@@ -19,11 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote
 
+from blinkops_provider._names import segment
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError
-from blinkops_provider.migrations.lock import LockInfo, force_unlock, held_locks
-from blinkops_provider.names import segment
-
-__all__ = ["main"]
+from blinkops_provider.migrations._lock import LockInfo, force_unlock, held_locks
 
 
 def _table_arg(info: LockInfo) -> str:

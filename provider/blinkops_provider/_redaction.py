@@ -8,8 +8,6 @@ import json
 import re
 from urllib.parse import quote, quote_plus
 
-__all__ = ["KEY_RUN", "KeyScrubber", "key_forms", "without_key_runs"]
-
 
 def key_forms(key: str) -> tuple[str, ...]:
     """The forms a key may come back in, longest first: raw, JSON-escaped (``/`` as ``\\/`` too,

@@ -16,8 +16,6 @@ from typing import Any
 
 from airflow.providers.common.compat.sdk import AirflowFailException
 
-__all__ = ["APPROVED", "NOT_ASKED", "REJECTED", "REJECTED_IN_REVIEW", "fail_if_rejected", "review_decision"]
-
 APPROVED, REJECTED, NOT_ASKED = "approved", "rejected", "not asked"
 
 SKIP_KEY = "skipmixin_key"
