@@ -163,15 +163,29 @@ def provider_log(caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture
 
 @pytest.fixture(scope="session")
 def s3_endpoint() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
+    """moto's S3 server on a free loopback port, serving one request at a time: S3 carries out a
+    conditional write (``If-None-Match``, ``If-Match``) atomically, while moto checks the condition
+    and then writes, so two concurrent requests could both pass the check (seen with eight
+    processes polling the table lock without pause)."""
+    import threading
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import make_server
+
+    app, one_at_a_time = DomainDispatcherApplication(create_backend_app), threading.Lock()
+
+    def atomic(environ: Any, start_response: Any) -> list[bytes]:
+        with one_at_a_time:
+            return list(app(environ, start_response))
+
+    server = make_server("127.0.0.1", 0, atomic, threaded=True, request_handler=MotoRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
     try:
-        yield f"http://{host}:{port}"
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
-        server.stop()
+        server.shutdown()
+        thread.join()
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import inspect
 import json
@@ -464,7 +465,7 @@ with DAG("blink_rate_limited", schedule=None) as dag:
 
 
 @pytest.mark.skipif(
-    not __import__("blinkops_provider._retry_policy").retry_policy.HAS_RETRY_POLICY,
+    not importlib.import_module("blinkops_provider._retry_policy").HAS_RETRY_POLICY,
     reason="retry_policy needs Airflow 3.3 or later",
 )
 def test_a_rate_limited_task_is_retried_after_blinks_retry_after_not_its_retry_delay(

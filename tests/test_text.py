@@ -15,10 +15,10 @@ from blinkops_provider._catalogue import diff_catalogues
 from blinkops_provider._models import FieldUpdate, TableField
 from blinkops_provider._text import escaped, one_line
 from blinkops_provider.exceptions import BlinkBadRequestError
-from blinkops_provider.hooks._batch import FieldUpdates
 from blinkops_provider.migrations import fleet_review, fleet_summary
 from blinkops_provider.migrations._plan import make_plan
 from blinkops_provider.migrations._report import ApplyReport
+from blinkops_provider.migrations._result import ApplyResult
 
 BREAKS = {"CR": "\r", "LF": "\n", "U+2028": "\u2028", "NUL": "\x00", "ANSI": "\x1b[31m"}
 RAW = ("\r", "\n", "\u2028", "\u2029", "\x00", "\x1b", "\x85")
@@ -111,7 +111,7 @@ def test_an_applys_report_and_its_final_error(where: str, kind: str) -> None:
         name if where == part else plain for part, plain in zip(("ws", "table", "field"), ("ws", "T", "F"), strict=True)
     )
     stored = TableField(name="ok", type="text", display_name="ok")
-    result = FieldUpdates([stored], {field: BlinkBadRequestError(f"refused {name}")}, [], [field, "ok"], {"ok": stored})
+    result = ApplyResult([stored], {field: BlinkBadRequestError(f"refused {name}")}, [], [field, "ok"], {"ok": stored})
     log, handler = a_logger()
     ApplyReport(ws_id, table, log).summary(result)
     assert len(handler.lines) >= 2

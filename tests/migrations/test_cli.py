@@ -26,7 +26,7 @@ SCHEMA = [{"field": "Title", "type": "text", "display_name": "Title"}]
 
 KILLED_APPLY = """
 import os, signal, sys
-from blinkops_provider.migrations import Holder, TableLock
+from blinkops_provider.migrations._lock import Holder, TableLock
 
 holder = Holder(host="worker-2", pid=os.getpid(), dag_id="migrate", run_id="manual__1", task_id="apply",
                 map_index=-1, try_number=1)
