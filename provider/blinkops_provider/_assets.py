@@ -31,12 +31,8 @@ _log = logging.getLogger(__name__)
 SCHEME = "blink"
 CATALOGUE = "connection_types"
 
-TABLES_ALIAS = "blink-tables"
-"""The asset alias the table operators emit their table's event through (their default outlet)."""
-
+TABLES_ALIAS = "blink-tables"  # documented where it is public: blinkops_provider.assets
 CATALOGUE_ALIAS = "blink-catalogue"
-"""The asset alias of the catalogue: the catalogue operator's default inlet, and the alias the
-nightly example announces the catalogue's diff through."""
 
 _FORMS = f"blink://<host>/<ws_id>/<table> or blink://<host>/{CATALOGUE}"
 

@@ -484,8 +484,8 @@ class BlinkHook(BaseHook):
 
         What the operators use. Each item is the JSON object Blink sent, unknown members
         included. The walk pages by id and is exact while the catalogue changes; a ``sort`` is
-        applied by the client once every page is in. :mod:`blinkops_provider.hooks._walk` says
-        how, and lists its page checks.
+        applied by the client once every page is in; every page is checked against what was asked
+        (see the docs' Troubleshooting page for what a failed check says).
 
         :raises BlinkInputError: an invalid query, page size or ``max_items``, before any request.
         :raises BlinkResponseError: a page that is not ``{"results": [object, ...], ...}``.

@@ -77,7 +77,7 @@ def declared_schema(value: Any, *, source: str) -> list[dict[str, Any]] | dict[s
     """A declared schema, checked before any request: from its JSON text, an object
     ``{"display_name": ..., "description": ..., "fields": [...]}`` (the table's display name and
     description are optional), or the list of entries itself. An entry is a field or a tombstone
-    ``{"field": "Old", "remove": true}`` (:mod:`~blinkops_provider.migrations._declaration`).
+    ``{"field": "Old", "remove": true}``.
 
     :param source: where the schema came from, named in every error (``"the 'schema' param"``,
         ``"schema file /opt/schemas/incidents.json"``).

@@ -111,7 +111,7 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         (a previous snapshot, say) is left as it was. Each item is written as the JSON object
         Blink sent, one per line, serialised by pydantic-core without a model. A local path is
         written with the standard library (no object-storage discovery); any other through
-        Airflow's ``ObjectStoragePath`` (see :mod:`blinkops_provider._storage`).
+        Airflow's ``ObjectStoragePath``.
         """
         count, total, paging = 0, 0, "keyset"
         with replacing(target) as out:
