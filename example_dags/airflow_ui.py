@@ -100,13 +100,16 @@ def prepare_metadata(env: dict[str, str]) -> None:
 
 
 def create_fleet_tables(sandbox: Any) -> list[str]:
-    """The fleet example's tables in the sandbox, made from its declared schemas as
-    ``blink-sandbox create-table`` makes them; a table made at an earlier start is kept."""
+    """The fleet example's tables in the sandbox as they were before the fleet's migration: each
+    made from its declared schema less its last field (as ``blink-sandbox create-table`` makes
+    one), so the fleet's first run adds a field to every table and asks a person to review it (the
+    default policy, ``changes``). A table made at an earlier start is kept."""
     made = []
     for path in sorted((HERE / "blink_schema_fleet").glob("*/*.json")):
         ws_id, table = path.parent.name, path.stem
         if table not in {entry["name"] for entry in sandbox.store.tables(ws_id)}:
-            sandbox.create_table(ws_id, table, json.loads(path.read_text()))
+            declared = json.loads(path.read_text())
+            sandbox.create_table(ws_id, table, {**declared, "fields": declared["fields"][:-1]})
             made.append(f"{ws_id}/{table}")
     return made
 
@@ -157,7 +160,8 @@ def main() -> int:
         conn = {**json.loads(sandbox.connection_json()), "port": sandbox.port}
         made = create_fleet_tables(sandbox)
         if made:
-            say(f"- The fleet example's tables made in the sandbox: {', '.join(made)}")
+            tables = ", ".join(made)
+            say(f"- The fleet example's tables made in the sandbox, each a field short of its declaration: {tables}")
     env = {
         **os.environ,
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),  # its `airflow`
@@ -216,7 +220,8 @@ def main() -> int:
         say(f"Airflow is up at {url}")
         say(f"  Login:    {login}")
         say("  DAGs:     blink_table_schema_migration (a table's plan, review, apply),")
-        say(f"            blink_schema_fleet (every table of example_dags/blink_schema_fleet; pool {POOL[0]}),")
+        say(f"            blink_schema_fleet (every table of example_dags/blink_schema_fleet; pool {POOL[0]}:")
+        say("              its first run adds a field to each table and waits for your review in Required Actions),")
         say("            blink_connection_types_nightly_sync (the catalogue's daily snapshot and diff),")
         say("            blink_connection_types_on_change (unpause it: it runs when the catalogue changes)")
         say(f"  Records:  {env['AIRFLOW_VAR_BLINK_SCHEMA_RECORDS']}")

@@ -525,7 +525,7 @@ def test_a_partly_applied_migration_still_announces_what_it_changed(blink_sandbo
 def test_the_fleet_example_plans_each_table_reviews_once_and_applies_each(
     blink_sandbox: BlinkSandbox, records: Path
 ) -> None:
-    """#34 (in part): three tables of a folder of declared schemas, one mapped plan and one mapped
+    """#34 (in part): the six tables of a folder of declared schemas, one mapped plan and one mapped
     apply per table, one review of all of them; every table's fields end as declared."""
     folder = EXAMPLE_DAGS / "blink_schema_fleet" / "ws-demo"
     for path in sorted(folder.glob("*.json")):  # each table's fields, named otherwise in Blink for now
@@ -546,10 +546,11 @@ def test_the_fleet_example_plans_each_table_reviews_once_and_applies_each(
         }
         assert (records / "ws-demo" / f"{path.stem}.json").exists()
     review = xcom_of(task_of(run, "review_text"), dag)
-    assert review["text"].startswith("Fleet review: 3 tables, 3 to change") and review["needs_review"] is True
+    assert review["text"].startswith("Fleet review: 6 tables, 6 to change") and review["needs_review"] is True
     assert review["policy"] == "changes"
     summary = xcom_of(task_of(run, "summary"), dag)
-    assert sorted(summary["applied"]) == ["ws-demo/Assets", "ws-demo/Findings", "ws-demo/Vendors"]
+    assert sorted(summary["applied"]) == [f"ws-demo/{path.stem}" for path in sorted(folder.glob("*.json"))]
+    assert len(summary["applied"]) == 6
     assert summary["failed"] == summary["stale"] == [] and summary["rate_limited"] == 0
 
 

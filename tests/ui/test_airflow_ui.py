@@ -199,37 +199,46 @@ def migrate_and_approve(
     started = api.post(f"{url}/api/v2/dags/{MIGRATION}/dagRuns", json={"logical_date": None, "conf": conf}, timeout=10)
     assert started.ok, started.text
     run_id = started.json()["dag_run_id"]
+    review = approve(url, api, MIGRATION, run_id, driver, log)
+    assert "change" in review["body"] or "add" in review["body"]
+    return run_end(url, api, MIGRATION, run_id, driver, log)
+
+
+def approve(url: str, api: requests.Session, dag: str, run_id: str, driver: subprocess.Popen[str], log: Path) -> Any:
+    """The run's pending review, approved through the REST API as a person's click would; returns it."""
 
     def pending() -> Any:
-        answer = api.get(f"{url}/api/v2/dags/{MIGRATION}/dagRuns/{run_id}/hitlDetails", timeout=10)
+        answer = api.get(f"{url}/api/v2/dags/{dag}/dagRuns/{run_id}/hitlDetails", timeout=10)
         details = answer.json().get("hitl_details", []) if answer.ok else []
         return next((d for d in details if not d.get("response_received")), None)
 
-    review = wait_for("the review of the plan", pending, 240, driver, log)
-    assert "change" in review["body"] or "add" in review["body"]
+    review = wait_for(f"the review of {dag}", pending, 240, driver, log)
     # A person takes seconds; an answer within the scheduler's loop races it (Airflow marks the
     # review failed: "task state changed externally"). Answer once the scheduler has seen the
     # review's first execution end (it paused, awaiting input).
     seen = f"task_id='review', run_id='{run_id}'"
     wait_for("the scheduler to see the review wait", lambda: seen in log.read_text(errors="replace"), 60, driver, log)
     answered = api.patch(
-        f"{url}/api/v2/dags/{MIGRATION}/dagRuns/{run_id}/taskInstances/review/-1/hitlDetails",
+        f"{url}/api/v2/dags/{dag}/dagRuns/{run_id}/taskInstances/review/-1/hitlDetails",
         json={"chosen_options": ["Approve"], "params_input": {}},
         timeout=10,
     )
     assert answered.ok, answered.text
+    return review
 
+
+def run_end(url: str, api: requests.Session, dag: str, run_id: str, driver: subprocess.Popen[str], log: Path) -> str:
     def finished() -> Any:
-        answer = api.get(f"{url}/api/v2/dags/{MIGRATION}/dagRuns/{run_id}", timeout=10)
+        answer = api.get(f"{url}/api/v2/dags/{dag}/dagRuns/{run_id}", timeout=10)
         return answer.ok and answer.json()["state"] in ("success", "failed") and answer.json()["state"]
 
-    return str(wait_for("the migration's end", finished, 300, driver, log))
+    return str(wait_for(f"the end of {dag}'s run", finished, 420, driver, log))
 
 
 def the_fleet_runs_to_green(url: str, api: requests.Session, driver: subprocess.Popen[str], log: Path) -> None:
-    """#44 item 2: the fleet example as it ships, in make airflow-ui: its pool exists and the
-    sandbox has its tables, so a run with the defaults ends green (nothing to review: every table
-    is as declared)."""
+    """#44 item 2, #50 item 7: the fleet example as it ships, in make airflow-ui: its pool exists
+    and the sandbox has its six tables, each a field short of its declaration, so a run with the
+    defaults asks for one review of every table (policy ``changes``), and ends green once approved."""
     fleet = "blink_schema_fleet"
     wait_for("the fleet DAG", lambda: api.get(f"{url}/api/v2/dags/{fleet}", timeout=10).ok, 180, driver, log)
     assert api.get(f"{url}/api/v2/pools/blink_applies", timeout=10).ok  # made by make airflow-ui
@@ -237,12 +246,9 @@ def the_fleet_runs_to_green(url: str, api: requests.Session, driver: subprocess.
     started = api.post(f"{url}/api/v2/dags/{fleet}/dagRuns", json={"logical_date": None, "conf": {}}, timeout=10)
     assert started.ok, started.text
     run_id = started.json()["dag_run_id"]
-
-    def finished() -> Any:
-        answer = api.get(f"{url}/api/v2/dags/{fleet}/dagRuns/{run_id}", timeout=10)
-        return answer.ok and answer.json()["state"] in ("success", "failed") and answer.json()["state"]
-
-    assert wait_for("the fleet's end", finished, 420, driver, log) == "success", log.read_text()[-3000:]
+    review = approve(url, api, fleet, run_id, driver, log)
+    assert "Fleet review: 6 tables, 6 to change" in review["body"], review["body"]
+    assert run_end(url, api, fleet, run_id, driver, log) == "success", log.read_text()[-3000:]
 
 
 def a_partly_applied_migration_is_announced(
@@ -347,6 +353,7 @@ def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_
             sandboxes.append(next(ln for ln in printed.splitlines() if ln.strip().startswith("Sandbox:")))
             saved = json.loads((home / "blink_sandbox.json").read_text())  # #50 item 7: the key is in the banner
             assert f"  API key:  {saved['api_key']} " in printed
+            assert "its first run adds a field to each table and waits for your review in Required Actions" in printed
             conn = api.get(f"{url}/api/v2/connections/blink_default", timeout=10)
             assert conn.ok and conn.json()["conn_type"] == "blink", conn.text
             tested = api.post(f"{url}/api/v2/connections/test", json={**conn.json(), "password": None}, timeout=60)
