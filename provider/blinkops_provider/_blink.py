@@ -8,8 +8,9 @@ API_PREFIX = "/api/v1"
 DEFAULT_HEADER = "BLINK-API-KEY"
 """The header that carries the API key unless the connection names another."""
 
-RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
-"""Statuses the client retries (:mod:`blinkops_provider._retry_policy`) and the sandbox's faults serve."""
+TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+"""The statuses of a fault that may pass: Blink's rate limit and its 5xx. The client retries them
+(its status table, ``_statuses``); the sandbox's faults serve them."""
 
 MAX_LIMIT = 1000
 """The largest page Blink serves (an RQL ``limit`` is 1 to 1000, Blink's docs say)."""

@@ -42,6 +42,7 @@ from urllib3.exceptions import NewConnectionError, ProtocolError
 from urllib3.util.retry import Retry
 
 from blinkops_provider._inputs import check_seconds
+from blinkops_provider._statuses import PERMANENT
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
@@ -72,7 +73,7 @@ def parse_retry_after(value: str | None, now: dt.datetime) -> float | None:
 
 
 class RetryableResponse(Exception):
-    """An answer with a status of :data:`RETRYABLE_STATUSES`, raised so that tenacity retries it.
+    """An answer of a status the hook retries (``_statuses.RETRIED``), raised so that tenacity retries it.
 
     :ivar answer: what the server sent.
     :ivar retry_after: the seconds its ``Retry-After`` asked for (None: none, or unusable).
@@ -157,9 +158,6 @@ class SharedPause:
             return max(0.0, self._until - self.clock())
 
 
-PERMANENT_STATUSES = frozenset({400, 401, 403, 404, 422})
-"""Statuses no retry can fix: the task fails at once."""
-
 try:  # Airflow 3.3+ (task SDK 1.3): pluggable retry policies
     from airflow.sdk import RetryDecision, RetryPolicy
 
@@ -191,7 +189,7 @@ def _permanent(exception: BaseException) -> str | None:
             f"{exception.refusal()}: check the connection's API key (password) and its header name "
             "(extra header_name); no retry helps"
         )
-    if isinstance(exception, BlinkClientError) and exception.status in {*PERMANENT_STATUSES, None}:
+    if isinstance(exception, BlinkClientError) and exception.status in {*PERMANENT, None}:
         return f"Blink refused the request ({exception.status or 'refused'}): no retry helps"
     if isinstance(exception, (BlinkInputError, BlinkConfigurationError)):
         return f"{type(exception).__name__}: fix the input or the connection; no retry helps"

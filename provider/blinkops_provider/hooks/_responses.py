@@ -15,10 +15,10 @@ from pydantic_core import from_json
 
 from blinkops_provider._blink import MAX_BODY
 from blinkops_provider._models import ErrorWrapper
+from blinkops_provider._statuses import error_class as status_error
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
-    BlinkBadRequestError,
     BlinkClientError,
     BlinkNotFoundError,
     BlinkReadUnavailableError,
@@ -183,13 +183,6 @@ def _error_wrapper(answer: Answer) -> ErrorWrapper | None:
         return None
 
 
-_ERRORS = {400: BlinkBadRequestError, 401: BlinkAuthError, 403: BlinkAuthError, 404: BlinkNotFoundError}
-
-
-def _error_class(status: int) -> type[BlinkApiError]:
-    return _ERRORS.get(status) or (BlinkClientError if 400 <= status < 500 else BlinkApiError)
-
-
 def error_from_response(
     answer: Answer,
     *,
@@ -218,7 +211,7 @@ def error_from_response(
         details = f"content type {_content_type(answer)}, body starts: {excerpt(answer, scrub)}"
     if status == 404 and subject:
         message, details = f"not found: {subject}", message
-    cls = error_class or _error_class(status)
+    cls = error_class or status_error(status)
     return cls(message, status=status, details=details, method=method, path=path, **said)
 
 

@@ -36,7 +36,6 @@ import requests
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from blinkops_provider import __version__
-from blinkops_provider._blink import RETRYABLE_STATUSES
 from blinkops_provider._redaction import KeyScrubber
 from blinkops_provider._retry_policy import (
     MAX_WAIT,
@@ -49,6 +48,7 @@ from blinkops_provider._retry_policy import (
     is_retryable_unapplied,
     parse_retry_after,
 )
+from blinkops_provider._statuses import RETRIED
 from blinkops_provider.exceptions import BlinkApiError, BlinkConfigurationError, BlinkTransientError
 from blinkops_provider.hooks._connection import ConnectionSettings
 from blinkops_provider.hooks._responses import Answer, error_from_response, read_answer
@@ -270,7 +270,7 @@ class Transport:
             if isinstance(exc, requests.RequestException):
                 raise
             raise requests.ConnectionError(exc) from None
-        if answer.status in RETRYABLE_STATUSES:
+        if answer.status in RETRIED:
             if answer.status == 429:
                 self.pause.count_rate_limit()
             asked = parse_retry_after(answer.headers.get("Retry-After"), self.clock.now())

@@ -20,19 +20,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from blinkops_provider._blink import API_PREFIX, RETRYABLE_STATUSES
+from blinkops_provider._blink import API_PREFIX, TRANSIENT_STATUSES
 
 FaultName = Literal["ok", "drop", "truncate", "non-json"]
 
 
 def _retryable_status(status: int) -> int:
-    if status not in RETRYABLE_STATUSES:
-        raise ValueError(f"a fault status must be one the client retries: {sorted(RETRYABLE_STATUSES)}")
+    if status not in TRANSIENT_STATUSES:
+        raise ValueError(f"a fault status must be one of Blink's transient ones: {sorted(TRANSIENT_STATUSES)}")
     return status
 
 
 FaultStatus = Annotated[int, AfterValidator(_retryable_status)]
-"""A status the client retries (:data:`~blinkops_provider._blink.RETRYABLE_STATUSES`)."""
+"""A status of a fault that may pass (Blink's rate limit, its 5xx)."""
 Fault = FaultStatus | FaultName
 
 Scope = dict[str, Any]
