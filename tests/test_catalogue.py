@@ -41,10 +41,10 @@ def test_a_diff_names_the_types_and_the_members_that_changed_old_to_new() -> Non
     (changed,) = whole["changed"]
     assert changed["id"] == "b" and changed["name"] == "gcp-2"
     members = {m["member"]: m for m in changed["members"]}
-    assert (members["name"]["before"], members["name"]["after"]) == ('"gcp"', '"gcp-2"')  # as JSON
+    assert (members["name"]["before"], members["name"]["after"]) == ("'gcp'", "'gcp-2'")  # quoted, as a plan shows it
     assert members["metadata"]["before"] == "null" and len(members["metadata"]["after"]) == 60  # cut
     assert diff.describe() == "1 added, 1 removed, 1 changed, 1 unchanged"
-    assert "changed: gcp-2 (b): metadata: null -> " in diff.lines()[2] and 'name: "gcp" -> "gcp-2"' in diff.lines()[2]
+    assert "changed: gcp-2 (b): metadata: null -> " in diff.lines()[2] and "name: 'gcp' -> 'gcp-2'" in diff.lines()[2]
     assert diff.lines()[:2] == ["added: new (d)", "removed: okta (c)"]
     assert list(diff.to_xcom())[:3] == ["counts", "baseline", "total"]
 
@@ -226,7 +226,7 @@ def test_a_name_or_value_cannot_forge_or_hide_a_diff_line_and_1_is_not_1_quoted(
     after = [{"id": "a", "name": "x\nadded: forged (f)\x1b[2K", "v": "1"}]
     lines = diff_catalogues(before, after).lines()
     assert len(lines) == 1 and "\\u000a" in lines[0] and "\x1b" not in lines[0]
-    assert 'v: 1 -> "1"' in lines[0]
+    assert "v: 1 -> '1'" in lines[0]
 
 
 def test_a_folder_named_like_a_snapshot_is_neither_pruned_nor_picked(tmp_path: Path) -> None:

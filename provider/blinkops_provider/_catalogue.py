@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from blinkops_provider._text import escaped
+from blinkops_provider._text import escaped, show
 
 _SNAPSHOT_NAME = re.compile(r"^(?!.*\.diff\.json$)\d{4}-\d{2}-\d{2}T\d{6}(\d{6})?Z__[A-Za-z0-9%._-]+\.json$")
 """A snapshot's file name, as :func:`snapshot_name` makes it."""
@@ -28,9 +28,6 @@ _SNAPSHOT_NAME = re.compile(r"^(?!.*\.diff\.json$)\d{4}-\d{2}-\d{2}T\d{6}(\d{6})
 XCOM_IDS = 100
 """The most ids of each kind (added, removed, changed) that :meth:`CatalogueDiff.to_xcom` keeps."""
 
-
-SHOWN = 60
-"""The most characters of one value a diff shows (then ``…``)."""
 
 
 @dataclass(frozen=True)
@@ -70,16 +67,14 @@ class CatalogueDiff:
             {
                 "id": i,
                 "name": self.names.get(i),
-                "members": [
-                    {"member": m, "before": _shown(b), "after": _shown(a)} for m, b, a in self.members.get(i, [])
-                ],
+                "members": [{"member": m, "before": show(b), "after": show(a)} for m, b, a in self.members.get(i, [])],
             }
             for i in ids
         ]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, the counts first: added and removed types by id and name, changed
-        ones with the members that changed, old -> new (values cut to :data:`SHOWN` characters)."""
+        ones with the members that changed, old -> new (values cut to 60 characters)."""
         return {
             "counts": self.counts,
             "baseline": self.baseline,
@@ -113,18 +108,11 @@ class CatalogueDiff:
         out = []
         for kind, ids in (("added", self.added), ("removed", self.removed), ("changed", self.changed)):
             for i in ids[:cap]:
-                shown = "; ".join(f"{_text(m)}: {_shown(b)} -> {_shown(a)}" for m, b, a in self.members.get(i, []))
+                shown = "; ".join(f"{_text(m)}: {show(b)} -> {show(a)}" for m, b, a in self.members.get(i, []))
                 out.append(f"{kind}: {_text(self.names.get(i))} ({_text(i)})" + (f": {shown}" if shown else ""))
             if len(ids) > cap:
                 out.append(f"{kind}: and {len(ids) - cap} more (all in the .diff.json file)")
         return out
-
-
-def _shown(value: Any) -> str:
-    """A value as JSON (so ``1`` and ``"1"`` read differently), on one line and with no control
-    character that could forge or hide a line, cut to :data:`SHOWN` characters."""
-    text = _text(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str))
-    return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
 
 
 def _text(value: Any) -> str:

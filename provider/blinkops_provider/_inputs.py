@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from blinkops_provider._blink import MAX_LIMIT
 from blinkops_provider._names import segment
+from blinkops_provider._text import show
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -50,11 +51,6 @@ def validate_input(model: type[ModelT], data: Any, what: str) -> ModelT:
         raise BlinkInputError(f"invalid {what}: {describe_errors(err.errors())}") from None
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= SHOWN_VALUE_CHARS else text[: SHOWN_VALUE_CHARS - 3] + "..."
-
-
 def describe_errors(errors: Iterable[Mapping[str, Any]]) -> str:
     """Pydantic's error list of a user's input as one line: ``where: what is wrong (got <value>); ...``,
     each wrong value cut to :data:`SHOWN_VALUE_CHARS` characters (what a user typed, not a secret:
@@ -64,7 +60,7 @@ def describe_errors(errors: Iterable[Mapping[str, Any]]) -> str:
         where = ".".join(str(part) for part in error["loc"])
         message = str(error["msg"]).removeprefix("Value error, ")
         if "input" in error and error["input"] is not None and not isinstance(error["input"], (dict, list)):
-            message = f"{message} (got {_shown(error['input'])})"
+            message = f"{message} (got {show(error['input'], SHOWN_VALUE_CHARS)})"
         problems.append(f"{where}: {message}" if where else message)
     return "; ".join(problems)
 

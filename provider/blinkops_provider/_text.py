@@ -1,10 +1,14 @@
 """How text a person reads shows a name or a value: on one line, with nothing in it able to start
 another line, a heading, or a terminal escape sequence. One place for the plan, the fleet's review,
-the reports and the catalogue's diff."""
+the reports, the catalogue's diff and the errors that show a wrong value."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+SHOWN = 60
+"""The most characters of one value a plan row, a diff line or an error shows (then ``…``)."""
 
 CONTROLS = {c: f"\\u{c:04x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029]}
 """Every control character (C0, DEL, C1: line breaks, NUL, ESC of ANSI sequences), and the line
@@ -20,3 +24,12 @@ def one_line(text: Any) -> str:
     """A name as a log line or a Markdown table cell shows it: a backslash and ``|`` escaped, and
     every control character (line breaks of every kind, NUL, ANSI escapes) written as its escape."""
     return str(text).replace("\\", "\\\\").replace("|", "\\|").translate(CONTROLS)
+
+
+def show(value: Any, limit: int = SHOWN) -> str:
+    """A value as a person reads it in a plan, a diff or an error: a string in quotes, anything
+    else as JSON (so ``1`` and ``"1"`` read differently), every control character escaped (JSON
+    keeps U+2028 as it is), cut to ``limit`` characters with an ellipsis."""
+    text = repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = escaped(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

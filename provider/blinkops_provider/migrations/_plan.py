@@ -31,7 +31,7 @@ from blinkops_provider._models import (
     field_body,
     merge_field,
 )
-from blinkops_provider._text import escaped, one_line
+from blinkops_provider._text import one_line, show
 from blinkops_provider.exceptions import BlinkStalePlanError
 from blinkops_provider.migrations._identity import match_fields
 
@@ -40,9 +40,6 @@ ACTIONS = (ADD, CHANGE, UNCHANGED, REFUSED, REMOVE)
 CREATE = "create"
 """The table's action when Blink does not have it and ``create_table=True``."""
 _DONE = {ADD: "added", CHANGE: "changed", UNCHANGED: "unchanged", REFUSED: "changed", REMOVE: "removed"}
-
-SHOWN = 60
-"""The most characters of one value a plan row shows (then ``…``)."""
 
 BASELINE = (
     "The baseline is the table as Blink holds it, read when the plan was made: what the declaration "
@@ -386,12 +383,6 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def _shown(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else repr(value)
-    text = escaped(text)  # (JSON keeps U+2028 as it is)
-    return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
-
-
 _FLAGS: tuple[tuple[str, Callable[[FieldPlan], bool], Callable[[FieldPlan], str]], ...] = (
     (
         "**Refused** (Blink refuses these changes; the apply does not send them and reports them failed):",
@@ -443,7 +434,7 @@ def _creation(plan: SchemaPlan) -> str:
     shown = dict((member, after) for member, _, after in plan.table_plan.values)
     adds = [row.field for row in plan.fields if row.action == ADD]
     return (
-        f"Create table {_shown(shown.get('display_name'))} in workspace {one_line(plan.ws_id)} with {len(adds)} "
+        f"Create table {show(shown.get('display_name'))} in workspace {one_line(plan.ws_id)} with {len(adds)} "
         f"field(s): {_cell(', '.join(adds)) or 'none'} (Blink derives the table's name and its fields' names)"
     )
 
@@ -452,7 +443,7 @@ def _table_lines(table: TablePlan) -> list[str]:
     """The table's own change (its display name or description), and what could not be planned."""
     lines: list[str] = []
     if table.action == CHANGE:
-        shown = "; ".join(f"{member}: {_shown(before)} → {_shown(after)}" for member, before, after in table.values)
+        shown = "; ".join(f"{member}: {show(before)} → {show(after)}" for member, before, after in table.values)
         lines += ["", f"**The table** ({one_line(table.name)}): change {shown}"]
     if table.note:
         lines += ["", table.note]
@@ -473,10 +464,10 @@ def _details(plan: FieldPlan) -> str:
         body = json.dumps(plan.body.to_body(), ensure_ascii=False, sort_keys=True)
         return _cell(f"POST {body if len(body) <= POSTED_CHARS else body[: POSTED_CHARS - 1] + '…'}")
     if plan.action == ADD:
-        return _cell(", ".join(f"{member} {_shown(after)}" for member, _, after in plan.values))
+        return _cell(", ".join(f"{member} {show(after)}" for member, _, after in plan.values))
     if plan.action == REMOVE:
         return _cell(f"{named}{plan.risk}")
-    shown = "; ".join(f"{member}: {_shown(before)} → {_shown(after)}" for member, before, after in plan.values)
+    shown = "; ".join(f"{member}: {show(before)} → {show(after)}" for member, before, after in plan.values)
     if plan.kept and plan.action == CHANGE:
         shown += f" (Blink keeps enforcing {' and '.join(plan.kept)}: not declared, sent as held)"
     return _cell(named + (f"{shown} ({plan.risk})" if plan.action == REFUSED else shown))
@@ -766,10 +757,10 @@ def _orphaning(after: Mapping[str, Any], before: Mapping[str, Any]) -> list[str]
     kept = new_options if isinstance(new_options, list) else []
     removed = [option for option in old_options if option not in kept] if isinstance(old_options, list) else []
     if removed:
-        risks.append(f"options removed: {', '.join(map(_shown, removed))} (values using them are orphaned)")
+        risks.append(f"options removed: {', '.join(map(show, removed))} (values using them are orphaned)")
     old_ref, new_ref = _member(before, "attributes.table_reference"), _member(after, "attributes.table_reference")
     if old_ref is not None and _target(new_ref) != _target(old_ref):  # the displayed field alone breaks nothing
-        risks.append(f"the reference moves from {_shown(old_ref)} to {_shown(new_ref)} (existing links break)")
+        risks.append(f"the reference moves from {show(old_ref)} to {show(new_ref)} (existing links break)")
     return risks
 
 
