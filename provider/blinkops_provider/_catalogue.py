@@ -29,7 +29,6 @@ XCOM_IDS = 100
 """The most ids of each kind (added, removed, changed) that :meth:`CatalogueDiff.to_xcom` keeps."""
 
 
-
 @dataclass(frozen=True)
 class CatalogueDiff:
     """What changed between two snapshots: sorted lists of ids, and what a person reads of them.
