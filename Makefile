@@ -61,9 +61,9 @@ lint: env
 typecheck: env
 	$(VENV)/bin/mypy
 
-# pytest-xdist: a worker a core, each test module on one worker (its module-scoped servers and
-# metadata DB are made once). XDIST= runs on one process.
-XDIST ?= -n auto --dist loadfile
+# pytest-xdist: a worker a core; an idle worker takes tests queued for the other (worksteal), so the
+# slow end-to-end modules do not end the run on one worker. XDIST= runs on one process.
+XDIST ?= -n auto --dist worksteal
 pytest: env
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
