@@ -61,9 +61,9 @@ lint: env
 typecheck: env
 	$(VENV)/bin/mypy
 
-# pytest-xdist: a worker a core; an idle worker takes tests queued for the other (worksteal), so the
-# slow end-to-end modules do not end the run on one worker. XDIST= runs on one process.
-XDIST ?= -n auto --dist worksteal
+# pytest-xdist: a worker a core, each test module on one worker, in its order (worksteal would share
+# the slow end-to-end module, but in an order that changes from run to run). XDIST= runs on one process.
+XDIST ?= -n auto --dist loadfile
 pytest: env
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
