@@ -61,9 +61,9 @@ lint: env
 typecheck: env
 	$(VENV)/bin/mypy
 
-# pytest-xdist: a worker a core, each test module on one worker, in its order (worksteal would share
-# the slow end-to-end module, but in an order that changes from run to run). XDIST= runs on one process.
-XDIST ?= -n auto --dist loadfile
+# pytest-xdist: a worker a core; each test module on one worker, in its order, but the end-to-end
+# DAGs' tests, which stand alone and are spread (tests/conftest.py's SPREAD). XDIST= runs on one process.
+XDIST ?= -n auto --dist loadgroup
 pytest: env
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 

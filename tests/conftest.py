@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -59,10 +60,38 @@ lines (Airflow 2.11, 3.1, Python 3.13, the lowest pins) run ``-m compat``. The r
 walk, RQL, names, the sandbox) does not depend on Airflow's version."""
 
 
+@pytest.fixture(scope="session")
+def one_execution_api() -> Iterator[None]:
+    """dag.test() on Airflow 3.1 builds Airflow's in-process execution API anew for each task, and
+    building its versioned routes takes seconds (most of an end-to-end test's time); Airflow 3.2
+    keeps one a process (``functools.lru_cache`` on the same function). Keep one on 3.1 too, as
+    later Airflow does: ``pytestmark = pytest.mark.usefixtures("one_execution_api")``."""
+    try:
+        from airflow.sdk.execution_time import supervisor
+    except ImportError:  # Airflow 2: dag.test() runs the tasks without it
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        if not hasattr(supervisor.in_process_api_server, "cache_info"):
+            patch.setattr(
+                supervisor, "in_process_api_server", functools.lru_cache(maxsize=1)(supervisor.in_process_api_server)
+            )
+        yield
+
+
+SPREAD = frozenset({"test_e2e_dags.py"})
+"""The test modules whose tests stand alone, so that pytest-xdist may spread them over its workers
+(the end-to-end DAGs: most of the suite's time). Every other module is a group of its own, run by
+one worker in its order (``--dist loadgroup``)."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in COMPAT:
             item.add_marker(pytest.mark.compat)
+        if item.path.name not in SPREAD:
+            item.add_marker(pytest.mark.xdist_group(str(item.path)))
 
 
 API_KEY = "blink-test-key-0123456789abcdef"

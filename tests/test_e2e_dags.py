@@ -27,6 +27,8 @@ REMOVED = [entry["field"] for entry in DECLARED if entry.get("remove")]
 SCHEMA = [entry for entry in DECLARED if not entry.get("remove") and entry["field"] not in ADDED]
 """The example's entries for fields the sandbox's seed has."""
 
+pytestmark = pytest.mark.usefixtures("one_execution_api")
+
 
 @pytest.fixture(scope="module", autouse=True)
 def airflow_db() -> None:

@@ -16,7 +16,7 @@ import pytest
 from blinkops_provider._assets import asset_host
 from blinkops_provider.sandbox import BlinkSandbox
 
-pytestmark = pytest.mark.usefixtures("airflow_db")
+pytestmark = pytest.mark.usefixtures("airflow_db", "one_execution_api")
 
 
 @pytest.fixture(scope="module")
