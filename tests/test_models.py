@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import re
-
 import pytest
 from pydantic import ValidationError
 
@@ -15,9 +13,6 @@ from blinkops_provider._models import (
     FieldType,
     FieldUpdate,
     TableField,
-    contradictions,
-    field_body,
-    merge_field,
     validate_field_updates,
 )
 from blinkops_provider.exceptions import BlinkInputError
@@ -66,39 +61,6 @@ def test_required_is_unique_and_description_are_declared_and_sent() -> None:
 def test_a_declaration_that_sets_a_read_only_marker_is_refused(marker: str) -> None:
     with pytest.raises(BlinkInputError, match=rf"'{marker}' is Blink's read-only marker.*allowed: default_value"):
         validate_input(FieldUpdate, {"attributes": {marker: True}}, "field update")
-
-
-def test_the_merge_keeps_what_blink_holds_and_the_update_leaves_out() -> None:
-    held = TableField.model_validate(
-        {
-            "name": "Severity",
-            "type": "single-select",
-            "display_name": "Severity",
-            "description": "How bad",
-            "attributes": {"required": True, "is_unique": True, "options": ["Low"], "system": False, "later": {"x": 1}},
-        }
-    )
-    update = FieldUpdate.model_validate(
-        {"type": "single-select", "display_name": "Sev", "attributes": {"options": ["A"]}}
-    )
-    assert merge_field(update, held, name="Severity").to_body() == {
-        "type": "single-select",
-        "display_name": "Sev",
-        "description": "How bad",
-        "attributes": {"required": True, "is_unique": True, "options": ["A"], "later": {"x": 1}},
-    }
-    assert field_body(held)["attributes"] == {
-        "required": True,
-        "is_unique": True,
-        "options": ["Low"],
-        "later": {"x": 1},
-    }
-
-
-def test_a_held_value_that_cannot_be_sent_back_refuses_the_merge_and_names_replace() -> None:
-    held = TableField.model_validate({"name": "A", "type": "text", "attributes": {"options": "not a list"}})
-    with pytest.raises(BlinkInputError, match=r"field 'A' as Blink holds it cannot be sent back.*replace=True"):
-        merge_field(FieldUpdate(display_name="A"), held, name="A")
 
 
 def test_answers_keep_any_type_and_attribute_blink_sends() -> None:
@@ -261,38 +223,12 @@ def test_validation_errors_echo_the_value_cut_short_one_line_per_field() -> None
     assert "N" * 60 not in str(caught.value)
 
 
-# -- contradictions inside one field's declaration (#35) ------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("entry", "problem"),
-    [
-        (
-            {"type": "single-select", "display_name": "S", "attributes": {"options": ["Low", "High", "Low"]}},
-            "option 'Low' is given twice",
-        ),
-        ({"type": "multi-select", "display_name": "S"}, "a 'multi-select' field needs attributes.options"),
-        ({"type": "text", "display_name": "T", "attributes": {"include_time": True}}, "include_time is for a 'date'"),
-        ({"type": "reference", "display_name": "R"}, "a 'reference' field needs attributes.table_reference"),
-    ],
-)
-def test_a_declaration_that_contradicts_itself_is_refused_naming_the_field(entry: dict, problem: str) -> None:
-    with pytest.raises(BlinkInputError, match=rf"entry 1 \('Odd'\): .*{re.escape(problem)}"):
-        validate_field_updates([{"field": "Odd", **entry}], judge=True)
-    assert validate_field_updates([{"field": "Odd", **entry}])  # the client does not judge
-
-
-def test_include_time_false_and_a_default_outside_the_options_are_no_contradiction() -> None:
-    assert contradictions(FieldUpdate.model_validate(DOCS_BODY)) == []
-
-
 def test_a_checked_batch_is_not_checked_again_unless_a_stricter_check_is_asked() -> None:
     """Each input is checked once, where it enters (#41): the migration and the hook take the
     operator's checked batch as it is; a batch checked without ``type`` and ``display_name``
     required is checked again when they are."""
-    batch = validate_field_updates([{"field": "Notes", "type": "text", "display_name": "Notes"}], judge=True)
+    batch = validate_field_updates([{"field": "Notes", "type": "text", "display_name": "Notes"}])
     assert validate_field_updates(batch) is batch
-    assert validate_field_updates(batch, judge=True) is batch
     again = validate_field_updates(batch, require_type_and_name=True)
     assert again is not batch and again == batch and again.named
     loose = validate_field_updates({"Notes": {"display_name": "Notes"}})

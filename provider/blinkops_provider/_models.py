@@ -14,7 +14,7 @@ Two families, with opposite rules:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
 from typing import Any, TypeVar, get_args
 
@@ -69,8 +69,6 @@ SYSTEM_FIELD_TYPES = ("sys-id", "auto-increment-id", "incident", "generic-id", "
 
 READ_ONLY_ATTRIBUTES = ("system", "protected")
 """Attributes Blink sets on its own fields: read, never sent."""
-
-_SELECT_TYPES = (FieldType.SINGLE_SELECT, FieldType.MULTI_SELECT)
 
 
 def _check_type(value: Any) -> Any:
@@ -441,15 +439,14 @@ class FieldBatch(list[tuple[str, FieldUpdate]]):
     input is checked once, where it enters), unless asked for a stricter check than it had.
 
     :ivar named: every entry gives ``type`` and ``display_name``.
-    :ivar judged: no entry contradicts itself (:func:`contradictions`).
     """
 
-    def __init__(self, pairs: Iterable[tuple[str, FieldUpdate]] = (), *, named: bool, judged: bool) -> None:
+    def __init__(self, pairs: Iterable[tuple[str, FieldUpdate]] = (), *, named: bool) -> None:
         super().__init__(pairs)
-        self.named, self.judged = named, judged
+        self.named = named
 
 
-def validate_field_updates(updates: Any, *, require_type_and_name: bool = False, judge: bool = False) -> FieldBatch:
+def validate_field_updates(updates: Any, *, require_type_and_name: bool = False) -> FieldBatch:
     """Check a batch of field updates before any is sent, and report every problem at once.
 
     :param updates: a mapping ``{field name: update}``, or a list of entries in the declared-schema
@@ -457,19 +454,17 @@ def validate_field_updates(updates: Any, *, require_type_and_name: bool = False,
         JSON text of either (as a template renders it).
     :param require_type_and_name: refuse entries without ``type`` or ``display_name`` (Blink
         resets what an update leaves out, and refuses a type change).
-    :param judge: refuse entries that contradict themselves (:func:`contradictions`), as a body
-        about to be sent is judged; the client (the hook) sends what the API accepts unjudged.
     :returns: ``(field name, FieldUpdate)`` pairs in the given order.
     :raises BlinkInputError: naming each wrong entry (its position and field) and what is wrong.
     """
-    if isinstance(updates, FieldBatch) and updates.named >= require_type_and_name and updates.judged >= judge:
+    if isinstance(updates, FieldBatch) and updates.named >= require_type_and_name:
         return updates  # checked where it entered
     entries = _field_entries(updates)
     problems: list[str] = []
     valid: list[tuple[str, FieldUpdate]] = []
     first_seen: dict[str, int] = {}
     for position, entry in enumerate(entries, start=1):
-        checked = _checked_entry(position, entry, first_seen, require_type_and_name, judge)
+        checked = _checked_entry(position, entry, first_seen, require_type_and_name)
         if isinstance(checked, str):
             problems.append(checked)
         else:
@@ -479,7 +474,7 @@ def validate_field_updates(updates: Any, *, require_type_and_name: bool = False,
             f"{len(problems)} of {len(entries)} field update(s) are invalid, so none was sent:"
             + "".join(f"\n  - {problem}" for problem in problems)
         )
-    return FieldBatch(valid, named=require_type_and_name, judged=judge)
+    return FieldBatch(valid, named=require_type_and_name)
 
 
 def _field_entries(updates: Any) -> list[Any]:
@@ -529,7 +524,7 @@ def _named(position: int, entry: Any) -> tuple[str, Any] | str:
 
 
 def _checked_entry(
-    position: int, entry: Any, first_seen: dict[str, int], require_type_and_name: bool, judge: bool
+    position: int, entry: Any, first_seen: dict[str, int], require_type_and_name: bool
 ) -> tuple[str, FieldUpdate] | str:
     """One entry as ``(field name, update)``, or what is wrong with it (``first_seen``: the
     position of each name met so far, updated here)."""
@@ -548,8 +543,7 @@ def _checked_entry(
         update = body if isinstance(body, FieldUpdate) else FieldUpdate.model_validate(body)
     except ValidationError as err:
         return f"{where}: {describe_errors(err.errors())}"
-    problems = contradictions(update) if judge else []
-    return f"{where}: {'; '.join(problems)}" if problems else (name, update)
+    return name, update
 
 
 def _missing(body: Any) -> list[str]:
@@ -557,65 +551,3 @@ def _missing(body: Any) -> list[str]:
     if isinstance(body, FieldUpdate):
         body = {"type": body.type, "display_name": body.display_name}
     return [m for m in ("type", "display_name") if body.get(m) in (None, "")] if isinstance(body, Mapping) else []
-
-
-def contradictions(update: FieldUpdate) -> list[str]:
-    """What contradicts itself in one field's body: a select without options or with an option
-    given twice, a ``reference`` without ``table_reference``, ``include_time: true`` on a type
-    that is not ``date``. (``include_time: false`` and a ``default_value`` outside the options are
-    not contradictions: Blink's own published example sends both.)"""
-    attributes, kind = update.attributes or FieldAttributes(), update.type
-    options = attributes.options or []
-    problems = [f"option {option!r} is given twice" for n, option in enumerate(options) if option in options[:n]]
-    return problems + [said(kind) for rule, said in _CONTRADICTIONS if rule(kind, attributes)]
-
-
-_CONTRADICTIONS: tuple[tuple[Callable[[Any, FieldAttributes], bool], Callable[[Any], str]], ...] = (
-    (
-        lambda kind, attributes: kind in _SELECT_TYPES and not attributes.options,
-        lambda kind: f"a {kind.value!r} field needs attributes.options (its choices)",
-    ),
-    (
-        lambda kind, attributes: attributes.include_time is True and kind not in (None, FieldType.DATE),
-        lambda kind: f"include_time is for a 'date' field, and this one is {kind.value!r}",
-    ),
-    (
-        lambda kind, attributes: kind is FieldType.REFERENCE and attributes.table_reference is None,
-        lambda kind: "a 'reference' field needs attributes.table_reference (the table it links to)",
-    ),
-)
-"""Each rule a field's body may break (its type, its attributes), and what is said of it."""
-
-
-def field_body(field: TableField | Mapping[str, Any]) -> dict[str, Any]:
-    """A field as Blink holds it, in the shape of an update's body: ``type``, ``display_name``,
-    ``description`` and the attributes, without Blink's read-only markers (``system``,
-    ``protected``) and without members Blink left empty."""
-    held = field.model_dump(mode="json", exclude_none=True) if isinstance(field, TableField) else dict(field)
-    body = {member: held[member] for member in ("type", "display_name", "description") if held.get(member) is not None}
-    attributes = held.get("attributes")
-    if isinstance(attributes, Mapping):
-        body["attributes"] = {
-            name: value for name, value in attributes.items() if name not in READ_ONLY_ATTRIBUTES and value is not None
-        }
-    return body
-
-
-def merge_field(update: FieldUpdate, held: TableField | Mapping[str, Any], *, name: str) -> FieldUpdate:
-    """The body that changes what ``update`` gives and keeps everything else of the field as Blink
-    holds it: Blink's update replaces the whole field, so a member or attribute the update leaves
-    out (``required``, ``is_unique``, ``description``, one Blink added later) is sent as held.
-
-    :param name: the field's name, for the error.
-    :raises BlinkInputError: Blink holds a value this provider cannot send back unchanged
-        (then ``replace=True`` sends the update as given).
-    """
-    kept, given = field_body(held), update.to_body()
-    merged = {**kept, **given, "attributes": {**kept.get("attributes", {}), **given.get("attributes", {})}}
-    try:
-        return FieldUpdate.model_validate(merged, context={"from_blink": True})
-    except ValidationError as err:
-        raise BlinkInputError(
-            f"field {name!r} as Blink holds it cannot be sent back unchanged ({describe_errors(err.errors())}); "
-            "nothing was sent: replace=True sends the declaration as given, and Blink resets what it leaves out"
-        ) from None

@@ -212,8 +212,8 @@ class BlinkHook(BaseHook):
 
         The body is sent as given: Blink replaces the whole field, so it resets every member and
         attribute the update leaves out (``required`` and ``is_unique`` among them) and refuses
-        type changes. The operators send the merge with the field as Blink holds it
-        (:func:`~blinkops_provider._models.merge_field`).
+        type changes. The operators send the declaration merged with the field as Blink holds it
+        (the migrations make that body).
 
         :returns: the field as Blink stored it.
         :raises BlinkInputError: an empty name or an invalid update, before any request.

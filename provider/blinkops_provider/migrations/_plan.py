@@ -5,7 +5,7 @@ the plan's identity.
 
 The baseline is Blink's live schema (``GET .../fields``, one read per table). Blink's field
 update replaces the whole field, so each field's body is the declaration merged with what Blink
-holds (:func:`~blinkops_provider._models.merge_field`), unless ``replace``. Where Blink does not
+holds (:func:`~blinkops_provider.migrations._merge.merge_field`), unless ``replace``. Where Blink does not
 serve the read (404 or 405), the plan falls back to the record of the last apply
 (:mod:`blinkops_provider.migrations._record`) and says so in its first line; a field the record
 does not hold is then an ``add``.
@@ -22,18 +22,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from blinkops_provider._models import (
-    READ_ONLY_ATTRIBUTES,
-    BlinkTable,
-    FieldUpdate,
-    TableField,
-    contradictions,
-    field_body,
-    merge_field,
-)
+from blinkops_provider._models import READ_ONLY_ATTRIBUTES, BlinkTable, FieldUpdate, TableField
 from blinkops_provider._text import one_line, show
 from blinkops_provider.exceptions import BlinkStalePlanError
 from blinkops_provider.migrations._identity import match_fields
+from blinkops_provider.migrations._merge import contradictions, field_body, merge_field
 
 ADD, CHANGE, UNCHANGED, REFUSED, REMOVE = "add", "change", "unchanged", "refused", "remove"
 ACTIONS = (ADD, CHANGE, UNCHANGED, REFUSED, REMOVE)

@@ -126,7 +126,7 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         update = self.build_update()
         self._declared = [{"field": self.field, **update.to_body()}]  # for lineage
-        entry = FieldBatch([(self.field, update)], named=True, judged=False)
+        entry = FieldBatch([(self.field, update)], named=True)
         result = apply_schema(self.hook, self.ws_id, self.table, entry, replace=self.replace, max_concurrency=1)
         if not result.ok:
             raise result.failed.get(self.field) or not_applied(result)
