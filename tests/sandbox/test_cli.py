@@ -189,6 +189,22 @@ def test_put_connection_type_changes_a_running_sandboxs_catalogue_as_printed(
         assert "refused it (401)" in capsys.readouterr().err
 
 
+def test_the_printed_command_parses_whatever_credentials_a_sandbox_draws() -> None:
+    """A random token drawn with a leading ``-`` was taken by the command line for an option (a
+    CI run met it): the credentials a sandbox draws parse as printed, every time."""
+    from blinkops_provider.sandbox import BlinkSandbox
+    from blinkops_provider.sandbox._cli import build_parser
+
+    for _ in range(200):  # a leading "-" came once in 64 draws of token_urlsafe
+        sandbox = BlinkSandbox(connection_types=0)
+        printed = ["put-connection-type", "http://127.0.0.1:1", "--admin-token", sandbox.admin_token]
+        assert build_parser().parse_args([*printed, "--id", "i", "--name", "n"]).admin_token == sandbox.admin_token
+        served = build_parser().parse_args(
+            ["serve", "--api-key", sandbox.api_key, "--admin-token", sandbox.admin_token]
+        )
+        assert (served.api_key, served.admin_token) == (sandbox.api_key, sandbox.admin_token)
+
+
 def test_create_table_makes_a_table_a_fleet_can_be_migrated_into(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -79,7 +79,7 @@ class BlinkSandbox:
         self.connection_types = connection_types
         self.seed = seed
         self.api_key = api_key or f"sandbox-{secrets.token_urlsafe(24)}"
-        self.admin_token = admin_token or secrets.token_urlsafe(24)
+        self.admin_token = admin_token or secrets.token_hex(24)  # hex: never begins with "-", an option to a CLI
         self.store = SandboxStore(db or ":memory:")
         if self.store.is_empty():
             self.reset()
