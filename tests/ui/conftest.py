@@ -66,7 +66,7 @@ def _wait_until_up(ui: AirflowUI) -> None:
         try:
             if requests.get(f"{ui.url}/api/v2/monitor/health", timeout=2).ok:
                 return
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not up yet, or busy
             pass
         try:
             code = ui.process.wait(timeout=0.5)

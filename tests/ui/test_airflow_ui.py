@@ -22,13 +22,17 @@ from tests.conftest import EXAMPLE_DAGS
 pytestmark = pytest.mark.ui
 
 POLL = 3  # seconds between the trigger's polls
+API_TIMEOUT = 60  # seconds for an answer of Airflow's REST API: CI runs this beside the test suites, on two cores
 ON_CHANGE = "blink_connection_types_on_change"
 
 
 def wait_for(what: str, check: Any, timeout: float, driver: subprocess.Popen[str], log: Path) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = check()
+        try:
+            found = check()
+        except requests.Timeout:  # a busy api-server: ask again, until the deadline
+            found = None
         if found:
             return found
         try:
@@ -69,13 +73,15 @@ def test_make_airflow_ui_serves_the_examples_and_the_trigger_runs_the_sync_on_a_
             url = line.removeprefix("Airflow is up at ").strip()
             login = next(ln for ln in out.read_text().splitlines() if "Login:" in ln)
             password = login.rsplit("password ", 1)[1].strip()
-            token = requests.post(f"{url}/auth/token", json={"username": "admin", "password": password}, timeout=10)
+            token = requests.post(
+                f"{url}/auth/token", json={"username": "admin", "password": password}, timeout=API_TIMEOUT
+            )
             assert token.status_code in (200, 201), token.text
             api = requests.Session()
             api.headers["Authorization"] = f"Bearer {token.json()['access_token']}"
 
             def dags() -> set[str]:
-                answer = api.get(f"{url}/api/v2/dags", timeout=10)
+                answer = api.get(f"{url}/api/v2/dags", timeout=API_TIMEOUT)
                 return {dag["dag_id"] for dag in answer.json().get("dags", [])} if answer.ok else set()
 
             listed = wait_for("the example DAGs", lambda: ON_CHANGE in dags() and dags(), 180, driver, log)
@@ -84,7 +90,7 @@ def test_make_airflow_ui_serves_the_examples_and_the_trigger_runs_the_sync_on_a_
             assert all(dag_id in printed_dags for dag_id in EXAMPLES), printed_dags  # the banner names every one
 
             def runs() -> list[dict[str, Any]]:
-                answer = api.get(f"{url}/api/v2/dags/{ON_CHANGE}/dagRuns", timeout=10)
+                answer = api.get(f"{url}/api/v2/dags/{ON_CHANGE}/dagRuns", timeout=API_TIMEOUT)
                 return list(answer.json().get("dag_runs", [])) if answer.ok else []
 
             baseline = unpause_and_take_the_baseline(url, api, runs, driver, log)
@@ -129,7 +135,7 @@ def unpause_and_take_the_baseline(
 ) -> dict[str, Any]:
     """#44 item 4: unpausing the event-driven sync starts its daily run at once, which takes the
     baseline; the trigger takes its own. The first change after this is a diff, not a baseline."""
-    assert api.patch(f"{url}/api/v2/dags/{ON_CHANGE}", json={"is_paused": False}, timeout=10).ok
+    assert api.patch(f"{url}/api/v2/dags/{ON_CHANGE}", json={"is_paused": False}, timeout=API_TIMEOUT).ok
     first = wait_for("the run unpausing starts", lambda: next(iter(runs()), None), 180, driver, log)
     assert first["run_type"] == "scheduled", first
     done = wait_for("the baseline run's end", lambda: ended(runs(), first["dag_run_id"]), 240, driver, log)
@@ -162,7 +168,7 @@ def start_driver(home: Path, out: Path) -> tuple[subprocess.Popen[str], str, req
     )
     url = line.removeprefix("Airflow is up at ").strip()
     password = next(ln for ln in out.read_text().splitlines() if "Login:" in ln).rsplit("password ", 1)[1].strip()
-    token = requests.post(f"{url}/auth/token", json={"username": "admin", "password": password}, timeout=10)
+    token = requests.post(f"{url}/auth/token", json={"username": "admin", "password": password}, timeout=API_TIMEOUT)
     api = requests.Session()
     api.headers["Authorization"] = f"Bearer {token.json()['access_token']}"
     api.cookies.set("_token", token.json()["access_token"])  # for the browser, as the login page sets it
@@ -193,10 +199,14 @@ def migrate_and_approve(
 ) -> str:
     """A run of the migration example with ``schema``, its review approved through the REST API
     as a person's click would: the run's final state."""
-    wait_for("the migration DAG", lambda: api.get(f"{url}/api/v2/dags/{MIGRATION}", timeout=10).ok, 180, driver, log)
-    assert api.patch(f"{url}/api/v2/dags/{MIGRATION}", json={"is_paused": False}, timeout=10).ok
+    wait_for(
+        "the migration DAG", lambda: api.get(f"{url}/api/v2/dags/{MIGRATION}", timeout=API_TIMEOUT).ok, 180, driver, log
+    )
+    assert api.patch(f"{url}/api/v2/dags/{MIGRATION}", json={"is_paused": False}, timeout=API_TIMEOUT).ok
     conf = {"ws_id": "ws-demo", "table": "Incidents", "schema": schema}
-    started = api.post(f"{url}/api/v2/dags/{MIGRATION}/dagRuns", json={"logical_date": None, "conf": conf}, timeout=10)
+    started = api.post(
+        f"{url}/api/v2/dags/{MIGRATION}/dagRuns", json={"logical_date": None, "conf": conf}, timeout=API_TIMEOUT
+    )
     assert started.ok, started.text
     run_id = started.json()["dag_run_id"]
     review = approve(url, api, MIGRATION, run_id, driver, log)
@@ -208,7 +218,7 @@ def approve(url: str, api: requests.Session, dag: str, run_id: str, driver: subp
     """The run's pending review, approved through the REST API as a person's click would; returns it."""
 
     def pending() -> Any:
-        answer = api.get(f"{url}/api/v2/dags/{dag}/dagRuns/{run_id}/hitlDetails", timeout=10)
+        answer = api.get(f"{url}/api/v2/dags/{dag}/dagRuns/{run_id}/hitlDetails", timeout=API_TIMEOUT)
         details = answer.json().get("hitl_details", []) if answer.ok else []
         return next((d for d in details if not d.get("response_received")), None)
 
@@ -221,7 +231,7 @@ def approve(url: str, api: requests.Session, dag: str, run_id: str, driver: subp
     answered = api.patch(
         f"{url}/api/v2/dags/{dag}/dagRuns/{run_id}/taskInstances/review/-1/hitlDetails",
         json={"chosen_options": ["Approve"], "params_input": {}},
-        timeout=10,
+        timeout=API_TIMEOUT,
     )
     assert answered.ok, answered.text
     return review
@@ -229,7 +239,7 @@ def approve(url: str, api: requests.Session, dag: str, run_id: str, driver: subp
 
 def run_end(url: str, api: requests.Session, dag: str, run_id: str, driver: subprocess.Popen[str], log: Path) -> str:
     def finished() -> Any:
-        answer = api.get(f"{url}/api/v2/dags/{dag}/dagRuns/{run_id}", timeout=10)
+        answer = api.get(f"{url}/api/v2/dags/{dag}/dagRuns/{run_id}", timeout=API_TIMEOUT)
         return answer.ok and answer.json()["state"] in ("success", "failed") and answer.json()["state"]
 
     return str(wait_for(f"the end of {dag}'s run", finished, 420, driver, log))
@@ -240,10 +250,12 @@ def the_fleet_runs_to_green(url: str, api: requests.Session, driver: subprocess.
     and the sandbox has its six tables, each a field short of its declaration, so a run with the
     defaults asks for one review of every table (policy ``changes``), and ends green once approved."""
     fleet = "blink_schema_fleet"
-    wait_for("the fleet DAG", lambda: api.get(f"{url}/api/v2/dags/{fleet}", timeout=10).ok, 180, driver, log)
-    assert api.get(f"{url}/api/v2/pools/blink_applies", timeout=10).ok  # made by make airflow-ui
-    assert api.patch(f"{url}/api/v2/dags/{fleet}", json={"is_paused": False}, timeout=10).ok
-    started = api.post(f"{url}/api/v2/dags/{fleet}/dagRuns", json={"logical_date": None, "conf": {}}, timeout=10)
+    wait_for("the fleet DAG", lambda: api.get(f"{url}/api/v2/dags/{fleet}", timeout=API_TIMEOUT).ok, 180, driver, log)
+    assert api.get(f"{url}/api/v2/pools/blink_applies", timeout=API_TIMEOUT).ok  # made by make airflow-ui
+    assert api.patch(f"{url}/api/v2/dags/{fleet}", json={"is_paused": False}, timeout=API_TIMEOUT).ok
+    started = api.post(
+        f"{url}/api/v2/dags/{fleet}/dagRuns", json={"logical_date": None, "conf": {}}, timeout=API_TIMEOUT
+    )
     assert started.ok, started.text
     run_id = started.json()["dag_run_id"]
     review = approve(url, api, fleet, run_id, driver, log)
@@ -266,12 +278,12 @@ def a_partly_applied_migration_is_announced(
     changed["fields"][1]["display_name"] = "What happened, briefly"  # Description: changed
     assert migrate_and_approve(url, api, changed, driver, log) == "failed"
     found = api.get(
-        f"{url}/api/v2/assets", params={"uri_pattern": "ws-demo/Incidents", "only_active": False}, timeout=10
+        f"{url}/api/v2/assets", params={"uri_pattern": "ws-demo/Incidents", "only_active": False}, timeout=API_TIMEOUT
     )
     assets = found.json()["assets"]  # (inactive too: no DAG declares the asset, the alias made it)
     (asset,) = [a for a in assets if a["uri"].endswith("/ws-demo/Incidents")]
     events = api.get(
-        f"{url}/api/v2/assets/events", params={"asset_id": asset["id"], "order_by": "-timestamp"}, timeout=10
+        f"{url}/api/v2/assets/events", params={"asset_id": asset["id"], "order_by": "-timestamp"}, timeout=API_TIMEOUT
     )
     latest = events.json()["asset_events"][0]
     assert latest["source_task_id"] == "announce" and list(latest["extra"]["changed"]) == ["Description"]
@@ -284,7 +296,7 @@ def the_printed_change_queues_the_event_driven_sync(
     url: str, api: requests.Session, printed: str, driver: subprocess.Popen[str], log: Path, home: Path
 ) -> None:
     def runs() -> list[Any]:
-        answer = api.get(f"{url}/api/v2/dags/{ON_CHANGE}/dagRuns", timeout=10)
+        answer = api.get(f"{url}/api/v2/dags/{ON_CHANGE}/dagRuns", timeout=API_TIMEOUT)
         return list(answer.json().get("dag_runs", [])) if answer.ok else []
 
     unpause_and_take_the_baseline(url, api, runs, driver, log)
@@ -326,7 +338,7 @@ def in_the_browser(browser: Any, url: str, api: requests.Session, driver: subpro
     )
     browser.save_screenshot(str(SHOTS / "airflow-ui-test-button.png"))
     assert "Test Connection Successful" in browser.page_source, "the Test button did not report success"
-    runs = api.get(f"{url}/api/v2/dags/{ON_CHANGE}/dagRuns?order_by=-run_after", timeout=10).json()["dag_runs"]
+    runs = api.get(f"{url}/api/v2/dags/{ON_CHANGE}/dagRuns?order_by=-run_after", timeout=API_TIMEOUT).json()["dag_runs"]
     browser.get(f"{url}/dags/{ON_CHANGE}/runs/{runs[0]['dag_run_id']}/tasks/diff")
     WebDriverWait(browser, 90).until(
         lambda page: "demo-type (ct-demo)" in page.page_source, "the diff does not name the new type"
@@ -354,7 +366,7 @@ def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_
             saved = json.loads((home / "blink_sandbox.json").read_text())  # #50 item 7: the key is in the banner
             assert f"  API key:  {saved['api_key']} " in printed
             assert "its first run adds a field to each table and waits for your review in Required Actions" in printed
-            conn = api.get(f"{url}/api/v2/connections/blink_default", timeout=10)
+            conn = api.get(f"{url}/api/v2/connections/blink_default", timeout=API_TIMEOUT)
             assert conn.ok and conn.json()["conn_type"] == "blink", conn.text
             tested = api.post(f"{url}/api/v2/connections/test", json={**conn.json(), "password": None}, timeout=60)
             assert tested.ok and tested.json()["status"] is True, tested.text  # the Test button answers
