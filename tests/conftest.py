@@ -6,6 +6,8 @@ import functools
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -58,6 +60,16 @@ assets and lineage, the triggers, the DAGs end to end, the compat layer, the rev
 records go): marked ``compat``. ``make test`` runs every test on the locked Airflow 3; the other
 lines (Airflow 2.11, 3.1, Python 3.13, the lowest pins) run ``-m compat``. The rest (the plan, the
 walk, RQL, names, the sandbox) does not depend on Airflow's version."""
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> None:
+    """A migrated metadata DB (SQLite) in the session's AIRFLOW_HOME (a worker's own), made once
+    for every module that runs DAGs: ``pytestmark = pytest.mark.usefixtures("airflow_db")``."""
+    done = subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 @pytest.fixture(scope="session")

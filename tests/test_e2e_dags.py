@@ -27,24 +27,29 @@ REMOVED = [entry["field"] for entry in DECLARED if entry.get("remove")]
 SCHEMA = [entry for entry in DECLARED if not entry.get("remove") and entry["field"] not in ADDED]
 """The example's entries for fields the sandbox's seed has."""
 
-pytestmark = pytest.mark.usefixtures("one_execution_api")
+pytestmark = pytest.mark.usefixtures("airflow_db", "one_execution_api")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def airflow_db() -> None:
-    """A migrated metadata DB (SQLite) in the test session's AIRFLOW_HOME."""
-    done = subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"], capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
-def load_dag(file_name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"e2e_{Path(file_name).stem}", EXAMPLE_DAGS / file_name)
+def load_dag(file_name: str, folder: Path = EXAMPLE_DAGS) -> Any:
+    spec = importlib.util.spec_from_file_location(f"e2e_{Path(file_name).stem}", folder / file_name)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.dag
+
+
+@pytest.fixture
+def dags_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A DAGs folder of the test's own, as Airflow's configuration sees it: a DAG written there runs
+    with dag.test() in this process, as ``airflow dags test`` runs it (Airflow 3 serializes a DAG
+    only from its DAGs folder), without a process's start and execution API of its own."""
+    from airflow import settings
+
+    dags = tmp_path / "dags"
+    dags.mkdir()
+    monkeypatch.setenv("AIRFLOW__CORE__DAGS_FOLDER", str(dags))
+    monkeypatch.setattr(settings, "DAGS_FOLDER", str(dags))
+    return dags
 
 
 def run_on(dag: Any, day: pendulum.DateTime) -> Any:
@@ -295,21 +300,11 @@ with DAG("blink_filter_renders_empty", schedule=None, params={"empty": {}, "no_p
 
 
 def test_a_filter_template_that_renders_to_no_condition_lists_everything(
-    blink_sandbox: BlinkSandbox, tmp_path: Path
+    blink_sandbox: BlinkSandbox, tmp_path: Path, dags_folder: Path
 ) -> None:
     """A DAG whose filter renders to ``{}`` or ``{"name": {}}`` lists every type, sending no filter."""
-    dags = tmp_path / "dags"
-    dags.mkdir()
-    (dags / "filter_renders_empty.py").write_text(f"OUT = {str(tmp_path)!r}\n" + EMPTY_FILTER_DAG)
-    env = {**os.environ, "AIRFLOW__CORE__DAGS_FOLDER": str(dags)}
-    done = subprocess.run(
-        [sys.executable, "-m", "airflow", "dags", "test", "blink_filter_renders_empty"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    (dags_folder / "filter_renders_empty.py").write_text(f"OUT = {str(tmp_path)!r}\n" + EMPTY_FILTER_DAG)
+    assert state(load_dag("filter_renders_empty.py", dags_folder).test()) == "success"
     ids = blink_sandbox.store.connection_type_ids()
     for name in ("empty", "no_predicate"):
         assert [item["id"] for item in json.loads((tmp_path / f"{name}.json").read_text())] == ids
@@ -472,7 +467,7 @@ with DAG("blink_rate_limited", schedule=None) as dag:
     reason="retry_policy needs Airflow 3.3 or later",
 )
 def test_a_rate_limited_task_is_retried_after_blinks_retry_after_not_its_retry_delay(
-    blink_sandbox: BlinkSandbox, tmp_path: Path
+    blink_sandbox: BlinkSandbox, dags_folder: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """The task's first request (the read of the table's fields) gets a 429 with Retry-After: 2 (the
     hook does not retry: retry_limit 1); BlinkRetryPolicy has Airflow retry the task after 2 s, not
@@ -480,18 +475,12 @@ def test_a_rate_limited_task_is_retried_after_blinks_retry_after_not_its_retry_d
     from airflow import settings
     from sqlalchemy import text
 
-    (tmp_path / "rate_limited.py").write_text(RATE_LIMITED_DAG)
+    (dags_folder / "rate_limited.py").write_text(RATE_LIMITED_DAG)
     blink_sandbox.set_faults(sequence=[429], retry_after="2")
-    env = {**os.environ, "AIRFLOW__CORE__DAGS_FOLDER": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-m", "airflow", "dags", "test", "blink_rate_limited"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    assert "retrying after its Retry-After, 2 s" in done.stdout + done.stderr
+    run = load_dag("rate_limited.py", dags_folder).test()
+    printed = "".join(capfd.readouterr())
+    assert state(run) == "success", printed[-3000:]
+    assert "retrying after its Retry-After, 2 s" in printed
     assert [(r["method"], r["status"]) for r in blink_sandbox.requests] == [("GET", 429), ("GET", 200), ("PUT", 200)]
     with settings.engine.connect() as connection:
         history = (
@@ -560,30 +549,27 @@ def test_the_fleet_example_plans_each_table_reviews_once_and_applies_each(
 DOCS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "operators" / "update_table_fields.md"
 
 
-def docs_dag_test(dags: Path) -> str:
-    """``airflow dags test`` of the docs' DAG in its own DAGs folder (Airflow runs it with
-    ``dag.test()``), the review approved as a person would on 3.1+: what it printed."""
-    env = {**os.environ, "AIRFLOW__CORE__DAGS_FOLDER": str(dags)}
-    command = [sys.executable, "-m", "airflow", "dags", "test", "incidents_schema", "--mark-success-pattern", "review"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    return done.stdout + done.stderr
+def docs_dag_test(dags: Path, capfd: pytest.CaptureFixture[str]) -> str:
+    """The docs' DAG as ``airflow dags test incidents_schema --mark-success-pattern review`` runs it
+    (``dag.test()``, the review approved as a person would on 3.1+): what it printed."""
+    run = load_dag("incidents_schema.py", dags).test(mark_success_pattern="review")
+    printed = "".join(capfd.readouterr())
+    assert state(run) == "success", printed[-3000:]
+    return printed
 
 
 def test_the_docs_plan_review_apply_dag_runs_as_written(
-    blink_sandbox: BlinkSandbox, records: Path, tmp_path: Path
+    blink_sandbox: BlinkSandbox, records: Path, dags_folder: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """#44 item 6: the docs' complete DAG, copied out of the page as a user would, on this
     Airflow line: a run with a change plans, reviews (3.1+) and applies; a run with nothing to
     change asks no one and still applies (the apply is not wired below the short-circuit)."""
     section = DOCS_PAGE.read_text().split("### A complete plan, review, apply DAG", 1)[1]
     code = section.split("```python\n", 1)[1].split("\n```", 1)[0]
-    dags = tmp_path / "dags"
-    dags.mkdir()
-    (dags / "incidents_schema.py").write_text(code + "\n")
-    first = docs_dag_test(dags)
+    (dags_folder / "incidents_schema.py").write_text(code + "\n")
+    first = docs_dag_test(dags_folder, capfd)
     assert "Schema of ws-demo/Incidents: 1 of 1 fields applied (1 changed)" in first, first[-3000:]
-    second = docs_dag_test(dags)
+    second = docs_dag_test(dags_folder, capfd)
     assert "0 to add, 0 to change (0 destructive), 1 unchanged" in second, second[-3000:]
     assert "Schema of ws-demo/Incidents: 1 of 1 fields applied (1 unchanged)" in second, second[-3000:]
     assert (records / "ws-demo" / "Incidents.json").is_file()

@@ -19,14 +19,6 @@ from blinkops_provider.sandbox import BlinkSandbox
 pytestmark = pytest.mark.usefixtures("airflow_db", "one_execution_api")
 
 
-@pytest.fixture(scope="module")
-def airflow_db() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"], capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
 def run_with_lineage(dag_id: str, tmp_path: Path, *args: str) -> list[dict[str, Any]]:
     """``airflow dags test`` with OpenLineage writing its events to a file; the events."""
     events = tmp_path / "openlineage.jsonl"

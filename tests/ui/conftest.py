@@ -1,7 +1,8 @@
 """What ``make ui-test`` starts: Airflow 3's api-server, a Blink sandbox and headless Chromium.
 
-Each runs on this machine only (127.0.0.1), is made fresh for the module and is stopped at the
-end, also when a test fails. The browser is Debian's ``chromium`` with ``chromium-driver``
+Each runs on this machine only (127.0.0.1) and is stopped at the end, also when a test fails:
+one api-server (a fresh AIRFLOW_HOME) for the session; a sandbox and a browser (a fresh profile:
+no cookie of another module's Airflow on 127.0.0.1) for each module. The browser is Debian's ``chromium`` with ``chromium-driver``
 (``make ui-test`` installs them with apt when missing): a browser a Python package downloads
 cannot work offline.
 """
@@ -86,7 +87,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             process.wait(timeout=30)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def airflow_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowUI]:
     """Airflow 3's api-server on a free loopback port, with a fresh AIRFLOW_HOME."""
     home = tmp_path_factory.mktemp("airflow-home")
