@@ -2,9 +2,9 @@
 
 Each runs on this machine only (127.0.0.1) and is stopped at the end, also when a test fails:
 one api-server (a fresh AIRFLOW_HOME) for the session; a sandbox and a browser (a fresh profile:
-no cookie of another module's Airflow on 127.0.0.1) for each module. The browser is Debian's ``chromium`` with ``chromium-driver``
-(``make ui-test`` installs them with apt when missing): a browser a Python package downloads
-cannot work offline.
+no cookie of another module's Airflow on 127.0.0.1) for each module. The browser is Debian's
+``chromium`` with ``chromium-driver`` (``make ui-test`` installs them with apt when missing): a
+browser a Python package downloads cannot work offline.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ SHOTS = Path(__file__).resolve().parents[2] / "build" / "ui-test"
 """Where the screenshots go (``build/`` is ignored by git)."""
 
 START_TIMEOUT = 120.0
+API_TIMEOUT = 60
+"""Seconds for an answer of Airflow's REST API: CI runs the browser tests beside the test suites."""
 
 
 def free_port() -> int:
@@ -54,7 +56,7 @@ class AirflowUI:
 
     def api(self, method: str, path: str, **kwargs: Any) -> requests.Response:
         """A call to the REST API (the simple auth manager makes every caller an admin)."""
-        return requests.request(method, f"{self.url}/api/v2{path}", timeout=60, **kwargs)
+        return requests.request(method, f"{self.url}/api/v2{path}", timeout=API_TIMEOUT, **kwargs)
 
     def log_tail(self) -> str:
         return self.log.read_text(errors="replace")[-4000:]

@@ -18,11 +18,11 @@ import requests
 
 from blinkops_provider.sandbox import BlinkSandbox
 from tests.conftest import EXAMPLE_DAGS
+from tests.ui.conftest import API_TIMEOUT
 
 pytestmark = pytest.mark.ui
 
 POLL = 3  # seconds between the trigger's polls
-API_TIMEOUT = 60  # seconds for an answer of Airflow's REST API: CI runs this beside the test suites, on two cores
 ON_CHANGE = "blink_connection_types_on_change"
 
 
