@@ -23,10 +23,15 @@ from tests.ui.conftest import API_TIMEOUT
 pytestmark = pytest.mark.ui
 
 POLL = 3  # seconds between the trigger's polls
+RUN_END = 480  # seconds a run may take to end: seconds alone, minutes beside CI's other lane (a sync once took 240+)
 ON_CHANGE = "blink_connection_types_on_change"
 
 
-def wait_for(what: str, check: Any, timeout: float, driver: subprocess.Popen[str], log: Path) -> Any:
+def wait_for(
+    what: str, check: Any, timeout: float, driver: subprocess.Popen[str], log: Path, evidence: Any = None
+) -> Any:
+    """``check()`` until it is truthy; else fails with the evidence: standalone's log, the newest task
+    logs and ``evidence()`` (a run's task states)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -34,14 +39,42 @@ def wait_for(what: str, check: Any, timeout: float, driver: subprocess.Popen[str
         except requests.Timeout:  # a busy api-server: ask again, until the deadline
             found = None
         if found:
+            print(f"{what}: {time.monotonic() - deadline + timeout:.0f} s")  # pytest shows it on a failure
             return found
         try:
             driver.wait(timeout=1)  # between checks: returns at once when the driver exits
         except subprocess.TimeoutExpired:
             continue
         break
-    standalone = log.read_text(errors="replace")[-4000:] if log.exists() else "(no log)"
-    raise AssertionError(f"{what}: not within {timeout:.0f} s (driver exit {driver.poll()}):\n{standalone}")
+    text = log.read_text(errors="replace") if log.exists() else "(no log)"
+    scheduler = "\n".join([line[:600] for line in text.splitlines() if line.startswith("scheduler")][-15:])
+    raise AssertionError(
+        f"{what}: not within {timeout:.0f} s (driver exit {driver.poll()}):\n{text[-4000:]}"
+        f"\n---- the scheduler's last lines ----\n{scheduler}{task_logs(log.parent)}"
+        + (f"\n---- {shown(evidence)} ----" if evidence else "")
+    )
+
+
+def shown(evidence: Any) -> str:
+    try:
+        return str(evidence())
+    except Exception as error:  # the evidence of a failure must not hide it
+        return f"(no evidence: {error!r})"
+
+
+def task_states(url: str, api: requests.Session, dag: str, run_id: str) -> str:
+    """A run's task instances as ``task: state (try n)``."""
+    answer = api.get(f"{url}/api/v2/dags/{dag}/dagRuns/{run_id}/taskInstances", timeout=API_TIMEOUT)
+    found = answer.json().get("task_instances", []) if answer.ok else []
+    states = ", ".join(f"{ti['task_id']}: {ti['state']} (try {ti['try_number']})" for ti in found)
+    return f"{dag}/{run_id}: {states or answer.text[:300]}"
+
+
+def task_logs(home: Path, newest: int = 3) -> str:
+    """The ends of the newest task logs under ``home`` (a timed-out wait's evidence: a task's
+    retry, a failure or a slow start show there, not in standalone's log)."""
+    found = sorted((home / "logs").glob("dag_id=*/**/*.log"), key=lambda p: p.stat().st_mtime)[-newest:]
+    return "".join(f"\n---- {p.relative_to(home)} ----\n{p.read_text(errors='replace')[-2500:]}" for p in found)
 
 
 def test_make_airflow_ui_serves_the_examples_and_the_trigger_runs_the_sync_on_a_change(tmp_path: Path) -> None:
@@ -99,7 +132,14 @@ def test_make_airflow_ui_serves_the_examples_and_the_trigger_runs_the_sync_on_a_
             changed = time.monotonic()
             run = wait_for("a run of the event-driven sync", lambda: asset_triggered(runs()), 120, driver, log)
             seen = time.monotonic() - changed
-            finished = wait_for("the run's end", lambda: ended(runs(), run["dag_run_id"]), 240, driver, log)
+            finished = wait_for(
+                "the run's end",
+                lambda: ended(runs(), run["dag_run_id"]),
+                RUN_END,
+                driver,
+                log,
+                lambda: task_states(url, api, ON_CHANGE, run["dag_run_id"]),
+            )
             assert finished["state"] == "success", log.read_text(errors="replace")[-3000:]
             diff = latest_diff(home)
             assert (diff["baseline"], diff["counts"]["added"], diff["added"]) == (
@@ -138,7 +178,14 @@ def unpause_and_take_the_baseline(
     assert api.patch(f"{url}/api/v2/dags/{ON_CHANGE}", json={"is_paused": False}, timeout=API_TIMEOUT).ok
     first = wait_for("the run unpausing starts", lambda: next(iter(runs()), None), 180, driver, log)
     assert first["run_type"] == "scheduled", first
-    done = wait_for("the baseline run's end", lambda: ended(runs(), first["dag_run_id"]), 240, driver, log)
+    done = wait_for(
+        "the baseline run's end",
+        lambda: ended(runs(), first["dag_run_id"]),
+        RUN_END,
+        driver,
+        log,
+        lambda: task_states(url, api, ON_CHANGE, first["dag_run_id"]),
+    )
     wait_for(
         "the trigger's baseline", lambda: "Watching the catalogue" in log.read_text(errors="replace"), 180, driver, log
     )
@@ -242,7 +289,9 @@ def run_end(url: str, api: requests.Session, dag: str, run_id: str, driver: subp
         answer = api.get(f"{url}/api/v2/dags/{dag}/dagRuns/{run_id}", timeout=API_TIMEOUT)
         return answer.ok and answer.json()["state"] in ("success", "failed") and answer.json()["state"]
 
-    return str(wait_for(f"the end of {dag}'s run", finished, 420, driver, log))
+    return str(
+        wait_for(f"the end of {dag}'s run", finished, RUN_END, driver, log, lambda: task_states(url, api, dag, run_id))
+    )
 
 
 def the_fleet_runs_to_green(url: str, api: requests.Session, driver: subprocess.Popen[str], log: Path) -> None:
@@ -305,7 +354,14 @@ def the_printed_change_queues_the_event_driven_sync(
     done = subprocess.run(words, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and "written to the sandbox" in done.stdout, done.stderr
     run = wait_for("the event-driven run the printed command queues", lambda: asset_triggered(runs()), 120, driver, log)
-    finished = wait_for("the event-driven run's end", lambda: ended(runs(), run["dag_run_id"]), 240, driver, log)
+    finished = wait_for(
+        "the event-driven run's end",
+        lambda: ended(runs(), run["dag_run_id"]),
+        RUN_END,
+        driver,
+        log,
+        lambda: task_states(url, api, ON_CHANGE, run["dag_run_id"]),
+    )
     assert finished["state"] == "success", finished
     assert latest_diff(home)["added"] == [{"id": "ct-demo", "name": "demo-type"}]  # the first change, as added
 
