@@ -132,14 +132,7 @@ def test_make_airflow_ui_serves_the_examples_and_the_trigger_runs_the_sync_on_a_
             changed = time.monotonic()
             run = wait_for("a run of the event-driven sync", lambda: asset_triggered(runs()), 120, driver, log)
             seen = time.monotonic() - changed
-            finished = wait_for(
-                "the run's end",
-                lambda: ended(runs(), run["dag_run_id"]),
-                RUN_END,
-                driver,
-                log,
-                lambda: task_states(url, api, ON_CHANGE, run["dag_run_id"]),
-            )
+            finished = sync_end("the run's end", url, api, runs, run["dag_run_id"], driver, log)
             assert finished["state"] == "success", log.read_text(errors="replace")[-3000:]
             diff = latest_diff(home)
             assert (diff["baseline"], diff["counts"]["added"], diff["added"]) == (
@@ -164,6 +157,17 @@ def ended(runs: list[dict[str, Any]], run_id: str) -> dict[str, Any] | None:
     return next((r for r in runs if r["dag_run_id"] == run_id and r["state"] in ("success", "failed")), None)
 
 
+def sync_end(
+    what: str, url: str, api: requests.Session, runs: Any, run_id: str, driver: subprocess.Popen[str], log: Path
+) -> dict[str, Any]:
+    """The event-driven sync's run ``run_id`` once it has ended (its task states if it does not)."""
+    return dict(
+        wait_for(
+            what, lambda: ended(runs(), run_id), RUN_END, driver, log, lambda: task_states(url, api, ON_CHANGE, run_id)
+        )
+    )
+
+
 def latest_diff(home: Path) -> dict[str, Any]:
     """The newest diff the sync wrote (snapshot names sort as runs do)."""
     diffs = sorted((home / "blink_snapshots" / "connection_types").glob("*.diff.json"))
@@ -178,14 +182,7 @@ def unpause_and_take_the_baseline(
     assert api.patch(f"{url}/api/v2/dags/{ON_CHANGE}", json={"is_paused": False}, timeout=API_TIMEOUT).ok
     first = wait_for("the run unpausing starts", lambda: next(iter(runs()), None), 180, driver, log)
     assert first["run_type"] == "scheduled", first
-    done = wait_for(
-        "the baseline run's end",
-        lambda: ended(runs(), first["dag_run_id"]),
-        RUN_END,
-        driver,
-        log,
-        lambda: task_states(url, api, ON_CHANGE, first["dag_run_id"]),
-    )
+    done = sync_end("the baseline run's end", url, api, runs, first["dag_run_id"], driver, log)
     wait_for(
         "the trigger's baseline", lambda: "Watching the catalogue" in log.read_text(errors="replace"), 180, driver, log
     )
@@ -354,14 +351,7 @@ def the_printed_change_queues_the_event_driven_sync(
     done = subprocess.run(words, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and "written to the sandbox" in done.stdout, done.stderr
     run = wait_for("the event-driven run the printed command queues", lambda: asset_triggered(runs()), 120, driver, log)
-    finished = wait_for(
-        "the event-driven run's end",
-        lambda: ended(runs(), run["dag_run_id"]),
-        RUN_END,
-        driver,
-        log,
-        lambda: task_states(url, api, ON_CHANGE, run["dag_run_id"]),
-    )
+    finished = sync_end("the event-driven run's end", url, api, runs, run["dag_run_id"], driver, log)
     assert finished["state"] == "success", finished
     assert latest_diff(home)["added"] == [{"id": "ct-demo", "name": "demo-type"}]  # the first change, as added
 
