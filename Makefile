@@ -161,4 +161,4 @@ pins: uv
 	@rm .ci/airflow-$(AIRFLOW_VERSION)-override.txt
 
 clean:
-	rm -rf .venv .venv-airflow-* .venv-py3.13 .venv-lowest .venv-celery .airflow-celery .airflow-bench-fleet dist .airflow .airflow-* .airflow-ui .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv .venv-airflow-* .venv-py3.13 .venv-lowest .venv-celery build/pycache .airflow-celery .airflow-bench-fleet dist .airflow .airflow-* .airflow-ui .pytest_cache .mypy_cache .ruff_cache
