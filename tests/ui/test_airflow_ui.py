@@ -32,14 +32,15 @@ def wait_for(
 ) -> Any:
     """``check()`` until it is truthy; else fails with the evidence: standalone's log, the newest task
     logs and ``evidence()`` (a run's task states)."""
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
     while time.monotonic() < deadline:
         try:
             found = check()
         except requests.Timeout:  # a busy api-server: ask again, until the deadline
             found = None
         if found:
-            print(f"{what}: {time.monotonic() - deadline + timeout:.0f} s")  # pytest shows it on a failure
+            print(f"{what}: {time.monotonic() - started:.0f} s")  # pytest shows it on a failure
             return found
         try:
             driver.wait(timeout=1)  # between checks: returns at once when the driver exits
@@ -51,11 +52,11 @@ def wait_for(
     raise AssertionError(
         f"{what}: not within {timeout:.0f} s (driver exit {driver.poll()}):\n{text[-4000:]}"
         f"\n---- the scheduler's last lines ----\n{scheduler}{task_logs(log.parent)}"
-        + (f"\n---- {shown(evidence)} ----" if evidence else "")
+        + (f"\n---- {evidence_of(evidence)} ----" if evidence else "")
     )
 
 
-def shown(evidence: Any) -> str:
+def evidence_of(evidence: Any) -> str:
     try:
         return str(evidence())
     except Exception as error:  # the evidence of a failure must not hide it
@@ -122,17 +123,15 @@ def test_make_airflow_ui_serves_the_examples_and_the_trigger_runs_the_sync_on_a_
             printed_dags = out.read_text().split("  DAGs:", 1)[1].split("  Records:", 1)[0]
             assert all(dag_id in printed_dags for dag_id in EXAMPLES), printed_dags  # the banner names every one
 
-            def runs() -> list[dict[str, Any]]:
-                answer = api.get(f"{url}/api/v2/dags/{ON_CHANGE}/dagRuns", timeout=API_TIMEOUT)
-                return list(answer.json().get("dag_runs", [])) if answer.ok else []
-
-            baseline = unpause_and_take_the_baseline(url, api, runs, driver, log)
+            baseline = unpause_and_take_the_baseline(url, api, driver, log)
             added = {"id": "ct-ui", "name": "ui-added", "display_name": "UI", "plugin_name": "ui"}
             sandbox.store.upsert_connection_types([{**added, "oauth_supported": False}])
             changed = time.monotonic()
-            run = wait_for("a run of the event-driven sync", lambda: asset_triggered(runs()), 120, driver, log)
+            run = wait_for(
+                "a run of the event-driven sync", lambda: asset_triggered(sync_runs(url, api)), 120, driver, log
+            )
             seen = time.monotonic() - changed
-            finished = sync_end("the run's end", url, api, runs, run["dag_run_id"], driver, log)
+            finished = sync_end("the run's end", url, api, run["dag_run_id"], driver, log)
             assert finished["state"] == "success", log.read_text(errors="replace")[-3000:]
             diff = latest_diff(home)
             assert (diff["baseline"], diff["counts"]["added"], diff["added"]) == (
@@ -157,15 +156,21 @@ def ended(runs: list[dict[str, Any]], run_id: str) -> dict[str, Any] | None:
     return next((r for r in runs if r["dag_run_id"] == run_id and r["state"] in ("success", "failed")), None)
 
 
+def sync_runs(url: str, api: requests.Session) -> list[dict[str, Any]]:
+    """The event-driven sync's runs (none while the api-server does not answer)."""
+    answer = api.get(f"{url}/api/v2/dags/{ON_CHANGE}/dagRuns", timeout=API_TIMEOUT)
+    return list(answer.json().get("dag_runs", [])) if answer.ok else []
+
+
 def sync_end(
-    what: str, url: str, api: requests.Session, runs: Any, run_id: str, driver: subprocess.Popen[str], log: Path
+    what: str, url: str, api: requests.Session, run_id: str, driver: subprocess.Popen[str], log: Path
 ) -> dict[str, Any]:
     """The event-driven sync's run ``run_id`` once it has ended (its task states if it does not)."""
-    return dict(
-        wait_for(
-            what, lambda: ended(runs(), run_id), RUN_END, driver, log, lambda: task_states(url, api, ON_CHANGE, run_id)
-        )
-    )
+
+    def end() -> dict[str, Any] | None:
+        return ended(sync_runs(url, api), run_id)
+
+    return dict(wait_for(what, end, RUN_END, driver, log, lambda: task_states(url, api, ON_CHANGE, run_id)))
 
 
 def latest_diff(home: Path) -> dict[str, Any]:
@@ -175,18 +180,18 @@ def latest_diff(home: Path) -> dict[str, Any]:
 
 
 def unpause_and_take_the_baseline(
-    url: str, api: requests.Session, runs: Any, driver: subprocess.Popen[str], log: Path
+    url: str, api: requests.Session, driver: subprocess.Popen[str], log: Path
 ) -> dict[str, Any]:
     """#44 item 4: unpausing the event-driven sync starts its daily run at once, which takes the
     baseline; the trigger takes its own. The first change after this is a diff, not a baseline."""
     assert api.patch(f"{url}/api/v2/dags/{ON_CHANGE}", json={"is_paused": False}, timeout=API_TIMEOUT).ok
-    first = wait_for("the run unpausing starts", lambda: next(iter(runs()), None), 180, driver, log)
+    first = wait_for("the run unpausing starts", lambda: next(iter(sync_runs(url, api)), None), 180, driver, log)
     assert first["run_type"] == "scheduled", first
-    done = sync_end("the baseline run's end", url, api, runs, first["dag_run_id"], driver, log)
+    done = sync_end("the baseline run's end", url, api, first["dag_run_id"], driver, log)
     wait_for(
         "the trigger's baseline", lambda: "Watching the catalogue" in log.read_text(errors="replace"), 180, driver, log
     )
-    assert asset_triggered(runs()) is None  # the trigger's baseline fires nothing
+    assert asset_triggered(sync_runs(url, api)) is None  # the trigger's baseline fires nothing
     return dict(done)
 
 
@@ -341,17 +346,19 @@ def a_partly_applied_migration_is_announced(
 def the_printed_change_queues_the_event_driven_sync(
     url: str, api: requests.Session, printed: str, driver: subprocess.Popen[str], log: Path, home: Path
 ) -> None:
-    def runs() -> list[Any]:
-        answer = api.get(f"{url}/api/v2/dags/{ON_CHANGE}/dagRuns", timeout=API_TIMEOUT)
-        return list(answer.json().get("dag_runs", [])) if answer.ok else []
-
-    unpause_and_take_the_baseline(url, api, runs, driver, log)
+    unpause_and_take_the_baseline(url, api, driver, log)
     command = printed.split("Change its catalogue (the event-driven sync then runs):", 1)[1]
     words = " ".join(command.split("\n")[1:3]).replace("\\", " ").split()
     done = subprocess.run(words, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and "written to the sandbox" in done.stdout, done.stderr
-    run = wait_for("the event-driven run the printed command queues", lambda: asset_triggered(runs()), 120, driver, log)
-    finished = sync_end("the event-driven run's end", url, api, runs, run["dag_run_id"], driver, log)
+    run = wait_for(
+        "the event-driven run the printed command queues",
+        lambda: asset_triggered(sync_runs(url, api)),
+        120,
+        driver,
+        log,
+    )
+    finished = sync_end("the event-driven run's end", url, api, run["dag_run_id"], driver, log)
     assert finished["state"] == "success", finished
     assert latest_diff(home)["added"] == [{"id": "ct-demo", "name": "demo-type"}]  # the first change, as added
 
@@ -414,7 +421,9 @@ def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_
             assert "its first run adds a field to each table and waits for your review in Required Actions" in printed
             conn = api.get(f"{url}/api/v2/connections/blink_default", timeout=API_TIMEOUT)
             assert conn.ok and conn.json()["conn_type"] == "blink", conn.text
-            tested = api.post(f"{url}/api/v2/connections/test", json={**conn.json(), "password": None}, timeout=60)
+            tested = api.post(
+                f"{url}/api/v2/connections/test", json={**conn.json(), "password": None}, timeout=API_TIMEOUT
+            )
             assert tested.ok and tested.json()["status"] is True, tested.text  # the Test button answers
             assert "connection types visible" in tested.json()["message"]
             schema["fields"][0]["display_name"] = f"Title, start {start}"  # a changed schema each time
