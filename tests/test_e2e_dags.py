@@ -20,6 +20,7 @@ import pytest
 from blinkops_provider._assets import asset_host
 from blinkops_provider.sandbox import BlinkSandbox
 from tests.conftest import EXAMPLE_DAGS
+from tests.reviewer import reviewing
 
 DECLARED = json.loads((EXAMPLE_DAGS / "blink_table_schema_migration.json").read_text())["fields"]
 ADDED = ["Root cause"]  # the example's field the seed lacks (#48)
@@ -65,13 +66,16 @@ def records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "records"
 
 
-def migrate(dag: Any = None, **conf: Any) -> Any:
-    """A run of the migration example, its review approved as a person would (on Airflow 3.1+,
-    the approval task is marked a success; on 2.11 there is none)."""
+def migrate(dag: Any = None, option: str = "Approve", **conf: Any) -> Any:
+    """A run of the migration example, its review answered as a person would (on Airflow 3.1+,
+    through the REST API's handler: tests/reviewer.py; on 2.11 there is none)."""
     dag = dag or load_dag("blink_table_schema_migration.py")
-    unreviewed = "review" not in dag.task_ids  # Airflow 2.11: a removal needs the acknowledgement instead
+    unreviewed = "migrate.review" not in dag.task_ids  # Airflow 2.11: a removal needs the acknowledgement instead
     conf = {"ws_id": "ws-demo", "table": "Incidents", "acknowledge_risks": unreviewed, **conf}
-    return dag.test(run_conf=conf, mark_success_pattern="review")
+    if unreviewed:
+        return dag.test(run_conf=conf)
+    with reviewing(option=option, user="alice"):
+        return dag.test(run_conf=conf)
 
 
 def state(run: Any) -> str:

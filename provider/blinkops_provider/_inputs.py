@@ -236,3 +236,13 @@ def check_flag(value: Any, what: str) -> bool:
     if not isinstance(value, bool):
         raise BlinkInputError(f"{what} must be True or False, got {value!r}")
     return value
+
+
+def rendered_flag(value: Any, what: str) -> bool:
+    """A flag given as ``True``/``False``, or as the text a template renders of one.
+
+    :raises BlinkInputError: anything else.
+    """
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return check_flag(value, what)

@@ -34,12 +34,12 @@ from blinkops_provider.exceptions import (
 )
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._declaration import Declaration, read_declaration
-from blinkops_provider.migrations._fleet import check_let_through
 from blinkops_provider.migrations._identity import match_table
 from blinkops_provider.migrations._lock import Holder, TableLock
 from blinkops_provider.migrations._plan import SchemaPlan, TablePlan, make_plan, plan_table
 from blinkops_provider.migrations._record import SchemaRecord, check_shared, record_location
 from blinkops_provider.migrations._result import ApplyResult
+from blinkops_provider.migrations._review import who_let_through
 from blinkops_provider.migrations._steps import Steps as _Steps
 
 Updates = Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | FieldBatch | Declaration | str
@@ -254,43 +254,34 @@ def plan_schema(
     return plan
 
 
-def _check_review(log: Any, planned: SchemaPlan, approved: Mapping[str, Any] | str) -> None:
-    """Refuse a plan that the review policy recorded in its XCom should not have let through
-    unreviewed (judged from this apply's own plan); say which policy let it through.
-
-    :raises BlinkInputError: the policy asks a person to approve this plan, and no one did.
-    """
-    review = approved.get("review") if isinstance(approved, Mapping) else None
-    if isinstance(review, Mapping):
-        check_let_through(planned.to_xcom(), review.get("policy"), review.get("reviewed"))
-        who = "approved by a person" if review.get("reviewed") else "no one was asked"
-        log.info("Plan %s let through by review policy %r (%s)", planned.fingerprint, review.get("policy"), who)
-
-
 def _check_loss(
-    log: Any, planned: SchemaPlan, approved: Mapping[str, Any] | str | None, acknowledge_risks: bool
+    log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, acknowledge_risks: bool
 ) -> None:
-    """Refuse a plan that removes fields unless a person approved it in review (its XCom carries
-    the review: :func:`~blinkops_provider.migrations._fleet.let_through` with ``reviewed=True``) or
-    the apply was given ``acknowledge_risks=True``.
+    """Say who let the plan through; refuse a plan that removes fields unless a person approved
+    it in review (``approval``, read from Airflow's record of the review:
+    :func:`~blinkops_provider.migrations._review.approval_from_review`) or the apply was given
+    ``acknowledge_risks=True``. Nothing in the plan's XCom counts as an approval.
 
     :raises BlinkInputError: naming the removals and both ways to go on; nothing was sent.
     """
     removals = planned.removals
-    review = approved.get("review") if isinstance(approved, Mapping) else None
-    reviewed = isinstance(review, Mapping) and review.get("reviewed") is True
-    if removals and (reviewed or acknowledge_risks):
-        how = "approved by a person in review" if reviewed else "acknowledged by the DAG (acknowledge_risks=True)"
+    if approval:
+        log.info(
+            "Plan %s approved by %s at %s in review", planned.fingerprint, approval["approved_by"], approval["approved_at"]
+        )
+    if removals and (approval or acknowledge_risks):
+        how = f"approved by {approval['approved_by']}" if approval else "acknowledged by the DAG (acknowledge_risks=True)"
         log.warning("Plan %s removes %d field(s) with their values: %s", planned.fingerprint, len(removals), how)
-    if not removals or acknowledge_risks or reviewed:
+    if not removals or acknowledge_risks or approval:
         return
     listed = "; ".join(f"{one_line(row.field)!r} ({row.risk})" for row in removals[:SHOWN_REMOVALS])
     more = f" and {len(removals) - SHOWN_REMOVALS} more" if len(removals) > SHOWN_REMOVALS else ""
     raise BlinkInputError(
         f"plan {planned.fingerprint} of {one_line(planned.ws_id)}/{one_line(planned.table)} removes "
         f"{len(removals)} field(s) with their values: {listed}{more}. Nothing was sent: a removal is applied only "
-        "once a person approved the plan in review (the plan's XCom then carries the review, "
-        "let_through(plan, policy=..., reviewed=True)), or when the apply is given acknowledge_risks=True"
+        "once a person approved the plan in Airflow's review (give the apply review_task_id, the task id of the "
+        "ApprovalOperator upstream of it, as BlinkTableMigration does; a plan's XCom that claims a review counts "
+        "for nothing), or when the apply is given acknowledge_risks=True"
     )
 
 
@@ -314,6 +305,19 @@ def _lock(
     )
 
 
+def _check_approval(approval: Any) -> None:
+    """:raises BlinkInputError: ``approval`` is neither None nor ``{"approved_by", "approved_at"}`` texts."""
+    if approval is None:
+        return
+    if not isinstance(approval, Mapping) or not all(
+        isinstance(approval.get(key), str) and approval.get(key) for key in ("approved_by", "approved_at")
+    ):
+        raise BlinkInputError(
+            f'approval must be None or {{"approved_by": <who>, "approved_at": <ISO time>}} as Airflow recorded the '
+            f"review's answer, got {approval!r}"
+        )
+
+
 SHOWN_REMOVALS = 20
 """The most removals the gate's error names one by one."""
 
@@ -334,6 +338,7 @@ def apply_schema(
     replace: bool = False,
     acknowledge_risks: bool = False,
     create_table: bool = False,
+    approval: Mapping[str, str] | None = None,
 ) -> ApplyResult:
     """Apply ``updates`` to ``ws_id``/``table`` as a migration: lock, read Blink's table and
     fields and plan, check, then create the table, add fields, change fields (each sent merged
@@ -347,6 +352,10 @@ def apply_schema(
     :param acknowledge_risks: apply a plan that removes fields although no person approved it in
         review (as Blink's own tool's ``acknowledge_risks``).
     :param create_table: create the table, with its declared fields, when Blink does not have it.
+    :param approval: who approved the plan in Airflow's review and when, ``{"approved_by",
+        "approved_at"}``, as :func:`~blinkops_provider.migrations._review.approval_from_review`
+        reads it (the operator's ``review_task_id``): it lets the plan's removals through, and the
+        record keeps it.
     :raises BlinkInputError: invalid input, before the lock is taken; a removal neither approved
         nor acknowledged (nothing sent).
     :raises BlinkStalePlanError: ``plan`` is not what would be applied now (nothing sent).
@@ -359,6 +368,7 @@ def apply_schema(
     replace = check_flag(replace, "replace")
     acknowledge_risks = check_flag(acknowledge_risks, "acknowledge_risks")
     create_table = check_flag(create_table, "create_table")
+    _check_approval(approval)
     declared = read_declaration(updates)
     _check_names(ws_id, table)
     lock = _lock(hook, record_path, ws_id, table, holder, lock_wait)
@@ -367,8 +377,8 @@ def apply_schema(
         planned, recorded = _plan(hook, record, declared, replace, create_table)
         if approved is not None:
             planned.check_approved(approved)  # before anything is sent
-            _check_review(hook.log, planned, approved)
-        _check_loss(hook.log, planned, approved, acknowledge_risks)
+        _check_loss(hook.log, planned, approval, acknowledge_risks)
         planned.log_to(hook.log)
-        steps = _Steps(hook, record, recorded, planned, only_changed, max_concurrency, fail_fast)
+        who = who_let_through(approval, acknowledge_risks)
+        steps = _Steps(hook, record, recorded, planned, only_changed, max_concurrency, fail_fast, let_through=who)
         return steps.run()

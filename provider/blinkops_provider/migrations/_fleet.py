@@ -6,10 +6,8 @@ plan tasks' ``plan.output``) and writes one text: a summary first, the tables wi
 destructive changes before the others, the tables with nothing to change in one line, then each
 changed table's rows, within a size bound.
 
-:func:`review_needed` says whether a person must approve, by a review policy (``always``,
-``changes``, the default, or ``risky``); :func:`let_through` marks each table's plan with the
-policy that let it through, which the apply logs and reports. :func:`fleet_summary` says, once the
-applies are over, which tables were applied, unchanged, failed or stale, and how many rate-limit
+:func:`fleet_summary` says, once the applies are over, which tables were applied, unchanged,
+failed, stale or rejected, and how many rate-limit
 (429) answers they met.
 """
 
@@ -22,7 +20,7 @@ from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations._plan import ADD, BASELINE, CHANGE, RECORD_BASELINE, REFUSED, REMOVE
 from blinkops_provider.migrations._plan import UNCHANGED as KEPT
-from blinkops_provider.migrations._review import REJECTED_IN_REVIEW
+from blinkops_provider.migrations._review import REJECTED_IN_REVIEW, changes, risky, rows_of
 
 MAX_REVIEW_CHARS = 20_000
 """The most characters of a fleet's review; the plans past it are in their tasks' XCom."""
@@ -32,37 +30,19 @@ MIN_REVIEW_CHARS = 1_000
 """The smallest size bound a review takes: room for its summary and the count of what it leaves out."""
 
 
-def _rows_of(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    rows = plan.get("fields")
-    return [row for row in rows if isinstance(row, Mapping)] if isinstance(rows, list) else []
-
-
-def _risky(plan: Mapping[str, Any]) -> bool:
-    """Whether a plan refuses or destroys anything, by its rows (not its stored counts)."""
-    return any(row.get("action") == REFUSED or row.get("destructive") is True for row in _rows_of(plan))
-
-
-def _changes(plan: Mapping[str, Any]) -> bool:
-    """Whether a plan adds, changes, removes or refuses anything, or creates or changes the table,
-    by its rows (not its stored flag)."""
-    table = plan.get("table_plan")
-    touched = isinstance(table, Mapping) and table.get("action") not in (None, KEPT)
-    return touched or any(row.get("action") != KEPT for row in _rows_of(plan))
-
-
 def _name(plan: Mapping[str, Any]) -> str:
     """``ws/table`` on one line, whatever the names hold (no line break can forge a review line)."""
     return one_line(f"{plan.get('ws_id')}/{plan.get('table')}")
 
 
 def _rank(plan: Mapping[str, Any]) -> tuple[int, str]:
-    rows = _rows_of(plan)
-    risk = 0 if any(row.get("action") == REFUSED for row in rows) else 1 if _risky(plan) else 2
+    rows = rows_of(plan)
+    risk = 0 if any(row.get("action") == REFUSED for row in rows) else 1 if risky(plan) else 2
     return risk, _name(plan)
 
 
 def _line(plan: Mapping[str, Any]) -> str:
-    rows = _rows_of(plan)
+    rows = rows_of(plan)
     count = {
         action: sum(row.get("action") == action for row in rows) for action in (ADD, CHANGE, REFUSED, KEPT, REMOVE)
     }
@@ -101,12 +81,12 @@ def fleet_review(plans: Sequence[Mapping[str, Any]], *, max_chars: int = MAX_REV
     """
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < MIN_REVIEW_CHARS:
         raise BlinkInputError(f"max_chars must be an integer of {MIN_REVIEW_CHARS} or more, got {max_chars!r}")
-    changed = sorted((p for p in plans if _changes(p)), key=_rank)
-    unchanged = sorted(_name(p) for p in plans if not _changes(p))
-    risky = sum(1 for p in changed if _rank(p)[0] < 2)
+    changed = sorted((p for p in plans if changes(p)), key=_rank)
+    unchanged = sorted(_name(p) for p in plans if not changes(p))
+    risky_ones = sum(1 for p in changed if _rank(p)[0] < 2)
     lines = [
-        f"Fleet review: {len(plans)} tables, {len(changed)} to change ({risky} with refused or destructive "
-        f"changes, listed first), {len(unchanged)} unchanged.",
+        f"Fleet review: {len(plans)} tables: {len(changed)} tables to change ({risky_ones} with refused or "
+        f"destructive changes, listed first), {len(unchanged)} tables unchanged.",
         "",
         *_changed_lines(changed, max_chars * 2 // 5),
         *_unchanged_lines(unchanged, max_chars // 10),
@@ -170,59 +150,6 @@ def _rows(plan: Mapping[str, Any]) -> str:
     return "\n\n".join(part for part in str(plan.get("text", "")).split("\n\n") if part.strip() not in baselines)
 
 
-REVIEW_ALWAYS, REVIEW_CHANGES, REVIEW_RISKY = "always", "changes", "risky"
-REVIEW_POLICIES = {
-    REVIEW_ALWAYS: "a person approves every run",
-    REVIEW_CHANGES: "a person approves when any table has something to add, change or refuse",
-    REVIEW_RISKY: "a person approves only when a change is refused or destructive",
-}
-"""When a person must approve a fleet's plans (Atlas's lint-based approval is ``risky``)."""
-
-
-def check_review_policy(policy: Any) -> str:
-    """``policy`` when it is one of :data:`REVIEW_POLICIES`.
-
-    :raises BlinkInputError: anything else, naming what is allowed.
-    """
-    if isinstance(policy, str) and policy in REVIEW_POLICIES:
-        return policy
-    allowed = "; ".join(f"{name!r} ({meaning})" for name, meaning in REVIEW_POLICIES.items())
-    raise BlinkInputError(f"review policy must be one of: {allowed}. Got {policy!r}")
-
-
-def review_needed(plans: Sequence[Mapping[str, Any]], policy: str = REVIEW_CHANGES) -> bool:
-    """Whether a person must approve these plans under ``policy`` (see :data:`REVIEW_POLICIES`),
-    judged from their rows (an edited ``counts`` or ``has_changes`` changes nothing)."""
-    policy = check_review_policy(policy)
-    if policy == REVIEW_ALWAYS:
-        return True
-    if policy == REVIEW_CHANGES:
-        return any(_changes(plan) for plan in plans)
-    return any(_risky(plan) for plan in plans)
-
-
-def let_through(plan: Mapping[str, Any], *, policy: str, reviewed: bool) -> dict[str, Any]:
-    """``plan`` (a plan's XCom) recording what let it through: ``{"review": {"policy", "reviewed"}}``,
-    ``reviewed`` being whether a person approved it (False: the policy asked no one). The apply
-    logs it and reports it in its XCom; the plan's identity and rows are unchanged by it."""
-    if not isinstance(reviewed, bool):
-        raise BlinkInputError(f"reviewed must be True or False, got {reviewed!r}")
-    check_let_through(plan, policy, reviewed)
-    return {**plan, "review": {"policy": check_review_policy(policy), "reviewed": reviewed}}
-
-
-def check_let_through(plan: Mapping[str, Any], policy: Any, reviewed: Any) -> None:
-    """Refuse ``plan`` when ``policy`` asks a person to approve it (judged by its rows) and no one did.
-
-    :raises BlinkInputError: such a plan must not be applied.
-    """
-    if reviewed is not True and review_needed([plan], check_review_policy(policy)):
-        raise BlinkInputError(
-            f"plan {one_line(str(plan.get('fingerprint')))} of {_name(plan)} needs a person's approval under review "
-            f"policy {policy!r} ({REVIEW_POLICIES[policy]}), and none was given: nothing is applied"
-        )
-
-
 APPLIED, UNCHANGED, FAILED, STALE, REJECTED = "applied", "unchanged", "failed", "stale", "rejected"
 OUTCOMES = (APPLIED, UNCHANGED, FAILED, STALE, REJECTED)
 
@@ -268,7 +195,7 @@ def fleet_summary(
     summary: dict[str, Any] = {outcome: [] for outcome in OUTCOMES}
     errors: dict[str, str] = {}
     waits = 0
-    kept = {_name(plan) for plan in plans or () if isinstance(plan, Mapping) and not _changes(plan)}
+    kept = {_name(plan) for plan in plans or () if isinstance(plan, Mapping) and not changes(plan)}
     for table, given in zip(tables, results, strict=True):
         result = given if isinstance(given, Mapping) else None  # anything else: no result
         name = _name(table) if isinstance(table, Mapping) else one_line(str(table))

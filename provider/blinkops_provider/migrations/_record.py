@@ -175,13 +175,17 @@ class SchemaRecord:
         now: dt.datetime,
         names: Mapping[str, str] | None = None,
         table_name: str | None = None,
+        approval: Mapping[str, Any] | None = None,
     ) -> None:
         """Replace the record with ``fields`` (name -> body sent), in one move; with ``names``
-        (declared name -> Blink's name, where they differ) and ``table_name`` (Blink's name of a
-        table this provider created) noted when given."""
+        (declared name -> Blink's name, where they differ), ``table_name`` (Blink's name of a
+        table this provider created) and ``approval`` (who approved this apply's plan and when,
+        ``{"approved_by", "approved_at"}``, or ``{"acknowledged": true}``) noted when given."""
         notes: dict[str, Any] = {"names": dict(names)} if names else {}
         if table_name:
             notes["table_name"] = table_name
+        if approval:
+            notes["approval"] = dict(approval)
         data = {
             "format": RECORD_FORMAT,
             "blink": self.host,

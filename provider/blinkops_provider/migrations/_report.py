@@ -77,7 +77,12 @@ class ApplyReport:
     fail_fast: bool = False
 
     def summary(
-        self, result: ApplyResult, *, approved: Any = None, exc: BaseException | None = None, rate_limited: int = 0
+        self,
+        result: ApplyResult,
+        *,
+        let_through: dict[str, Any] | None = None,
+        exc: BaseException | None = None,
+        rate_limited: int = 0,
     ) -> dict[str, Any]:
         """Log the outcome, keyed by the declared names: a summary line, then one line per field
         added, changed, failed or unknown (unchanged fields are counted, not listed); the XCom
@@ -105,30 +110,36 @@ class ApplyReport:
         return {
             **self._head([name for name in result.order if name in result.applied], failed, list(result.unknown)),
             "outcomes": outcomes,
-            **self.fleet_facts(approved, exc, _table_outcome(counts, exc), rate_limited),
+            **self.fleet_facts(let_through, exc, _table_outcome(counts, exc), rate_limited),
         }
 
     def failed(
-        self, result: ApplyResult | None, *, approved: Any, exc: BaseException, rate_limited: int = 0
+        self,
+        result: ApplyResult | None,
+        *,
+        let_through: dict[str, Any] | None = None,
+        exc: BaseException,
+        rate_limited: int = 0,
     ) -> dict[str, Any]:
         """The XCom of an apply that ``exc`` ended: what was known then (``result``, or what the
         exception carries), or an apply that sent nothing (stale, locked, unreachable)."""
         known = result or ApplyResult.carried_by(exc)
         if known is not None:
-            return self.summary(known, approved=approved, exc=exc, rate_limited=rate_limited)
+            return self.summary(known, let_through=let_through, exc=exc, rate_limited=rate_limited)
         outcome = STALE if isinstance(exc, BlinkStalePlanError) else FAILED
-        return {**self._head([], [], []), "outcomes": {}, **self.fleet_facts(approved, exc, outcome, rate_limited)}
+        return {**self._head([], [], []), "outcomes": {}, **self.fleet_facts(let_through, exc, outcome, rate_limited)}
 
     def _head(self, updated: list[str], failed: list[dict[str, Any]], unknown: list[str]) -> dict[str, Any]:
         return {"ws_id": self.ws_id, "table": self.table, "updated": updated, "failed": failed, "unknown": unknown}
 
     @staticmethod
-    def fleet_facts(approved: Any, exc: BaseException | None, outcome: str, rate_limited: int) -> dict[str, Any]:
-        """What a fleet's summary reads of an apply: its outcome, its rate-limit waits, the review
-        policy that let its plan through, and why it failed (a provider error's scrubbed text)."""
-        facts: dict[str, Any] = {"outcome": outcome, "rate_limited": rate_limited}
-        if isinstance(approved, dict) and isinstance(approved.get("review"), dict):
-            facts["review"] = approved["review"]
+    def fleet_facts(
+        let_through: dict[str, Any] | None, exc: BaseException | None, outcome: str, rate_limited: int
+    ) -> dict[str, Any]:
+        """What a fleet's summary reads of an apply: its outcome, its rate-limit waits, who let its
+        plan through (``approved_by`` and ``approved_at``, or ``acknowledged``), and why it failed
+        (a provider error's scrubbed text)."""
+        facts: dict[str, Any] = {"outcome": outcome, "rate_limited": rate_limited, **(let_through or {})}
         if exc is not None:
             shown = str(exc) if isinstance(exc, (BlinkApiError, BlinkInputError, BlinkLockedError)) else ""
             facts["error"] = f"{type(exc).__name__}: {shown}"[:2000].rstrip(": ")  # room for the unlock command

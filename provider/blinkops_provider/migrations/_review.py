@@ -1,52 +1,168 @@
-"""What a person decided in a plan's review (Airflow 3.1's ``ApprovalOperator``), read where
-Airflow keeps it, and the failure that makes a rejected run red.
+"""Who may let a plan through: the review policies (when a person is asked), and what a person
+answered, read where Airflow keeps it.
 
-Airflow records the two answers differently. **Approve**: the review task returns the response
-(its XCom ``return_value``, ``{"chosen_options": ["Approve"], ...}``) and the apply runs.
-**Reject**: the task skips everything downstream of it but the teardowns, and returns nothing; what
-it leaves is the skip it records (its XCom ``skipmixin_key``, ``{"skipped": [task ids]}``). A
-review that was **not asked** (the short-circuit before it found nothing to review) leaves
-neither. So a teardown below the review (it runs after a Reject too) reads both.
+The answer is Airflow's own record of the review: the XCom ``return_value`` of an
+``ApprovalOperator`` (Airflow 3.1+), which only that task writes, ``{"chosen_options":
+["Approve"], "params_input": {...}, "responded_at": ..., "responded_by_user": {"id", "name"}}``.
+An apply given ``review_task_id`` reads it (:func:`approval_from_review`); nothing a DAG computes
+or a plan's XCom claims stands in for it. A removal is sent only with a person's Approve of the
+plan, or with ``acknowledge_risks``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import datetime as dt
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from airflow.providers.common.compat.sdk import AirflowFailException
+from blinkops_provider._text import one_line
+from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.migrations._plan import REFUSED, REMOVE
+from blinkops_provider.migrations._plan import UNCHANGED as KEPT
 
-APPROVED, REJECTED, NOT_ASKED = "approved", "rejected", "not asked"
-
-SKIP_KEY = "skipmixin_key"
-"""The XCom key under which Airflow's ``SkipMixin`` records the tasks a task skipped."""
+APPROVE, REJECT = "Approve", "Reject"
+"""The two options of Airflow's ``ApprovalOperator``."""
 
 REJECTED_IN_REVIEW = "rejected in review: nothing was applied"
-"""What a rejected run's failure and a rejected fleet's summary begin with."""
+"""What a rejected run's failure and a rejected fleet's summary say."""
+
+ALWAYS, CHANGES, DESTRUCTIVE, NEVER = "always", "changes", "destructive", "never"
+REVIEW_POLICIES = {
+    ALWAYS: "a person approves every run",
+    CHANGES: "a person approves when a plan adds, changes, removes or refuses anything",
+    DESTRUCTIVE: "a person approves only when a change is refused or destructive, or a field is removed "
+    "and the DAG did not acknowledge it (acknowledge_risks)",
+    NEVER: "no one is asked; a removal still needs acknowledge_risks",
+}
+"""When a person must approve (Atlas's lint-based approval is ``destructive``)."""
 
 
-def review_decision(ti: Any, task_id: str = "review") -> str:
-    """:data:`APPROVED`, :data:`REJECTED` or :data:`NOT_ASKED`: what the review task ``task_id``
-    of this run decided (``ti``: the task instance of a task downstream of it)."""
-    response = ti.xcom_pull(task_ids=task_id)
-    chosen = response.get("chosen_options") if isinstance(response, Mapping) else None
-    if isinstance(chosen, list) and chosen:
-        return REJECTED if "Reject" in chosen else APPROVED
-    skipped = ti.xcom_pull(task_ids=task_id, key=SKIP_KEY)
-    return REJECTED if isinstance(skipped, Mapping) and skipped.get("skipped") else NOT_ASKED
+def check_review_policy(policy: Any) -> str:
+    """``policy`` when it is one of :data:`REVIEW_POLICIES`.
 
-
-def fail_if_rejected(ti: Any, what: str, *, task_id: str = "review") -> str:
-    """The review's decision; when it rejected, an ``AirflowFailException`` (the task fails at
-    once, and a teardown with ``on_failure_fail_dagrun`` makes the run red) whose message begins
-    with :data:`REJECTED_IN_REVIEW` and names ``what`` was rejected.
-
-    :raises AirflowFailException: the review rejected the plan.
+    :raises BlinkInputError: anything else, naming what is allowed.
     """
-    decision = review_decision(ti, task_id)
-    if decision == REJECTED:
-        raise AirflowFailException(
-            f"{REJECTED_IN_REVIEW} ({what} was rejected). Change the declared schema and trigger the DAG again "
-            "for a new plan"
-        )
-    return decision
+    if isinstance(policy, str) and policy in REVIEW_POLICIES:
+        return policy
+    allowed = "; ".join(f"{name!r} ({meaning})" for name, meaning in REVIEW_POLICIES.items())
+    raise BlinkInputError(f"review_policy must be one of: {allowed}. Got {policy!r}")
+
+
+def rows_of(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A plan XCom's field rows (anything malformed left out)."""
+    rows = plan.get("fields")
+    return [row for row in rows if isinstance(row, Mapping)] if isinstance(rows, list) else []
+
+
+def risky(plan: Mapping[str, Any], *, acknowledged: bool = False) -> bool:
+    """Whether a plan refuses or destroys anything, by its rows (not its stored counts); a removal
+    the DAG acknowledged does not count."""
+    return any(
+        row.get("action") == REFUSED
+        or (row.get("action") == REMOVE and not acknowledged)
+        or (row.get("destructive") is True and row.get("action") != REMOVE)
+        for row in rows_of(plan)
+    )
+
+
+def changes(plan: Mapping[str, Any]) -> bool:
+    """Whether a plan adds, changes, removes or refuses anything, or creates or changes the table,
+    by its rows (not its stored flag)."""
+    table = plan.get("table_plan")
+    touched = isinstance(table, Mapping) and table.get("action") not in (None, KEPT)
+    return touched or any(row.get("action") != KEPT for row in rows_of(plan))
+
+
+def review_needed(plans: Sequence[Mapping[str, Any]], policy: str = CHANGES, *, acknowledged: bool = False) -> bool:
+    """Whether a person must approve these plans under ``policy`` (see :data:`REVIEW_POLICIES`),
+    judged from their rows (an edited ``counts`` or ``has_changes`` changes nothing).
+    ``acknowledged``: the DAG acknowledged removals (``acknowledge_risks``), which spares a review
+    only under ``destructive``."""
+    policy = check_review_policy(policy)
+    if policy in (ALWAYS, NEVER):
+        return policy == ALWAYS
+    if policy == CHANGES:
+        return any(changes(plan) for plan in plans)
+    return any(risky(plan, acknowledged=acknowledged) for plan in plans)
+
+
+def _when(value: Any) -> str:
+    """An answer's time as ISO 8601 text (Airflow hands it back as a datetime or as text)."""
+    return value.isoformat() if isinstance(value, dt.datetime) else str(value)
+
+
+def responder(answer: Mapping[str, Any]) -> tuple[str, str]:
+    """Who answered a review and when, as Airflow recorded it: ``(name, ISO time)``."""
+    user = answer.get("responded_by_user")
+    who = user.get("name") or user.get("id") if isinstance(user, Mapping) else user
+    return one_line(str(who or "an unknown user")), one_line(_when(answer.get("responded_at")))
+
+
+def chosen(answer: Any) -> list[str]:
+    """The options a review's answer chose (none for anything that is not an answer)."""
+    options = answer.get("chosen_options") if isinstance(answer, Mapping) else None
+    return [str(option) for option in options] if isinstance(options, list) else []
+
+
+def rejection(answer: Mapping[str, Any], what: str) -> str:
+    """The message of a rejected review: who rejected ``what`` and when, and that nothing was applied."""
+    who, when = responder(answer)
+    return (
+        f"{REJECTED_IN_REVIEW}: {who} rejected {what} at {when}. Change the declared schema and trigger the DAG "
+        "again for a new plan"
+    )
+
+
+def _review_task(task: Any, review_task_id: str) -> Any:
+    """The approval task ``review_task_id`` of ``task``'s DAG, upstream of ``task``.
+
+    :raises BlinkInputError: no such task, not upstream, or not an approval task.
+    """
+    try:
+        from airflow.providers.standard.operators.hitl import ApprovalOperator
+    except Exception:  # ImportError, or the provider's "needs Airflow 3.1+"
+        ApprovalOperator = None  # noqa: N806
+    dag = getattr(task, "dag", None)
+    review = dag.task_dict.get(review_task_id) if dag is not None else None
+    how = (
+        "name the task id of an ApprovalOperator upstream of this task in the same DAG (Airflow 3.1+), or set "
+        "review_task_id=None and acknowledge_risks=True to apply removals without a review"
+    )
+    if review is None:
+        raise BlinkInputError(f"review_task_id {review_task_id!r} names no task of this DAG: {how}")
+    if ApprovalOperator is None or not isinstance(review, ApprovalOperator):
+        raise BlinkInputError(f"review_task_id {review_task_id!r} is a {type(review).__name__}, not an approval: {how}")
+    if review_task_id not in task.get_flat_relative_ids(upstream=True):
+        raise BlinkInputError(f"review_task_id {review_task_id!r} is not upstream of {task.task_id!r}: {how}")
+    return review
+
+
+def approval_from_review(task: Any, ti: Any, review_task_id: str | None) -> dict[str, str] | None:
+    """Who approved this run's plan and when (``{"approved_by", "approved_at"}``), read from the
+    answer Airflow recorded for the approval task ``review_task_id`` (its own XCom); None when no
+    person approved (no review task, or it was not asked).
+
+    :param task: the apply's task (the review must be an ``ApprovalOperator`` upstream of it).
+    :param ti: the apply's task instance, which reads the review's XCom.
+    :raises BlinkInputError: ``review_task_id`` names no approval task upstream, or its answer
+        rejected the plan: nothing may be sent.
+    """
+    if review_task_id is None:
+        return None
+    if not isinstance(review_task_id, str) or not review_task_id:
+        raise BlinkInputError(f"review_task_id must be a task id (text) or None, got {review_task_id!r}")
+    _review_task(task, review_task_id)
+    answer = ti.xcom_pull(task_ids=review_task_id, map_indexes=-1)
+    options = chosen(answer)
+    if REJECT in options:
+        raise BlinkInputError(rejection(answer, "this plan"))
+    if APPROVE not in options:
+        return None  # not asked (the policy needed no one): a removal then needs acknowledge_risks
+    who, when = responder(answer)
+    return {"approved_by": who, "approved_at": when}
+
+
+def who_let_through(approval: Mapping[str, str] | None, acknowledged: bool) -> dict[str, Any]:
+    """What an apply's XCom and record say let its plan through: ``{"approved_by", "approved_at"}``
+    (a person's Approve), ``{"acknowledged": True}`` (the DAG's ``acknowledge_risks``), or nothing."""
+    return dict(approval) if approval else {"acknowledged": True} if acknowledged else {}

@@ -27,6 +27,8 @@ class Steps:
     :param recorded: the record's bodies when the plan was made.
     :param only_changed: leave out the fields the plan finds unchanged (by default they are sent
         again: an update is a full replacement, so that corrects a change made in Blink since).
+    :param let_through: who let the plan through, for the record: ``{"approved_by",
+        "approved_at"}``, or ``{"acknowledged": True}``.
     """
 
     def __init__(
@@ -38,8 +40,10 @@ class Steps:
         only_changed: bool,
         max_concurrency: int,
         fail_fast: bool,
+        let_through: Mapping[str, Any] | None = None,
     ) -> None:
         self.hook, self.record, self.recorded, self.plan = hook, record, recorded, plan
+        self.let_through = dict(let_through or {})
         self.max_concurrency, self.fail_fast = max_concurrency, fail_fast
         self.table_name = plan.table_plan.name or plan.table
         self.created = ""
@@ -171,7 +175,9 @@ class Steps:
             given = stored.name if row.action == ADD and stored is not None else row.blink_name
             if given and given != row.field:
                 names[row.field] = str(given)
-        self.record.write(fields, now=now, names=names, table_name=self.created or self.record.table_name)
+        self.record.write(
+            fields, now=now, names=names, table_name=self.created or self.record.table_name, approval=self.let_through
+        )
 
 
 def _not_sent(names: list[str], why: str) -> ApplyResult:

@@ -12,6 +12,7 @@ from blinkops_provider._inputs import (
     check_flag,
     check_lock_wait,
     parse_json_object,
+    rendered_flag,
     validate_input,
 )
 from blinkops_provider._models import FieldBatch, FieldType, FieldUpdate
@@ -24,11 +25,13 @@ from blinkops_provider.migrations import (
     Declaration,
     Holder,
     apply_schema,
+    approval_from_review,
     approved_plan,
     grouped,
     not_applied,
     plan_schema,
     read_declaration,
+    who_let_through,
 )
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
 
@@ -188,11 +191,16 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         (``plan=plan_task.output``, or its JSON text) or its ``fingerprint``. The apply plans again
         (under the table's lock with a ``record_path``) and, if anything changed since, fails with
         :class:`~blinkops_provider.exceptions.BlinkStalePlanError` and sends nothing.
-    :param acknowledge_risks: apply removals although no person approved the plan in review (the
-        plan's XCom carries the review's answer:
-        :func:`~blinkops_provider.migrations.let_through`). By default a plan with a removal is
-        refused, before anything is sent, unless a person approved it. ``True``/``False``, or a
-        template that renders one.
+    :param review_task_id: the task id, in the same DAG run, of the ``ApprovalOperator`` (Airflow
+        3.1+) upstream of this task whose answer approves ``plan``. The apply reads that answer
+        where Airflow records it (the review task's own XCom): an Approve lets the plan's removals
+        through, and the apply's XCom and the record name who approved it and when; a Reject
+        fails the task before anything is sent. Nothing a DAG computes or a plan's XCom claims
+        stands in for it. :class:`~blinkops_provider.task_groups.BlinkTableMigration` sets it.
+    :param acknowledge_risks: apply removals although no person approved the plan in review
+        (as Blink's own tool's ``acknowledge_risks``). By default a plan with a removal is
+        refused, before anything is sent, unless the review named by ``review_task_id`` approved
+        it. ``True``/``False``, or a template that renders one.
     :param create_table: create the table with its declared fields when Blink does not have it
         (by default a missing table fails the task, naming this flag).
     :param lock_wait: seconds to wait for another apply of the same table to finish (default 0:
@@ -202,12 +210,14 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     :param blink_conn_id: the ``blink`` connection to use.
     :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
     :returns: (XCom ``return_value``, pushed on every way out: a failure, ``execution_timeout``, a
-        signal) ``{"ws_id", "table", "updated", "failed", "unknown", "outcomes": {name: outcome}}``,
-        an outcome being ``added``, ``changed``, ``removed``, ``unchanged``, ``applied``, ``failed``
+        signal) ``{"ws_id", "table", "updated", "failed", "unknown", "outcomes": {name: outcome},
+        "outcome", "rate_limited"}``, with ``"approved_by"`` and ``"approved_at"`` when a person
+        approved the plan, or ``"acknowledged": true`` with ``acknowledge_risks``; an outcome being ``added``, ``changed``, ``removed``, ``unchanged``, ``applied``, ``failed``
         or ``unknown`` (in flight when interrupted); with ``plan_only``, the plan
         (:meth:`~blinkops_provider.migrations.SchemaPlan.to_xcom`).
-    :raises BlinkInputError: invalid entries, before any request; a removal neither approved nor
-        acknowledged, before anything is sent.
+    :raises BlinkInputError: invalid entries, before any request; a ``review_task_id`` that names
+        no approval task upstream, or whose answer rejected the plan; a removal neither approved
+        nor acknowledged, before anything is sent.
     :raises BlinkStalePlanError: ``plan`` is not what would be applied now, before anything is sent.
     :raises BlinkLockedError: another apply of the table holds its lock, before anything is sent.
     :raises BlinkNotFoundError: no such table, and ``create_table`` is False, before anything is sent.
@@ -235,6 +245,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         replace: bool = False,
         acknowledge_risks: bool | str = False,
         create_table: bool = False,
+        review_task_id: str | None = None,
         blink_conn_id: str = BlinkHook.default_conn_name,
         hook_params: dict[str, Any] | None = None,
         **kwargs: Any,
@@ -242,6 +253,9 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         kwargs["outlets"] = with_alias(kwargs.get("outlets"), TABLES_ALIAS)
         super().__init__(blink_conn_id=blink_conn_id, hook_params=hook_params, **kwargs)
         check_concurrency(max_concurrency)
+        if review_task_id is not None and (not isinstance(review_task_id, str) or not review_task_id):
+            raise BlinkInputError(f"review_task_id must be a task id (text) or None, got {review_task_id!r}")
+        self.review_task_id = review_task_id
         self.replace = check_flag(replace, "replace")
         self.create_table = check_flag(create_table, "create_table")
         self.acknowledge_risks = (
@@ -263,26 +277,30 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         declared = read_declaration(self.fields, source="fields", prefix=False)
         approved = approved_plan(self.plan)  # checked before any request
-        acknowledged = _rendered_flag(self.acknowledge_risks, "acknowledge_risks")
+        acknowledged = rendered_flag(self.acknowledge_risks, "acknowledge_risks")
         self._declared = [{"field": name, **update.to_body()} for name, update in declared.fields]  # for lineage
         if self.plan_only:
             return self._plan(declared)
+        approval = approval_from_review(self, context["ti"], self.review_task_id)  # Airflow's record of the review
+        let_through = who_let_through(approval, acknowledged)
         report = ApplyReport(str(self.ws_id), str(self.table), self.log, self.fail_fast)
         result: ApplyResult | None = None
         try:
-            result = self._apply(context, declared, approved, acknowledged)
+            result = self._apply(context, declared, approved, acknowledged, approval)
             if not result.ok:
                 raise not_applied(result)
         except BaseException as exc:  # every way out: a failure, execution_timeout, a signal
             rate_limited = self.hook.rate_limited if "hook" in self.__dict__ else 0
-            failed = report.failed(result, approved=approved, exc=exc, rate_limited=rate_limited)
+            failed = report.failed(result, let_through=let_through, exc=exc, rate_limited=rate_limited)
             context["ti"].xcom_push(key="return_value", value=failed)
             raise
-        summary = report.summary(result, approved=approved, rate_limited=self.hook.rate_limited)
+        summary = report.summary(result, let_through=let_through, rate_limited=self.hook.rate_limited)
         self._announce(context, summary, planned=result.plan is not None)
         return summary
 
-    def _apply(self, context: Context, declared: Declaration, approved: Any, acknowledged: bool) -> ApplyResult:
+    def _apply(
+        self, context: Context, declared: Declaration, approved: Any, acknowledged: bool, approval: Any
+    ) -> ApplyResult:
         """Send the declaration as a migration of the table (lock and record with a ``record_path``)."""
         return apply_schema(
             self.hook,
@@ -299,6 +317,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             replace=self.replace,
             acknowledge_risks=acknowledged,
             create_table=self.create_table,
+            approval=approval,
         )
 
     def _announce(self, context: Context, summary: dict[str, Any], *, planned: bool) -> None:
@@ -334,9 +353,3 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             return OperatorLineage()
         return table_lineage(self.hook.base_url, str(self.ws_id), str(self.table), self._declared)
 
-
-def _rendered_flag(value: Any, what: str) -> bool:
-    """A flag given as ``True``/``False``, or as the text a template renders of one."""
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    return check_flag(value, what)

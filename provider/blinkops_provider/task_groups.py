@@ -1,0 +1,369 @@
+"""A reviewed migration in one line: task groups that plan, ask a person, and apply.
+
+- :class:`BlinkTableMigration`: one table. ``plan`` → ``review`` (Airflow 3.1+, when the review
+  policy asks) → ``apply`` → ``announce``.
+- :class:`BlinkSchemaFleet`: many tables. ``tables`` → ``plan`` (one mapped task per table) →
+  ``review`` (one for all) → ``to_apply`` → ``apply`` (one mapped task per table) → ``summary``.
+
+Each is a ``TaskGroup``: build it inside ``with DAG(...)``, and wire it like a task
+(``group >> downstream``, or ``group.apply >> downstream``). The apply lets a removal through
+only on the answer Airflow recorded for the group's own review (``review_task_id``), or with
+``acknowledge_risks``. On Airflow 2.11, which has no review step, the group is plan → apply, and a
+removal needs ``acknowledge_risks``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.common.compat.sdk import (
+    AirflowFailException,
+    AssetAlias,
+    TaskGroup,
+    XComArg,
+    get_current_context,
+    task,
+)
+
+from blinkops_provider._assets import TABLES_ALIAS, announce_applied
+from blinkops_provider._text import one_line
+from blinkops_provider.exceptions import BlinkApiError, BlinkInputError
+from blinkops_provider.migrations import REJECT, check_review_policy, chosen, declared_schema, fleet_summary
+from blinkops_provider.operators.tables import UpdateTableFieldsOperator
+
+__all__ = ["BlinkSchemaFleet", "BlinkTableMigration"]
+
+_AFTER_REVIEW = "none_failed_min_one_success"
+"""The apply's trigger rule below a review: it runs when the review approved or was not asked
+(skipped), and not when it failed (a Reject)."""
+
+
+def review_step_available() -> bool:
+    """Whether this Airflow has the review step (the human-in-the-loop ``ApprovalOperator``, 3.1+)."""
+    try:
+        from airflow.providers.standard.operators.hitl import ApprovalOperator  # noqa: F401
+    except Exception:  # ImportError, or the provider's "needs Airflow 3.1+"
+        return False
+    return True
+
+
+def _dag_folder(group: TaskGroup) -> Path:
+    """The folder of the DAG file that builds ``group`` (on the machine that parses it)."""
+    fileloc = getattr(group.dag, "fileloc", None)
+    return Path(fileloc).parent if fileloc else Path.cwd()
+
+
+def _schema_path(schema: Any, group: TaskGroup) -> Path | None:
+    """A schema given as a path, resolved against the DAG file's folder; None for any other form."""
+    if isinstance(schema, (str, os.PathLike)):
+        path = Path(schema)
+        return path if path.is_absolute() else _dag_folder(group) / path
+    return None
+
+
+def _read_file(path: Path) -> Any:
+    """A declaration file, checked: the error names the file, and the entry or JSON position."""
+    try:
+        text = path.read_bytes()
+    except OSError as err:
+        raise BlinkInputError(f"schema file {str(path)!r} cannot be read: {err.strerror}") from None
+    return declared_schema(text, source=f"schema file {str(path)!r}")
+
+
+def _review(plan_task_id: str, options: Mapping[str, Any]) -> Any:
+    """The group's review task, or None where there is none (Airflow 2.11, or policy ``never``)."""
+    if options["review_policy"] == "never" or not review_step_available():
+        return None
+    from blinkops_provider.operators._review import PlanReview
+
+    return PlanReview(
+        task_id="review",
+        plan_task_id=plan_task_id,
+        review_policy=options["review_policy"],
+        acknowledge_risks=options["acknowledge_risks"],
+        assigned_users=options["assigned_users"],
+        notifiers=options["notifiers"],
+        response_timeout=options["response_timeout"],
+    )
+
+
+def _options(
+    review_policy: str,
+    assigned_users: Any,
+    notifiers: Any,
+    response_timeout: timedelta | None,
+    acknowledge_risks: bool | str,
+) -> dict[str, Any]:
+    """The review options, checked when the DAG is parsed (no request)."""
+    if response_timeout is not None and not isinstance(response_timeout, timedelta):
+        raise BlinkInputError(f"response_timeout must be a datetime.timedelta or None, got {response_timeout!r}")
+    if not isinstance(acknowledge_risks, (bool, str)):
+        raise BlinkInputError(
+            f"acknowledge_risks must be True, False or a template that renders one, got {acknowledge_risks!r}"
+        )
+    return {
+        "review_policy": check_review_policy(review_policy),
+        "assigned_users": assigned_users,
+        "notifiers": notifiers,
+        "response_timeout": response_timeout,
+        "acknowledge_risks": acknowledge_risks,
+    }
+
+
+class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
+    """Plan, review and apply a Blink table's declared schema, as one task group.
+
+    Tasks (ids inside the group): ``schema`` (only when ``schema`` is a file: reads and checks
+    it), ``plan`` (:class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator` with
+    ``plan_only``), ``review`` (Airflow 3.1+, unless ``review_policy="never"``: Airflow's
+    ``ApprovalOperator``, which asks a person when the policy says so and is skipped otherwise,
+    and fails on a Reject, naming who rejected which plan and when), ``apply`` (exactly the
+    planned plan, the review's answer read from Airflow as ``review_task_id``) and ``announce``
+    (a teardown: the table's asset event for what a failed apply did change).
+
+    :param group_id: the group's id.
+    :param ws_id: the workspace id (templated).
+    :param table: the table's name (templated).
+    :param schema: the declaration (a list of entries, or an object with ``fields`` and the
+        table's display name and description), a path to its JSON file (relative paths are
+        resolved against the DAG file's folder, on the worker that runs the task), or an upstream
+        task's ``XComArg``.
+    :param record_path: where each table's record is kept (the drift baseline and the lock); a
+        folder ending in ``/`` holds one record per table.
+    :param review_policy: when a person approves: ``always``; ``changes`` (the default: when the
+        plan adds, changes, removes or refuses anything); ``destructive`` (only when a change is
+        refused or destructive, or a field is removed and ``acknowledge_risks`` is off); ``never``
+        (no review step; a removal still needs ``acknowledge_risks``).
+    :param assigned_users: who may answer the review (Airflow's ``HITLUser`` entries).
+    :param notifiers: who is told that a review waits (Airflow notifiers).
+    :param response_timeout: how long the review waits (a ``timedelta``); then the task fails.
+    :param acknowledge_risks: apply removals without a person's approval. Under ``destructive``
+        a plan whose only reason for review is a removal then goes straight to the apply; under
+        ``always`` and ``changes`` the review is still asked, and says the removals are
+        acknowledged. ``True``/``False``, or a template that renders one.
+    :param create_table: create the table when Blink does not have it.
+    :param lock_wait: seconds the apply waits for another apply of the table to finish.
+    :param blink_conn_id: the ``blink`` connection.
+    :param hook_params: keyword arguments for the hook.
+    """
+
+    def __init__(
+        self,
+        group_id: str,
+        *,
+        ws_id: str,
+        table: str,
+        schema: Any,
+        record_path: str | None = None,
+        review_policy: str = "changes",
+        assigned_users: Any = None,
+        notifiers: Any = None,
+        response_timeout: timedelta | None = None,
+        acknowledge_risks: bool | str = False,
+        create_table: bool = False,
+        lock_wait: float = 0,
+        blink_conn_id: str = "blink_default",
+        hook_params: dict[str, Any] | None = None,
+    ) -> None:
+        options = _options(review_policy, assigned_users, notifiers, response_timeout, acknowledge_risks)
+        super().__init__(group_id=group_id, tooltip="Blink schema migration: plan, review, apply")
+        common = {"ws_id": ws_id, "table": table, "record_path": record_path, "create_table": create_table}
+        connection = {"blink_conn_id": blink_conn_id, "hook_params": hook_params}
+        with self:
+            fields = self._fields(schema)
+            self.plan = UpdateTableFieldsOperator(task_id="plan", fields=fields, plan_only=True, **common, **connection)
+            self.review = _review(self.plan.task_id, options)
+            self.apply = UpdateTableFieldsOperator(
+                task_id="apply",
+                fields=fields,
+                plan=self.plan.output,  # the plan, and nothing else: the apply plans again and refuses another
+                review_task_id=self.review.task_id if self.review is not None else None,
+                acknowledge_risks=acknowledge_risks,
+                lock_wait=lock_wait,
+                trigger_rule=_AFTER_REVIEW if self.review is not None else "all_success",
+                **common,
+                **connection,
+            )
+            if self.review is not None:
+                self.plan >> self.review >> self.apply
+            self.announce = _announce(self.apply.output, blink_conn_id)
+            self.apply >> self.announce.as_teardown()
+
+    def _fields(self, schema: Any) -> Any:
+        """The declaration as the plan and the apply take it: a file is read by a task of its own."""
+        if isinstance(schema, XComArg) or isinstance(schema, (list, dict)):
+            return schema
+        path = _schema_path(schema, self)
+        if path is None:
+            raise BlinkInputError(
+                f"schema must be a list of entries, an object with 'fields', a path to a JSON file, or an upstream "
+                f"task's XComArg; got {type(schema).__name__}"
+            )
+
+        @task(task_id="schema")
+        def read_schema() -> Any:
+            """The declaration file, read and checked on the worker."""
+            return _read_file(path)
+
+        return read_schema()
+
+
+def _announce(report: Any, blink_conn_id: str) -> Any:
+    @task(task_id="announce", outlets=[AssetAlias(TABLES_ALIAS)])
+    def announce(report: dict[str, Any] | None) -> str:
+        """The table's asset event for what a failed apply did change in Blink (a failed task
+        emits none; a successful apply announced itself); says what it announced, or why nothing."""
+        context = get_current_context()
+        if announce_applied(context["outlet_events"], report, blink_conn_id=blink_conn_id):
+            where = one_line(f"{report['ws_id']}/{report['table']}")  # type: ignore[index]
+            said = f"announced the asset event of {where}, which the failed apply changed"
+        elif not isinstance(report, Mapping):
+            said = "nothing to announce: the apply did not run (rejected, or an earlier task failed)"
+        elif report.get("failed") or report.get("unknown"):
+            said = "nothing to announce: the failed apply changed no field"
+        else:
+            said = "nothing to announce here: the apply succeeded and announced its own event, or changed nothing"
+        logging.getLogger("airflow.task").info("Announce: %s", said)
+        return said
+
+    return announce(report)
+
+
+class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
+    """Plan many tables, ask one review for all, and apply each table as a mapped task.
+
+    Tasks (ids inside the group): ``tables`` (the declarations, checked), ``plan`` (one mapped
+    task per table), ``review`` (Airflow 3.1+, unless ``review_policy="never"``: one review of
+    every plan), ``to_apply`` (each table with its plan), ``apply`` (one mapped task per table,
+    each reading the review's answer as ``review_task_id``), ``summary`` (applied, unchanged,
+    failed, stale or rejected; fails the run when a table failed or went stale, or the review
+    rejected the plans).
+
+    :param tables: a list of ``{"ws_id", "table", "fields"}`` (``fields``: a declaration).
+    :param folder: a folder of ``<ws_id>/<table>.json`` declaration files (relative paths are
+        resolved against the DAG file's folder); give ``tables`` or ``folder``.
+    :param pool: the Airflow pool of the applies (the fleet's limit on concurrent applies across
+        workers); the default pool when None.
+    :param max_concurrency: requests in flight at once within one table's apply (1 to 32).
+
+    The other parameters are :class:`BlinkTableMigration`'s.
+    """
+
+    def __init__(
+        self,
+        group_id: str,
+        *,
+        tables: Sequence[Mapping[str, Any]] | None = None,
+        folder: str | os.PathLike[str] | None = None,
+        record_path: str | None = None,
+        review_policy: str = "changes",
+        assigned_users: Any = None,
+        notifiers: Any = None,
+        response_timeout: timedelta | None = None,
+        acknowledge_risks: bool | str = False,
+        create_table: bool = False,
+        lock_wait: float = 0,
+        blink_conn_id: str = "blink_default",
+        hook_params: dict[str, Any] | None = None,
+        pool: str | None = None,
+        max_concurrency: int = 8,
+    ) -> None:
+        options = _options(review_policy, assigned_users, notifiers, response_timeout, acknowledge_risks)
+        if (tables is None) == (folder is None):
+            raise BlinkInputError("give BlinkSchemaFleet either tables (a list of {ws_id, table, fields}) or folder")
+        super().__init__(group_id=group_id, tooltip="Blink schema fleet: a plan per table, one review, applies")
+        common = {"record_path": record_path, "create_table": create_table}
+        connection = {"blink_conn_id": blink_conn_id, "hook_params": hook_params}
+        given = [dict(entry) for entry in tables] if tables is not None else None
+        root = _schema_path(folder, self) if folder is not None else None
+        with self:
+            self.tables = _tables(given, root)
+            self.plan = UpdateTableFieldsOperator.partial(
+                task_id="plan", plan_only=True, **common, **connection
+            ).expand_kwargs(self.tables)
+            self.review = _review(self.plan.task_id, options)
+            self.to_apply = _to_apply(self.tables, self.plan.output)
+            if self.review is not None:
+                self.plan >> self.review >> self.to_apply
+            extra = {"pool": pool} if pool else {}
+            self.apply = UpdateTableFieldsOperator.partial(
+                task_id="apply",
+                max_concurrency=max_concurrency,
+                retries=1,
+                review_task_id=self.review.task_id if self.review is not None else None,
+                acknowledge_risks=acknowledge_risks,
+                lock_wait=lock_wait,
+                **extra,
+                **common,
+                **connection,
+            ).expand_kwargs(self.to_apply)
+            review_id = self.review.task_id if self.review is not None else None
+            self.summary = _summary(self.tables, self.plan.output, self.apply.task_id, review_id)
+            self.apply >> self.summary
+
+
+def _tables(given: list[dict[str, Any]] | None, root: Path | None) -> Any:
+    @task(task_id="tables")
+    def tables() -> list[dict[str, Any]]:
+        """Each table with its checked declaration: ``{"ws_id", "table", "fields"}``."""
+        if given is not None:
+            return [_checked_table(entry, n) for n, entry in enumerate(given)]
+        assert root is not None
+        found = [
+            {"ws_id": path.parent.name, "table": path.stem, "fields": _read_file(path)}
+            for path in sorted(root.glob("*/*.json"))
+        ]
+        if not found:
+            raise BlinkInputError(f"no declared schema in {str(root)!r}: give <ws_id>/<table>.json files")
+        return found
+
+    return tables()
+
+
+def _checked_table(entry: Mapping[str, Any], n: int) -> dict[str, Any]:
+    """One of ``tables``, checked: the error names its position."""
+    for key in ("ws_id", "table"):
+        if not isinstance(entry.get(key), str) or not entry[key]:
+            raise BlinkInputError(f"tables[{n}] needs {key!r} (text); each table is {{'ws_id', 'table', 'fields'}}")
+    return {
+        "ws_id": entry["ws_id"],
+        "table": entry["table"],
+        "fields": declared_schema(entry.get("fields"), source=f"tables[{n}] ({entry['ws_id']}/{entry['table']})"),
+    }
+
+
+def _to_apply(tables: Any, plans: Any) -> Any:
+    @task(task_id="to_apply", trigger_rule=_AFTER_REVIEW)
+    def to_apply(tables: list[dict[str, Any]], plans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each table's declaration with its plan, the one its apply must find again."""
+        by_table = {(plan["ws_id"], plan["table"]): plan for plan in plans}
+        return [{**table, "plan": by_table[(table["ws_id"], table["table"])]} for table in tables]
+
+    return to_apply(tables, plans)
+
+
+def _summary(tables: Any, plans: Any, apply_id: str, review_id: str | None) -> Any:
+    @task(task_id="summary", trigger_rule="all_done")
+    def summary(tables: list[dict[str, Any]], plans: list[dict[str, Any]]) -> dict[str, Any]:
+        """Which tables were applied, unchanged, failed (and why), stale or rejected; fails the run
+        if any failed or went stale, or if the review rejected the plans."""
+        ti = get_current_context()["ti"]
+        answer = ti.xcom_pull(task_ids=review_id, map_indexes=-1) if review_id else None
+        rejected = REJECT in chosen(answer)
+        results = [None if rejected else ti.xcom_pull(task_ids=apply_id, map_indexes=n) for n in range(len(tables))]
+        outcome = fleet_summary(tables, results, rejected=rejected, plans=list(plans))
+        for line in outcome["text"].splitlines():
+            logging.getLogger("airflow.task").info("%s", line)
+        if rejected:
+            raise AirflowFailException(outcome["text"].replace("\n", " ") + ". Change the schemas and trigger again.")
+        if outcome["failed"] or outcome["stale"]:
+            ti.xcom_push(key="fleet", value=outcome)
+            raise BlinkApiError(outcome["text"].splitlines()[0] + " See this task's log and each apply's.")
+        return outcome
+
+    return summary(tables, plans)

@@ -1,0 +1,87 @@
+"""A person's answer to a review (Airflow 3.1+'s human-in-the-loop), written the way Airflow records
+one: the handler of Airflow's own REST call (``PATCH /api/v2/dags/{dag_id}/dagRuns/{run_id}/
+taskInstances/{task_id}/{map_index}/hitlDetails``), called in-process on the metadata DB. The
+review's task then reads the answer exactly as it reads a person's from Required Actions (who,
+when, which option); no task is marked successful in its place.
+
+Used by the end-to-end tests (``dag.test()`` waits for the answer) and by ``make demo`` and
+``make celery-demo`` (``airflow dags test`` and the scheduler wait for it in other processes).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+def waiting_reviews(session: Any) -> list[tuple[str, str, str, int]]:
+    """``(dag_id, run_id, task_id, map_index)`` of each review that waits for an answer."""
+    from sqlalchemy import select
+
+    from airflow.models.hitl import HITLDetail
+    from airflow.models.taskinstance import TaskInstance
+
+    rows = session.execute(
+        select(TaskInstance.dag_id, TaskInstance.run_id, TaskInstance.task_id, TaskInstance.map_index)
+        .join(HITLDetail, HITLDetail.ti_id == TaskInstance.id)
+        .where(HITLDetail.response_received.is_(False))
+    )
+    return [tuple(row) for row in rows]  # type: ignore[misc]
+
+
+def answer(dag_id: str, run_id: str, task_id: str, map_index: int, *, option: str, user: str, session: Any) -> None:
+    """Answer one review with ``option`` as ``user``, through the REST API's own handler."""
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+    from airflow.api_fastapi.core_api.datamodels.hitl import UpdateHITLDetailPayload
+    from airflow.api_fastapi.core_api.routes.public.hitl import update_hitl_detail
+
+    update_hitl_detail(
+        dag_id=dag_id,
+        dag_run_id=run_id,
+        task_id=task_id,
+        update_hitl_detail_payload=UpdateHITLDetailPayload(chosen_options=[option], params_input={}),
+        user=SimpleAuthManagerUser(username=user, role="ADMIN"),
+        session=session,
+        map_index=map_index,
+    )
+    session.commit()
+
+
+def answer_waiting(*, option: str = "Approve", user: str = "reviewer") -> list[str]:
+    """Answer every review waiting now; the task ids answered."""
+    from airflow.utils.session import create_session
+
+    done = []
+    with create_session() as session:
+        for dag_id, run_id, task_id, map_index in waiting_reviews(session):
+            answer(dag_id, run_id, task_id, map_index, option=option, user=user, session=session)
+            done.append(task_id)
+    return done
+
+
+@contextmanager
+def reviewing(*, option: str = "Approve", user: str = "reviewer", every: float = 0.2) -> Iterator[list[str]]:
+    """While the block runs, a thread answers each review that waits (``every`` seconds between
+    looks, on an event that the block's end sets); yields the task ids answered so far."""
+    answered: list[str] = answer_waiting(option=option, user=user)  # (imports Airflow's models here, not in the thread)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def loop() -> None:
+        while not stop.wait(every):
+            try:
+                answered.extend(answer_waiting(option=option, user=user))
+            except Exception as err:  # a locked SQLite DB: looked at again next time
+                errors.append(err)
+
+    thread = threading.Thread(target=loop, name="reviewer", daemon=True)
+    thread.start()
+    try:
+        yield answered
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    if errors and not answered:
+        raise AssertionError(f"no review was answered; the reviewer met: {errors[-1]!r}") from errors[-1]
