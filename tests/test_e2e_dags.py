@@ -78,6 +78,36 @@ def migrate(dag: Any = None, option: str = "Approve", **conf: Any) -> Any:
         return dag.test(run_conf=conf)
 
 
+MIGRATION_DAG = """
+import pendulum
+from airflow.providers.common.compat.sdk import DAG, Param
+from blinkops_provider.task_groups import BlinkTableMigration
+
+with DAG(
+    "blink_test_migration",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    params={{"ws_id": "ws-demo", "table": "Incidents", "acknowledge_risks": Param(False, type="boolean")}},
+) as dag:
+    BlinkTableMigration(
+        "migrate",
+        ws_id="{{{{ params.ws_id }}}}",
+        table="{{{{ params.table }}}}",
+        schema={schema!r},
+        record_path="{{{{ var.value.blink_schema_records }}}}/",
+        acknowledge_risks="{{{{ params.acknowledge_risks }}}}",
+        review_policy={policy!r},
+    )
+"""
+
+
+def migration_dag(dags: Path, schema: Any, policy: str = "changes") -> Any:
+    """A DAG of the test's own: one BlinkTableMigration of ws-demo/Incidents with ``schema`` (a
+    declaration, or a path to its file), written to the test's DAGs folder as a user writes one."""
+    (dags / "migration.py").write_text(MIGRATION_DAG.format(schema=schema, policy=policy))
+    return load_dag("migration.py", dags)
+
+
 def state(run: Any) -> str:
     return str(getattr(run.state, "value", run.state))
 
@@ -118,12 +148,14 @@ def test_schema_migration_applies_every_declared_field(
     assert record["names"] == {"Root cause": "root_cause"}
 
 
-def test_a_failing_field_fails_alone(blink_sandbox: BlinkSandbox, tmp_path: Path, records: Path) -> None:
+def test_a_failing_field_fails_alone(
+    blink_sandbox: BlinkSandbox, tmp_path: Path, records: Path, dags_folder: Path
+) -> None:
     schema = [dict(entry) for entry in SCHEMA]
     broken = next(entry for entry in schema if entry["field"] == "Severity")
     broken["type"] = "text"  # a type change: the plan refuses it (Blink would answer 400), nothing is sent
     (tmp_path / "schema.json").write_text(json.dumps({"fields": schema}))
-    run = migrate(schema_file=str(tmp_path / "schema.json"))
+    run = migrate(migration_dag(dags_folder, str(tmp_path / "schema.json")))
     assert state(run) == "failed"
     fields = {field["name"]: field for field in blink_sandbox.store.fields("ws-demo", "Incidents")}
     assert fields["Severity"]["display_name"] == "Severity"  # untouched: the seed's
@@ -136,15 +168,15 @@ def test_a_failing_field_fails_alone(blink_sandbox: BlinkSandbox, tmp_path: Path
 
 
 def test_the_batch_summary_reaches_xcom_even_when_the_task_fails(
-    blink_sandbox: BlinkSandbox, tmp_path: Path, records: Path
+    blink_sandbox: BlinkSandbox, tmp_path: Path, records: Path, dags_folder: Path
 ) -> None:
     schema = [dict(entry) for entry in SCHEMA]
     next(entry for entry in schema if entry["field"] == "Owner")["type"] = "text"  # a type change: refused
     (tmp_path / "schema.json").write_text(json.dumps({"fields": schema}))
-    dag = load_dag("blink_table_schema_migration.py")
-    run = migrate(dag, schema_file=str(tmp_path / "schema.json"))
+    dag = migration_dag(dags_folder, str(tmp_path / "schema.json"))
+    run = migrate(dag)
     assert state(run) == "failed"
-    (ti,) = [ti for ti in run.get_task_instances() if ti.task_id == "apply_schema"]
+    (ti,) = [ti for ti in run.get_task_instances() if ti.task_id == "migrate.apply"]
     summary = xcom_of(ti, dag)
     assert summary["updated"] == [entry["field"] for entry in schema if entry["field"] != "Owner"]
     assert [f["field"] for f in summary["failed"]] == ["Owner"]
@@ -156,58 +188,62 @@ def test_the_plan_is_made_against_blink_then_all_unchanged(blink_sandbox: BlinkS
     names = [entry["field"] for entry in DECLARED]
     first = migrate(dag)
     assert state(first) == "success"
-    plan = xcom_of(task_of(first, "plan"), dag)
+    plan = xcom_of(task_of(first, "migrate.plan"), dag)
     actions = {f["field"]: f["action"] for f in plan["fields"]}
     assert [actions.pop(name) for name in [*ADDED, *REMOVED]] == ["add", "remove"]
     assert set(actions.values()) == {"change"}  # Blink has every other field, each differs from the seed
     assert plan["table_plan"]["action"] == "change" and plan["table_plan"]["members"] == ["description"]
-    outcomes = xcom_of(task_of(first, "apply_schema"), dag)["outcomes"]
+    outcomes = xcom_of(task_of(first, "migrate.apply"), dag)["outcomes"]
     assert outcomes == {**dict.fromkeys(actions, "changed"), "Root cause": "added", "Affected hosts": "removed"}
     assert (records / "ws-demo" / "Incidents.json").is_file()
 
     second = migrate(dag)
     assert state(second) == "success"
-    plan = xcom_of(task_of(second, "plan"), dag)
+    plan = xcom_of(task_of(second, "migrate.plan"), dag)
     assert {f["action"] for f in plan["fields"]} == {"unchanged"}
     assert "The baseline is the table as Blink holds it" in plan["text"]
-    assert xcom_of(task_of(second, "apply_schema"), dag)["outcomes"] == dict.fromkeys(names, "unchanged")
-    if "review" in dag.task_ids:  # Airflow 3.1+: a person is asked only when there is something to review
-        assert (state(task_of(first, "review")), state(task_of(second, "review"))) == ("success", "skipped")
+    assert xcom_of(task_of(second, "migrate.apply"), dag)["outcomes"] == dict.fromkeys(names, "unchanged")
+    if "migrate.review" in dag.task_ids:  # Airflow 3.1+: a person is asked only when there is something to review
+        reviews = (state(task_of(first, "migrate.review")), state(task_of(second, "migrate.review")))
+        assert reviews == ("success", "skipped")
+        applied = xcom_of(task_of(first, "migrate.apply"), dag)
+        assert applied["approved_by"] == "alice" and applied["approved_at"].startswith("20")
+        record = json.loads((records / "ws-demo" / "Incidents.json").read_text())
+        assert record["approval"] == {"approved_by": "alice", "approved_at": applied["approved_at"]}
+        assert "approved_by" not in xcom_of(task_of(second, "migrate.apply"), dag)  # no one was asked
 
 
-def test_the_schema_may_be_given_inline_as_a_param(blink_sandbox: BlinkSandbox, records: Path) -> None:
-    dag = load_dag("blink_table_schema_migration.py")
+def test_the_schema_may_be_given_inline(blink_sandbox: BlinkSandbox, records: Path, dags_folder: Path) -> None:
     inline = {"fields": [{"field": "Title", "type": "text", "display_name": "Incident title"}]}
-    run = migrate(dag, schema=inline)
+    dag = migration_dag(dags_folder, inline)
+    assert "migrate.schema" not in dag.task_ids  # a file only is read by a task of its own
+    run = migrate(dag)
     assert state(run) == "success"
-    assert xcom_of(task_of(run, "apply_schema"), dag)["outcomes"] == {"Title": "changed"}
+    assert xcom_of(task_of(run, "migrate.apply"), dag)["outcomes"] == {"Title": "changed"}
     fields = {field["name"]: field for field in blink_sandbox.store.fields("ws-demo", "Incidents")}
     assert fields["Title"]["display_name"] == "Incident title"
 
 
-@pytest.mark.parametrize(
-    ("conf", "expected"),
-    [
-        ({"schema": [{"field": "Title", "type": "txt", "display_name": "T"}]}, "the 'schema' param: 1 of 1"),
-        ({"schema_file": "BROKEN"}, "schema file '{path}' is not valid JSON: Expecting ',' delimiter at line 3"),
-    ],
-)
-def test_a_wrong_schema_names_its_source_and_position(
-    blink_sandbox: BlinkSandbox,
-    records: Path,
-    tmp_path: Path,
-    capfd: pytest.CaptureFixture[str],
-    conf: dict[str, Any],
-    expected: str,
+def test_a_wrong_schema_file_names_its_path_and_position(
+    blink_sandbox: BlinkSandbox, records: Path, dags_folder: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    broken = tmp_path / "broken.json"
+    broken = dags_folder / "broken.json"
     broken.write_text('{"fields": [\n  {"field": "Title", "type": "text", "display_name": "T"}\n  {"field": "x"}\n]}')
-    conf = {key: str(broken) if value == "BROKEN" else value for key, value in conf.items()}
-    run = migrate(**conf)
+    run = migrate(migration_dag(dags_folder, "broken.json"))  # relative: beside the DAG file
     assert state(run) == "failed"
-    assert state(task_of(run, "load_schema")) == "failed"
-    assert expected.format(path=broken) in "".join(capfd.readouterr())
-    assert not [r for r in blink_sandbox.requests if r["method"] == "PUT"]
+    assert state(task_of(run, "migrate.schema")) == "failed"
+    expected = f"schema file '{broken}' is not valid JSON: Expecting ',' delimiter at line 3"
+    assert expected in "".join(capfd.readouterr())
+    assert not [r for r in blink_sandbox.requests if r["method"] != "GET"]
+
+
+def test_a_wrong_inline_schema_is_refused_before_any_request(
+    blink_sandbox: BlinkSandbox, records: Path, dags_folder: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    run = migrate(migration_dag(dags_folder, [{"field": "Title", "type": "txt", "display_name": "T"}]))
+    assert state(run) == "failed" and state(task_of(run, "migrate.plan")) == "failed"
+    assert "fields: 1 of 1" in "".join(capfd.readouterr())
+    assert blink_sandbox.requests == []
 
 
 DOWNSTREAM_DAG = """
@@ -499,7 +535,9 @@ def test_a_rate_limited_task_is_retried_after_blinks_retry_after_not_its_retry_d
     assert waited.total_seconds() < 600  # not the task's retry_delay of 10 minutes
 
 
-def test_a_partly_applied_migration_still_announces_what_it_changed(blink_sandbox: BlinkSandbox, records: Path) -> None:
+def test_a_partly_applied_migration_still_announces_what_it_changed(
+    blink_sandbox: BlinkSandbox, records: Path, dags_folder: Path
+) -> None:
     """#36: an approved plan with one refused type change: two fields are changed in Blink, the
     apply fails (a BlinkClientError, so the run is failed), and the table's asset event still
     tells downstream DAGs which fields changed (the announce teardown)."""
@@ -511,7 +549,7 @@ def test_a_partly_applied_migration_still_announces_what_it_changed(blink_sandbo
     by_name["Title"]["type"] = "long-text"  # refused: Blink refuses type changes
     by_name["Description"]["display_name"] = "What happened, in short"
     by_name["Impact"]["display_name"] = "Impact (0-10)"
-    run = migrate(schema={"fields": changed})
+    run = migrate(migration_dag(dags_folder, {"fields": changed}))
     assert state(run) == "failed"
     events = asset_events(uri)[before:]
     assert len(events) == 1
@@ -532,7 +570,12 @@ def test_the_fleet_example_plans_each_table_reviews_once_and_applies_each(
             [{**f, "name": f["field"], "display_name": "old", "attributes": f.get("attributes", {})} for f in fields],
         )
     dag = load_dag("blink_schema_fleet.py")
-    run = dag.test(mark_success_pattern="review")
+    if "fleet.review" in dag.task_ids:
+        with reviewing(user="bob") as answered:
+            run = dag.test()
+        assert answered == ["fleet.review"]  # one review for the six tables
+    else:
+        run = dag.test()
     assert state(run) == "success"
     for path in sorted(folder.glob("*.json")):
         declared = {f["field"]: f for f in json.loads(path.read_text())["fields"]}
@@ -541,10 +584,7 @@ def test_the_fleet_example_plans_each_table_reviews_once_and_applies_each(
             name: f["display_name"] for name, f in declared.items()
         }
         assert (records / "ws-demo" / f"{path.stem}.json").exists()
-    review = xcom_of(task_of(run, "review_text"), dag)
-    assert review["text"].startswith("Fleet review: 6 tables, 6 to change") and review["needs_review"] is True
-    assert review["policy"] == "changes"
-    summary = xcom_of(task_of(run, "summary"), dag)
+    summary = xcom_of(task_of(run, "fleet.summary"), dag)
     assert sorted(summary["applied"]) == [f"ws-demo/{path.stem}" for path in sorted(folder.glob("*.json"))]
     assert len(summary["applied"]) == 6
     assert summary["failed"] == summary["stale"] == [] and summary["rate_limited"] == 0

@@ -661,11 +661,9 @@ def test_on_s3_two_concurrent_applies_one_applies_the_other_refuses(make_hook: A
 # -- what a fleet's summary reads of each apply (#34) -----------------------------------------------
 
 
-def test_the_apply_reports_its_outcome_and_the_review_policy_that_let_its_plan_through(
+def test_the_apply_reports_its_outcome_and_that_the_dag_acknowledged_the_loss(
     blink_conn: None, record: Path, provider_log: Any
 ) -> None:
-    from blinkops_provider.migrations import let_through
-
     def operator(**kwargs: Any) -> UpdateTableFieldsOperator:
         return UpdateTableFieldsOperator(
             task_id="t", ws_id="ws-1", table="Incidents", fields=SCHEMA, record_path=str(record), **kwargs
@@ -676,19 +674,13 @@ def test_the_apply_reports_its_outcome_and_the_review_policy_that_let_its_plan_t
         without_table_reads(m)
         m.put(rm.ANY, json=field_json)
         plan = operator(plan_only=True).execute({"ti": FakeTI()})
-        through = let_through(plan, policy="risky", reviewed=False)
-        first = operator(plan=through).execute({"ti": FakeTI()})
+        claimed = {**plan, "review": {"policy": "changes", "reviewed": True}}  # a claim: counts for nothing
+        first = operator(plan=claimed, acknowledge_risks=True).execute({"ti": FakeTI()})
         again = operator().execute({"ti": FakeTI()})
-    assert (first["outcome"], first["review"], first["rate_limited"]) == (
-        "applied",
-        {"policy": "risky", "reviewed": False},
-        0,
-    )
-    assert again["outcome"] == "unchanged" and "review" not in again
-    assert any(
-        f"Plan {plan['fingerprint']} let through by review policy 'risky' (no one was asked)" in line
-        for line in provider_log()
-    )
+    assert (first["outcome"], first["acknowledged"], first["rate_limited"]) == ("applied", True, 0)
+    assert "review" not in first and "approved_by" not in first
+    assert again["outcome"] == "unchanged" and "acknowledged" not in again and "approved_by" not in again
+    assert not any("approved by" in line for line in provider_log())
 
 
 def test_a_stale_apply_pushes_its_outcome_with_why_and_sends_nothing(blink_conn: None, record: Path) -> None:

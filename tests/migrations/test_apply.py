@@ -237,17 +237,43 @@ def test_a_declaration_that_contradicts_itself_is_refused_by_the_plan(
     assert blink.puts == []
 
 
-def test_a_plan_its_recorded_policy_should_not_have_let_through_is_not_applied(hook: Any, tmp_path: Path) -> None:
-    """#43 item 9: a destructive plan whose XCom says review policy 'risky' let it through with no
-    one asked (an edited XCom) is refused by the apply, judged from its own plan; nothing is sent."""
-    losing = [{**OPTIONS_ONLY[0], "attributes": {"options": ["Low"]}}]  # 'High' removed: destructive
+@pytest.mark.parametrize(
+    "claim", [{"review": {"policy": "changes", "reviewed": True}}, {"approved_by": "mallory", "reviewed": True}]
+)
+def test_a_plan_xcom_that_claims_a_review_never_removes_a_field(
+    hook: Any, tmp_path: Path, claim: dict[str, Any]
+) -> None:
+    """#55: what a plan's XCom says of a review counts for nothing: with no approval read from
+    Airflow's record, a removal is refused before anything is sent, naming how to go on."""
+    removing = [{"field": "Stage", "remove": True}]
+    records = f"{tmp_path}/"
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
-        approved = plan_schema(hook, "ws-1", "Incidents", losing, record_path=f"{tmp_path}/").to_xcom()
-        assert approved["counts"]["destructive"] == 1
-        forged = {**approved, "review": {"policy": "risky", "reviewed": False}}
-        with pytest.raises(BlinkInputError, match="needs a person's approval under review policy 'risky'"):
-            apply_schema(hook, "ws-1", "Incidents", losing, record_path=f"{tmp_path}/", plan=forged)
-        approved["review"] = {"policy": "risky", "reviewed": True}
-        assert apply_schema(hook, "ws-1", "Incidents", losing, record_path=f"{tmp_path}/", plan=approved).ok
-    assert [field for _, field, _ in blink.puts] == ["Severity"]  # the approved one only
+        plan = {**plan_schema(hook, "ws-1", "Incidents", removing, record_path=records).to_xcom(), **claim}
+        with pytest.raises(BlinkInputError, match=r"review_task_id.*acknowledge_risks=True") as refused:
+            apply_schema(hook, "ws-1", "Incidents", removing, record_path=records, plan=plan)
+        assert "Nothing was sent" in str(refused.value)
+        assert m.request_history and all(r.method == "GET" for r in m.request_history)
+        approval = {"approved_by": "alice", "approved_at": "2026-11-28T01:02:03+00:00"}
+        done = apply_schema(hook, "ws-1", "Incidents", removing, record_path=records, plan=plan, approval=approval)
+    assert done.outcomes() == {"Stage": "removed"} and blink.deletes == [("Incidents", "Stage")]
+    record = json.loads((tmp_path / "ws-1" / "Incidents.json").read_text())
+    assert record["approval"] == approval  # the record names who approved the plan, and when
+
+
+@pytest.mark.parametrize("approval", [True, "alice", {"approved_by": "alice"}, {"approved_by": "", "approved_at": "x"}])
+def test_an_approval_that_is_not_who_and_when_is_refused_before_any_request(
+    hook: Any, tmp_path: Path, approval: Any
+) -> None:
+    with rm.Mocker() as m, pytest.raises(BlinkInputError, match=r"approval must be None or \{\"approved_by\""):
+        apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=f"{tmp_path}/", approval=approval)
+    assert m.call_count == 0
+
+
+def test_acknowledge_risks_removes_and_the_record_says_the_dag_acknowledged(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        FakeBlink(HELD).mount(m)
+        removing = [{"field": "Stage", "remove": True}]
+        done = apply_schema(hook, "ws-1", "Incidents", removing, record_path=f"{tmp_path}/", acknowledge_risks=True)
+    assert done.outcomes() == {"Stage": "removed"}
+    assert json.loads((tmp_path / "ws-1" / "Incidents.json").read_text())["approval"] == {"acknowledged": True}

@@ -1,6 +1,5 @@
-"""A review's decision as Airflow records it (blinkops_provider.migrations._review, #44 item 1):
-the real ``ApprovalOperator`` answers Reject by skipping the apply and returning nothing, so the
-decision is read from the skip it records; Approve from its return value."""
+"""Who may let a plan through (blinkops_provider.migrations._review, #55): the review policies, and
+the answer a person gave, read from Airflow's own record of the review (the approval task's XCom)."""
 
 from __future__ import annotations
 
@@ -10,76 +9,137 @@ import importlib.util
 from typing import Any
 
 import pytest
-from airflow.providers.common.compat.sdk import AirflowFailException
 
-from blinkops_provider.migrations import fail_if_rejected, review_decision
-from blinkops_provider.migrations._review import APPROVED, NOT_ASKED, REJECTED, REJECTED_IN_REVIEW
+from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.migrations._review import (
+    REJECTED_IN_REVIEW,
+    approval_from_review,
+    check_review_policy,
+    review_needed,
+)
+from tests.migrations.test_fleet import fleet
 
 AIRFLOW = tuple(int(part) for part in importlib.metadata.version("apache-airflow").split(".")[:2])
 HAS_APPROVAL = AIRFLOW >= (3, 1) and importlib.util.find_spec("airflow.providers.standard") is not None
+needs_approval = pytest.mark.skipif(not HAS_APPROVAL, reason="the human-in-the-loop approval needs Airflow 3.1+")
 
 
-class XComs:
-    """A task instance's XCom, as a teardown below the review pulls it (and as the review pushes it)."""
-
-    def __init__(self) -> None:
-        self.values: dict[tuple[str, str], Any] = {}
-        self.task_id = "review"
-        self.map_index = -1
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.values[(self.task_id, key)] = value
-
-    def xcom_pull(self, task_ids: str, key: str = "return_value", **_: Any) -> Any:
-        return self.values.get((task_ids, key))
+# -- the review policies ----------------------------------------------------------------------------
 
 
-def approval(option: str) -> tuple[Any, XComs, dict[str, Any]]:
-    """Airflow's own ApprovalOperator (upstream of an apply), an empty XCom, and the event of a
-    person choosing ``option``."""
+@pytest.mark.parametrize(
+    ("policy", "unchanged_only", "safe_changes", "risky"),
+    [
+        ("always", True, True, True),
+        ("changes", False, True, True),
+        ("destructive", False, False, True),
+        ("never", False, False, False),
+    ],
+)
+def test_the_review_policy_says_when_a_person_approves(
+    policy: str, unchanged_only: bool, safe_changes: bool, risky: bool
+) -> None:
+    by_name = {p["table"]: p for p in fleet()}  # Zeta adds, Alpha and Delta unchanged, Beta destructive, Gamma refused
+    assert review_needed([by_name["Alpha"], by_name["Delta"]], policy) is unchanged_only
+    assert review_needed([by_name["Alpha"], by_name["Zeta"]], policy) is safe_changes
+    assert review_needed([by_name["Zeta"], by_name["Beta"]], policy) is risky
+    assert review_needed([by_name["Gamma"]], policy) is (policy != "never")
+
+
+def removal() -> dict[str, Any]:
+    return {"ws_id": "ws", "table": "T", "fields": [{"field": "Old", "action": "remove", "destructive": True}]}
+
+
+@pytest.mark.parametrize(
+    ("policy", "asked"), [("always", True), ("changes", True), ("destructive", False), ("never", False)]
+)
+def test_an_acknowledged_removal_is_asked_only_under_always_and_changes(policy: str, asked: bool) -> None:
+    assert review_needed([removal()], policy, acknowledged=True) is asked
+    assert review_needed([removal()], policy) is (policy != "never")
+
+
+def test_edited_counts_do_not_spare_a_destructive_plan_its_review() -> None:
+    edited = {**fleet()[2], "counts": {"destructive": 0}, "has_changes": False}  # Beta, its counts edited
+    assert review_needed([edited], "destructive") and review_needed([edited], "changes")
+
+
+@pytest.mark.parametrize("policy", ["risky", "", None, "ALWAYS", 1])
+def test_an_unknown_policy_is_refused_naming_the_allowed_ones(policy: Any) -> None:
+    allowed = r"review_policy must be one of: 'always' .*'changes' .*'destructive' .*'never'"
+    with pytest.raises(BlinkInputError, match=allowed):
+        check_review_policy(policy)
+    with pytest.raises(BlinkInputError, match=allowed):
+        review_needed(fleet(), policy)
+
+
+# -- the answer, from Airflow's record ---------------------------------------------------------------
+
+
+class TI:
+    """The apply's task instance as the gate uses it: it pulls the review's XCom."""
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        self.answers, self.pulled = answers, []
+
+    def xcom_pull(self, task_ids: str, map_indexes: int = -1, **_: Any) -> Any:
+        self.pulled.append((task_ids, map_indexes))
+        return self.answers.get(task_ids)
+
+
+def answer(option: str) -> dict[str, Any]:
+    when = dt.datetime(2026, 11, 28, 1, 2, 3, tzinfo=dt.UTC)
+    return {"chosen_options": [option], "params_input": {}, "responded_at": when, "responded_by_user": {"id": "7", "name": "alice"}}  # fmt: skip
+
+
+def dag_with_review() -> dict[str, Any]:
+    """A DAG: Airflow's own ApprovalOperator `review` upstream of `apply`, and a task `fake` that
+    is no approval, also upstream; `late`, another approval, is downstream of the apply."""
     from airflow.providers.common.compat.sdk import DAG
     from airflow.providers.standard.operators.empty import EmptyOperator
     from airflow.providers.standard.operators.hitl import ApprovalOperator
 
-    with DAG("reviewed", schedule=None, start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC)):
+    with DAG("reviewed", schedule=None, start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC)) as dag:
         review = ApprovalOperator(task_id="review", subject="Apply?")
-        review >> EmptyOperator(task_id="apply")
-    event = {
-        "chosen_options": [option],
-        "params_input": {},
-        "responded_at": dt.datetime.now(dt.UTC),
-        "responded_by_user": {"id": "1", "name": "admin"},
+        fake, apply = EmptyOperator(task_id="fake"), EmptyOperator(task_id="apply")
+        [review, fake] >> apply >> ApprovalOperator(task_id="late", subject="Too late?")
+    return dag.task_dict
+
+
+@needs_approval
+def test_an_approve_names_who_approved_and_when() -> None:
+    tasks = dag_with_review()
+    ti = TI({"review": answer("Approve")})
+    assert approval_from_review(tasks["apply"], ti, "review") == {
+        "approved_by": "alice",
+        "approved_at": "2026-11-28T01:02:03+00:00",
     }
-    return review, XComs(), event
+    assert ti.pulled == [("review", -1)]  # the unmapped review's own XCom, also from a mapped apply
 
 
-@pytest.mark.skipif(not HAS_APPROVAL, reason="the human-in-the-loop approval needs Airflow 3.1 or later")
-def test_a_reject_in_the_ui_is_read_from_the_skip_airflow_records() -> None:
-    from airflow.providers.common.compat.sdk import DownstreamTasksSkipped
-
-    review, ti, event = approval("Reject")
-    with pytest.raises(DownstreamTasksSkipped):  # the apply is skipped, and the review returns nothing
-        review.execute_complete({"ti": ti, "task": review}, event)
-    assert ti.xcom_pull(task_ids="review") is None  # what made the rejected run green before
-    assert review_decision(ti) == REJECTED
-    with pytest.raises(AirflowFailException, match=rf"^{REJECTED_IN_REVIEW} \(plan 1a2b of ws/T was rejected\)"):
-        fail_if_rejected(ti, "plan 1a2b of ws/T")
+@needs_approval
+def test_a_review_that_was_not_asked_approves_nothing() -> None:
+    assert approval_from_review(dag_with_review()["apply"], TI({}), "review") is None
 
 
-@pytest.mark.skipif(not HAS_APPROVAL, reason="the human-in-the-loop approval needs Airflow 3.1 or later")
-def test_an_approval_is_read_from_the_reviews_return_value() -> None:
-    review, ti, event = approval("Approve")
-    ti.xcom_push("return_value", dict(review.execute_complete({"ti": ti, "task": review}, event)))
-    assert review_decision(ti) == APPROVED
-    assert fail_if_rejected(ti, "plan 1a2b of ws/T") == APPROVED
+@needs_approval
+def test_a_reject_refuses_the_apply_naming_who_and_when() -> None:
+    with pytest.raises(BlinkInputError, match=rf"^{REJECTED_IN_REVIEW}: alice rejected this plan at 2026-11-28T01:02"):
+        approval_from_review(dag_with_review()["apply"], TI({"review": answer("Reject")}), "review")
 
 
-def test_a_review_that_was_not_asked_left_nothing() -> None:
-    assert review_decision(XComs()) == NOT_ASKED
-    assert fail_if_rejected(XComs(), "plan 1a2b of ws/T") == NOT_ASKED
+@needs_approval
+@pytest.mark.parametrize(
+    ("review_task_id", "why"),
+    [("fake", "is a EmptyOperator, not an approval"), ("late", "is not upstream of 'apply'"), ("nope", "names no task")],
+)
+def test_an_answer_that_is_not_an_approval_tasks_own_never_counts(review_task_id: str, why: str) -> None:
+    """A task that merely returns ``{"chosen_options": ["Approve"]}`` is no review: refused, naming
+    review_task_id and acknowledge_risks."""
+    ti = TI({review_task_id: answer("Approve")})
+    with pytest.raises(BlinkInputError, match=rf"review_task_id {review_task_id!r} {why}.*acknowledge_risks=True"):
+        approval_from_review(dag_with_review()["apply"], ti, review_task_id)
+    assert ti.pulled == []  # refused before its XCom is read
 
 
-def test_a_skip_that_skipped_nothing_is_not_a_rejection() -> None:
-    ti = XComs()
-    ti.xcom_push("skipmixin_key", {"skipped": []})
-    assert review_decision(ti) == NOT_ASKED
+def test_no_review_task_is_no_approval() -> None:
+    assert approval_from_review(object(), TI({}), None) is None

@@ -12,7 +12,7 @@ import pytest
 import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkInputError, BlinkNotFoundError
-from blinkops_provider.migrations import apply_schema, let_through, plan_schema
+from blinkops_provider.migrations import apply_schema, plan_schema
 from tests.fake_blink import FakeBlink, blink_field
 
 HELD = {
@@ -122,22 +122,24 @@ def test_a_removal_goes_last_once_acknowledged_or_approved(
                 hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/", plan=plan, acknowledge_risks=True
             )
         else:
-            approved = let_through(plan, policy="risky", reviewed=True)
-            result = apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/", plan=approved)
+            approval = {"approved_by": "alice", "approved_at": "2026-11-28T01:02:03+00:00"}  # read from Airflow
+            result = apply_schema(
+                hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/", plan=plan, approval=approval
+            )
     assert result.outcomes() == {"Title": "unchanged", "Impact": "added", "Legacy": "removed"}
     assert blink.deletes == [("Incidents", "Legacy")] and "Legacy" not in blink.tables["Incidents"]
     writes_in_order = [method for method in sent if method != "GET"]
     assert writes_in_order == ["POST", "PUT", "DELETE"]
     assert '"Legacy"' not in (tmp_path / "ws-1" / "Incidents.json").read_text()
-    said = "acknowledged by the DAG (acknowledge_risks=True)" if how == "acknowledged" else "approved by a person"
+    said = "acknowledged by the DAG (acknowledge_risks=True)" if how == "acknowledged" else "approved by alice"
     assert any("removes 1 field(s) with their values: " + said in line for line in provider_log())
 
 
-def test_an_unreviewed_policy_never_lets_a_removal_through(hook: Any, tmp_path: Path) -> None:
+def test_a_review_the_plan_xcom_claims_never_lets_a_removal_through(hook: Any, tmp_path: Path) -> None:
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
         plan = plan_schema(hook, "ws-1", "Incidents", [GONE], record_path=f"{tmp_path}/").to_xcom()
-        for policy in ("always", "changes", "risky"):
+        for policy in ("always", "changes", "destructive"):
             with pytest.raises(BlinkInputError):
                 apply_schema(
                     hook,
@@ -145,7 +147,7 @@ def test_an_unreviewed_policy_never_lets_a_removal_through(hook: Any, tmp_path: 
                     "Incidents",
                     [GONE],
                     record_path=f"{tmp_path}/",
-                    plan={**plan, "review": {"policy": policy, "reviewed": False}},
+                    plan={**plan, "review": {"policy": policy, "reviewed": True}},
                 )
         assert blink.deletes == []
 
