@@ -122,7 +122,8 @@ def test_operator_contract() -> None:
     # lock: keyword-only, so no caller breaks
     declared = "ws_id table fields max_concurrency fail_fast record_path only_changed plan_only plan lock_wait"
     declared += " replace"  # replace (#42): send declarations as given, not merged with Blink's fields
-    declared += " acknowledge_risks create_table blink_conn_id"  # #48: removals behind a flag, a table created
+    declared += " acknowledge_risks create_table"  # #48: removals behind a flag, a table created
+    declared += " review_task_id blink_conn_id"  # #55: the approval, read from Airflow's record of the review
     assert list(signature.parameters)[1:] == [*declared.split(), "hook_params", "kwargs"]
     assert signature.parameters["acknowledge_risks"].default is False
     assert signature.parameters["create_table"].default is False
