@@ -2,7 +2,8 @@
 ### Blink schema fleet: a plan per table, one review, an apply per table
 
 One `BlinkSchemaFleet` task group migrates a folder of declared schemas, one file per table,
-`blink_schema_fleet/<ws_id>/<table>.json` (the format of `blink_table_schema_migration.json`):
+`<folder>/<ws_id>/<table>.json` (the param `folder`, by default `blink_schema_fleet` beside this
+file; the format of `blink_table_schema_migration.json`):
 1. `fleet.tables` reads the folder and checks every declaration; an error names the file.
 2. `fleet.plan` plans each table (one mapped task per table).
 3. `fleet.review` (Airflow 3.1 and later) asks a person once for all the plans, when the review
@@ -33,6 +34,17 @@ with DAG(
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     params={
+        "folder": Param(
+            "blink_schema_fleet",
+            type="string",
+            description="The folder of declared schemas, <ws_id>/<table>.json, relative to this DAG file's folder",
+        ),
+        "review_policy": Param(
+            "changes",
+            enum=["always", "changes", "destructive", "never"],
+            description="When a person approves: always; when anything changes; only when a change is refused or "
+            "destructive; or never (a removal then needs acknowledge_risks)",
+        ),
         "acknowledge_risks": Param(
             False, type="boolean", description="Apply the declared removals without a person's approval"
         ),
@@ -43,9 +55,9 @@ with DAG(
     # [START howto_task_group_schema_fleet]
     BlinkSchemaFleet(
         "fleet",
-        folder="blink_schema_fleet",  # beside this file: <ws_id>/<table>.json
+        folder="{{ params.folder }}",  # by default blink_schema_fleet/ beside this file: <ws_id>/<table>.json
         record_path="{{ var.value.get('blink_schema_records', '/tmp/blink_schema_records') }}/",
-        review_policy="changes",
+        review_policy="{{ params.review_policy }}",
         acknowledge_risks="{{ params.acknowledge_risks }}",
         pool="blink_applies",
     )

@@ -1,8 +1,8 @@
 """
 ### Blink table schema migration: plan, review, apply
 
-One `BlinkTableMigration` task group applies the declared schema
-(`blink_table_schema_migration.json`, beside this file) to one Blink table, as a migration tool does:
+One `BlinkTableMigration` task group applies the declared schema (the param `schema_file`, by
+default `blink_table_schema_migration.json` beside this file) to one Blink table, as a migration tool does:
 1. `migrate.schema` reads the declaration file and checks every entry (an error names the file and
    the entry or JSON position).
 2. `migrate.plan` reads the table and its fields from Blink and plans each entry as `add`,
@@ -41,6 +41,11 @@ with DAG(
     params={
         "ws_id": Param("ws-demo", type="string", minLength=1, description="Blink workspace id"),
         "table": Param("Incidents", type="string", minLength=1, description="Name of the table"),
+        "schema_file": Param(
+            "blink_table_schema_migration.json",
+            type="string",
+            description="The declared schema (a JSON file): a path relative to this DAG file's folder, or absolute",
+        ),
         "acknowledge_risks": Param(
             False,
             type="boolean",
@@ -57,7 +62,7 @@ with DAG(
         "migrate",
         ws_id="{{ params.ws_id }}",
         table="{{ params.table }}",
-        schema="blink_table_schema_migration.json",  # beside this file
+        schema="{{ params.schema_file }}",  # by default blink_table_schema_migration.json, beside this file
         record_path="{{ var.value.get('blink_schema_records', '/tmp/blink_schema_records') }}/",
         acknowledge_risks="{{ params.acknowledge_risks }}",
     )

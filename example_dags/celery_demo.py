@@ -6,7 +6,7 @@ the locks, through the AWS connection ``aws_demo`` whose ``endpoint_url`` points
 sandbox with 20 ms of latency, Airflow's api-server, scheduler and DAG processor, and two Celery
 workers, each with its own ``AIRFLOW_HOME`` and host name (``worker-1``, ``worker-2``). Then:
 
-1. **The fleet**: ``blink_schema_fleet`` on 20 tables of 10 fields (review policy ``risky``: adds
+1. **The fleet**: ``blink_schema_fleet`` on 20 tables of 10 fields (review policy ``destructive``: adds
    need no person). Checks that tasks ran on both workers, that the 20 tables were applied, and
    that each table's record matches what Blink holds. Prints the fleet's time, the time per
    table and which worker ran which task.
@@ -420,7 +420,7 @@ def fleet_of_20(airflow: Airflow, sandbox: Any) -> None:
     say("== 1. The fleet: 20 tables of 10 fields, on two workers ==")
     folder = write_folder(airflow.services.home / "fleet", {name: declared(i, 1) for i, name in enumerate(TABLES)})
     started = time.monotonic()
-    airflow.run("fleet", {"folder": str(folder), "review_policy": "risky"})
+    airflow.run("fleet", {"folder": str(folder), "review_policy": "destructive"})
     state = airflow.finished("fleet")
     took = time.monotonic() - started
     tasks = airflow.tasks("fleet")
@@ -434,7 +434,7 @@ def fleet_of_20(airflow: Airflow, sandbox: Any) -> None:
         raise DemoFailed(f"the fleet's run ended {state}")
     if not set(WORKERS) <= hosts:
         raise DemoFailed(f"tasks ran on {sorted(hosts)}, not on both workers")
-    summary = airflow.xcom("fleet", "summary")
+    summary = airflow.xcom("fleet", "fleet.summary")
     say(f"- Summary: {summary['text'].splitlines()[0]}")
     if sorted(summary["applied"]) != sorted(f"{WS}/{name}" for name in TABLES):
         raise DemoFailed(f"not every table was applied: {summary}")
@@ -450,7 +450,7 @@ def approve(airflow: Airflow, run_id: str) -> None:
 
     url = f"{airflow.env['AIRFLOW__API__BASE_URL']}/api/v2/dags/{FLEET}/dagRuns/{run_id}"
     answer = requests.patch(
-        f"{url}/taskInstances/review/-1/hitlDetails",
+        f"{url}/taskInstances/fleet.review/-1/hitlDetails",
         json={"chosen_options": ["Approve"], "params_input": {}},
         timeout=30,
     )
@@ -468,11 +468,11 @@ def two_runs_at_once(airflow: Airflow, sandbox: Any) -> None:
     for run_id in runs:
         airflow.run(run_id, {"folder": str(folder), "review_policy": "always"})
     for run_id in runs:  # answered once the scheduler has seen the review wait, as a person would
-        seen = f"task_id='review', run_id='{run_id}'"
+        seen = f"task_id='fleet.review', run_id='{run_id}'"
         wait_for(
             f"{run_id}'s review to wait",
             lambda seen=seen, run_id=run_id: (
-                airflow.state(run_id, "review") in ("deferred", "awaiting_input")
+                airflow.state(run_id, "fleet.review") in ("deferred", "awaiting_input")
                 and seen in airflow.services.log("scheduler").read_text(errors="replace")
             ),
             300,
@@ -486,13 +486,13 @@ def two_runs_at_once(airflow: Airflow, sandbox: Any) -> None:
     states = {run_id: airflow.finished(run_id) for run_id in runs}
     sandbox.set_faults(latency_ms=20)
     puts = [r for r in sandbox.requests if r.get("method") == "PUT" and f"/table/{table}/" in r.get("path", "")]
-    results = {run_id: airflow.xcom(run_id, "apply", 0) or {} for run_id in runs}
+    results = {run_id: airflow.xcom(run_id, "fleet.apply", 0) or {} for run_id in runs}
     say(f"- Both approved at once. Runs: {states}; PUT requests for {WS}/{table}: {len(puts)} (10 declared fields)")
     winners = [run_id for run_id, result in results.items() if result.get("outcome") == "applied"]
     if len(winners) != 1 or len(puts) != 10:
         raise DemoFailed(f"expected one apply to send the 10 fields, got {results} and {len(puts)} PUTs")
     loser = next(run_id for run_id in runs if run_id not in winners)
-    refused = airflow.task_log(loser, "apply", 0, 1)
+    refused = airflow.task_log(loser, "fleet.apply", 0, 1)
     if "BlinkLockedError" not in refused:
         raise DemoFailed(
             f"{loser}'s first try was not refused by the lock (the applies did not meet):\n{refused[-3000:]}"
@@ -535,7 +535,7 @@ def worker_killed_mid_apply(airflow: Airflow, sandbox: Any) -> None:
     table = TABLES[1]
     folder = write_folder(airflow.services.home / "kill", {table: declared(1, 3)})
     sandbox.set_faults(latency_ms=4000)
-    airflow.run("kill", {"folder": str(folder), "review_policy": "risky"})
+    airflow.run("kill", {"folder": str(folder), "review_policy": "destructive"})
     lock = wait_for(
         "the apply to take the table's lock", lambda: held_locks(f"{RECORDS}/"), 300, airflow.logs(), airflow.services
     )[0]
@@ -552,7 +552,7 @@ def worker_killed_mid_apply(airflow: Airflow, sandbox: Any) -> None:
     sandbox.clear_faults()
     state = airflow.finished("kill")
     tries = [
-        (host, tries, task_state) for task_id, _, task_state, host, tries in airflow.tasks("kill") if task_id == "apply"
+        (host, tries, task_state) for task_id, _, task_state, host, tries in airflow.tasks("kill") if task_id == "fleet.apply"
     ]
     say(f"- Run 'kill': {state}; the apply: {tries}")
     if state != "success" or not tries or tries[0][1] < 2:

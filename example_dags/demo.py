@@ -10,6 +10,7 @@ run from a fresh metadata DB and fresh snapshots, so running it again needs no c
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -19,6 +20,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 MIGRATION = "blink_table_schema_migration"
 SYNC = "blink_connection_types_nightly_sync"
 FLEET = "blink_schema_fleet"
+REVIEWER = "demo-reviewer"
 
 
 class DemoFailed(Exception):
@@ -96,7 +100,7 @@ def migration_summary(log: Path, *, per_field: bool) -> list[str]:
         (r"(Plan [0-9a-f]{16} for \S+: .*\))", False),
         (r"\s{2}([^\s\]|][^:]*: (?:add|change|change \(destructive\)|remove:) .*?)(?:\s+\[airflow|$)", True),
         (r"(The table \(.*?)(?:\s+\[airflow|$)", True),
-        (r"(Plan [0-9a-f]{16} (?:let through by review policy .*?\)|removes \d+ field.*?))(?:\s+\[airflow|$)", False),
+        (r"(Plan [0-9a-f]{16} (?:approved by .*? in review|removes \d+ field.*?))(?:\s+\[airflow|$)", False),
         (r"(Schema of \S+: \d+ of \d+ fields applied.*?)(?:\s+\[airflow|$)", False),
         (r"\s{2}([^\s\]|][^:]*: (?:added|changed|removed|unchanged|applied|failed).*?)(?:\s+\[airflow|$)", True),
     ]
@@ -115,6 +119,21 @@ def migration_summary(log: Path, *, per_field: bool) -> list[str]:
                 summary.append(f"  {found.group(1)}" if detail else found.group(1))
             break
     return summary
+
+
+@contextlib.contextmanager
+def approving(reviewed: bool) -> Iterator[None]:
+    """While a DAG test runs (Airflow 3.1+), approve each review that waits, as the person
+    ``demo-reviewer``: through the handler of Airflow's REST call for a person's answer
+    (tests/reviewer.py), never by marking the review task successful."""
+    if not reviewed:
+        yield
+        return
+    sys.path.insert(0, str(HERE.parent))
+    from tests.reviewer import reviewing
+
+    with reviewing(option="Approve", user=REVIEWER):
+        yield
 
 
 def fields_as_declared(sandbox: Any, ws_id: str, table: str, records: Path) -> dict[str, Any]:
@@ -186,23 +205,22 @@ def main() -> int:
         env["AIRFLOW_CONN_BLINK_DEFAULT"] = json.dumps(conn)
         check_connection(env)
 
+        # Airflow 2.11 has no review step: there, the DAG's param acknowledges the removal instead.
+        reviewed = tuple(int(part) for part in version("apache-airflow").split(".")[:2]) >= (3, 1)
         if ws_id and table:
-            from importlib.metadata import version
-
-            # Airflow 2.11 has no review step: there, the DAG's param acknowledges the removal instead.
-            reviewed = tuple(int(part) for part in version("apache-airflow").split(".")[:2]) >= (3, 1)
             conf = json.dumps({"ws_id": ws_id, "table": table, "acknowledge_risks": not reviewed})
             now = dt.datetime.now(dt.UTC).replace(microsecond=0)
             for number, when in enumerate((now - dt.timedelta(minutes=1), now), start=1):
                 log = logs / f"{MIGRATION}-{number}.log"
-                # The plan's review is approved here as a person would in the UI (Airflow 3.1+).
+                # The plan's review is answered here as a person's answer is recorded (Airflow 3.1+).
                 test = [*airflow, "dags", "test", MIGRATION, when.isoformat(), "-c", conf]
-                run(
-                    f"Schema migration of {ws_id}/{table}, run {number}: plan, review, apply ({MIGRATION})",
-                    [*test, "--mark-success-pattern", "review"],
-                    env,
-                    log,
-                )
+                with approving(reviewed):
+                    run(
+                        f"Schema migration of {ws_id}/{table}, run {number}: plan, review, apply ({MIGRATION})",
+                        test,
+                        env,
+                        log,
+                    )
                 for line in migration_summary(log, per_field=number == 1):
                     say(f"    {line}")
         else:
@@ -218,12 +236,13 @@ def main() -> int:
                 logs / "pool.log",
             )
             log = logs / f"{FLEET}.log"
-            run(
-                f"The fleet example: a plan per table, one review, an apply per table ({FLEET})",
-                [*airflow, "dags", "test", FLEET, "--mark-success-pattern", "review"],
-                env,
-                log,
-            )
+            with approving(reviewed):
+                run(
+                    f"The fleet example: a plan per table, one review, an apply per table ({FLEET})",
+                    [*airflow, "dags", "test", FLEET],
+                    env,
+                    log,
+                )
             fleet = next((line for line in log.read_text().splitlines() if "Fleet of " in line), "")
             summary = fleet[fleet.index("Fleet of ") :].split(" [airflow")[0] if fleet else f"no summary: see {log}"
             say(f"    {summary}")
@@ -267,7 +286,13 @@ def main() -> int:
         )
         say(f"  Snapshots:        {folder}/ (one per run: <when>__<run id>.json and .diff.json)")
         if ws_id and table:
-            say(f"  Schema record:    {records}/{ws_id}/{table}.json (the last apply: the plan's drift baseline)")
+            record = records / ws_id / f"{table}.json"
+            say(f"  Schema record:    {record} (the last apply: the plan's drift baseline)")
+            approval = json.loads(record.read_text()).get("approval", {}) if record.exists() else {}
+            if approval.get("approved_by"):
+                say(f"  Approved:         by {approval['approved_by']} at {approval['approved_at']} (Airflow's review)")
+            elif approval.get("acknowledged"):
+                say("  Approved:         no review; the DAG acknowledged the removal (acknowledge_risks)")
         say(f"  Logs:             {logs}/")
         return 0
     except DemoFailed as err:

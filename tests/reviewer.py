@@ -16,6 +16,12 @@ from contextlib import contextmanager
 from typing import Any
 
 
+WAITING = ("awaiting_input", "deferred")
+"""The states of a review task that waits for its answer (3.3+; before, deferred to its trigger).
+An answer given before the task is in one of them (it is still writing its request) would resume
+nothing: a person sees the request only then, too."""
+
+
 def waiting_reviews(session: Any) -> list[tuple[str, str, str, int]]:
     """``(dag_id, run_id, task_id, map_index)`` of each review that waits for an answer."""
     from sqlalchemy import select
@@ -26,7 +32,7 @@ def waiting_reviews(session: Any) -> list[tuple[str, str, str, int]]:
     rows = session.execute(
         select(TaskInstance.dag_id, TaskInstance.run_id, TaskInstance.task_id, TaskInstance.map_index)
         .join(HITLDetail, HITLDetail.ti_id == TaskInstance.id)
-        .where(HITLDetail.response_received.is_(False))
+        .where(HITLDetail.response_received.is_(False), TaskInstance.state.in_(WAITING))
     )
     return [tuple(row) for row in rows]  # type: ignore[misc]
 

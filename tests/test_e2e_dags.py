@@ -238,12 +238,61 @@ def test_a_wrong_schema_file_names_its_path_and_position(
 
 
 def test_a_wrong_inline_schema_is_refused_before_any_request(
-    blink_sandbox: BlinkSandbox, records: Path, dags_folder: Path, capfd: pytest.CaptureFixture[str]
+    blink_sandbox: BlinkSandbox, records: Path, dags_folder: Path
 ) -> None:
     run = migrate(migration_dag(dags_folder, [{"field": "Title", "type": "txt", "display_name": "T"}]))
     assert state(run) == "failed" and state(task_of(run, "migrate.plan")) == "failed"
-    assert "fields: 1 of 1" in "".join(capfd.readouterr())
-    assert blink_sandbox.requests == []
+    assert state(task_of(run, "migrate.apply")) == "upstream_failed"
+    assert blink_sandbox.requests == []  # refused before the key's check
+
+
+needs_review = pytest.mark.skipif(
+    not __import__("blinkops_provider.task_groups", fromlist=["x"]).review_step_available(),
+    reason="the review step needs Airflow 3.1 or later",
+)
+
+
+@needs_review
+def test_a_reject_fails_the_review_naming_who_and_sends_nothing(
+    blink_sandbox: BlinkSandbox, records: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """#55: a person rejects the plan: the review task is red and says who rejected which plan and
+    when; the apply never runs, nothing is written to Blink, and the run is failed."""
+    dag = load_dag("blink_table_schema_migration.py")
+    run = migrate(dag, option="Reject")
+    printed = "".join(capfd.readouterr())
+    assert state(run) == "failed"
+    assert state(task_of(run, "migrate.review")) == "failed"
+    assert state(task_of(run, "migrate.apply")) in ("upstream_failed", "skipped")
+    fingerprint = xcom_of(task_of(run, "migrate.plan"), dag)["fingerprint"]
+    assert f"rejected in review: nothing was applied: alice rejected plan {fingerprint} of ws-demo/Incidents at " in printed
+    assert [r for r in blink_sandbox.requests if r["method"] != "GET"] == []
+    assert not (records / "ws-demo" / "Incidents.json").exists()
+
+
+@needs_review
+@pytest.mark.parametrize(("policy", "asked"), [("destructive", False), ("changes", True)])
+def test_an_acknowledged_removal_skips_the_review_only_under_destructive(
+    blink_sandbox: BlinkSandbox, records: Path, dags_folder: Path, policy: str, asked: bool
+) -> None:
+    """#55 item 4: acknowledge_risks with policy destructive removes without asking anyone; with
+    changes the review is still asked, and its body says the removal is acknowledged."""
+    dag = migration_dag(dags_folder, [{"field": "Affected hosts", "remove": True}], policy=policy)
+    with reviewing(user="dave") as answered:
+        run = dag.test(run_conf={"acknowledge_risks": True})
+    assert state(run) == "success"
+    assert answered == (["migrate.review"] if asked else [])
+    assert state(task_of(run, "migrate.review")) == ("success" if asked else "skipped")
+    applied = xcom_of(task_of(run, "migrate.apply"), dag)
+    assert applied["outcomes"] == {"Affected hosts": "removed"}
+    assert (applied.get("approved_by"), applied.get("acknowledged")) == (("dave", None) if asked else (None, True))
+    if asked:
+        from airflow.models.hitl import HITLDetail
+        from airflow.utils.session import create_session
+
+        with create_session() as session:
+            bodies = [row.body for row in session.query(HITLDetail).all()]
+        assert any("The DAG already acknowledged the removals below" in (body or "") for body in bodies)
 
 
 DOWNSTREAM_DAG = """
@@ -496,7 +545,8 @@ from blinkops_provider.operators.tables import UpdateTableFieldOperator
 
 with DAG("blink_rate_limited", schedule=None) as dag:
     UpdateTableFieldOperator(
-        task_id="title", ws_id="ws-demo", table="Incidents", field="Title", field_type="text", display_name="Title",
+        task_id="title", ws_id="ws-demo", table="Incidents", field="Title", field_type="text",
+        display_name="Incident title",
         retries=1, retry_delay=dt.timedelta(minutes=10), hook_params={"retry_limit": 1},
     )
 """
@@ -590,30 +640,54 @@ def test_the_fleet_example_plans_each_table_reviews_once_and_applies_each(
     assert summary["failed"] == summary["stale"] == [] and summary["rate_limited"] == 0
 
 
-DOCS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "operators" / "update_table_fields.md"
+DOCS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "table_migration.md"
 
 
-def docs_dag_test(dags: Path, capfd: pytest.CaptureFixture[str]) -> str:
-    """The docs' DAG as ``airflow dags test incidents_schema --mark-success-pattern review`` runs it
-    (``dag.test()``, the review approved as a person would on 3.1+): what it printed."""
-    run = load_dag("incidents_schema.py", dags).test(mark_success_pattern="review")
+def docs_code(heading: str) -> str:
+    """The first Python block below ``heading`` on the BlinkTableMigration page, as a user copies it."""
+    section = DOCS_PAGE.read_text().split(heading, 1)[1]
+    return section.split("```python\n", 1)[1].split("\n```", 1)[0]
+
+
+def docs_dag_test(dags: Path, capfd: pytest.CaptureFixture[str], name: str) -> str:
+    """The docs' DAG as ``airflow dags test`` runs it (``dag.test()``), its review answered as a
+    person's is on 3.1+: what it printed."""
+    dag = load_dag(name, dags)
+    with reviewing(user="erin"):
+        run = dag.test()
     printed = "".join(capfd.readouterr())
     assert state(run) == "success", printed[-3000:]
     return printed
 
 
-def test_the_docs_plan_review_apply_dag_runs_as_written(
+SEVERITY = {"field": "Severity", "type": "single-select", "display_name": "Severity",
+            "attributes": {"options": ["Low", "Medium", "High", "Critical"], "default_value": "Medium"}}  # fmt: skip
+
+
+def test_the_docs_one_line_dag_runs_as_written(
     blink_sandbox: BlinkSandbox, records: Path, dags_folder: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """#44 item 6: the docs' complete DAG, copied out of the page as a user would, on this
-    Airflow line: a run with a change plans, reviews (3.1+) and applies; a run with nothing to
-    change asks no one and still applies (the apply is not wired below the short-circuit)."""
-    section = DOCS_PAGE.read_text().split("### A complete plan, review, apply DAG", 1)[1]
-    code = section.split("```python\n", 1)[1].split("\n```", 1)[0]
-    (dags_folder / "incidents_schema.py").write_text(code + "\n")
-    first = docs_dag_test(dags_folder, capfd)
+    """#55: the docs' complete DAG, copied out of the page as a user would, on this Airflow line: a
+    run with a change plans, reviews (3.1+) and applies; a run with nothing to change asks no one
+    and writes nothing."""
+    (dags_folder / "incidents_schema.py").write_text(docs_code("## A complete DAG") + "\n")
+    (dags_folder / "incidents.json").write_text(json.dumps({"fields": [SEVERITY]}))
+    first = docs_dag_test(dags_folder, capfd, "incidents_schema.py")
     assert "Schema of ws-demo/Incidents: 1 of 1 fields applied (1 changed)" in first, first[-3000:]
-    second = docs_dag_test(dags_folder, capfd)
+    writes = len([r for r in blink_sandbox.requests if r["method"] != "GET"])
+    second = docs_dag_test(dags_folder, capfd, "incidents_schema.py")
     assert "0 to add, 0 to change (0 destructive), 1 unchanged" in second, second[-3000:]
     assert "Schema of ws-demo/Incidents: 1 of 1 fields applied (1 unchanged)" in second, second[-3000:]
+    assert len([r for r in blink_sandbox.requests if r["method"] != "GET"]) == writes  # a rerun writes nothing
     assert (records / "ws-demo" / "Incidents.json").is_file()
+
+
+@needs_review
+def test_the_docs_dag_wired_by_hand_runs_as_written(
+    blink_sandbox: BlinkSandbox, records: Path, dags_folder: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """#55 item 5: the operators wired by hand with review_task_id, as the page shows them."""
+    (dags_folder / "incidents_by_hand.py").write_text(docs_code("## Wiring the operators yourself") + "\n")
+    printed = docs_dag_test(dags_folder, capfd, "incidents_by_hand.py")
+    assert "Schema of ws-demo/Incidents: 1 of 1 fields applied (1 changed)" in printed, printed[-3000:]
+    assert re.search(r"Plan [0-9a-f]{16} approved by erin at 20\S+ in review", printed), printed[-3000:]

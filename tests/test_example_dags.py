@@ -72,39 +72,27 @@ EXPECTED = {
     "blink_schema_fleet.py": {
         "dag_id": "blink_schema_fleet",
         "tasks": {
-            "tables": "_PythonDecoratedOperator",
-            "plan": "MappedOperator",  # one UpdateTableFieldsOperator per table
-            "review_text": "_PythonDecoratedOperator",
-            "approved": "_PythonDecoratedOperator",
-            "apply": "MappedOperator",
-            "summary": "_PythonDecoratedOperator",
-            **(
-                {"needs_review": "_ShortCircuitDecoratedOperator", "review": "ApprovalOperator"} if HAS_APPROVAL else {}
-            ),
+            "fleet.tables": "_PythonDecoratedOperator",
+            "fleet.plan": "MappedOperator",  # one UpdateTableFieldsOperator per table
+            "fleet.to_apply": "_PythonDecoratedOperator",
+            "fleet.apply": "MappedOperator",
+            "fleet.summary": "_PythonDecoratedOperator",
+            **({"fleet.review": "PlanReview"} if HAS_APPROVAL else {}),
         },
         "schedule": "None",
-        "params": ["folder", "review_policy"],
+        "params": ["acknowledge_risks", "folder", "review_policy"],
     },
     "blink_table_schema_migration.py": {
         "dag_id": "blink_table_schema_migration",
         "tasks": {
-            "load_schema": "_PythonDecoratedOperator",
-            "plan": "UpdateTableFieldsOperator",
-            "apply_schema": "UpdateTableFieldsOperator",
-            "announce": "_PythonDecoratedOperator",
-            **(
-                {
-                    "needs_review": "_ShortCircuitDecoratedOperator",
-                    "review": "ApprovalOperator",
-                    "reviewed": "_PythonDecoratedOperator",
-                    "review_outcome": "_PythonDecoratedOperator",
-                }
-                if HAS_APPROVAL
-                else {}
-            ),
+            "migrate.schema": "_PythonDecoratedOperator",
+            "migrate.plan": "UpdateTableFieldsOperator",
+            "migrate.apply": "UpdateTableFieldsOperator",
+            "migrate.announce": "_PythonDecoratedOperator",
+            **({"migrate.review": "PlanReview"} if HAS_APPROVAL else {}),
         },
         "schedule": "None",
-        "params": ["acknowledge_risks", "schema", "schema_file", "table", "ws_id"],
+        "params": ["acknowledge_risks", "schema_file", "table", "ws_id"],
     },
     "blink_connection_types_nightly_sync.py": {
         "dag_id": "blink_connection_types_nightly_sync",
@@ -172,17 +160,15 @@ def test_the_event_driven_sync_is_scheduled_by_the_catalogue_trigger() -> None:
 
 
 class ReviewXComs:
-    """The XCom of a run as a teardown below the review reads it: the review's answer as Airflow
-    records it (Approve: its return value; Reject: only the skip of the apply), the applies' results."""
+    """The XCom of a run as the fleet's summary reads it: the review's answer as Airflow records
+    it (its return value, which the review step pushes on a Reject too), the applies' results."""
 
     def __init__(self, decision: str | None, applies: list[Any] | None = None) -> None:
         self.values: dict[tuple[str, str, int | None], Any] = {}
-        if decision == "Approve":
-            self.values[("review", "return_value", None)] = {"chosen_options": ["Approve"]}
-        elif decision == "Reject":
-            self.values[("review", "skipmixin_key", None)] = {"skipped": ["apply_schema", "approved"]}
+        if decision is not None:
+            self.values[("fleet.review", "return_value", -1)] = {"chosen_options": [decision]}
         for index, result in enumerate(applies or []):
-            self.values[("apply", "return_value", index)] = result
+            self.values[("fleet.apply", "return_value", index)] = result
         self.pushed: dict[str, Any] = {}
 
     def xcom_pull(self, task_ids: str, key: str = "return_value", map_indexes: int | None = None) -> Any:
@@ -200,48 +186,26 @@ def example(name: str) -> Any:
     return module
 
 
-def test_a_rejected_review_fails_the_run_saying_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    """#44 item 1: a Reject in the UI leaves no answer in the review's XCom, only the skip of the
-    apply; review_outcome (a teardown that fails the run) reads that and fails, saying the plan
-    was rejected and nothing applied. An approval, or no review, passes. (No review before 3.1.)"""
-    from airflow.providers.common.compat.sdk import AirflowFailException
-
-    module = example("blink_table_schema_migration")
-    if not HAS_APPROVAL:
-        assert "review_outcome" not in module.dag.task_ids
-        return
-    outcome = module.dag.get_task("review_outcome")
-    assert outcome.is_teardown and outcome.on_failure_fail_dagrun and "review" in outcome.upstream_task_ids
-    plan = {"fingerprint": "92f99d31be2535cc", "ws_id": "ws-demo", "table": "Incidents"}
-    for decision, said in (("Reject", None), ("Approve", "approved"), (None, "not asked")):
-        monkeypatch.setattr(module, "get_current_context", lambda d=decision: {"ti": ReviewXComs(d)})
-        if said is None:
-            rejected = r"^rejected in review: nothing was applied \(plan 92f99d31be2535cc of ws-demo/Incidents"
-            with pytest.raises(AirflowFailException, match=rejected):
-                outcome.python_callable(plan)
-        else:
-            assert outcome.python_callable(plan) == said
-
-
 def test_a_rejected_fleet_review_fails_the_run_and_the_summary_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    """#44 item 1: the fleet's summary is a teardown on Airflow 3.1+, so it runs when a Reject
-    skips the applies; it reads the rejection from the skip, lists every table as rejected (none
-    as failed) and fails the run saying nothing was applied; elsewhere it follows the applies."""
+    """#44 item 1, #55: the fleet's summary runs whatever the applies did (all_done); it reads the
+    review's answer from Airflow's record, lists every table as rejected (none as failed) and fails
+    the run saying nothing was applied; elsewhere it follows the applies."""
     from airflow.providers.common.compat.sdk import AirflowFailException
+
+    import blinkops_provider.task_groups as groups
 
     module = example("blink_schema_fleet")
-    summary = module.dag.get_task("summary")
-    assert "apply" in summary.upstream_task_ids
+    summary = module.dag.get_task("fleet.summary")
+    assert "fleet.apply" in summary.upstream_task_ids and summary.trigger_rule == "all_done"
     tables = [{"ws_id": "ws", "table": "A"}, {"ws_id": "ws", "table": "B"}]
     applied = {"outcome": "applied", "rate_limited": 0}
     unchanged = {"outcome": "unchanged", "rate_limited": 0}
-    monkeypatch.setattr(module, "get_current_context", lambda: {"ti": ReviewXComs(None, [applied, unchanged])})
+    monkeypatch.setattr(groups, "get_current_context", lambda: {"ti": ReviewXComs(None, [applied, unchanged])})
     assert summary.python_callable(tables, [])["text"].startswith("Fleet of 2 tables: 1 applied, 1 unchanged, 0 failed")
     if not HAS_APPROVAL:
-        assert not summary.is_teardown and summary.trigger_rule == "all_done"
+        assert "fleet.review" not in module.dag.task_ids
         return
-    assert summary.is_teardown and summary.on_failure_fail_dagrun and "review" in summary.upstream_task_ids
-    monkeypatch.setattr(module, "get_current_context", lambda: {"ti": ReviewXComs("Reject")})
+    monkeypatch.setattr(groups, "get_current_context", lambda: {"ti": ReviewXComs("Reject")})
     rejected = r"^Fleet of 2 tables: rejected in review: nothing was applied\. Rejected: ws/A, ws/B"
     with pytest.raises(AirflowFailException, match=rejected):
         summary.python_callable(tables, [])

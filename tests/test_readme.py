@@ -11,8 +11,19 @@ README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 BLOCKS = re.findall(r"```python\n(.*?)```", README, re.S)
 
 
+def test_the_one_line_migration_builds_the_reviewed_workflow() -> None:
+    from blinkops_provider.task_groups import review_step_available
+
+    (block,) = [block for block in BLOCKS if "BlinkTableMigration(" in block]
+    namespace: dict[str, object] = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    expected = {"migrate.schema", "migrate.plan", "migrate.apply", "migrate.announce"}
+    review = {"migrate.review"} if review_step_available() else set()
+    assert set(namespace["dag"].task_ids) == expected | review  # type: ignore[attr-defined]
+
+
 def test_the_dag_example_builds_its_two_tasks() -> None:
-    (dag_block,) = [block for block in BLOCKS if "with DAG(" in block]
+    (dag_block,) = [block for block in BLOCKS if "with DAG(" in block and "BlinkTableMigration" not in block]
     namespace: dict[str, object] = {}
     exec(compile(dag_block, "README.md", "exec"), namespace)
     tasks = {task.task_id: type(task).__name__ for task in namespace["catalogue"].dag.tasks}  # type: ignore[attr-defined]

@@ -58,12 +58,14 @@ def _dag_folder(group: TaskGroup) -> Path:
     return Path(fileloc).parent if fileloc else Path.cwd()
 
 
-def _schema_path(schema: Any, group: TaskGroup) -> Path | None:
-    """A schema given as a path, resolved against the DAG file's folder; None for any other form."""
-    if isinstance(schema, (str, os.PathLike)):
-        path = Path(schema)
-        return path if path.is_absolute() else _dag_folder(group) / path
-    return None
+def _resolved(path: str, folder: str) -> Path:
+    """A (rendered) path, relative ones against the DAG file's ``folder``."""
+    given = Path(path)
+    return given if given.is_absolute() else Path(folder) / given
+
+
+def _templated(value: Any) -> bool:
+    return isinstance(value, str) and "{{" in value
 
 
 def _read_file(path: Path) -> Any:
@@ -76,7 +78,8 @@ def _read_file(path: Path) -> Any:
 
 
 def _review(plan_task_id: str, options: Mapping[str, Any]) -> Any:
-    """The group's review task, or None where there is none (Airflow 2.11, or policy ``never``)."""
+    """The group's review task, or None where there is none (Airflow 2.11, or policy ``never``;
+    a templated policy is checked when the review runs)."""
     if options["review_policy"] == "never" or not review_step_available():
         return None
     from blinkops_provider.operators._review import PlanReview
@@ -107,7 +110,7 @@ def _options(
             f"acknowledge_risks must be True, False or a template that renders one, got {acknowledge_risks!r}"
         )
     return {
-        "review_policy": check_review_policy(review_policy),
+        "review_policy": review_policy if _templated(review_policy) else check_review_policy(review_policy),
         "assigned_users": assigned_users,
         "notifiers": notifiers,
         "response_timeout": response_timeout,
@@ -130,15 +133,16 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
     :param ws_id: the workspace id (templated).
     :param table: the table's name (templated).
     :param schema: the declaration (a list of entries, or an object with ``fields`` and the
-        table's display name and description), a path to its JSON file (relative paths are
-        resolved against the DAG file's folder, on the worker that runs the task), or an upstream
-        task's ``XComArg``.
+        table's display name and description), a path to its JSON file (templated, so
+        ``"{{ params.schema_file }}"`` works; a relative path is resolved against the DAG file's
+        folder on the worker that runs the task), or an upstream task's ``XComArg``.
     :param record_path: where each table's record is kept (the drift baseline and the lock); a
         folder ending in ``/`` holds one record per table.
     :param review_policy: when a person approves: ``always``; ``changes`` (the default: when the
         plan adds, changes, removes or refuses anything); ``destructive`` (only when a change is
         refused or destructive, or a field is removed and ``acknowledge_risks`` is off); ``never``
-        (no review step; a removal still needs ``acknowledge_risks``).
+        (no review step; a removal still needs ``acknowledge_risks``). A template
+        (``"{{ params.review_policy }}"``) is checked when the review runs.
     :param assigned_users: who may answer the review (Airflow's ``HITLUser`` entries).
     :param notifiers: who is told that a review waits (Airflow notifiers).
     :param response_timeout: how long the review waits (a ``timedelta``); then the task fails.
@@ -198,19 +202,19 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
         """The declaration as the plan and the apply take it: a file is read by a task of its own."""
         if isinstance(schema, XComArg) or isinstance(schema, (list, dict)):
             return schema
-        path = _schema_path(schema, self)
-        if path is None:
+        if not isinstance(schema, (str, os.PathLike)):
             raise BlinkInputError(
                 f"schema must be a list of entries, an object with 'fields', a path to a JSON file, or an upstream "
                 f"task's XComArg; got {type(schema).__name__}"
             )
 
         @task(task_id="schema")
-        def read_schema() -> Any:
-            """The declaration file, read and checked on the worker."""
-            return _read_file(path)
+        def read_schema(path: str, folder: str) -> Any:
+            """The declaration file (its path templated), read and checked on the worker; a relative
+            path is the DAG file's folder's."""
+            return _read_file(_resolved(path, folder))
 
-        return read_schema()
+        return read_schema(os.fspath(schema), str(_dag_folder(self)))
 
 
 def _announce(report: Any, blink_conn_id: str) -> Any:
@@ -245,8 +249,8 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
     rejected the plans).
 
     :param tables: a list of ``{"ws_id", "table", "fields"}`` (``fields``: a declaration).
-    :param folder: a folder of ``<ws_id>/<table>.json`` declaration files (relative paths are
-        resolved against the DAG file's folder); give ``tables`` or ``folder``.
+    :param folder: a folder of ``<ws_id>/<table>.json`` declaration files (templated; a relative
+        path is resolved against the DAG file's folder); give ``tables`` or ``folder``.
     :param pool: the Airflow pool of the applies (the fleet's limit on concurrent applies across
         workers); the default pool when None.
     :param max_concurrency: requests in flight at once within one table's apply (1 to 32).
@@ -280,9 +284,8 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
         common = {"record_path": record_path, "create_table": create_table}
         connection = {"blink_conn_id": blink_conn_id, "hook_params": hook_params}
         given = [dict(entry) for entry in tables] if tables is not None else None
-        root = _schema_path(folder, self) if folder is not None else None
         with self:
-            self.tables = _tables(given, root)
+            self.tables = _tables(given, None if folder is None else os.fspath(folder), str(_dag_folder(self)))
             self.plan = UpdateTableFieldsOperator.partial(
                 task_id="plan", plan_only=True, **common, **connection
             ).expand_kwargs(self.tables)
@@ -307,13 +310,14 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
             self.apply >> self.summary
 
 
-def _tables(given: list[dict[str, Any]] | None, root: Path | None) -> Any:
+def _tables(given: list[dict[str, Any]] | None, folder: str | None, dag_folder: str) -> Any:
     @task(task_id="tables")
-    def tables() -> list[dict[str, Any]]:
-        """Each table with its checked declaration: ``{"ws_id", "table", "fields"}``."""
-        if given is not None:
-            return [_checked_table(entry, n) for n, entry in enumerate(given)]
-        assert root is not None
+    def tables(folder: str | None, dag_folder: str) -> list[dict[str, Any]]:
+        """Each table with its checked declaration: ``{"ws_id", "table", "fields"}``, from ``tables``
+        or from the (templated) ``folder``, a relative one being the DAG file's folder's."""
+        if folder is None:
+            return [_checked_table(entry, n) for n, entry in enumerate(given or ())]
+        root = _resolved(folder, dag_folder)
         found = [
             {"ws_id": path.parent.name, "table": path.stem, "fields": _read_file(path)}
             for path in sorted(root.glob("*/*.json"))
@@ -322,7 +326,7 @@ def _tables(given: list[dict[str, Any]] | None, root: Path | None) -> Any:
             raise BlinkInputError(f"no declared schema in {str(root)!r}: give <ws_id>/<table>.json files")
         return found
 
-    return tables()
+    return tables(folder, dag_folder)
 
 
 def _checked_table(entry: Mapping[str, Any], n: int) -> dict[str, Any]:

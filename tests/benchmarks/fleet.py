@@ -7,7 +7,7 @@ Needs Debian's PostgreSQL and the ``celery`` dependency group (for its PostgreSQ
 bench-fleet`` installs both. Set-up, with ``example_dags/celery_demo.py``'s machinery: PostgreSQL
 as the metadata database, Airflow 3's api-server, scheduler and DAG processor with this machine's
 executor (``LocalExecutor``, parallelism 8, the example's pool ``blink_applies`` of 4), the
-example DAG ``blink_schema_fleet`` (review policy ``risky``: no person in the loop), records in a
+example DAG ``blink_schema_fleet`` (review policy ``destructive``: no person in the loop), records in a
 local folder, and a Blink sandbox that adds 20 ms to every request (a 20 ms round trip). Every
 installed module is compiled to bytecode first, outside every clock.
 
@@ -82,9 +82,9 @@ def run_peer(sandbox: Any, records: Path, folder: Path, count: int) -> float:
 
 
 def run_fleet(airflow: Any, folder: Path, run_id: str, count: int) -> float:
-    airflow.run(run_id, {"folder": str(folder), "review_policy": "risky"})
+    airflow.run(run_id, {"folder": str(folder), "review_policy": "destructive"})
     state = airflow.finished(run_id, timeout=3600)
-    summary = airflow.xcom(run_id, "summary") or {}
+    summary = airflow.xcom(run_id, "fleet.summary") or {}
     if state != "success" or len(summary.get("applied", [])) != count:
         raise demo.DemoFailed(f"the fleet run {run_id} ended {state}: {summary.get('text')}")
     (seconds,) = airflow.query(

@@ -252,7 +252,9 @@ def migrate_and_approve(
         "the migration DAG", lambda: api.get(f"{url}/api/v2/dags/{MIGRATION}", timeout=API_TIMEOUT).ok, 180, driver, log
     )
     assert api.patch(f"{url}/api/v2/dags/{MIGRATION}", json={"is_paused": False}, timeout=API_TIMEOUT).ok
-    conf = {"ws_id": "ws-demo", "table": "Incidents", "schema": schema}
+    declared = log.parent / f"schema-{time.monotonic_ns()}.json"  # the param schema_file names a file
+    declared.write_text(json.dumps(schema))
+    conf = {"ws_id": "ws-demo", "table": "Incidents", "schema_file": str(declared)}
     started = api.post(
         f"{url}/api/v2/dags/{MIGRATION}/dagRuns", json={"logical_date": None, "conf": conf}, timeout=API_TIMEOUT
     )
@@ -261,6 +263,10 @@ def migrate_and_approve(
     review = approve(url, api, MIGRATION, run_id, driver, log)
     assert "change" in review["body"] or "add" in review["body"]
     return run_end(url, api, MIGRATION, run_id, driver, log)
+
+
+REVIEWS = {MIGRATION: "migrate.review", "blink_schema_fleet": "fleet.review"}
+"""Each example's review task (its task group's)."""
 
 
 def approve(url: str, api: requests.Session, dag: str, run_id: str, driver: subprocess.Popen[str], log: Path) -> Any:
@@ -275,10 +281,10 @@ def approve(url: str, api: requests.Session, dag: str, run_id: str, driver: subp
     # A person takes seconds; an answer within the scheduler's loop races it (Airflow marks the
     # review failed: "task state changed externally"). Answer once the scheduler has seen the
     # review's first execution end (it paused, awaiting input).
-    seen = f"task_id='review', run_id='{run_id}'"
+    seen = f"task_id='{REVIEWS[dag]}', run_id='{run_id}'"
     wait_for("the scheduler to see the review wait", lambda: seen in log.read_text(errors="replace"), 60, driver, log)
     answered = api.patch(
-        f"{url}/api/v2/dags/{dag}/dagRuns/{run_id}/taskInstances/review/-1/hitlDetails",
+        f"{url}/api/v2/dags/{dag}/dagRuns/{run_id}/taskInstances/{REVIEWS[dag]}/-1/hitlDetails",
         json={"chosen_options": ["Approve"], "params_input": {}},
         timeout=API_TIMEOUT,
     )
@@ -310,7 +316,7 @@ def the_fleet_runs_to_green(url: str, api: requests.Session, driver: subprocess.
     assert started.ok, started.text
     run_id = started.json()["dag_run_id"]
     review = approve(url, api, fleet, run_id, driver, log)
-    assert "Fleet review: 6 tables, 6 to change" in review["body"], review["body"]
+    assert "Fleet review: 6 tables: 6 tables to change" in review["body"], review["body"]
     assert run_end(url, api, fleet, run_id, driver, log) == "success", log.read_text()[-3000:]
 
 
@@ -337,7 +343,7 @@ def a_partly_applied_migration_is_announced(
         f"{url}/api/v2/assets/events", params={"asset_id": asset["id"], "order_by": "-timestamp"}, timeout=API_TIMEOUT
     )
     latest = events.json()["asset_events"][0]
-    assert latest["source_task_id"] == "announce" and list(latest["extra"]["changed"]) == ["Description"]
+    assert latest["source_task_id"] == "migrate.announce" and list(latest["extra"]["changed"]) == ["Description"]
     browser.get(f"{url}/assets/{asset['id']}")
     WebDriverWait(browser, 60).until(lambda page: "announce" in page.page_source, "the announce event is not shown")
     browser.save_screenshot(str(SHOTS / "airflow-ui-partly-applied-announced.png"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -59,9 +60,14 @@ def ui_reviews(ui: AirflowUI, dag_id: str = DAG_ID) -> list[dict[str, Any]]:
 def test_the_plan_is_reviewed_and_approved_in_the_ui(
     airflow_ui: AirflowUI, sandbox: BlinkSandbox, browser: Any, tmp_path: Path
 ) -> None:
+    # The migration example as it ships, in a DAGs folder of the test's own: runs 3 and 4 edit its declaration.
+    dags = tmp_path / "dags"
+    dags.mkdir()
+    for name in (f"{DAG_ID}.py", f"{DAG_ID}.json"):
+        shutil.copy(EXAMPLE_DAGS / name, dags / name)
     env = {
         **airflow_ui.env,
-        "AIRFLOW__CORE__DAGS_FOLDER": str(EXAMPLE_DAGS),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
         "AIRFLOW_CONN_BLINK_DEFAULT": sandbox.connection_json(),
         "AIRFLOW_VAR_BLINK_SCHEMA_RECORDS": str(tmp_path / "records"),
     }
@@ -78,9 +84,11 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
     )
     assert registered.returncode == 0, registered.stderr[-3000:]
 
-    def start(log: Path, **conf: Any) -> subprocess.Popen[bytes]:
+    def start(log: Path, schema: Any = None) -> subprocess.Popen[bytes]:
+        if schema is not None:
+            (dags / f"{DAG_ID}.json").write_text(json.dumps(schema))
         with log.open("wb") as out:
-            arguments = json.dumps({"ws_id": "ws-demo", "table": "Incidents", **conf})
+            arguments = json.dumps({"ws_id": "ws-demo", "table": "Incidents"})
             command = [sys.executable, "-m", "airflow", "dags", "test", DAG_ID, "-c", arguments]
             return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
 
@@ -98,7 +106,7 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
                 assert not [r for r in sandbox.requests if r["method"] != "GET"]  # nothing before the approval
             assert expected in review["body"], review["body"]
             ti = review["task_instance"]
-            browser.get(f"{airflow_ui.url}/dags/{DAG_ID}/runs/{ti['dag_run_id']}/tasks/review/required_actions")
+            browser.get(f"{airflow_ui.url}/dags/{DAG_ID}/runs/{ti['dag_run_id']}/tasks/migrate.review/required_actions")
             button(browser, choice)
             waiting(browser).until(lambda driver: "Title" in driver.page_source, "the plan is not shown")
             assert "The baseline is the table as Blink holds it" in browser.page_source
@@ -127,14 +135,18 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
     assert len([method for method, _ in writes if method == "PUT"]) == 10  # nine fields and the table
     text = log.read_text()
     assert "Schema of ws-demo/Incidents: 11 of 11 fields applied (1 added, 9 changed, 1 removed)" in text
+    # the apply read the answer from Airflow's record: who approved it in the browser (#55)
+    assert re.search(r"Plan [0-9a-f]{16} approved by admin at 20\S+ in review", text), text[-3000:]
     assert "Root cause: added (long-text, 'Root cause'; Blink's name is 'root_cause')" in text
 
-    # 2. Nothing changed: no one is asked, and the apply goes on (it corrects drift).
+    # 2. Nothing changed: no one is asked, and nothing is written to Blink (#56 item 2).
+    writes_before = len([r for r in sandbox.requests if r["method"] != "GET"])
     log = tmp_path / "run-2.log"
     assert start(log).wait(timeout=300) == 0, log.read_text()[-3000:]
     reviews = ui_reviews(airflow_ui)
     assert len(reviews) == 1, reviews  # still only run 1's
     assert "Schema of ws-demo/Incidents: 11 of 11 fields applied (11 unchanged)" in log.read_text()
+    assert len([r for r in sandbox.requests if r["method"] != "GET"]) == writes_before
 
     # 3. An option removed from a select: the review leads with the destructive change.
     schema = json.loads((EXAMPLE_DAGS / "blink_table_schema_migration.json").read_text())
@@ -146,15 +158,19 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
     assert f"options removed: {removed!r}" in review["body"]
     assert "Schema of ws-demo/Incidents: 11 of 11 fields applied (1 changed, 10 unchanged)" in log.read_text()
 
-    # 4. Rejected in the browser (#44 item 1): nothing is sent, and the run is red, saying so.
+    # 4. Rejected in the browser (#44 item 1, #55): nothing is sent; the review task is red, saying who
+    #    rejected which plan and when, and so is the run.
     puts = len([r for r in sandbox.requests if r["method"] == "PUT"])
     severity["display_name"] = "Severity (rejected)"
     log = tmp_path / "run-4.log"
     review = approve(start(log, schema=schema), log, "1 to change", choice="Reject")
     assert len([r for r in sandbox.requests if r["method"] == "PUT"]) == puts  # nothing applied
     text = log.read_text()
-    assert "rejected in review: nothing was applied (plan " in text, text[-3000:]
+    assert re.search(r"rejected in review: nothing was applied: admin rejected plan [0-9a-f]{16} of ws-demo/Incidents at 20", text), text[-3000:]  # fmt: skip
     run_id = review["task_instance"]["dag_run_id"]
+    tasks = airflow_ui.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances").json()["task_instances"]
+    states = {ti["task_id"]: ti["state"] for ti in tasks}
+    assert states["migrate.review"] == "failed" and states["migrate.apply"] in ("upstream_failed", "skipped"), states
     state = airflow_ui.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}").json()["state"]
     assert state == "failed", state
     browser.get(f"{airflow_ui.url}/dags/{DAG_ID}/runs/{run_id}")
@@ -173,26 +189,39 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
         return True
 
     waiting(browser).until(open_asset, f"no asset {uri}")
-    waiting(browser).until(lambda driver: "apply_schema" in driver.page_source, "no graph of the asset")
+    waiting(browser).until(lambda driver: "migrate.apply" in driver.page_source, "no graph of the asset")
     browser.save_screenshot(str(SHOTS / "asset-graph.png"))
 
 
 FLEET = "blink_schema_fleet"
+FLEET_DAG = """
+import pendulum
+from airflow.providers.common.compat.sdk import DAG
+from blinkops_provider.task_groups import BlinkSchemaFleet
+
+with DAG("blink_schema_fleet", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC")) as dag:
+    BlinkSchemaFleet(
+        "fleet", folder={folder!r}, record_path="{{{{ var.value.blink_schema_records }}}}/", review_policy={policy!r}
+    )
+"""
 
 
 def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
     airflow_ui: AirflowUI, sandbox: BlinkSandbox, browser: Any, tmp_path: Path
 ) -> None:
     """Four tables of the fleet example: a first run applies every field without asking anyone
-    (policy ``risky``); the second finds one refused, one destructive, one changed and one unchanged
+    (policy ``destructive``); the second finds one refused, one destructive, one changed and one unchanged
     table, and asks one person once, the refused and destructive tables first."""
     import requests
 
     from blinkops_provider.sandbox._app import ADMIN_HEADER
 
+    # A DAGs folder of the test's own: each run's fleet DAG, one BlinkSchemaFleet over that run's folder.
+    dags = tmp_path / "dags"
+    dags.mkdir()
     env = {
         **airflow_ui.env,
-        "AIRFLOW__CORE__DAGS_FOLDER": str(EXAMPLE_DAGS),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
         "AIRFLOW_CONN_BLINK_DEFAULT": sandbox.connection_json(),
         "AIRFLOW_VAR_BLINK_SCHEMA_RECORDS": str(tmp_path / "records"),
     }
@@ -219,9 +248,9 @@ def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
         folder.mkdir(parents=True)
         for table, fields in schemas.items():
             (folder / f"{table}.json").write_text(json.dumps({"fields": fields}))
-        conf = json.dumps({"folder": str(folder.parent), "review_policy": policy})
+        (dags / "fleet.py").write_text(FLEET_DAG.format(folder=str(folder.parent), policy=policy))
         with (tmp_path / f"{name}.log").open("wb") as out:
-            command = [sys.executable, "-m", "airflow", "dags", "test", FLEET, "-c", conf]
+            command = [sys.executable, "-m", "airflow", "dags", "test", FLEET]
             return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
 
     def answered(name: str, schemas: dict[str, list[dict[str, Any]]], choice: str, look: Any = None) -> dict[str, Any]:
@@ -232,7 +261,7 @@ def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
         try:
             review = waiting_review(airflow_ui, run, log, dag_id=FLEET)
             ti = review["task_instance"]
-            browser.get(f"{airflow_ui.url}/dags/{FLEET}/runs/{ti['dag_run_id']}/tasks/review/required_actions")
+            browser.get(f"{airflow_ui.url}/dags/{FLEET}/runs/{ti['dag_run_id']}/tasks/fleet.review/required_actions")
             if look is not None:
                 look(review)
             press(browser, choice)
@@ -243,9 +272,10 @@ def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
                 run.wait()
         return review
 
-    # 1. Every field is as Blink holds it and nothing is risky: policy "risky" asks no one.
-    assert fleet_run("first", first, "risky").wait(timeout=600) == 0, (tmp_path / "first.log").read_text()[-3000:]
-    assert len([r for r in sandbox.requests if r["method"] == "PUT" and "/ws-ui/" in r["path"]]) == 4
+    # 1. Every field is as Blink holds it and nothing is destructive: policy "destructive" asks no one.
+    assert fleet_run("first", first, "destructive").wait(timeout=600) == 0, (tmp_path / "first.log").read_text()[-3000:]
+    # every field already as declared: nothing is written to Blink (#56 item 2)
+    assert len([r for r in sandbox.requests if r["method"] == "PUT" and "/ws-ui/" in r["path"]]) == 0
 
     # 2. Billing removes an option (destructive), Access changes a type (refused), Devices declares a
     #    field it did not before (and renames it), Catalog is unchanged: one review, policy "changes".
@@ -258,7 +288,7 @@ def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
 
     def look(review: dict[str, Any]) -> None:
         body = review["body"]
-        assert body.startswith("Fleet review: 4 tables, 3 to change (2 with refused or destructive changes")
+        assert body.startswith("Fleet review: 4 tables: 3 tables to change (2 with refused or destructive changes")
         order = [body.index(f"- ws-ui/{table}") for table in ("Access", "Billing", "Devices")]
         assert order == sorted(order), body  # refused, then destructive, then the others
         assert "Nothing to change in: ws-ui/Catalog" in body

@@ -25,8 +25,11 @@ class Steps:
     """One apply of ``plan`` to Blink through ``hook``, recorded in ``record``.
 
     :param recorded: the record's bodies when the plan was made.
-    :param only_changed: leave out the fields the plan finds unchanged (by default they are sent
-        again: an update is a full replacement, so that corrects a change made in Blink since).
+    :param only_changed: leave out the fields the plan finds unchanged also when the plan was made
+        against the record alone (Blink's fields unread): then, by default, they are sent again (an
+        update is a full replacement, so that corrects a change made in Blink since). Against
+        Blink's own fields, ``unchanged`` means Blink holds exactly the declaration: such a field
+        is never sent, so a rerun writes nothing and Blink's record of who changed what stays.
     :param let_through: who let the plan through, for the record: ``{"approved_by",
         "approved_at"}``, or ``{"acknowledged": True}``.
     """
@@ -51,7 +54,7 @@ class Steps:
         self.skipped = [
             row.field
             for row in plan.fields
-            if row.action == UNCHANGED and (row.body is None or only_changed)  # (a tombstone: nothing to remove)
+            if row.action == UNCHANGED and (row.body is None or only_changed or not plan.unread)  # (a tombstone too)
         ]
 
     def run(self) -> ApplyResult:

@@ -61,7 +61,7 @@ class PlanReview(ApprovalOperator):  # type: ignore[misc]
     who rejected which plan and when, and pushes the answer as its XCom; nothing downstream runs.
     """
 
-    template_fields: Sequence[str] = (*ApprovalOperator.template_fields, "acknowledge_risks")
+    template_fields: Sequence[str] = (*ApprovalOperator.template_fields, "acknowledge_risks", "review_policy")
 
     def __init__(
         self,
@@ -74,7 +74,7 @@ class PlanReview(ApprovalOperator):  # type: ignore[misc]
         kwargs.setdefault("subject", "Apply the plan?")
         super().__init__(fail_on_reject=True, **kwargs)
         self.plan_task_id = plan_task_id
-        self.review_policy = check_review_policy(review_policy)
+        self.review_policy = review_policy  # (templated: checked when the review runs)
         self.acknowledge_risks = acknowledge_risks
 
     def _plans(self, context: Context) -> list[Mapping[str, Any]]:
@@ -90,7 +90,8 @@ class PlanReview(ApprovalOperator):  # type: ignore[misc]
     def execute(self, context: Context) -> Any:
         plans = self._plans(context)
         acknowledged = rendered_flag(self.acknowledge_risks, "acknowledge_risks")
-        if not review_needed(plans, self.review_policy, acknowledged=acknowledged):
+        policy = check_review_policy(self.review_policy)
+        if not review_needed(plans, policy, acknowledged=acknowledged):
             raise AirflowSkipException(
                 f"No review: review policy {self.review_policy!r} asks no one for {self._what(plans)}; the apply runs "
                 "(a removal is sent only with acknowledge_risks)"

@@ -182,9 +182,11 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         the workers, or an object-storage URI such as ``s3://bucket/blink/Incidents.json``), one
         per table: the drift baseline, Blink's names of the fields this provider added, and the
         table's lock. Without it there is no drift baseline and no lock; nothing else differs.
-    :param only_changed: send only what the plan finds to add, change or remove. By default every
-        declared field is sent: an update is a full replacement, so sending it again corrects a
-        change made in Blink since.
+    :param only_changed: send only what the plan finds to add, change or remove, also when the plan
+        was made against the record alone. A field the plan finds ``unchanged`` against Blink's own
+        fields is never sent (Blink holds exactly the declaration: a rerun writes nothing); against
+        the record alone (Blink's fields read refused), by default every declared field is sent
+        again, which corrects a change made in Blink since.
     :param plan_only: check that Blink accepts the connection's key (one small request), log
         the plan and return it, and send nothing else: the first task of a plan, review, apply DAG.
     :param plan: the approved plan, to apply it and nothing else: the plan task's XCom
