@@ -552,7 +552,9 @@ def worker_killed_mid_apply(airflow: Airflow, sandbox: Any) -> None:
     sandbox.clear_faults()
     state = airflow.finished("kill")
     tries = [
-        (host, tries, task_state) for task_id, _, task_state, host, tries in airflow.tasks("kill") if task_id == "fleet.apply"
+        (host, tries, task_state)
+        for task_id, _, task_state, host, tries in airflow.tasks("kill")
+        if task_id == "fleet.apply"
     ]
     say(f"- Run 'kill': {state}; the apply: {tries}")
     if state != "success" or not tries or tries[0][1] < 2:

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-
 WAITING = ("awaiting_input", "deferred")
 """The states of a review task that waits for its answer (3.3+; before, deferred to its trigger).
 An answer given before the task is in one of them (it is still writing its request) would resume
@@ -24,10 +23,9 @@ nothing: a person sees the request only then, too."""
 
 def waiting_reviews(session: Any) -> list[tuple[str, str, str, int]]:
     """``(dag_id, run_id, task_id, map_index)`` of each review that waits for an answer."""
-    from sqlalchemy import select
-
     from airflow.models.hitl import HITLDetail
     from airflow.models.taskinstance import TaskInstance
+    from sqlalchemy import select
 
     rows = session.execute(
         select(TaskInstance.dag_id, TaskInstance.run_id, TaskInstance.task_id, TaskInstance.map_index)

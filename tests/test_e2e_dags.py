@@ -265,7 +265,10 @@ def test_a_reject_fails_the_review_naming_who_and_sends_nothing(
     assert state(task_of(run, "migrate.review")) == "failed"
     assert state(task_of(run, "migrate.apply")) in ("upstream_failed", "skipped")
     fingerprint = xcom_of(task_of(run, "migrate.plan"), dag)["fingerprint"]
-    assert f"rejected in review: nothing was applied: alice rejected plan {fingerprint} of ws-demo/Incidents at " in printed
+    assert (
+        f"rejected in review: nothing was applied: alice rejected plan {fingerprint} of ws-demo/Incidents at "
+        in printed
+    )
     assert [r for r in blink_sandbox.requests if r["method"] != "GET"] == []
     assert not (records / "ws-demo" / "Incidents.json").exists()
 

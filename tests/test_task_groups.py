@@ -53,7 +53,7 @@ def test_a_schema_file_is_read_by_a_task_of_its_own_relative_to_the_dag_file(tmp
     assert d.task_ids[0] == "m.schema" and d.task_dict["m.plan"].upstream_task_ids == {"m.schema"}
     assert list(read.op_args) == ["schemas/t.json", str(tmp_path)]  # templated, resolved when it runs
     assert read.python_callable(*read.op_args) == [{"field": "A", "type": "text", "display_name": "A"}]
-    with pytest.raises(BlinkInputError, match="schema file '.*missing.json' cannot be read"):
+    with pytest.raises(BlinkInputError, match=r"schema file '.*missing\.json' cannot be read"):
         read.python_callable("missing.json", str(tmp_path))
 
 
@@ -81,7 +81,7 @@ def test_a_fleet_plans_each_table_asks_once_and_applies_each() -> None:
     with dag() as d:
         fleet = BlinkSchemaFleet("fleet", tables=[{"ws_id": "ws", "table": "T", "fields": SCHEMA}], pool="p")
     expected = ["fleet.tables", "fleet.plan", *(["fleet.review"] if REVIEW else []), "fleet.to_apply"]
-    assert [t.task_id for t in d.tasks][:4 if REVIEW else 3] == expected
+    assert [t.task_id for t in d.tasks][: 4 if REVIEW else 3] == expected
     assert fleet.apply.partial_kwargs["pool"] == "p" and fleet.summary.operator.trigger_rule == "all_done"
     assert fleet.apply.partial_kwargs["review_task_id"] == ("fleet.review" if REVIEW else None)
 

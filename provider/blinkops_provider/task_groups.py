@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from airflow.providers.common.compat.sdk import (
     AirflowFailException,
@@ -176,8 +176,9 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
     ) -> None:
         options = _options(review_policy, assigned_users, notifiers, response_timeout, acknowledge_risks)
         super().__init__(group_id=group_id, tooltip="Blink schema migration: plan, review, apply")
-        common = {"ws_id": ws_id, "table": table, "record_path": record_path, "create_table": create_table}
-        connection = {"blink_conn_id": blink_conn_id, "hook_params": hook_params}
+        common: dict[str, Any] = {"ws_id": ws_id, "table": table, "record_path": record_path}
+        common["create_table"] = create_table
+        connection: dict[str, Any] = {"blink_conn_id": blink_conn_id, "hook_params": hook_params}
         with self:
             fields = self._fields(schema)
             self.plan = UpdateTableFieldsOperator(task_id="plan", fields=fields, plan_only=True, **common, **connection)
@@ -185,7 +186,7 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
             self.apply = UpdateTableFieldsOperator(
                 task_id="apply",
                 fields=fields,
-                plan=self.plan.output,  # the plan, and nothing else: the apply plans again and refuses another
+                plan=cast(Any, self.plan.output),  # the plan, and nothing else: the apply plans again, refuses another
                 review_task_id=self.review.task_id if self.review is not None else None,
                 acknowledge_risks=acknowledge_risks,
                 lock_wait=lock_wait,
@@ -200,7 +201,7 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
 
     def _fields(self, schema: Any) -> Any:
         """The declaration as the plan and the apply take it: a file is read by a task of its own."""
-        if isinstance(schema, XComArg) or isinstance(schema, (list, dict)):
+        if isinstance(schema, (XComArg, list, dict)):
             return schema
         if not isinstance(schema, (str, os.PathLike)):
             raise BlinkInputError(
@@ -208,7 +209,7 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
                 f"task's XComArg; got {type(schema).__name__}"
             )
 
-        @task(task_id="schema")
+        @task(task_id="schema")  # type: ignore[untyped-decorator,misc,unused-ignore]
         def read_schema(path: str, folder: str) -> Any:
             """The declaration file (its path templated), read and checked on the worker; a relative
             path is the DAG file's folder's."""
@@ -218,7 +219,7 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
 
 
 def _announce(report: Any, blink_conn_id: str) -> Any:
-    @task(task_id="announce", outlets=[AssetAlias(TABLES_ALIAS)])
+    @task(task_id="announce", outlets=[AssetAlias(TABLES_ALIAS)])  # type: ignore[untyped-decorator,misc,unused-ignore]
     def announce(report: dict[str, Any] | None) -> str:
         """The table's asset event for what a failed apply did change in Blink (a failed task
         emits none; a successful apply announced itself); says what it announced, or why nothing."""
@@ -281,8 +282,8 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
         if (tables is None) == (folder is None):
             raise BlinkInputError("give BlinkSchemaFleet either tables (a list of {ws_id, table, fields}) or folder")
         super().__init__(group_id=group_id, tooltip="Blink schema fleet: a plan per table, one review, applies")
-        common = {"record_path": record_path, "create_table": create_table}
-        connection = {"blink_conn_id": blink_conn_id, "hook_params": hook_params}
+        common: dict[str, Any] = {"record_path": record_path, "create_table": create_table}
+        connection: dict[str, Any] = {"blink_conn_id": blink_conn_id, "hook_params": hook_params}
         given = [dict(entry) for entry in tables] if tables is not None else None
         with self:
             self.tables = _tables(given, None if folder is None else os.fspath(folder), str(_dag_folder(self)))
@@ -311,7 +312,7 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
 
 
 def _tables(given: list[dict[str, Any]] | None, folder: str | None, dag_folder: str) -> Any:
-    @task(task_id="tables")
+    @task(task_id="tables")  # type: ignore[untyped-decorator,misc,unused-ignore]
     def tables(folder: str | None, dag_folder: str) -> list[dict[str, Any]]:
         """Each table with its checked declaration: ``{"ws_id", "table", "fields"}``, from ``tables``
         or from the (templated) ``folder``, a relative one being the DAG file's folder's."""
@@ -342,7 +343,7 @@ def _checked_table(entry: Mapping[str, Any], n: int) -> dict[str, Any]:
 
 
 def _to_apply(tables: Any, plans: Any) -> Any:
-    @task(task_id="to_apply", trigger_rule=_AFTER_REVIEW)
+    @task(task_id="to_apply", trigger_rule=_AFTER_REVIEW)  # type: ignore[untyped-decorator,misc,unused-ignore]
     def to_apply(tables: list[dict[str, Any]], plans: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Each table's declaration with its plan, the one its apply must find again."""
         by_table = {(plan["ws_id"], plan["table"]): plan for plan in plans}
@@ -352,7 +353,7 @@ def _to_apply(tables: Any, plans: Any) -> Any:
 
 
 def _summary(tables: Any, plans: Any, apply_id: str, review_id: str | None) -> Any:
-    @task(task_id="summary", trigger_rule="all_done")
+    @task(task_id="summary", trigger_rule="all_done")  # type: ignore[untyped-decorator,misc,unused-ignore]
     def summary(tables: list[dict[str, Any]], plans: list[dict[str, Any]]) -> dict[str, Any]:
         """Which tables were applied, unchanged, failed (and why), stale or rejected; fails the run
         if any failed or went stale, or if the review rejected the plans."""

@@ -130,7 +130,11 @@ def test_a_reject_refuses_the_apply_naming_who_and_when() -> None:
 @needs_approval
 @pytest.mark.parametrize(
     ("review_task_id", "why"),
-    [("fake", "is a EmptyOperator, not an approval"), ("late", "is not upstream of 'apply'"), ("nope", "names no task")],
+    [
+        ("fake", "is a EmptyOperator, not an approval"),
+        ("late", "is not upstream of 'apply'"),
+        ("nope", "names no task"),
+    ],
 )
 def test_an_answer_that_is_not_an_approval_tasks_own_never_counts(review_task_id: str, why: str) -> None:
     """A task that merely returns ``{"chosen_options": ["Approve"]}`` is no review: refused, naming

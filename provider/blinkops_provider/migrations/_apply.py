@@ -254,9 +254,7 @@ def plan_schema(
     return plan
 
 
-def _check_loss(
-    log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, acknowledge_risks: bool
-) -> None:
+def _check_loss(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, acknowledge_risks: bool) -> None:
     """Say who let the plan through; refuse a plan that removes fields unless a person approved
     it in review (``approval``, read from Airflow's record of the review:
     :func:`~blinkops_provider.migrations._review.approval_from_review`) or the apply was given
@@ -267,10 +265,15 @@ def _check_loss(
     removals = planned.removals
     if approval:
         log.info(
-            "Plan %s approved by %s at %s in review", planned.fingerprint, approval["approved_by"], approval["approved_at"]
+            "Plan %s approved by %s at %s in review",
+            planned.fingerprint,
+            approval["approved_by"],
+            approval["approved_at"],
         )
     if removals and (approval or acknowledge_risks):
-        how = f"approved by {approval['approved_by']}" if approval else "acknowledged by the DAG (acknowledge_risks=True)"
+        how = (
+            f"approved by {approval['approved_by']}" if approval else "acknowledged by the DAG (acknowledge_risks=True)"
+        )
         log.warning("Plan %s removes %d field(s) with their values: %s", planned.fingerprint, len(removals), how)
     if not removals or acknowledge_risks or approval:
         return

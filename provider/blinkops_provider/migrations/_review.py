@@ -118,10 +118,13 @@ def _review_task(task: Any, review_task_id: str) -> Any:
 
     :raises BlinkInputError: no such task, not upstream, or not an approval task.
     """
+    approval: Any = None
     try:
         from airflow.providers.standard.operators.hitl import ApprovalOperator
+
+        approval = ApprovalOperator
     except Exception:  # ImportError, or the provider's "needs Airflow 3.1+"
-        ApprovalOperator = None  # noqa: N806
+        pass
     dag = getattr(task, "dag", None)
     review = dag.task_dict.get(review_task_id) if dag is not None else None
     how = (
@@ -130,7 +133,7 @@ def _review_task(task: Any, review_task_id: str) -> Any:
     )
     if review is None:
         raise BlinkInputError(f"review_task_id {review_task_id!r} names no task of this DAG: {how}")
-    if ApprovalOperator is None or not isinstance(review, ApprovalOperator):
+    if approval is None or not isinstance(review, approval):
         raise BlinkInputError(f"review_task_id {review_task_id!r} is a {type(review).__name__}, not an approval: {how}")
     if review_task_id not in task.get_flat_relative_ids(upstream=True):
         raise BlinkInputError(f"review_task_id {review_task_id!r} is not upstream of {task.task_id!r}: {how}")

@@ -214,8 +214,9 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     :returns: (XCom ``return_value``, pushed on every way out: a failure, ``execution_timeout``, a
         signal) ``{"ws_id", "table", "updated", "failed", "unknown", "outcomes": {name: outcome},
         "outcome", "rate_limited"}``, with ``"approved_by"`` and ``"approved_at"`` when a person
-        approved the plan, or ``"acknowledged": true`` with ``acknowledge_risks``; an outcome being ``added``, ``changed``, ``removed``, ``unchanged``, ``applied``, ``failed``
-        or ``unknown`` (in flight when interrupted); with ``plan_only``, the plan
+        approved the plan, or ``"acknowledged": true`` with ``acknowledge_risks``; an outcome being
+        ``added``, ``changed``, ``removed``, ``unchanged``, ``applied``, ``failed`` or ``unknown``
+        (in flight when interrupted); with ``plan_only``, the plan
         (:meth:`~blinkops_provider.migrations.SchemaPlan.to_xcom`).
     :raises BlinkInputError: invalid entries, before any request; a ``review_task_id`` that names
         no approval task upstream, or whose answer rejected the plan; a removal neither approved
@@ -354,4 +355,3 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         if self.plan_only or not getattr(self, "_declared", None):
             return OperatorLineage()
         return table_lineage(self.hook.base_url, str(self.ws_id), str(self.table), self._declared)
-
