@@ -4,6 +4,7 @@ transport; the events they emit carry the datasets of the table and of the catal
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 
 from blinkops_provider._assets import asset_host
 from blinkops_provider.sandbox import BlinkSandbox
+from tests.reviewer import reviewing
 
 pytestmark = pytest.mark.usefixtures("airflow_db", "one_execution_api")
 
@@ -47,9 +49,13 @@ def completed(events: list[dict[str, Any]], task_id: str) -> dict[str, Any]:
 
 
 def test_the_migration_emits_the_table_with_its_schema(blink_sandbox: BlinkSandbox, tmp_path: Path) -> None:
-    conf = json.dumps({"ws_id": "ws-demo", "table": "Incidents"})
-    events = run_with_lineage("blink_table_schema_migration", tmp_path, "-c", conf, "--mark-success-pattern", "review")
-    (output,) = completed(events, "apply_schema")["outputs"]
+    from blinkops_provider.task_groups import review_step_available
+
+    reviewed = review_step_available()  # Airflow 3.1+: the review is answered as a person's is
+    conf = json.dumps({"ws_id": "ws-demo", "table": "Incidents", "acknowledge_risks": not reviewed})
+    with reviewing(user="lineage") if reviewed else contextlib.nullcontext():
+        events = run_with_lineage("blink_table_schema_migration", tmp_path, "-c", conf)
+    (output,) = completed(events, "migrate.apply")["outputs"]
     assert (output["namespace"], output["name"]) == (
         f"blink://{asset_host(blink_sandbox.base_url)}",
         "ws-demo/Incidents",
@@ -60,7 +66,7 @@ def test_the_migration_emits_the_table_with_its_schema(blink_sandbox: BlinkSandb
         ("Description", "long-text", "What happened"),
     ]
     assert len(fields) == 10
-    assert completed(events, "plan")["outputs"] == []  # a plan changes nothing
+    assert completed(events, "migrate.plan")["outputs"] == []  # a plan changes nothing
 
 
 def test_the_sync_emits_the_catalogue_in_and_the_snapshot_out(blink_sandbox: BlinkSandbox, tmp_path: Path) -> None:
