@@ -129,7 +129,7 @@ def test_a_removal_goes_last_once_acknowledged_or_approved(
     assert result.outcomes() == {"Title": "unchanged", "Impact": "added", "Legacy": "removed"}
     assert blink.deletes == [("Incidents", "Legacy")] and "Legacy" not in blink.tables["Incidents"]
     writes_in_order = [method for method in sent if method != "GET"]
-    assert writes_in_order == ["POST", "PUT", "DELETE"]
+    assert writes_in_order == ["POST", "DELETE"]  # Title, unchanged in Blink, is not sent (#56 item 2)
     assert '"Legacy"' not in (tmp_path / "ws-1" / "Incidents.json").read_text()
     said = "acknowledged by the DAG (acknowledge_risks=True)" if how == "acknowledged" else "approved by alice"
     assert any("removes 1 field(s) with their values: " + said in line for line in provider_log())

@@ -284,7 +284,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         self._declared = [{"field": name, **update.to_body()} for name, update in declared.fields]  # for lineage
         if self.plan_only:
             return self._plan(declared)
-        approval = approval_from_review(self, context["ti"], self.review_task_id)  # Airflow's record of the review
+        approval = approval_from_review(self, context.get("ti"), self.review_task_id)  # Airflow's record of the review
         let_through = who_let_through(approval, acknowledged)
         report = ApplyReport(str(self.ws_id), str(self.table), self.log, self.fail_fast)
         result: ApplyResult | None = None
