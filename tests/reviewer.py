@@ -10,6 +10,7 @@ Used by the end-to-end tests (``dag.test()`` waits for the answer) and by ``make
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -68,7 +69,11 @@ def answer_waiting(*, option: str = "Approve", user: str = "reviewer") -> list[s
 @contextmanager
 def reviewing(*, option: str = "Approve", user: str = "reviewer", every: float = 0.2) -> Iterator[list[str]]:
     """While the block runs, a thread answers each review that waits (``every`` seconds between
-    looks, on an event that the block's end sets); yields the task ids answered so far."""
+    looks, on an event that the block's end sets); yields the task ids answered so far. Where
+    Airflow has no review step (before 3.1), nothing."""
+    if importlib.util.find_spec("airflow.models.hitl") is None:  # Airflow before 3.1: no review to answer
+        yield []
+        return
     answered: list[str] = answer_waiting(option=option, user=user)  # (imports Airflow's models here, not in the thread)
     stop = threading.Event()
     errors: list[BaseException] = []

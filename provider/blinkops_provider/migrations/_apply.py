@@ -254,6 +254,17 @@ def plan_schema(
     return plan
 
 
+def _say_who(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, acknowledged: bool) -> None:
+    """Log who approved the plan, and who let its removals through."""
+    plan, removals = planned.fingerprint, len(planned.removals)
+    if approval:
+        log.info("Plan %s approved by %s at %s in review", plan, approval["approved_by"], approval["approved_at"])
+    if removals and (approval or acknowledged):
+        how = "acknowledged by the DAG (acknowledge_risks=True)"
+        how = f"approved by {approval['approved_by']}" if approval else how
+        log.warning("Plan %s removes %d field(s) with their values: %s", plan, removals, how)
+
+
 def _check_loss(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, acknowledge_risks: bool) -> None:
     """Say who let the plan through; refuse a plan that removes fields unless a person approved
     it in review (``approval``, read from Airflow's record of the review:
@@ -263,18 +274,7 @@ def _check_loss(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | Non
     :raises BlinkInputError: naming the removals and both ways to go on; nothing was sent.
     """
     removals = planned.removals
-    if approval:
-        log.info(
-            "Plan %s approved by %s at %s in review",
-            planned.fingerprint,
-            approval["approved_by"],
-            approval["approved_at"],
-        )
-    if removals and (approval or acknowledge_risks):
-        how = (
-            f"approved by {approval['approved_by']}" if approval else "acknowledged by the DAG (acknowledge_risks=True)"
-        )
-        log.warning("Plan %s removes %d field(s) with their values: %s", planned.fingerprint, len(removals), how)
+    _say_who(log, planned, approval, acknowledge_risks)
     if not removals or acknowledge_risks or approval:
         return
     listed = "; ".join(f"{one_line(row.field)!r} ({row.risk})" for row in removals[:SHOWN_REMOVALS])
