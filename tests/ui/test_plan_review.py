@@ -136,7 +136,9 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
     text = log.read_text()
     assert "Schema of ws-demo/Incidents: 11 of 11 fields applied (1 added, 9 changed, 1 removed)" in text
     # the apply read the answer from Airflow's record: who approved it in the browser (#55)
-    assert re.search(r"Plan [0-9a-f]{16} approved by admin at 20\S+ in review", text), text[-3000:]
+    approved = re.search(r"Plan [0-9a-f]{16} approved by (.+?) at 20\S+ in review", text)
+    (answered,) = ui_reviews(airflow_ui)
+    assert approved is not None and approved.group(1) == answered["responded_by_user"]["name"], text[-3000:]
     assert "Root cause: added (long-text, 'Root cause'; Blink's name is 'root_cause')" in text
 
     # 2. Nothing changed: no one is asked, and nothing is written to Blink (#56 item 2).
@@ -166,7 +168,10 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
     review = approve(start(log, schema=schema), log, "1 to change", choice="Reject")
     assert len([r for r in sandbox.requests if r["method"] == "PUT"]) == puts  # nothing applied
     text = log.read_text()
-    assert re.search(r"rejected in review: nothing was applied: admin rejected plan [0-9a-f]{16} of ws-demo/Incidents at 20", text), text[-3000:]  # fmt: skip
+    said = r"rejected in review: nothing was applied: (.+?) rejected plan [0-9a-f]{16} of ws-demo/Incidents at 20"
+    rejected = re.search(said, text)
+    answer = next(d for d in ui_reviews(airflow_ui) if d["task_instance"]["dag_run_id"] == review["task_instance"]["dag_run_id"])  # fmt: skip
+    assert rejected is not None and rejected.group(1) == answer["responded_by_user"]["name"], text[-3000:]
     run_id = review["task_instance"]["dag_run_id"]
     tasks = airflow_ui.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances").json()["task_instances"]
     states = {ti["task_id"]: ti["state"] for ti in tasks}
