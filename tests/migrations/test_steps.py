@@ -255,3 +255,86 @@ def test_a_reviewer_sees_the_checks_blink_keeps_enforcing_on_a_changed_field(hoo
     (row,) = plan.fields
     assert row.kept == ("required",) and plan.to_xcom()["fields"][0]["kept"] == ["required"]
     assert "(Blink keeps enforcing required: not declared, sent as held)" in plan.describe()
+
+
+# -- #56 items 8, 9, 10 -------------------------------------------------------------------------------
+
+
+def test_an_edited_table_change_in_the_approved_plan_is_refused(hook: Any, tmp_path: Path) -> None:
+    """#56 item 10: the approved plan's XCom hides the table's description change; the fingerprint
+    and rows are the plan's, so only its table member lies: refused, nothing sent."""
+    from blinkops_provider.exceptions import BlinkStalePlanError
+
+    declared = {"description": "Security incidents", "fields": [TITLE]}
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        plan = plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/").to_xcom()
+        hidden = {**plan, "table_plan": {**plan["table_plan"], "action": "unchanged", "values": []}}
+        with pytest.raises(BlinkStalePlanError, match="shows a table change other than it would apply"):
+            apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/", plan=hidden)
+        assert writes(blink) == []
+        assert apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/", plan=plan).ok
+    assert [table for table, _ in blink.table_puts] == ["Incidents"]
+
+
+class LostDeleteAnswer(FakeBlink):
+    """Blink carries out the first DELETE, and its answer is lost (a 503 reaches the client); the
+    retry then finds nothing to delete (404)."""
+
+    def _delete(self, request: Any, context: Any) -> dict[str, Any]:
+        answer = super()._delete(request, context)
+        if len(self.deletes) == 1:
+            context.status_code = 503
+            return {"status": 503, "message": "the answer was lost"}
+        return answer
+
+
+def test_a_retried_delete_that_meets_404_is_a_removal(hook: Any, tmp_path: Path) -> None:
+    """#56 item 9: the DELETE was carried out and its answer lost; the retry's 404, with Blink's
+    fields read no longer listing the field, means removed, not a failed task."""
+    with rm.Mocker() as m:
+        blink = LostDeleteAnswer(HELD).mount(m)
+        result = apply_schema(
+            hook, "ws-1", "Incidents", [TITLE, GONE], record_path=f"{tmp_path}/", acknowledge_risks=True
+        )
+    assert blink.deletes == [("Incidents", "Legacy"), ("Incidents", "Legacy")]
+    assert result.ok and result.outcomes() == {"Title": "unchanged", "Legacy": "removed"}
+
+
+def test_a_delete_404_of_a_field_blink_still_lists_fails_the_field(hook: Any, tmp_path: Path) -> None:
+    """A 404 while Blink's fields read still lists the field (a proxy that does not serve the
+    route) is no removal: the field fails."""
+
+    class NoDeleteRoute(FakeBlink):
+        def _delete(self, request: Any, context: Any) -> dict[str, Any]:
+            self.deletes.append(tuple(self._segments(request)[-3::2]))  # type: ignore[arg-type]
+            context.status_code = 404
+            return {"status": 404, "message": "no such route"}
+
+    with rm.Mocker() as m:
+        NoDeleteRoute(HELD).mount(m)
+        result = apply_schema(
+            hook, "ws-1", "Incidents", [TITLE, GONE], record_path=f"{tmp_path}/", acknowledge_risks=True
+        )
+    assert result.outcomes()["Legacy"] == "failed" and isinstance(result.failed["Legacy"], BlinkNotFoundError)
+
+
+def test_fields_left_unsent_by_a_failed_step_say_so_not_an_interruption(hook: Any, tmp_path: Path) -> None:
+    """#56 item 8: the table's PUT fails (a 500) after the fields: the removal is reported "not
+    sent: an earlier step of the apply failed", not "the task was interrupted"."""
+    import logging
+
+    from blinkops_provider.migrations._report import ApplyReport
+    from blinkops_provider.migrations._result import ApplyResult
+
+    declared = {"description": "Security incidents", "fields": [TITLE, GONE]}
+    with rm.Mocker() as m:
+        FakeBlink(HELD).mount(m)
+        m.put(rm.ANY, status_code=400, json={"status": 400, "message": "the table is refused"})
+        with pytest.raises(Exception) as failed:
+            apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/", acknowledge_risks=True)
+    known = ApplyResult.carried_by(failed.value)
+    assert known is not None and "Legacy" not in known.applied
+    xcom = ApplyReport("ws-1", "Incidents", logging.getLogger("t")).failed(known, exc=failed.value)
+    (legacy,) = [entry for entry in xcom["failed"] if entry["field"] == "Legacy"]
+    assert legacy["message"] == "not sent: an earlier step of the apply failed"

@@ -12,7 +12,13 @@ from typing import Any
 
 from blinkops_provider._models import FieldUpdate, NewTable, TableField
 from blinkops_provider._text import one_line
-from blinkops_provider.exceptions import BlinkApiError, BlinkBadRequestError, BlinkConfigurationError, BlinkInputError
+from blinkops_provider.exceptions import (
+    BlinkApiError,
+    BlinkBadRequestError,
+    BlinkConfigurationError,
+    BlinkInputError,
+    BlinkNotFoundError,
+)
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._plan import ADD, CHANGE, CREATE, REFUSED, REMOVE, UNCHANGED, FieldPlan, SchemaPlan
 from blinkops_provider.migrations._record import SchemaRecord
@@ -97,9 +103,19 @@ class Steps:
             why = "not sent: an earlier step of the apply failed, and a removal is only sent after every other step"
             done.append(_not_sent([name for name, _ in removals], why))
             return
-        done.append(
-            self._batch(removals, lambda name, _: self.hook.delete_table_field(ws_id, self.table_name, blink[name]))
-        )
+        done.append(self._batch(removals, lambda name, _: self._remove(blink[name])))
+
+    def _remove(self, name: str) -> None:
+        """Remove Blink's field ``name``. A 404 (its DELETE was carried out and the answer lost, then
+        the retry found nothing, or someone removed it since the plan) is a removal once Blink's
+        fields read no longer lists it; anything else fails the field."""
+        ws_id, table = self.plan.ws_id, self.table_name
+        try:
+            self.hook.delete_table_field(ws_id, table, name)
+        except BlinkNotFoundError as err:
+            if err.status != 404 or name in {field.name for field in self.hook.get_table_fields(ws_id, table)}:
+                raise
+            self.hook.log.info("%s: Blink answered 404 to its removal and no longer lists it: removed", one_line(name))
 
     def _rows(self, action: str) -> list[FieldPlan]:
         return [row for row in self.plan.fields if row.action == action]
