@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import requests_mock as rm
 
-from blinkops_provider.exceptions import BlinkInputError, BlinkNotFoundError
+from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkNotFoundError
 from blinkops_provider.migrations import apply_schema, plan_schema
 from tests.fake_blink import FakeBlink, blink_field
 
@@ -320,7 +320,7 @@ def test_a_delete_404_of_a_field_blink_still_lists_fails_the_field(hook: Any, tm
 
 
 def test_fields_left_unsent_by_a_failed_step_say_so_not_an_interruption(hook: Any, tmp_path: Path) -> None:
-    """#56 item 8: the table's PUT fails (a 500) after the fields: the removal is reported "not
+    """#56 item 8: the table's PUT fails (a 400) after the fields: the removal is reported "not
     sent: an earlier step of the apply failed", not "the task was interrupted"."""
     import logging
 
@@ -331,7 +331,7 @@ def test_fields_left_unsent_by_a_failed_step_say_so_not_an_interruption(hook: An
     with rm.Mocker() as m:
         FakeBlink(HELD).mount(m)
         m.put(rm.ANY, status_code=400, json={"status": 400, "message": "the table is refused"})
-        with pytest.raises(Exception) as failed:
+        with pytest.raises(BlinkApiError, match="the table is refused") as failed:
             apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/", acknowledge_risks=True)
     known = ApplyResult.carried_by(failed.value)
     assert known is not None and "Legacy" not in known.applied
