@@ -5,6 +5,7 @@ behind an approval, tables created and edited, and the order the apply sends in
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkNotFoundError
 from blinkops_provider.migrations import apply_schema, plan_schema
+from blinkops_provider.migrations._report import ApplyReport
 from tests.fake_blink import FakeBlink, blink_field
 
 HELD = {
@@ -48,6 +50,7 @@ def test_a_new_field_is_added_once_with_blinks_name_reported_and_recorded(hook: 
     assert row.action == "add" and 'POST {"attributes": {"default_value": "1"}' in plan.describe()
     assert result.outcomes() == {"Title": "unchanged", "Impact": "added"}
     assert result.applied["Impact"] is not None and result.applied["Impact"].name == "impact_9"
+    assert result.names() == {"Impact": "impact_9"}  # the XCom's "names" (#56 item 4)
     assert '"Impact": "impact_9"' in (tmp_path / "ws-1" / "Incidents.json").read_text()
     impact = next(row for row in again.fields if row.field == "Impact")
     assert (impact.action, impact.blink_name) == ("unchanged", "impact_9")
@@ -86,6 +89,7 @@ def test_an_answer_without_the_name_is_read_back_once(hook: Any, tmp_path: Path)
         reads = blink.reads
         result = apply_schema(hook, "ws-1", "Incidents", [IMPACT], record_path=f"{tmp_path}/")
     assert result.applied["Impact"] is not None and result.applied["Impact"].name == "impact_9"
+    assert result.names() == {"Impact": "impact_9"}  # the XCom's "names" (#56 item 4)
     assert blink.reads - reads == 2  # the plan's read and the one after the POST
 
 
@@ -208,6 +212,11 @@ def test_a_created_table_is_one_post_with_its_fields_and_then_all_unchanged(hook
     assert [field["display_name"] for field in created["fields"]] == ["Title", "Impact"] and blink.posts == []
     assert result.outcomes() == {"Title": "added", "Impact": "added"}
     assert again.table_plan.action == "unchanged" and {row.action for row in again.fields} == {"unchanged"}
+    # #56 item 4: the apply's XCom names what Blink named, the table and each added field
+    xcom = ApplyReport("ws-1", "Reviews", logging.getLogger("t")).summary(result)
+    assert xcom["table_name"] == "tbl_incidentreviews"
+    assert xcom["names"] == {name: stored.name for name, stored in result.applied.items() if stored is not None}
+    assert set(xcom["names"]) == {"Title", "Impact"}
 
 
 def test_the_tables_display_name_and_description_are_put_with_its_settings_kept(hook: Any, tmp_path: Path) -> None:
@@ -322,9 +331,6 @@ def test_a_delete_404_of_a_field_blink_still_lists_fails_the_field(hook: Any, tm
 def test_fields_left_unsent_by_a_failed_step_say_so_not_an_interruption(hook: Any, tmp_path: Path) -> None:
     """#56 item 8: the table's PUT fails (a 400) after the fields: the removal is reported "not
     sent: an earlier step of the apply failed", not "the task was interrupted"."""
-    import logging
-
-    from blinkops_provider.migrations._report import ApplyReport
     from blinkops_provider.migrations._result import ApplyResult
 
     declared = {"description": "Security incidents", "fields": [TITLE, GONE]}

@@ -107,9 +107,11 @@ class ApplyReport:
         ]
         if counts["unchanged"]:
             self.log.info("  (%d field(s) unchanged)", counts["unchanged"])
+        named = {"names": result.names(), **({"table_name": result.table_name} if result.table_name else {})}
         return {
             **self._head([name for name in result.order if name in result.applied], failed, list(result.unknown)),
             "outcomes": outcomes,
+            **named,
             **self.fleet_facts(let_through, exc, _table_outcome(counts, exc), rate_limited),
         }
 

@@ -137,7 +137,8 @@ class Steps:
         )
         shown = {field.display_name: field for field in self.hook.get_table_fields(self.plan.ws_id, made.name)}
         applied: dict[str, TableField | None] = {name: shown.get(update.display_name) for name, update in adds}
-        return ApplyResult([f for f in applied.values() if f is not None], order=[n for n, _ in adds], applied=applied)
+        updated = [f for f in applied.values() if f is not None]
+        return ApplyResult(updated, order=[n for n, _ in adds], applied=applied, table_name=made.name)
 
     def _report(self, parts: Sequence[Any]) -> ApplyResult:
         """Every field's outcome, in the declared order, from the steps' reports."""
