@@ -344,3 +344,20 @@ def test_fields_left_unsent_by_a_failed_step_say_so_not_an_interruption(hook: An
     xcom = ApplyReport("ws-1", "Incidents", logging.getLogger("t")).failed(known, exc=failed.value)
     (legacy,) = [entry for entry in xcom["failed"] if entry["field"] == "Legacy"]
     assert legacy["message"] == "not sent: an earlier step of the apply failed"
+
+
+def test_300_unnamed_adds_cost_one_read_of_the_table_not_300(hook: Any, tmp_path: Path) -> None:
+    """#56 item 6: Blink's answers to the POSTs lack the names; the apply finds every added field in
+    one read of the table's fields after the batch, not one read per field."""
+    declared = [{"field": f"F{n:03}", "type": "text", "display_name": f"Field {n:03}"} for n in range(300)]
+    with rm.Mocker() as m:
+        blink = FakeBlink({"Incidents": []}).mount(m)
+        blink.answer_names = False
+        before = blink.reads
+        result = apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
+        reads = blink.reads - before
+    assert len(blink.posts) == 300 and result.ok
+    assert reads == 2  # the plan's read, and one after the batch of adds (was 301)
+    names = result.names()
+    assert len(names) == 300 and names["F007"] == blink.tables["Incidents"][names["F007"]]["name"]
+    assert blink.tables["Incidents"][names["F007"]]["display_name"] == "Field 007"

@@ -56,7 +56,7 @@ class ApplyResult:
         return {
             name: stored.name
             for name in self.order
-            if (stored := self.applied.get(name)) is not None and self.outcome(name) == "added"
+            if (stored := self.applied.get(name)) is not None and stored.name and self.outcome(name) == "added"
         }
 
     @property

@@ -81,7 +81,10 @@ class Steps:
         if table.action == CREATE:
             done.append(self._create())
         adds = [(row.field, row.body) for row in self._rows(ADD) if row.method == "POST" and not self.created]
-        done.append(self._batch(adds, lambda _, body: self.hook.create_table_field(ws_id, self.table_name, body)))
+        added = self._batch(
+            adds, lambda _, body: self.hook.create_table_field(ws_id, self.table_name, body, read_unnamed=False)
+        )
+        done.append(self._named(added, {name: body for name, body in adds if body is not None}))
         blink = {row.field: row.name_in_blink for row in self.plan.fields}
         changes = [
             (row.field, row.body)
@@ -104,6 +107,28 @@ class Steps:
             done.append(_not_sent([name for name, _ in removals], why))
             return
         done.append(self._batch(removals, lambda name, _: self._remove(blink[name])))
+
+    def _named(self, added: Any, bodies: Mapping[str, FieldUpdate]) -> Any:
+        """The adds' report, each field Blink's answer did not name found in one read of the table's
+        fields (by its display name, shown once), however many there are."""
+        unnamed = [name for name, stored in added.applied.items() if stored is None and name in bodies]
+        if not unnamed:
+            return added
+        shown: dict[Any, list[TableField]] = {}
+        for field in self.hook.get_table_fields(self.plan.ws_id, self.table_name):
+            shown.setdefault(field.display_name, []).append(field)
+        for name in unnamed:
+            found = shown.get(bodies[name].display_name, [])
+            if len(found) == 1:
+                added.applied[name] = found[0]
+                added.updated.append(found[0])
+            else:
+                self.hook.log.warning(
+                    "%s: added (2xx) but not named by Blink, and its fields read shows %d field(s) shown so",
+                    one_line(name),
+                    len(found),
+                )
+        return added
 
     def _remove(self, name: str) -> None:
         """Remove Blink's field ``name``. A 404 (its DELETE was carried out and the answer lost, then
