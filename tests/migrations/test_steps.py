@@ -5,14 +5,16 @@ behind an approval, tables created and edited, and the order the apply sends in
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests_mock as rm
 
-from blinkops_provider.exceptions import BlinkInputError, BlinkNotFoundError
+from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkNotFoundError
 from blinkops_provider.migrations import apply_schema, plan_schema
+from blinkops_provider.migrations._report import ApplyReport
 from tests.fake_blink import FakeBlink, blink_field
 
 HELD = {
@@ -48,6 +50,7 @@ def test_a_new_field_is_added_once_with_blinks_name_reported_and_recorded(hook: 
     assert row.action == "add" and 'POST {"attributes": {"default_value": "1"}' in plan.describe()
     assert result.outcomes() == {"Title": "unchanged", "Impact": "added"}
     assert result.applied["Impact"] is not None and result.applied["Impact"].name == "impact_9"
+    assert result.names() == {"Impact": "impact_9"}  # the XCom's "names" (#56 item 4)
     assert '"Impact": "impact_9"' in (tmp_path / "ws-1" / "Incidents.json").read_text()
     impact = next(row for row in again.fields if row.field == "Impact")
     assert (impact.action, impact.blink_name) == ("unchanged", "impact_9")
@@ -86,6 +89,7 @@ def test_an_answer_without_the_name_is_read_back_once(hook: Any, tmp_path: Path)
         reads = blink.reads
         result = apply_schema(hook, "ws-1", "Incidents", [IMPACT], record_path=f"{tmp_path}/")
     assert result.applied["Impact"] is not None and result.applied["Impact"].name == "impact_9"
+    assert result.names() == {"Impact": "impact_9"}  # the XCom's "names" (#56 item 4)
     assert blink.reads - reads == 2  # the plan's read and the one after the POST
 
 
@@ -208,6 +212,11 @@ def test_a_created_table_is_one_post_with_its_fields_and_then_all_unchanged(hook
     assert [field["display_name"] for field in created["fields"]] == ["Title", "Impact"] and blink.posts == []
     assert result.outcomes() == {"Title": "added", "Impact": "added"}
     assert again.table_plan.action == "unchanged" and {row.action for row in again.fields} == {"unchanged"}
+    # #56 item 4: the apply's XCom names what Blink named, the table and each added field
+    xcom = ApplyReport("ws-1", "Reviews", logging.getLogger("t")).summary(result)
+    assert xcom["table_name"] == "tbl_incidentreviews"
+    assert xcom["names"] == {name: stored.name for name, stored in result.applied.items() if stored is not None}
+    assert set(xcom["names"]) == {"Title", "Impact"}
 
 
 def test_the_tables_display_name_and_description_are_put_with_its_settings_kept(hook: Any, tmp_path: Path) -> None:
@@ -255,3 +264,100 @@ def test_a_reviewer_sees_the_checks_blink_keeps_enforcing_on_a_changed_field(hoo
     (row,) = plan.fields
     assert row.kept == ("required",) and plan.to_xcom()["fields"][0]["kept"] == ["required"]
     assert "(Blink keeps enforcing required: not declared, sent as held)" in plan.describe()
+
+
+# -- #56 items 8, 9, 10 -------------------------------------------------------------------------------
+
+
+def test_an_edited_table_change_in_the_approved_plan_is_refused(hook: Any, tmp_path: Path) -> None:
+    """#56 item 10: the approved plan's XCom hides the table's description change; the fingerprint
+    and rows are the plan's, so only its table member lies: refused, nothing sent."""
+    from blinkops_provider.exceptions import BlinkStalePlanError
+
+    declared = {"description": "Security incidents", "fields": [TITLE]}
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        plan = plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/").to_xcom()
+        hidden = {**plan, "table_plan": {**plan["table_plan"], "action": "unchanged", "values": []}}
+        with pytest.raises(BlinkStalePlanError, match="shows a table change other than it would apply"):
+            apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/", plan=hidden)
+        assert writes(blink) == []
+        assert apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/", plan=plan).ok
+    assert [table for table, _ in blink.table_puts] == ["Incidents"]
+
+
+class LostDeleteAnswer(FakeBlink):
+    """Blink carries out the first DELETE, and its answer is lost (a 503 reaches the client); the
+    retry then finds nothing to delete (404)."""
+
+    def _delete(self, request: Any, context: Any) -> dict[str, Any]:
+        answer = super()._delete(request, context)
+        if len(self.deletes) == 1:
+            context.status_code = 503
+            return {"status": 503, "message": "the answer was lost"}
+        return answer
+
+
+def test_a_retried_delete_that_meets_404_is_a_removal(hook: Any, tmp_path: Path) -> None:
+    """#56 item 9: the DELETE was carried out and its answer lost; the retry's 404, with Blink's
+    fields read no longer listing the field, means removed, not a failed task."""
+    with rm.Mocker() as m:
+        blink = LostDeleteAnswer(HELD).mount(m)
+        result = apply_schema(
+            hook, "ws-1", "Incidents", [TITLE, GONE], record_path=f"{tmp_path}/", acknowledge_risks=True
+        )
+    assert blink.deletes == [("Incidents", "Legacy"), ("Incidents", "Legacy")]
+    assert result.ok and result.outcomes() == {"Title": "unchanged", "Legacy": "removed"}
+
+
+def test_a_delete_404_of_a_field_blink_still_lists_fails_the_field(hook: Any, tmp_path: Path) -> None:
+    """A 404 while Blink's fields read still lists the field (a proxy that does not serve the
+    route) is no removal: the field fails."""
+
+    class NoDeleteRoute(FakeBlink):
+        def _delete(self, request: Any, context: Any) -> dict[str, Any]:
+            self.deletes.append(tuple(self._segments(request)[-3::2]))  # type: ignore[arg-type]
+            context.status_code = 404
+            return {"status": 404, "message": "no such route"}
+
+    with rm.Mocker() as m:
+        NoDeleteRoute(HELD).mount(m)
+        result = apply_schema(
+            hook, "ws-1", "Incidents", [TITLE, GONE], record_path=f"{tmp_path}/", acknowledge_risks=True
+        )
+    assert result.outcomes()["Legacy"] == "failed" and isinstance(result.failed["Legacy"], BlinkNotFoundError)
+
+
+def test_fields_left_unsent_by_a_failed_step_say_so_not_an_interruption(hook: Any, tmp_path: Path) -> None:
+    """#56 item 8: the table's PUT fails (a 400) after the fields: the removal is reported "not
+    sent: an earlier step of the apply failed", not "the task was interrupted"."""
+    from blinkops_provider.migrations._result import ApplyResult
+
+    declared = {"description": "Security incidents", "fields": [TITLE, GONE]}
+    with rm.Mocker() as m:
+        FakeBlink(HELD).mount(m)
+        m.put(rm.ANY, status_code=400, json={"status": 400, "message": "the table is refused"})
+        with pytest.raises(BlinkApiError, match="the table is refused") as failed:
+            apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/", acknowledge_risks=True)
+    known = ApplyResult.carried_by(failed.value)
+    assert known is not None and "Legacy" not in known.applied
+    xcom = ApplyReport("ws-1", "Incidents", logging.getLogger("t")).failed(known, exc=failed.value)
+    (legacy,) = [entry for entry in xcom["failed"] if entry["field"] == "Legacy"]
+    assert legacy["message"] == "not sent: an earlier step of the apply failed"
+
+
+def test_300_unnamed_adds_cost_one_read_of_the_table_not_300(hook: Any, tmp_path: Path) -> None:
+    """#56 item 6: Blink's answers to the POSTs lack the names; the apply finds every added field in
+    one read of the table's fields after the batch, not one read per field."""
+    declared = [{"field": f"F{n:03}", "type": "text", "display_name": f"Field {n:03}"} for n in range(300)]
+    with rm.Mocker() as m:
+        blink = FakeBlink({"Incidents": []}).mount(m)
+        blink.answer_names = False
+        before = blink.reads
+        result = apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
+        reads = blink.reads - before
+    assert len(blink.posts) == 300 and result.ok
+    assert reads == 2  # the plan's read, and one after the batch of adds (was 301)
+    names = result.names()
+    assert len(names) == 300 and names["F007"] == blink.tables["Incidents"][names["F007"]]["name"]
+    assert blink.tables["Incidents"][names["F007"]]["display_name"] == "Field 007"

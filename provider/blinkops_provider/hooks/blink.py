@@ -341,15 +341,18 @@ class BlinkHook(BaseHook):
         check_concurrency(max_concurrency)
         return run_batch(batch, send, max_concurrency=max_concurrency, fail_fast=fail_fast, log=self.log)
 
-    def create_table_field(self, ws_id: str, table: str, body: FieldUpdate | Mapping[str, Any]) -> TableField:
+    def create_table_field(
+        self, ws_id: str, table: str, body: FieldUpdate | Mapping[str, Any], *, read_unnamed: bool = True
+    ) -> TableField | None:
         """Add a field to a table (``POST /workspace/{ws_id}/table/{table}/fields``).
 
         The body is ``{display_name, description, type, attributes}``, with no name: Blink derives
         the new field's ``name`` from its display name, by a rule of its own. The field is
         returned with that name, taken from Blink's answer or, when the answer does not give it,
-        from one read of the table's fields (the one field shown as ``display_name``). Only a
-        refused connection or a 429 is retried: a second POST after a lost answer could add a
-        second field.
+        from one read of the table's fields (the one field shown as ``display_name``); with
+        ``read_unnamed=False``, None then (a caller adding many fields reads the table once for
+        all of them). Only a refused connection or a 429 is retried: a second POST after a lost
+        answer could add a second field.
 
         :raises BlinkInputError: an empty name, or a body without ``type`` and ``display_name``,
             before any request.
@@ -368,6 +371,8 @@ class BlinkHook(BaseHook):
         made = _named_in(self._said(answer, "POST", route), "field")
         if made is not None:
             return TableField.model_validate(made)
+        if not read_unnamed:
+            return None
         shown = [field for field in self.get_table_fields(ws_id, table) if field.display_name == update.display_name]
         said = f"Blink added {subject} (a 2xx) without naming it, and its fields read shows {len(shown)} shown so"
         return _one_of(shown, said, answer.status, "POST", route)

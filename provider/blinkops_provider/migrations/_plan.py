@@ -313,7 +313,7 @@ class SchemaPlan:
         edited = _edited(approved, self)
         if edited:
             raise BlinkStalePlanError(
-                f"the approved plan {self.fingerprint} has {' and '.join(edited)} that are not what it would apply: "
+                f"the approved plan {self.fingerprint} shows {' and '.join(edited)} other than it would apply: "
                 "its XCom was edited after it was made. Nothing was sent: plan again and review the new plan"
             )
 
@@ -368,7 +368,9 @@ class SchemaPlan:
 def _edited(approved: Mapping[str, Any], plan: SchemaPlan) -> list[str]:
     """What of an approved plan's XCom differs from ``plan`` although its fingerprint is the same."""
     edited = [] if approved.get("fields") == [row.to_xcom() for row in plan.fields] else ["rows"]
-    return edited + ([] if approved.get("text", plan.describe()) == plan.describe() else ["text"])
+    table = plan.table_plan.to_xcom()
+    edited += [] if approved.get("table_plan", table) == table else ["a table change"]
+    return edited + ([] if approved.get("text", plan.describe()) == plan.describe() else ["a text"])
 
 
 def _digest(value: Any) -> str:

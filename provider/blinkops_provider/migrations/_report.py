@@ -99,7 +99,7 @@ class ApplyReport:
             len(result.order),
             tally,
         )
-        stopped = self._stopped_by(result)
+        stopped = self._stopped_by(result, exc)
         failed = [
             failure
             for name in result.order
@@ -107,9 +107,11 @@ class ApplyReport:
         ]
         if counts["unchanged"]:
             self.log.info("  (%d field(s) unchanged)", counts["unchanged"])
+        named = {"names": result.names(), **({"table_name": result.table_name} if result.table_name else {})}
         return {
             **self._head([name for name in result.order if name in result.applied], failed, list(result.unknown)),
             "outcomes": outcomes,
+            **named,
             **self.fleet_facts(let_through, exc, _table_outcome(counts, exc), rate_limited),
         }
 
@@ -145,12 +147,16 @@ class ApplyReport:
             facts["error"] = f"{type(exc).__name__}: {shown}"[:2000].rstrip(": ")  # room for the unlock command
         return facts
 
-    def _stopped_by(self, result: ApplyResult) -> str:
-        """Why fields were left unsent: the key refused, ``fail_fast``, or an interruption."""
+    def _stopped_by(self, result: ApplyResult, exc: BaseException | None = None) -> str:
+        """Why fields were left unsent: the key refused, ``fail_fast``, an earlier step's failure
+        (an error of Blink's or the provider's), or an interruption (a timeout, a signal)."""
         auth = next((error for error in result.failed.values() if isinstance(error, BlinkAuthError)), None)
         if auth is not None:
             return "Blink refused the API key (401)" if auth.status != 403 else "the key lacks the workspace role (403)"
-        return "fail_fast stopped the batch" if self.fail_fast else "the task was interrupted"
+        if self.fail_fast:
+            return "fail_fast stopped the batch"
+        failed_step = isinstance(exc, (BlinkApiError, BlinkInputError))
+        return "an earlier step of the apply failed" if failed_step else "the task was interrupted"
 
     def _log_field(self, name: str, outcome: str, result: ApplyResult, stopped: str) -> dict[str, Any] | None:
         """Log one field's line; a failed field's XCom entry (None for any other)."""

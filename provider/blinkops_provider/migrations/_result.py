@@ -24,7 +24,8 @@ class ApplyResult:
     :ivar unknown: fields in flight when the apply was interrupted: sent, perhaps applied, unseen.
     :ivar plan: the plan the apply followed; None when it was sent blind (neither Blink's fields nor
         a record to plan against), so that a confirmed field is ``applied``.
-    :ivar skipped: fields not sent because the plan found them unchanged (``only_changed``).
+    :ivar skipped: fields not sent because the plan found them unchanged.
+    :ivar table_name: Blink's name of the table this apply created (empty when it created none).
     """
 
     updated: list[TableField] = field(default_factory=list)
@@ -35,6 +36,7 @@ class ApplyResult:
     unknown: list[str] = field(default_factory=list)
     plan: SchemaPlan | None = None
     skipped: list[str] = field(default_factory=list)
+    table_name: str = ""
 
     def merge(self, parts: Iterable[Any]) -> ApplyResult:
         """Add the outcomes of ``parts``: the client's batch reports (``BlinkHook.run_batch``) or
@@ -45,7 +47,17 @@ class ApplyResult:
             self.not_sent += part.not_sent
             self.applied.update(part.applied)
             self.unknown += part.unknown
+            self.table_name = self.table_name or getattr(part, "table_name", "")
         return self
+
+    def names(self) -> dict[str, str]:
+        """Blink's name of each field this apply added, by declared name (where Blink's answer or
+        read gave it)."""
+        return {
+            name: stored.name
+            for name in self.order
+            if (stored := self.applied.get(name)) is not None and stored.name and self.outcome(name) == "added"
+        }
 
     @property
     def ok(self) -> bool:

@@ -12,7 +12,13 @@ from typing import Any
 
 from blinkops_provider._models import FieldUpdate, NewTable, TableField
 from blinkops_provider._text import one_line
-from blinkops_provider.exceptions import BlinkApiError, BlinkBadRequestError, BlinkConfigurationError, BlinkInputError
+from blinkops_provider.exceptions import (
+    BlinkApiError,
+    BlinkBadRequestError,
+    BlinkConfigurationError,
+    BlinkInputError,
+    BlinkNotFoundError,
+)
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._plan import ADD, CHANGE, CREATE, REFUSED, REMOVE, UNCHANGED, FieldPlan, SchemaPlan
 from blinkops_provider.migrations._record import SchemaRecord
@@ -75,7 +81,10 @@ class Steps:
         if table.action == CREATE:
             done.append(self._create())
         adds = [(row.field, row.body) for row in self._rows(ADD) if row.method == "POST" and not self.created]
-        done.append(self._batch(adds, lambda _, body: self.hook.create_table_field(ws_id, self.table_name, body)))
+        added = self._batch(
+            adds, lambda _, body: self.hook.create_table_field(ws_id, self.table_name, body, read_unnamed=False)
+        )
+        done.append(self._named(added, {name: body for name, body in adds if body is not None}))
         blink = {row.field: row.name_in_blink for row in self.plan.fields}
         changes = [
             (row.field, row.body)
@@ -97,9 +106,41 @@ class Steps:
             why = "not sent: an earlier step of the apply failed, and a removal is only sent after every other step"
             done.append(_not_sent([name for name, _ in removals], why))
             return
-        done.append(
-            self._batch(removals, lambda name, _: self.hook.delete_table_field(ws_id, self.table_name, blink[name]))
-        )
+        done.append(self._batch(removals, lambda name, _: self._remove(blink[name])))
+
+    def _named(self, added: Any, bodies: Mapping[str, FieldUpdate]) -> Any:
+        """The adds' report, each field Blink's answer did not name found in one read of the table's
+        fields (by its display name, shown once), however many there are."""
+        unnamed = [name for name, stored in added.applied.items() if stored is None and name in bodies]
+        if not unnamed:
+            return added
+        shown: dict[Any, list[TableField]] = {}
+        for field in self.hook.get_table_fields(self.plan.ws_id, self.table_name):
+            shown.setdefault(field.display_name, []).append(field)
+        for name in unnamed:
+            found = shown.get(bodies[name].display_name, [])
+            if len(found) == 1:
+                added.applied[name] = found[0]
+                added.updated.append(found[0])
+            else:
+                self.hook.log.warning(
+                    "%s: added (2xx) but not named by Blink, and its fields read shows %d field(s) shown so",
+                    one_line(name),
+                    len(found),
+                )
+        return added
+
+    def _remove(self, name: str) -> None:
+        """Remove Blink's field ``name``. A 404 (its DELETE was carried out and the answer lost, then
+        the retry found nothing, or someone removed it since the plan) is a removal once Blink's
+        fields read no longer lists it; anything else fails the field."""
+        ws_id, table = self.plan.ws_id, self.table_name
+        try:
+            self.hook.delete_table_field(ws_id, table, name)
+        except BlinkNotFoundError as err:
+            if err.status != 404 or name in {field.name for field in self.hook.get_table_fields(ws_id, table)}:
+                raise
+            self.hook.log.info("%s: Blink answered 404 to its removal and no longer lists it: removed", one_line(name))
 
     def _rows(self, action: str) -> list[FieldPlan]:
         return [row for row in self.plan.fields if row.action == action]
@@ -121,7 +162,8 @@ class Steps:
         )
         shown = {field.display_name: field for field in self.hook.get_table_fields(self.plan.ws_id, made.name)}
         applied: dict[str, TableField | None] = {name: shown.get(update.display_name) for name, update in adds}
-        return ApplyResult([f for f in applied.values() if f is not None], order=[n for n, _ in adds], applied=applied)
+        updated = [f for f in applied.values() if f is not None]
+        return ApplyResult(updated, order=[n for n, _ in adds], applied=applied, table_name=made.name)
 
     def _report(self, parts: Sequence[Any]) -> ApplyResult:
         """Every field's outcome, in the declared order, from the steps' reports."""

@@ -213,8 +213,10 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
     :returns: (XCom ``return_value``, pushed on every way out: a failure, ``execution_timeout``, a
         signal) ``{"ws_id", "table", "updated", "failed", "unknown", "outcomes": {name: outcome},
-        "outcome", "rate_limited"}``, with ``"approved_by"`` and ``"approved_at"`` when a person
-        approved the plan, or ``"acknowledged": true`` with ``acknowledge_risks``; an outcome being
+        "names": {name: Blink's name of each added field}, "outcome", "rate_limited"}``, with
+        ``"table_name"`` (Blink's name of the table) when it created the table, ``"approved_by"``
+        and ``"approved_at"`` when a person approved the plan, or ``"acknowledged": true`` with
+        ``acknowledge_risks``; an outcome being
         ``added``, ``changed``, ``removed``, ``unchanged``, ``applied``, ``failed`` or ``unknown``
         (in flight when interrupted); with ``plan_only``, the plan
         (:meth:`~blinkops_provider.migrations.SchemaPlan.to_xcom`).
