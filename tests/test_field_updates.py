@@ -109,6 +109,7 @@ def test_fields_may_be_the_json_a_template_renders(blink_conn: None) -> None:
             "failed": [],
             "unknown": [],
             "outcomes": {"title": "applied"},
+            "names": {},  # Blink's names of the fields this apply added (#56 item 4): none here
             "outcome": "applied",  # for a fleet's summary (#34)
             "rate_limited": 0,
         }
@@ -269,6 +270,7 @@ def test_partial_failure_applies_the_rest_and_reports_each_field(blink_conn: Non
         ],
         "unknown": [],
         "outcomes": {"a": "applied", "b": "failed", "c": "failed", "d": "applied"},
+        "names": {},
         "outcome": "failed",
         "rate_limited": 0,
         "error": "BlinkClientError: " + str(caught.value),
