@@ -80,11 +80,7 @@ class Steps:
         table, ws_id = self.plan.table_plan, self.plan.ws_id
         if table.action == CREATE:
             done.append(self._create())
-        adds = [(row.field, row.body) for row in self._rows(ADD) if row.method == "POST" and not self.created]
-        added = self._batch(
-            adds, lambda _, body: self.hook.create_table_field(ws_id, self.table_name, body, read_unnamed=False)
-        )
-        done.append(self._named(added, {name: body for name, body in adds if body is not None}))
+        done.append(self._add())
         blink = {row.field: row.name_in_blink for row in self.plan.fields}
         changes = [
             (row.field, row.body)
@@ -107,6 +103,15 @@ class Steps:
             done.append(_not_sent([name for name, _ in removals], why))
             return
         done.append(self._batch(removals, lambda name, _: self._remove(blink[name])))
+
+    def _add(self) -> Any:
+        """The fields to add (``POST``), a batch; then the ones Blink's answers left unnamed, found."""
+        if self.created:
+            return ApplyResult()  # (the table's creation added them)
+        adds = [(row.field, row.body) for row in self._rows(ADD) if row.method == "POST" and row.body is not None]
+        ws_id, table = self.plan.ws_id, self.table_name
+        added = self._batch(adds, lambda _, body: self.hook.create_table_field(ws_id, table, body, read_unnamed=False))
+        return self._named(added, dict(adds))
 
     def _named(self, added: Any, bodies: Mapping[str, FieldUpdate]) -> Any:
         """The adds' report, each field Blink's answer did not name found in one read of the table's
