@@ -277,3 +277,27 @@ def test_acknowledge_risks_removes_and_the_record_says_the_dag_acknowledged(hook
         done = apply_schema(hook, "ws-1", "Incidents", removing, record_path=f"{tmp_path}/", acknowledge_risks=True)
     assert done.outcomes() == {"Stage": "removed"}
     assert json.loads((tmp_path / "ws-1" / "Incidents.json").read_text())["approval"] == {"acknowledged": True}
+
+
+@pytest.mark.parametrize(("fields_status", "sent"), [(None, True), (404, True), (405, True), (500, False)])
+def test_replace_reads_first_and_goes_on_only_where_blink_does_not_serve_the_read(
+    hook: Any, tmp_path: Path, fields_status: int | None, sent: bool
+) -> None:
+    """#56 item 11, as the docs say: replace=True still reads the table's fields (an add or a
+    change?) and sends the declaration as given, not merged; a read Blink does not serve (404,
+    405) is gone without; one that fails otherwise fails before anything is sent."""
+    from blinkops_provider.exceptions import BlinkApiError
+
+    declared = [{"field": "Title", "type": "text", "display_name": "Title (as given)"}]
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        blink.fields_status = fields_status
+        if sent:
+            apply_schema(hook, "ws-1", "Incidents", declared, replace=True)
+        else:
+            with pytest.raises(BlinkApiError):
+                apply_schema(hook, "ws-1", "Incidents", declared, replace=True)
+        reads = [r for r in m.request_history if r.method == "GET" and r.path.endswith("/fields")]
+    assert reads  # the read comes first, whatever its answer
+    bodies = [body for _, _, body in blink.puts]
+    assert bodies == ([{"type": "text", "display_name": "Title (as given)"}] if sent else [])  # not merged

@@ -59,7 +59,9 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
     :param attributes: ``required``, ``is_unique``, ``default_value``, ``include_time``,
         ``options``, ``table_reference`` (a dict, or a JSON string as a template renders it).
     :param description: the field's description (kept as Blink holds it when not given).
-    :param replace: send the update as given, without reading the field first: Blink then
+    :param replace: send the update as given, not merged with the field as Blink holds it (the
+        table's fields are still read, to tell an add from a change; where Blink does not serve
+        that read, the update is sent without it): Blink then
         resets every member and attribute it leaves out.
     :param blink_conn_id: the ``blink`` connection to use.
     :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
