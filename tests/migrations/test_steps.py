@@ -361,3 +361,16 @@ def test_300_unnamed_adds_cost_one_read_of_the_table_not_300(hook: Any, tmp_path
     names = result.names()
     assert len(names) == 300 and names["F007"] == blink.tables["Incidents"][names["F007"]]["name"]
     assert blink.tables["Incidents"][names["F007"]]["display_name"] == "Field 007"
+
+
+def test_a_table_created_under_its_declared_display_name_is_not_created_again(hook: Any) -> None:
+    """#56 item 7: table="contracts" declared as "Supplier contracts" and created; with no record to
+    note Blink's name, the next plan finds it by its declared display name: no second POST."""
+    declared = {"display_name": "Supplier contracts", "fields": [TITLE]}
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        apply_schema(hook, "ws-1", "contracts", declared, create_table=True)
+        again = plan_schema(hook, "ws-1", "contracts", declared, create_table=True)
+        apply_schema(hook, "ws-1", "contracts", declared, create_table=True)
+    assert len(blink.created) == 1 and blink.created[0]["display_name"] == "Supplier contracts"
+    assert again.table_plan.action == "unchanged" and again.table_plan.name == "tbl_suppliercontracts"

@@ -162,7 +162,7 @@ def _read_table(
         fields = pool.submit(_read_live, hook, ws_id, table)
         tables = _tables(hook, ws_id)
     try:
-        held = match_table(table, tables, record.table_name) if tables is not None else None
+        held = match_table(table, tables, record.table_name, declared.display_name) if tables is not None else None
     except ValueError as err:
         raise BlinkInputError(f"{err}. Nothing was sent") from None
     wanted = (declared.display_name, declared.description)

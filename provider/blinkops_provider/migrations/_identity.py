@@ -116,20 +116,26 @@ def _adds_told_apart(declared: Sequence[tuple[str, FieldUpdate]], live: Sequence
                 )
 
 
-def match_table(table: str, tables: Sequence[BlinkTable], noted: str | None) -> BlinkTable | None:
+def match_table(
+    table: str, tables: Sequence[BlinkTable], noted: str | None, declared: str | None = None
+) -> BlinkTable | None:
     """The table ``table`` names in Blink's tables read: by name, the record's note, then the one
-    table shown as ``table`` (None: no such table).
+    table shown as ``table``, then the one shown as the ``declared`` display name (a table this
+    provider created under it, with no record to note Blink's name); None: no such table.
 
-    :raises ValueError: two or more tables are shown as ``table`` and none is named so.
+    :raises ValueError: two or more tables are shown so and none is named so.
     """
     by_name = {entry.name: entry for entry in tables}
     for name in (table, noted):
         if name is not None and name in by_name:
             return by_name[name]
-    shown = [entry for entry in tables if entry.display_name == table]
-    if len(shown) > 1:
-        raise ValueError(
-            f"{len(shown)} tables of the workspace are shown as {one_line(table)!r} "
-            f"({', '.join(repr(one_line(entry.name)) for entry in shown)}): give table the name of the one it is"
-        )
-    return shown[0] if shown else None
+    for shown_as in dict.fromkeys(name for name in (table, declared) if name):
+        shown = [entry for entry in tables if entry.display_name == shown_as]
+        if len(shown) > 1:
+            raise ValueError(
+                f"{len(shown)} tables of the workspace are shown as {one_line(shown_as)!r} "
+                f"({', '.join(repr(one_line(entry.name)) for entry in shown)}): give table the name of the one it is"
+            )
+        if shown:
+            return shown[0]
+    return None
