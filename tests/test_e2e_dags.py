@@ -135,7 +135,8 @@ def test_schema_migration_applies_every_declared_field(
     assert state(run) == "success"
     # The summary is in the task's main log, not in the collapsed group Airflow opens after execute().
     printed = "".join(capfd.readouterr())
-    progress = printed.index(f"{len(SCHEMA)}/{len(SCHEMA)} fields applied")  # while execute() runs: a batch's end
+    progress = printed.index(f"{len(SCHEMA)}/{len(SCHEMA)} fields changed")  # while execute() runs: a batch's end
+    assert printed.index("1/1 fields added") < progress < printed.index("1/1 fields removed")  # each batch named
     summary = printed.index("Schema of ws-demo/Incidents: 11 of 11 fields applied (1 added, 9 changed, 1 removed)")
     assert progress < summary
     group_after_execute = re.compile(r"::group::Post|Post Execute")

@@ -79,6 +79,7 @@ def run_batch(
     max_concurrency: int,
     fail_fast: bool,
     log: logging.Logger | Any,
+    what: str = "applied",
 ) -> FieldUpdates:
     """Send every update of ``batch`` through ``put``, ``max_concurrency`` at a time.
 
@@ -86,21 +87,23 @@ def run_batch(
     those in flight finish. A 401 or 403 stops the batch the same way, whatever ``fail_fast``
     says: every other update would be refused too. Every outcome is keyed by the declared name,
     whatever the server echoes. Any exception of a worker is that field's failure, as a typed
-    error. Progress is logged as updates complete (``120/200 fields applied``).
+    error. Progress is logged as updates complete (``120/200 fields applied``; ``what`` names the
+    batch's kind: ``added``, ``changed``, ``removed``).
 
     An exception that interrupts the batch (a task timeout, a signal, Ctrl-C) goes on up,
     carrying what is known so far (:meth:`FieldUpdates.carried_by`), the fields in flight as
     ``unknown``; the calls not started are dropped and those in flight are not awaited.
     """
-    return _Batch(batch, put, max_concurrency, fail_fast, log).run()
+    return _Batch(batch, put, max_concurrency, fail_fast, log, what).run()
 
 
 class _Batch:
     """One run of :func:`run_batch`: what is in flight, and each field's outcome so far."""
 
     def __init__(
-        self, batch: Sequence[tuple[str, FieldUpdate]], put: Put, limit: int, fail_fast: bool, log: Any
+        self, batch: Sequence[tuple[str, FieldUpdate]], put: Put, limit: int, fail_fast: bool, log: Any, what: str
     ) -> None:
+        self.what = what
         self.queued = iter(batch)
         self.order = [name for name, _ in batch]
         self.put, self.limit, self.fail_fast, self.log = put, limit, fail_fast, log
@@ -158,7 +161,7 @@ class _Batch:
             )
         if done % self.step == 0 or done == total:  # (a smaller batch: its last one only)
             failed = f", {self.failures} failed" if self.failures else ""
-            self.log.info("%d/%d fields applied%s", done - self.failures, total, failed)
+            self.log.info("%d/%d fields %s%s", done - self.failures, total, self.what, failed)
 
     def report(self) -> FieldUpdates:
         in_flight = set(self.pending.values())

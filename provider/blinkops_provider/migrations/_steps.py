@@ -87,11 +87,9 @@ class Steps:
             for row in self.plan.fields
             if row.body is not None and row.method != "POST" and row.field not in self.skipped
         ]
-        done.append(
-            self._batch(
-                changes, lambda name, body: self.hook.update_table_field(ws_id, self.table_name, blink[name], body)
-            )
-        )
+        put = self.hook.update_table_field
+        what = "applied" if self.plan.unread else "changed"  # (against the record alone: sent as planned)
+        done.append(self._batch(changes, lambda name, body: put(ws_id, self.table_name, blink[name], body), what))
         if table.action == CHANGE and table.body is not None:
             self.hook.update_table(ws_id, self.table_name, table.body)
             self.hook.log.info(
@@ -102,7 +100,7 @@ class Steps:
             why = "not sent: an earlier step of the apply failed, and a removal is only sent after every other step"
             done.append(_not_sent([name for name, _ in removals], why))
             return
-        done.append(self._batch(removals, lambda name, _: self._remove(blink[name])))
+        done.append(self._batch(removals, lambda name, _: self._remove(blink[name]), "removed"))
 
     def _add(self) -> Any:
         """The fields to add (``POST``), a batch; then the ones Blink's answers left unnamed, found."""
@@ -110,7 +108,8 @@ class Steps:
             return ApplyResult()  # (the table's creation added them)
         adds = [(row.field, row.body) for row in self._rows(ADD) if row.method == "POST" and row.body is not None]
         ws_id, table = self.plan.ws_id, self.table_name
-        added = self._batch(adds, lambda _, body: self.hook.create_table_field(ws_id, table, body, read_unnamed=False))
+        post = self.hook.create_table_field
+        added = self._batch(adds, lambda _, body: post(ws_id, table, body, read_unnamed=False), "added")
         return self._named(added, dict(adds))
 
     def _named(self, added: Any, bodies: Mapping[str, FieldUpdate]) -> Any:
@@ -150,10 +149,12 @@ class Steps:
     def _rows(self, action: str) -> list[FieldPlan]:
         return [row for row in self.plan.fields if row.action == action]
 
-    def _batch(self, batch: Sequence[tuple[str, Any]], send: Callable[[str, Any], Any]) -> Any:
+    def _batch(self, batch: Sequence[tuple[str, Any]], send: Callable[[str, Any], Any], what: str) -> Any:
         if not batch:
             return ApplyResult()
-        return self.hook.run_batch(batch, send, max_concurrency=self.max_concurrency, fail_fast=self.fail_fast)
+        return self.hook.run_batch(
+            batch, send, max_concurrency=self.max_concurrency, fail_fast=self.fail_fast, what=what
+        )
 
     def _create(self) -> ApplyResult:
         """The table, created with its declared fields (one ``POST``), and their names as Blink gave them."""
