@@ -374,3 +374,31 @@ def test_a_table_created_under_its_declared_display_name_is_not_created_again(ho
         apply_schema(hook, "ws-1", "contracts", declared, create_table=True)
     assert len(blink.created) == 1 and blink.created[0]["display_name"] == "Supplier contracts"
     assert again.table_plan.action == "unchanged" and again.table_plan.name == "tbl_suppliercontracts"
+
+
+class FillsDefaults(FakeBlink):
+    """A Blink that fills in default attributes of a field it adds (and says so in its answer)."""
+
+    def _post(self, request: Any, context: Any) -> dict[str, Any]:
+        answer = super()._post(request, context)
+        shown = request.json()["display_name"]
+        (made,) = [f for f in self.tables[self._segments(request)[-2]].values() if f["display_name"] == shown]
+        made["attributes"] = {"required": False, "is_unique": False, **made["attributes"]}
+        return {**answer, "attributes": made["attributes"]} if answer else answer
+
+
+@pytest.mark.parametrize("names", [True, False])
+def test_the_record_keeps_an_added_field_as_blink_confirmed_it_so_no_false_drift(
+    hook: Any, tmp_path: Path, names: bool
+) -> None:
+    """#56 item 3: the record holds the added field as Blink confirmed it (its answer, or the one
+    read when the answer does not name it), defaults included: the next plan shows no drift."""
+    records = f"{tmp_path}/"
+    with rm.Mocker() as m:
+        blink = FillsDefaults(HELD).mount(m)
+        blink.answer_names = names
+        assert apply_schema(hook, "ws-1", "Incidents", [TITLE, IMPACT], record_path=records).ok
+        again = plan_schema(hook, "ws-1", "Incidents", [TITLE, IMPACT], record_path=records)
+    impact = next(row for row in again.fields if row.field == "Impact")
+    assert (impact.action, impact.drift) == ("unchanged", ())
+    assert "Changed in Blink since the last apply" not in again.describe()

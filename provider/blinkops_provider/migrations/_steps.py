@@ -20,6 +20,7 @@ from blinkops_provider.exceptions import (
     BlinkNotFoundError,
 )
 from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.migrations._merge import field_body
 from blinkops_provider.migrations._plan import ADD, CHANGE, CREATE, REFUSED, REMOVE, UNCHANGED, FieldPlan, SchemaPlan
 from blinkops_provider.migrations._record import SchemaRecord
 from blinkops_provider.migrations._result import ApplyResult
@@ -209,8 +210,9 @@ class Steps:
         return result
 
     def _write(self, result: ApplyResult, now: Any) -> None:
-        """The record: the bodies Blink confirmed, Blink's names where they are not the declared
-        ones, and no entry for a field removed."""
+        """The record: the bodies Blink confirmed (an added field as Blink answered or listed it,
+        with the defaults it filled in), Blink's names where they are not the declared ones, and
+        no entry for a field removed."""
         fields = dict(self.recorded)
         names = dict(self.record.names)
         for row in self.plan.fields:
@@ -220,9 +222,11 @@ class Steps:
                 fields.pop(row.field, None)
                 names.pop(row.field, None)
                 continue
-            if row.body is not None:
-                fields[row.field] = row.body.to_body()
             stored = result.applied[row.field]
+            if row.action == ADD and stored is not None:
+                fields[row.field] = field_body(stored)  # as Blink confirmed it: defaults it filled in too
+            elif row.body is not None:
+                fields[row.field] = row.body.to_body()
             given = stored.name if row.action == ADD and stored is not None else row.blink_name
             if given and given != row.field:
                 names[row.field] = str(given)
