@@ -176,8 +176,12 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
     ) -> None:
         options = _options(review_policy, assigned_users, notifiers, response_timeout, acknowledge_risks)
         super().__init__(group_id=group_id, tooltip="Blink schema migration: plan, review, apply")
-        common: dict[str, Any] = {"ws_id": ws_id, "table": table, "record_path": record_path}
-        common["create_table"] = create_table
+        common: dict[str, Any] = {
+            "ws_id": ws_id,
+            "table": table,
+            "record_path": record_path,
+            "create_table": create_table,
+        }
         connection: dict[str, Any] = {"blink_conn_id": blink_conn_id, "hook_params": hook_params}
         with self:
             fields = self._fields(schema)
