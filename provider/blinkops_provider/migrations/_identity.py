@@ -129,13 +129,19 @@ def match_table(
     for name in (table, noted):
         if name is not None and name in by_name:
             return by_name[name]
-    for shown_as in dict.fromkeys(name for name in (table, declared) if name):
-        shown = [entry for entry in tables if entry.display_name == shown_as]
-        if len(shown) > 1:
-            raise ValueError(
-                f"{len(shown)} tables of the workspace are shown as {one_line(shown_as)!r} "
-                f"({', '.join(repr(one_line(entry.name)) for entry in shown)}): give table the name of the one it is"
-            )
-        if shown:
-            return shown[0]
-    return None
+    found = (_shown_as(tables, shown_as) for shown_as in dict.fromkeys(name for name in (table, declared) if name))
+    return next((entry for entry in found if entry is not None), None)
+
+
+def _shown_as(tables: Sequence[BlinkTable], shown_as: str) -> BlinkTable | None:
+    """The one table shown as ``shown_as`` (None: none).
+
+    :raises ValueError: two or more are.
+    """
+    shown = [entry for entry in tables if entry.display_name == shown_as]
+    if len(shown) > 1:
+        raise ValueError(
+            f"{len(shown)} tables of the workspace are shown as {one_line(shown_as)!r} "
+            f"({', '.join(repr(one_line(entry.name)) for entry in shown)}): give table the name of the one it is"
+        )
+    return shown[0] if shown else None

@@ -222,17 +222,23 @@ class Steps:
                 fields.pop(row.field, None)
                 names.pop(row.field, None)
                 continue
-            stored = result.applied[row.field]
-            if row.action == ADD and stored is not None:
-                fields[row.field] = field_body(stored)  # as Blink confirmed it: defaults it filled in too
-            elif row.body is not None:
-                fields[row.field] = row.body.to_body()
-            given = stored.name if row.action == ADD and stored is not None else row.blink_name
+            confirmed = _confirmed(row, result.applied[row.field])
+            if confirmed is not None:
+                fields[row.field] = confirmed
+            given = getattr(result.applied[row.field], "name", None) if row.action == ADD else row.blink_name
             if given and given != row.field:
                 names[row.field] = str(given)
         self.record.write(
             fields, now=now, names=names, table_name=self.created or self.record.table_name, approval=self.let_through
         )
+
+
+def _confirmed(row: FieldPlan, stored: TableField | None) -> dict[str, Any] | None:
+    """What the record keeps of a field Blink confirmed: an added one as Blink answered or listed
+    it (the defaults it filled in too), else the body sent (None: nothing sent)."""
+    if row.action == ADD and stored is not None:
+        return field_body(stored)
+    return row.body.to_body() if row.body is not None else None
 
 
 def _not_sent(names: list[str], why: str) -> ApplyResult:
