@@ -2,8 +2,9 @@
 ### Blink connection-type catalogue: nightly sync
 
 `snapshot` writes the catalogue (filtered and projected with RQL) to this run's own file,
-`<snapshot root>/connection_types/<when>__<run id>.json`. `diff` calls `record_catalogue_diff`:
-it compares the file with the latest earlier snapshot by id (the first run records a baseline),
+`<snapshot root>/connection_types/<dag id>/<when>__<run id>.json`: each DAG keeps its own snapshots,
+so two syncs never overwrite or compare with each other's. `diff` calls `record_catalogue_diff`:
+it compares the file with this DAG's latest earlier snapshot by id (the first run records a baseline),
 writes `<name>.diff.json`, keeps the latest `keep_snapshots`, logs what changed by name, and
 announces the counts on the asset `blink://<host>/connection_types` for downstream DAGs.
 
@@ -34,7 +35,8 @@ except ImportError:  # Airflow 2.11: only the nightly DAG
 
 CATALOGUE = AssetAlias(CATALOGUE_ALIAS)  # the event goes to blink://<the connection's host>/connection_types
 SNAPSHOT_ROOT = "{{ var.value.get('blink_snapshot_root', '/tmp/blink_snapshots') }}"
-SNAPSHOT_PATH = SNAPSHOT_ROOT + "/connection_types/{{ snapshot_name(dag_run) }}"  # this run's own file
+# This run's own file, in this DAG's own folder: two syncs' runs of one day share a run id.
+SNAPSHOT_PATH = SNAPSHOT_ROOT + "/connection_types/{{ dag_run.dag_id }}/{{ snapshot_name(dag_run) }}"
 SELECT = ["id", "name", "display_name", "plugin_name", "oauth_supported", "documentation_link", "updated_at"]
 SELECT += ["metadata"]
 POLL_SECONDS = float(os.environ.get("BLINK_CATALOGUE_POLL_SECONDS", "300"))  # the event-driven sync's polls

@@ -268,7 +268,7 @@ def main() -> int:
             logs / f"{SYNC}-{days[1]}.log",
         )
 
-        folder = snapshots / "connection_types"
+        folder = snapshots / "connection_types" / SYNC  # the nightly sync's own folder
         snapshots_made = sorted(p for p in folder.glob("*.json") if not p.name.endswith(".diff.json"))
         latest = json.loads(snapshots_made[-1].read_text())  # each run's own snapshot; names sort as runs do
         diff = json.loads(snapshots_made[-1].with_suffix(".diff.json").read_text())["counts"]

@@ -472,7 +472,7 @@ def test_nightly_sync_snapshots_and_diffs(
     second = run_on(dag, pendulum.datetime(2026, 11, 21, tz="UTC"))
     assert state(second) == "success"
 
-    folder = tmp_path / "connection_types"
+    folder = tmp_path / "connection_types" / dag.dag_id
     names = sorted(p.name for p in folder.iterdir())
     assert len(names) == 4 and [name.endswith(".diff.json") for name in names] == [True, False, True, False]
     first_name, second_name = (name for name in names if not name.endswith(".diff.json"))
@@ -538,6 +538,51 @@ def test_nightly_sync_snapshots_and_diffs(
     assert noon_diff["counts"] == {"added": 1, "removed": 0, "changed": 0, "unchanged": 201}
     assert [t["id"] for t in noon_diff["added"]] == ["ct-same-day"] and noon_diff["previous"].endswith(second_name)
     assert (folder / second_name).with_suffix(".diff.json").read_text() == written
+
+
+def test_two_catalogue_syncs_on_one_day_keep_and_compare_their_own_snapshots(
+    blink_sandbox: BlinkSandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#56 item 1: the nightly and the event-driven sync, in one AIRFLOW_HOME on one day, share a
+    run id; each writes to its own folder, and each diff compares with its own DAG's last look."""
+    monkeypatch.setenv("AIRFLOW_VAR_BLINK_SNAPSHOT_ROOT", str(tmp_path))
+    spec = importlib.util.spec_from_file_location("e2e_syncs", EXAMPLE_DAGS / "blink_connection_types_nightly_sync.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    nightly = module.dag
+    # Airflow 2.11 has no event-driven sync: a second DAG of the same sync stands in for it.
+    on_change = getattr(module, "on_change", None) or module.catalogue_sync(
+        "blink_connection_types_on_change", "@daily", None
+    )
+    day = pendulum.datetime(2026, 11, 27, tz="UTC")
+    assert state(run_on(nightly, day)) == "success"
+    changes = change_catalogue(blink_sandbox)
+    other = run_on(on_change, day)
+    assert state(other) == "success"
+    root = tmp_path / "connection_types"
+    assert sorted(p.name for p in root.iterdir()) == sorted([nightly.dag_id, on_change.dag_id])
+
+    def snapshots(dag: Any) -> list[Path]:
+        return sorted(p for p in (root / dag.dag_id).glob("*.json") if not p.name.endswith(".diff.json"))
+
+    (own,) = snapshots(on_change)
+    (nightly_first,) = snapshots(nightly)
+    assert own.name[:26] == nightly_first.name[:26]  # one day (Airflow 2.11's dag.test: one run id too)
+    baseline = json.loads(own.with_suffix(".diff.json").read_text())
+    assert baseline["baseline"] is True and baseline["total"] == 201  # its own first look, not the nightly's
+    assert len(json.loads(nightly_first.read_text())) == 200  # the nightly's snapshot was not overwritten
+    kept = own.read_bytes()
+
+    # The nightly's second run of the day compares with its own morning look, not the other DAG's.
+    assert state(run_on(nightly, day.add(hours=12))) == "success"
+    first, second = snapshots(nightly)
+    assert first == nightly_first
+    diff = json.loads(second.with_suffix(".diff.json").read_text())
+    assert diff["previous"].endswith(f"{nightly.dag_id}/{first.name}")
+    assert diff["counts"] == {"added": 3, "removed": 2, "changed": 4, "unchanged": 194}
+    assert {key: [t["id"] for t in diff[key]] for key in ("added", "removed", "changed")} == changes
+    assert snapshots(on_change) == [own] and own.read_bytes() == kept
 
 
 def asset_events(name: str) -> list[dict[str, Any]]:

@@ -81,6 +81,6 @@ def test_the_sync_emits_the_catalogue_in_and_the_snapshot_out(blink_sandbox: Bli
     )
     (snapshot,) = event["outputs"]
     assert snapshot["namespace"] == "file"
-    folder = tmp_path / "snapshots" / "connection_types"
+    folder = tmp_path / "snapshots" / "connection_types" / "blink_connection_types_nightly_sync"
     (written,) = [p for p in folder.glob("2026-11-20T000000000000Z__*.json") if not p.name.endswith(".diff.json")]
     assert snapshot["name"] == str(written)  # this run's own snapshot

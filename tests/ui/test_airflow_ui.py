@@ -174,8 +174,8 @@ def sync_end(
 
 
 def latest_diff(home: Path) -> dict[str, Any]:
-    """The newest diff the sync wrote (snapshot names sort as runs do)."""
-    diffs = sorted((home / "blink_snapshots" / "connection_types").glob("*.diff.json"))
+    """The newest diff the event-driven sync wrote, in its own folder (snapshot names sort as runs do)."""
+    diffs = sorted((home / "blink_snapshots" / "connection_types" / ON_CHANGE).glob("*.diff.json"))
     return dict(json.loads(diffs[-1].read_text()))
 
 
