@@ -445,21 +445,26 @@ def test_the_xcom_is_pushed_when_the_batch_is_interrupted(blink_conn: None, inte
     assert set(json.loads((tmp_path / "record.json").read_text())["fields"]) == {"a", "b"}
 
 
-# -- 6. a 2xx whose answer cannot be read was applied -------------------------------------------
+# -- 6. a 2xx whose answer is not Blink's is unknown (#56 item 5) ---------------------------------
 
 
-def test_a_2xx_answer_that_cannot_be_read_is_reported_applied(blink_conn: None, provider_log: Any) -> None:
+def test_a_2xx_answer_that_cannot_be_read_is_unknown_and_fails_the_batch(blink_conn: None, provider_log: Any) -> None:
     op = UpdateTableFieldsOperator(
         replace=True, task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")]
     )
+    ti = FakeTI()
     with rm.Mocker() as m:
         without_table_reads(m)  # replace=True without a record: sent as given
         m.put(f"{TABLE_URL}/a", status_code=200, text="<html>OK</html>")
         m.put(f"{TABLE_URL}/b", json=field_json)
-        summary = op.execute({"ti": FakeTI()})
-    assert summary["updated"] == ["a", "b"] and summary["failed"] == []
-    assert any("a: applied; answer unreadable" in line for line in provider_log())
-    assert not any("failed with 200" in line for line in provider_log())
+        with pytest.raises(BlinkApiError, match=r"1 of 2 field\(s\) not applied: 'a' \(unknown: 200: "):
+            op.execute({"ti": ti})
+    summary = ti.pushed["return_value"]
+    assert summary["updated"] == ["b"] and summary["unknown"] == ["a"] and summary["failed"] == []
+    lines = provider_log()
+    assert any("a: unknown: sent, but the response body is not JSON" in line for line in lines)
+    assert any("1/2 fields applied, 1 unknown" in line for line in lines)
+    assert not any("failed with 200" in line for line in lines)
 
 
 @pytest.mark.parametrize("body", [DEEP, NESTED], ids=["[ x 100,000", "data nested 600 deep"])

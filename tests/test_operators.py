@@ -513,3 +513,103 @@ def test_a_merged_body_that_contradicts_itself_is_refused_before_any_write(blink
 def test_replace_must_be_a_boolean() -> None:
     with pytest.raises(BlinkInputError, match="replace must be True or False"):
         UpdateTableFieldsOperator(task_id="a", ws_id="w", table="t", fields=[], replace="yes")  # type: ignore[arg-type]
+
+
+# -- #56 item 5: a 2xx that is not Blink's answer is unknown, never applied ---------------------
+
+NOT_BLINKS_ANSWERS = {
+    "a proxy's HTML login page": (200, "text/html", b"<html><body>Sign in to continue</body></html>"),
+    "an empty body": (200, "application/json", b""),
+    "a truncated body": (200, "application/json", b'{"name": "Severity", "type": "single-sel'),
+    "a body that is not JSON": (200, "text/plain", b"OK"),
+    "a JSON list": (200, "application/json", b'[{"name": "Severity", "type": "single-select"}]'),
+    "invalid UTF-8": (200, "application/json", b'{"name": "Sev\xff\xfeerity", "type": "single-select"}'),
+    "a 204": (204, "application/json", b""),
+}
+SEVERITY_URL = f"{BASE}/workspace/ws-1/table/Incidents/fields/Severity"
+
+
+def answer_not_blinks(m: Any, answer: tuple[int, str, bytes]) -> None:
+    """The Severity field's PUT answered with ``answer`` (registered last: it is matched first)."""
+    status, kind, body = answer
+    m.put(SEVERITY_URL, status_code=status, headers={"Content-Type": kind}, content=body)
+
+
+def not_retried(err: BaseException) -> bool:
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    return isinstance(err, AirflowFailException)
+
+
+@pytest.mark.parametrize("answer", list(NOT_BLINKS_ANSWERS.values()), ids=list(NOT_BLINKS_ANSWERS))
+def test_the_field_operator_fails_on_a_2xx_that_is_not_blinks_answer(
+    blink_conn: None, answer: tuple[int, str, bytes]
+) -> None:
+    from blinkops_provider.exceptions import BlinkApiError
+
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        answer_not_blinks(m, answer)
+        with pytest.raises(BlinkApiError, match=r"1 of 1 field\(s\) not applied: 'Severity' \(unknown: ") as caught:
+            severity_operator(["Low", "High"]).execute({})
+    assert not not_retried(caught.value)  # Airflow retries the task: the retry plans again against Blink
+    assert [call.method for call in m.request_history].count("PUT") == 1 and blink.puts == []
+
+
+@pytest.mark.parametrize("answer", list(NOT_BLINKS_ANSWERS.values()), ids=list(NOT_BLINKS_ANSWERS))
+def test_the_batch_operator_reports_unknown_records_nothing_and_a_retry_applies(
+    blink_conn: None, answer: tuple[int, str, bytes], tmp_path: Path, provider_log: Any
+) -> None:
+    from blinkops_provider.exceptions import BlinkApiError
+
+    held = {"Incidents": [*HELD["Incidents"], blink_field("Title", "text", "Title")]}
+    title = {"field": "Title", "type": "text", "display_name": "Incident title"}
+    op = UpdateTableFieldsOperator(
+        task_id="a",
+        ws_id="ws-1",
+        table="Incidents",
+        fields=[{"field": "Severity", **SEVERITY}, title],
+        record_path=str(tmp_path / "record.json"),
+    )
+    ti = Pushed()
+    with rm.Mocker() as m:
+        blink = FakeBlink(held).mount(m)
+        answer_not_blinks(m, answer)
+        with pytest.raises(BlinkApiError, match=r"'Severity' \(unknown: ") as caught:
+            op.execute({"ti": ti})
+        assert not not_retried(caught.value)
+        summary = ti.pushed["return_value"]
+        assert summary["outcomes"] == {"Severity": "unknown", "Title": "changed"}
+        assert summary["unknown"] == ["Severity"] and summary["updated"] == ["Title"]
+        record = json.loads((tmp_path / "record.json").read_text())
+        assert set(record["fields"]) == {"Title"}  # never stored as confirmed
+        assert any("Severity: unknown: sent, but the response body" in line for line in provider_log())
+
+        # The retry (the task's, by Airflow) plans against Blink again: Severity is still to change.
+        m.put(SEVERITY_URL, json=lambda request, context: blink._put(request, context))
+        again = op.execute({"ti": Pushed()})
+    assert again["outcomes"] == {"Severity": "changed", "Title": "unchanged"}
+    assert blink.field("Incidents", "Severity")["attributes"]["options"] == ["Low", "High"]
+
+
+def test_an_add_that_blinks_answer_and_read_do_not_show_is_unknown(blink_conn: None, tmp_path: Path) -> None:
+    """A POST answered 200 by a proxy's page, the field then not in Blink's fields read: unknown."""
+    from blinkops_provider.exceptions import BlinkApiError
+
+    op = UpdateTableFieldsOperator(
+        task_id="a",
+        ws_id="ws-1",
+        table="Incidents",
+        fields=[{"field": "Root cause", "type": "text", "display_name": "Root cause"}],
+        record_path=str(tmp_path / "record.json"),
+    )
+    ti = Pushed()
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        m.post(f"{BASE}/workspace/ws-1/table/Incidents/fields", text="<html>Sign in</html>")
+        said = r"'Root cause' \(unknown: its POST's 2xx named no field, and Blink's fields read shows 0 "
+        with pytest.raises(BlinkApiError, match=said):
+            op.execute({"ti": ti})
+    assert ti.pushed["return_value"]["outcomes"] == {"Root cause": "unknown"}
+    assert ti.pushed["return_value"]["names"] == {} and blink.posts == []
+    assert not (tmp_path / "record.json").exists()  # nothing confirmed, nothing recorded

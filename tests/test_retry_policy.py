@@ -30,6 +30,7 @@ from blinkops_provider.exceptions import (
     BlinkNotFoundError,
     BlinkResponseError,
     BlinkTransientError,
+    BlinkUnsupportedServerError,
 )
 from blinkops_provider.hooks._transport import Clock
 from blinkops_provider.hooks.blink import BlinkHook
@@ -342,6 +343,7 @@ def decide(error: BaseException, **policy: Any) -> tuple[str, float | None, str 
         (BlinkClientError("1 of 2 field(s) not applied"), "fail", None),  # a batch with a permanent failure
         (BlinkInputError("bad entry"), "fail", None),
         (BlinkConfigurationError("no key"), "fail", None),
+        (BlinkUnsupportedServerError("the server does not honour RQL conditions"), "fail", None),
         (BlinkTransientError("rate limited", status=429, retry_after=2.0), "retry", 2.0),
         (BlinkTransientError("rate limited", status=429, retry_after=900.0), "retry", 120.0),  # capped
         (BlinkTransientError("rate limited", status=429), "default", None),  # no Retry-After: retry_delay

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 import requests
 import requests_mock as rm
+from airflow.providers.common.compat.sdk import AirflowFailException
 
 from blinkops_provider._rql import sort_items
-from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkResponseError
+from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkResponseError, BlinkUnsupportedServerError
 from blinkops_provider.hooks._walk import KEPT_IDS
 from tests.fake_listing import FakeListing
 from tests.sandbox.reference import evaluate
@@ -167,9 +168,12 @@ def test_a_server_that_ignores_the_position_is_walked_by_offset(hook: Any, all_o
 def test_a_server_that_ignores_the_position_with_a_user_filter_is_an_error(hook: Any) -> None:
     listing = FakeListing(catalogue(50))
     listing.ignore_position = True
-    with pytest.raises(BlinkApiError, match=r"does not honour RQL conditions .* the filter cannot be trusted"):
+    with pytest.raises(
+        BlinkUnsupportedServerError, match=r"does not honour RQL conditions .* the filter cannot be trusted"
+    ) as caught:
         walk_ids(hook, listing, page_size=10, filter={"oauth": True})
     assert len(listing.requests) == 2
+    assert isinstance(caught.value, AirflowFailException)  # #56 item 12: no retry can change the server
 
 
 def test_past_kept_ids_the_walk_keeps_none_and_a_later_fallback_is_an_error(hook: Any) -> None:
@@ -192,7 +196,7 @@ def test_a_walk_by_id_past_kept_ids_returns_every_type_once(hook: Any) -> None:
 def test_a_server_that_moves_the_offset_is_an_error(hook: Any) -> None:
     listing = FakeListing(catalogue(50))
     listing.echo_offset = 10
-    with pytest.raises(BlinkApiError, match="answered offset 10 when asked for offset 0"):
+    with pytest.raises(BlinkUnsupportedServerError, match="answered offset 10 when asked for offset 0"):
         walk_ids(hook, listing, page_size=10)
 
 

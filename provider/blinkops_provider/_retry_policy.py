@@ -51,6 +51,7 @@ from blinkops_provider.exceptions import (
     BlinkInputError,
     BlinkLockedError,
     BlinkTransientError,
+    BlinkUnsupportedServerError,
 )
 
 MAX_WAIT = 120.0
@@ -193,6 +194,8 @@ def _permanent(exception: BaseException) -> str | None:
         return f"Blink refused the request ({exception.status or 'refused'}): no retry helps"
     if isinstance(exception, (BlinkInputError, BlinkConfigurationError)):
         return f"{type(exception).__name__}: fix the input or the connection; no retry helps"
+    if isinstance(exception, BlinkUnsupportedServerError):
+        return "the server does not do what the call needs: no retry helps"
     return None
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "BlinkResponseError",
     "BlinkStalePlanError",
     "BlinkTransientError",
+    "BlinkUnsupportedServerError",
 ]
 
 
@@ -133,6 +134,12 @@ class BlinkTransientError(BlinkApiError):
 
 class BlinkResponseError(BlinkApiError):
     """A 2xx response whose body is not the JSON the endpoint documents."""
+
+
+class BlinkUnsupportedServerError(BlinkApiError, AirflowFailException):
+    """A 2xx answer shows that the server does not do what the call needs, in a way no retry
+    changes (a catalogue that ignores RQL conditions when a filter is given, or that honours
+    neither the walk's keyset condition nor offsets): the task fails at once, without a retry."""
 
 
 class BlinkClientError(BlinkApiError, AirflowFailException):

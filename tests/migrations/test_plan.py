@@ -89,3 +89,25 @@ def test_unchanged_rows_fold_into_one_row_with_their_count() -> None:
         "| Owner | change | display_name: 'Owner (old)' → 'Owner' |",
         "| 3 fields | unchanged | Title, Notes, Summary |",
     ]
+
+
+def test_a_field_found_under_blinks_own_name_says_that_name_in_its_row() -> None:
+    """#56 item 12: after a POST whose answer was lost, the next plan finds the field by its
+    display name under the name Blink derived; the unchanged row says so, as a change row does."""
+    from blinkops_provider._models import TableField
+
+    live = [
+        TableField.model_validate({"name": "root_cause", "type": "text", "display_name": "Root cause"}),
+        TableField.model_validate({"name": "sev_2", "type": "text", "display_name": "Severity"}),
+    ]
+    declared = [
+        {"field": "Root cause", "type": "text", "display_name": "Root cause"},
+        {"field": "Severity", "type": "text", "display_name": "Severity", "description": "How bad"},
+    ]
+    fields = tuple(plan_fields(validate_field_updates(declared), {}, live))
+    plan = SchemaPlan("ws", "Incidents", "r.json", None, fields, (), "s", "r")
+    rows = [line for line in plan.describe().splitlines() if line.startswith("| ")][1:]
+    assert rows == [
+        "| Severity | change | declared as 'Severity', Blink's name is 'sev_2'; description: null → 'How bad' |",
+        "| 1 field | unchanged | Root cause (Blink's name 'root_cause') |",
+    ]

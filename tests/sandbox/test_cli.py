@@ -318,3 +318,38 @@ def test_a_table_name_with_a_slash_is_created_as_one_name(tmp_path: Path, capsys
         args = ["create-table", sandbox.url, "--admin-token", sandbox.admin_token, "--ws-id", "ws-q"]
         assert main([*args, "--table", "Q1/Q2 plans", "--schema", str(schema)]) == 0
         assert [f["name"] for f in sandbox.store.fields("ws-q", "Q1/Q2 plans")][-1] == "Name"
+
+
+def test_update_field_makes_drift_that_the_next_plan_names_with_who(
+    blink_sandbox: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#56 item 12: the command the docs name to make drift changes only what it is given, as a
+    person in Blink's UI, and the next plan shows the change with who made it."""
+    from blinkops_provider.hooks.blink import BlinkHook
+    from blinkops_provider.migrations import apply_schema, plan_schema
+
+    declared = [{"field": "Title", "type": "text", "display_name": "Incident title"}]  # a change: recorded
+    record = str(tmp_path / "record.json")
+    hook = BlinkHook()
+    apply_schema(hook, "ws-demo", "Incidents", declared, record_path=record)
+    before = blink_sandbox.store.get_field("ws-demo", "Incidents", "Title")
+    args = ["update-field", blink_sandbox.url, "--admin-token", blink_sandbox.admin_token, "--ws-id", "ws-demo"]
+    edit = [*args, "--table", "Incidents", "--field", "Title"]
+    assert main([*edit, "--description", "What happened", "--attribute", "is_unique=true", "--by", "alice@x.io"]) == 0
+    assert "Field 'Title' of ws-demo/Incidents changed (attributes, description)" in capsys.readouterr().out
+    after = blink_sandbox.store.get_field("ws-demo", "Incidents", "Title")
+    assert after["description"] == "What happened" and after["updated_by"] == "alice@x.io"
+    assert after["attributes"] == {**before["attributes"], "is_unique": True}  # the rest kept
+    assert after["display_name"] == before["display_name"]
+    text = plan_schema(hook, "ws-demo", "Incidents", declared, record_path=record).describe()
+    assert "- Title: description, attributes.is_unique (changed in Blink by alice@x.io" in text
+
+    assert main(edit) == 2  # nothing to change
+    assert "give what to change: --display-name, --description or --attribute" in capsys.readouterr().err
+    assert main([*args, "--table", "Incidents", "--field", "Nope", "--description", "x"]) == 2
+    assert "refused it (404)" in capsys.readouterr().err
+    assert main([*args, "--table", "Incidents", "--field", "id", "--description", "x"]) == 2
+    assert "refused it (400)" in capsys.readouterr().err  # Blink's system fields are its own
+    with pytest.raises(SystemExit):
+        main([*edit, "--attribute", "=1"])
+    assert "give an attribute as NAME=VALUE" in capsys.readouterr().err

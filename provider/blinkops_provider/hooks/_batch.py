@@ -23,10 +23,14 @@ class FieldUpdates:
     :ivar failed: field name -> the error that update ended with.
     :ivar not_sent: fields never sent (``fail_fast`` stopped the batch, or it was interrupted).
     :ivar order: every field name, as declared.
-    :ivar applied: field name -> the field as Blink stored it, or None when Blink confirmed the
-        update (a 2xx) with an answer that could not be read.
-    :ivar unknown: fields in flight when the batch was interrupted (a timeout, a signal): sent,
-        and perhaps applied, but no answer was seen.
+    :ivar applied: field name -> the field as Blink stored it, or None when the call returns
+        nothing (a removal, or an add whose answer did not name the field).
+    :ivar unknown: fields sent, and perhaps applied, without Blink's answer: in flight when the
+        batch was interrupted (a timeout, a signal), or answered with a 2xx that is not Blink's
+        JSON (see ``unconfirmed``).
+    :ivar unconfirmed: field name -> the :class:`BlinkResponseError` of a 2xx answer that is not
+        Blink's (a proxy's HTML page, an empty or truncated body, a 204, a JSON list...): it says
+        nothing of what Blink did, so the field is ``unknown``, never applied.
     """
 
     updated: list[TableField]
@@ -35,6 +39,7 @@ class FieldUpdates:
     order: list[str]
     applied: dict[str, TableField | None] = field(default_factory=dict)
     unknown: list[str] = field(default_factory=list)
+    unconfirmed: dict[str, BlinkApiError] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -43,7 +48,7 @@ class FieldUpdates:
 
     def outcome(self, name: str) -> str:
         """What happened to a field: ``applied`` (confirmed by Blink), ``failed`` (refused, or not
-        sent) or ``unknown`` (in flight when interrupted)."""
+        sent) or ``unknown`` (in flight when interrupted, or a 2xx that is not Blink's answer)."""
         return self._outcome(name, set(self.unknown))
 
     def outcomes(self) -> dict[str, str]:
@@ -108,6 +113,7 @@ class _Batch:
         self.order = [name for name, _ in batch]
         self.put, self.limit, self.fail_fast, self.log = put, limit, fail_fast, log
         self.outcome: dict[str, TableField | BlinkApiError | None] = {}
+        self.unclear = 0
         self.pending: dict[Future[TableField], str] = {}
         self.failures = 0
         self.stopping = self.refused = False
@@ -142,7 +148,10 @@ class _Batch:
     def settle(self, name: str, result: TableField | BlinkApiError | None) -> None:
         self.outcome[name] = result
         total, done = len(self.order), len(self.outcome)
-        if isinstance(result, BlinkApiError):
+        if _unconfirmed(result):
+            self.unclear += 1
+            self.stopping = self.stopping or self.fail_fast
+        elif isinstance(result, BlinkApiError):
             self.failures += 1
             self.stopping = self.stopping or self.fail_fast
         if isinstance(result, BlinkAuthError) and not self.refused:
@@ -161,43 +170,50 @@ class _Batch:
             )
         if done % self.step == 0 or done == total:  # (a smaller batch: its last one only)
             failed = f", {self.failures} failed" if self.failures else ""
-            self.log.info("%d/%d fields %s%s", done - self.failures, total, self.what, failed)
+            failed += f", {self.unclear} unknown (a 2xx that is not Blink's answer)" if self.unclear else ""
+            self.log.info("%d/%d fields %s%s", done - self.failures - self.unclear, total, self.what, failed)
 
     def report(self) -> FieldUpdates:
         in_flight = set(self.pending.values())
-        failed, applied = self._outcomes()
+        failed, applied, unconfirmed = self._outcomes()
         return FieldUpdates(
             updated=[result for result in applied.values() if result is not None],
             failed=failed,
             not_sent=[name for name in self.order if name not in self.outcome and name not in in_flight],
             order=self.order,
             applied=applied,
-            unknown=[name for name in self.order if name in in_flight],
+            unknown=[name for name in self.order if name in in_flight or name in unconfirmed],
+            unconfirmed=unconfirmed,
         )
 
-    def _outcomes(self) -> tuple[dict[str, BlinkApiError], dict[str, TableField | None]]:
-        """The fields done, in the declared order: those that failed, and those Blink confirmed."""
+    def _outcomes(self) -> tuple[dict[str, BlinkApiError], dict[str, TableField | None], dict[str, BlinkApiError]]:
+        """The fields done, in the declared order: those that failed, those Blink confirmed, and
+        those answered with a 2xx that is not Blink's answer."""
         failed: dict[str, BlinkApiError] = {}
         applied: dict[str, TableField | None] = {}
+        unconfirmed: dict[str, BlinkApiError] = {}
         for name in self.order:
             if name in self.outcome:
                 result = self.outcome[name]
-                if isinstance(result, BlinkApiError):
+                if _unconfirmed(result):
+                    unconfirmed[name] = result  # type: ignore[assignment]
+                elif isinstance(result, BlinkApiError):
                     failed[name] = result
                 else:
                     applied[name] = result
-        return failed, applied
+        return failed, applied, unconfirmed
+
+
+def _unconfirmed(result: Any) -> bool:
+    """Whether a call's outcome is a 2xx whose body is not Blink's answer: sent, perhaps applied."""
+    return isinstance(result, BlinkResponseError) and result.status is not None and 200 <= result.status < 300
 
 
 def _outcome(future: Future[TableField]) -> TableField | BlinkApiError | None:
-    """A finished update: the stored field; None when Blink confirmed it (2xx) with an answer
-    that could not be read; or the error, typed, whatever the worker raised."""
+    """A finished update: the stored field (None when the call returns nothing), or the error,
+    typed, whatever the worker raised (a 2xx that is not Blink's answer among them)."""
     try:
         return future.result()
-    except BlinkResponseError as err:
-        if err.status is not None and 200 <= err.status < 300:
-            return None
-        return err
     except BlinkApiError as err:
         return err
     except Exception as err:  # a bug, or a library's surprise: this field's failure, not the batch's

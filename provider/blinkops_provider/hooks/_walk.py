@@ -28,7 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from blinkops_provider._rql import KEY, MAX_Q_CHARS, RQLQuery, encoded_length, sort_items, sort_value
-from blinkops_provider.exceptions import BlinkApiError, BlinkBadRequestError, BlinkInputError, BlinkResponseError
+from blinkops_provider.exceptions import (
+    BlinkApiError,
+    BlinkBadRequestError,
+    BlinkInputError,
+    BlinkResponseError,
+    BlinkUnsupportedServerError,
+)
 from blinkops_provider.hooks._responses import Answer, parse_json
 
 KEYSET, OFFSET = "keyset", "offset"
@@ -64,6 +70,11 @@ _FALLING_BACK = (
 
 def _error(message: str) -> BlinkApiError:
     return BlinkApiError(message, method="GET", path=PATH)
+
+
+def _unsupported(message: str) -> BlinkUnsupportedServerError:
+    """What the server does, seen in its answers, that no retry changes: the task fails at once."""
+    return BlinkUnsupportedServerError(message, method="GET", path=PATH)
 
 
 class Envelope(NamedTuple):
@@ -208,7 +219,7 @@ class CatalogueWalk:
     def _fall_back(self, fallback: _Fallback) -> None:
         reason, ignores_rql = fallback.args
         if ignores_rql and self.query.filter:
-            raise _error(
+            raise _unsupported(
                 f"the server does not honour RQL conditions ({reason}), so the filter cannot be "
                 "trusted either; walk without a filter, or ask Blink which members it filters on"
             )
@@ -236,7 +247,7 @@ class CatalogueWalk:
         if page.offset not in (None, query["offset"]) and self.mode == KEYSET:
             raise _Fallback(f"it answered offset {page.offset} when asked for 0", True)
         if page.offset not in (None, query["offset"]):
-            raise _error(
+            raise _unsupported(
                 f"the server answered offset {page.offset} when asked for offset {query['offset']}; {_NEITHER}"
             )
         return page

@@ -415,9 +415,13 @@ def _flagged(fields: Sequence[FieldPlan]) -> list[str]:
 
 def _rows(fields: Sequence[FieldPlan]) -> list[str]:
     """The table's rows: one per field to add, change or refuse, then the unchanged ones folded
-    into one row with their count and names."""
+    into one row with their count and names (Blink's name beside a field's where they differ)."""
     rows = [f"| {_cell(p.field)} | {_action_cell(p)} | {_details(p)} |" for p in fields if p.action != UNCHANGED]
-    same = [p.field for p in fields if p.action == UNCHANGED]
+    same = [
+        f"{p.field} (Blink's name {p.blink_name!r})" if p.blink_name else p.field
+        for p in fields
+        if p.action == UNCHANGED
+    ]
     if same:
         names = _cell(", ".join(same))
         rows.append(f"| {len(same)} field{'s' if len(same) > 1 else ''} | unchanged | {names} |")

@@ -49,10 +49,12 @@ def _table_outcome(counts: Counter[str], exc: BaseException | None) -> str:
 
 def _why(name: str, result: ApplyResult) -> str:
     """A field the batch did not apply, with why in a few words: ``'Tags' (404: not found)``."""
-    error = result.failed.get(name)
+    unclear = result.unconfirmed.get(name)
+    error = unclear or result.failed.get(name)
     if error is None:
         return f"{one_line(name)!r} ({'in flight when interrupted' if name in result.unknown else 'not sent'})"
     why = one_line(f"{error.status}: {error.message}" if error.status else str(error.message))
+    why = f"unknown: {why}" if unclear is not None else why
     if isinstance(error, BlinkAuthError):  # the workspace and the role it lacks: said whole (#50 item 3)
         return f"{one_line(name)!r} ({why})"
     return f"{one_line(name)!r} ({why if len(why) <= WHY_CHARS else why[: WHY_CHARS - 1] + '…'})"
@@ -164,7 +166,9 @@ class ApplyReport:
             self._log_applied(name, outcome, result)
             return None
         if outcome == "unknown":
-            self.log.warning("  %s: unknown: in flight when the task was interrupted (perhaps applied)", one_line(name))
+            unclear = result.unconfirmed.get(name)
+            why = f"sent, but {unclear.message}" if unclear is not None else "in flight when the task was interrupted"
+            self.log.warning("  %s: unknown: %s (perhaps applied; not recorded)", one_line(name), one_line(why))
             return None
         error = result.failed.get(name)
         status = error.status if error is not None else None
@@ -191,6 +195,6 @@ class ApplyReport:
         members = result.plan.members(name) if result.plan is not None else ()
         detail = f"; {', '.join(members)}" if members else ""
         if stored is None:
-            self.log.info("  %s: %s%s; answer unreadable (Blink confirmed it, 2xx)", one_line(name), outcome, detail)
+            self.log.info("  %s: %s%s (Blink confirmed it, 2xx, without showing it)", one_line(name), outcome, detail)
         else:
             self.log.info("  %s: %s (%s, %r%s)", one_line(name), outcome, stored.type, stored.display_name, detail)

@@ -19,9 +19,12 @@ class ApplyResult:
     :ivar failed: field name -> the error it ended with (refused by the plan, by Blink, or not sent).
     :ivar not_sent: fields never sent (``fail_fast`` stopped a batch, or it was interrupted).
     :ivar order: every field name, as declared.
-    :ivar applied: field name -> the field as Blink stored it, or None when Blink confirmed it (a
-        2xx) with an answer that could not be read.
-    :ivar unknown: fields in flight when the apply was interrupted: sent, perhaps applied, unseen.
+    :ivar applied: field name -> the field as Blink stored it, or None when the call returns
+        nothing (a removal).
+    :ivar unknown: fields sent, perhaps applied, without Blink's answer: in flight when the apply
+        was interrupted, or in ``unconfirmed``.
+    :ivar unconfirmed: field name -> why its 2xx answer confirmed nothing (not Blink's JSON, or an
+        add that Blink's fields read then did not show once).
     :ivar plan: the plan the apply followed; None when it was sent blind (neither Blink's fields nor
         a record to plan against), so that a confirmed field is ``applied``.
     :ivar skipped: fields not sent because the plan found them unchanged.
@@ -34,6 +37,7 @@ class ApplyResult:
     order: list[str] = field(default_factory=list)
     applied: dict[str, TableField | None] = field(default_factory=dict)
     unknown: list[str] = field(default_factory=list)
+    unconfirmed: dict[str, BlinkApiError] = field(default_factory=dict)
     plan: SchemaPlan | None = None
     skipped: list[str] = field(default_factory=list)
     table_name: str = ""
@@ -47,6 +51,7 @@ class ApplyResult:
             self.not_sent += part.not_sent
             self.applied.update(part.applied)
             self.unknown += part.unknown
+            self.unconfirmed.update(part.unconfirmed)
             self.table_name = self.table_name or getattr(part, "table_name", "")
         return self
 
@@ -67,7 +72,8 @@ class ApplyResult:
     def outcome(self, name: str) -> str:
         """What happened to a declared field: ``added``, ``changed``, ``removed`` or ``unchanged``
         (as planned, and confirmed by Blink or skipped), ``applied`` (confirmed, with no plan),
-        ``failed`` (refused, or not sent) or ``unknown`` (in flight when interrupted)."""
+        ``failed`` (refused, or not sent) or ``unknown`` (sent, perhaps applied: in flight when
+        interrupted, or answered with a 2xx that is not Blink's answer)."""
         return self._outcome(name, set(self.skipped), set(self.unknown))
 
     def outcomes(self) -> dict[str, str]:

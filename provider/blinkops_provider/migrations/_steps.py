@@ -18,6 +18,7 @@ from blinkops_provider.exceptions import (
     BlinkConfigurationError,
     BlinkInputError,
     BlinkNotFoundError,
+    BlinkResponseError,
 )
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._merge import field_body
@@ -127,12 +128,13 @@ class Steps:
             if len(found) == 1:
                 added.applied[name] = found[0]
                 added.updated.append(found[0])
-            else:
-                self.hook.log.warning(
-                    "%s: added (2xx) but not named by Blink, and its fields read shows %d field(s) shown so",
-                    one_line(name),
-                    len(found),
-                )
+                continue
+            del added.applied[name]  # a 2xx that names nothing, and a read that shows no one field: perhaps added
+            added.unknown.append(name)
+            added.unconfirmed[name] = BlinkResponseError(
+                f"its POST's 2xx named no field, and Blink's fields read shows {len(found)} shown so "
+                f"({bodies[name].display_name!r}): what was added cannot be told"
+            )
         return added
 
     def _remove(self, name: str) -> None:

@@ -10,11 +10,13 @@ from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from blinkops_provider import __version__
 from blinkops_provider._blink import API_PREFIX, DEFAULT_HEADER
 from blinkops_provider.sandbox._blink_models import (
+    MARKERS,
     ConnectionTypePage,
     CreatedTable,
     ErrorWrapper,
@@ -51,6 +53,8 @@ _DOCS = (f"{API_PREFIX}/openapi.json", f"{API_PREFIX}/docs")
 KEY_HEADER = DEFAULT_HEADER
 ADMIN_HEADER = "X-Sandbox-Token"
 SANDBOX_USER = "api-key-user@sandbox.blink"
+UI_USER = "ui-user@sandbox.blink"
+"""Who a change made through the admin API's field edit is recorded as, unless it says (as in Blink's UI)."""
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorWrapper, "description": description}
@@ -368,6 +372,33 @@ def _admin_tables(admin: APIRouter, sandbox: Served) -> None:
     @admin.get("/workspace/{ws_id}/table/{table}/fields")
     def table_fields(ws_id: str, table: str) -> Any:
         return sandbox.store.fields(unquote(ws_id), unquote(table))
+
+    @admin.patch("/workspace/{ws_id}/table/{table}/fields/{field}")
+    def edit_field(ws_id: str, table: str, field: str, given: dict[str, Any]) -> Any:
+        """A change made as a person makes it in Blink's UI: only the members given change
+        (``display_name``, ``description``, ``attributes``, each attribute given replacing Blink's),
+        the rest is kept, and ``by`` (default ``UI_USER``) is recorded as who changed it."""
+        allowed = {"display_name", "description", "attributes", "by"}
+        unknown = sorted(set(given) - allowed)
+        if unknown or not isinstance(given.get("attributes", {}), dict):
+            raise ApiError(400, f"give some of {sorted(allowed)}, attributes an object; got {sorted(given)}")
+        by = given.get("by") or UI_USER
+        if not isinstance(by, str):
+            raise ApiError(400, "by is the text of who made the change, e.g. alice@example.com")
+        ws, name, member = unquote(ws_id), unquote(table), unquote(field)
+        current = sandbox.store.get_field(ws, name, member)
+        kept = {k: v for k, v in current["attributes"].items() if k not in MARKERS}
+        merged = {
+            "type": current["type"],
+            "display_name": given.get("display_name", current["display_name"]),
+            "description": given.get("description", current["description"]),
+            "attributes": {**kept, **given.get("attributes", {})},
+        }
+        try:
+            update = FieldUpdate.model_validate(merged)
+        except ValidationError as err:
+            raise ApiError(400, "invalid field change", errors_text(err.errors())) from None
+        return sandbox.store.update_field(ws, name, member, update, by)
 
 
 def _handle_errors(app: FastAPI) -> None:

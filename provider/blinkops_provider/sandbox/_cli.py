@@ -126,16 +126,50 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--ws-id", required=True, help="the workspace (made when new)")
     table.add_argument("--table", required=True, help="the table's name")
     table.add_argument("--schema", required=True, help='a declared schema file: {"fields": [{"field", "type", ...}]}')
+    edit = commands.add_parser(
+        "update-field",
+        help="change a field of a running sandbox as a person in Blink's UI would: the next plan shows it as drift",
+    )
+    edit.add_argument("url", type=_url, help="the sandbox's URL, as 'serve' or make airflow-ui prints it")
+    edit.add_argument("--admin-token", type=_credential, required=True, help="the sandbox's admin token, as printed")
+    edit.add_argument("--ws-id", required=True, help="the workspace, e.g. ws-demo")
+    edit.add_argument("--table", required=True, help="Blink's name of the table, e.g. Incidents")
+    edit.add_argument("--field", required=True, help="Blink's name of the field, e.g. Title")
+    edit.add_argument("--display-name", help="its new display name")
+    edit.add_argument("--description", help="its new description")
+    edit.add_argument(
+        "--attribute",
+        action="append",
+        type=_attribute,
+        default=[],
+        metavar="NAME=VALUE",
+        help='an attribute to set, its value as JSON (required=true, options=\'["Low","High"]\') or else as '
+        "text; repeatable; the field's other attributes are kept",
+    )
+    edit.add_argument("--by", help="who the change is recorded as (default: ui-user@sandbox.blink)")
     return parser
 
 
-def _admin(args: argparse.Namespace, path: str, body: Any, done: str) -> int:
-    """One PUT to a running sandbox's admin API; what it did, or why not."""
+def _attribute(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE``: the value as JSON when it is JSON, else as text."""
+    import json
+
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"give an attribute as NAME=VALUE, e.g. required=true; got {text!r}")
+    try:
+        return name.strip(), json.loads(value)
+    except ValueError:
+        return name.strip(), value
+
+
+def _admin(args: argparse.Namespace, path: str, body: Any, done: str, method: str = "PUT") -> int:
+    """One call (a PUT by default) to a running sandbox's admin API; what it did, or why not."""
     import requests
 
     url = f"{args.url.rstrip('/').removesuffix('/api/v1')}/_sandbox/{path}"
     try:
-        answer = requests.put(url, json=body, headers={"X-Sandbox-Token": args.admin_token}, timeout=30)
+        answer = requests.request(method, url, json=body, headers={"X-Sandbox-Token": args.admin_token}, timeout=30)
     except (requests.RequestException, ValueError) as err:  # ValueError: a URL requests cannot use
         print(f"blink-sandbox: the sandbox at {args.url} did not answer ({type(err).__name__})", file=sys.stderr)
         return 1
@@ -167,6 +201,40 @@ def create_table(args: argparse.Namespace) -> int:
     return _admin(args, path, declared, f"Table {args.ws_id}/{args.table} created in the sandbox at {args.url}")
 
 
+def update_field(args: argparse.Namespace) -> int:
+    """``update-field``: one field changed through the running sandbox's admin API, the members not
+    given kept, recorded as changed by ``--by``: drift, as a person in Blink's UI makes it."""
+    from urllib.parse import quote
+
+    body: dict[str, Any] = {}
+    if args.display_name is not None:
+        body["display_name"] = args.display_name
+    if args.description is not None:
+        body["description"] = args.description
+    if args.attribute:
+        body["attributes"] = dict(args.attribute)
+    if not body:
+        print(
+            "blink-sandbox: give what to change: --display-name, --description or --attribute NAME=VALUE",
+            file=sys.stderr,
+        )
+        return 2
+    if args.by:
+        body["by"] = args.by
+    try:
+        path = "workspace/{}/table/{}/fields/{}".format(
+            *(quote(part, safe="") for part in (args.ws_id, args.table, args.field))
+        )
+    except UnicodeEncodeError:
+        print(
+            "blink-sandbox: --ws-id, --table and --field must be text (they hold bytes that are not)", file=sys.stderr
+        )
+        return 2
+    changed = ", ".join(sorted(key for key in body if key != "by"))
+    done = f"Field {args.field!r} of {args.ws_id}/{args.table} changed ({changed}) in the sandbox at {args.url}"
+    return _admin(args, path, body, done, method="PATCH")
+
+
 def put_connection_type(args: argparse.Namespace) -> int:
     """``put-connection-type``: one connection type written through the running sandbox's admin API."""
     doc = {"id": args.id, "name": args.name, "display_name": args.display_name or args.name, "plugin_name": args.name}
@@ -191,8 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda signum, frame: stop.set())
     args = build_parser().parse_args(argv)
-    if args.command in ("put-connection-type", "create-table"):
-        return put_connection_type(args) if args.command == "put-connection-type" else create_table(args)
+    admin = {"put-connection-type": put_connection_type, "create-table": create_table, "update-field": update_field}
+    if args.command in admin:
+        return admin[args.command](args)
     try:
         check_dependencies()  # before anything is printed
     except SandboxDependencyError as err:
