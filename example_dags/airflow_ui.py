@@ -51,18 +51,51 @@ def up(url: str) -> bool:
 
 def stop(process: subprocess.Popen[bytes]) -> None:
     """Stop ``airflow standalone`` and everything it started (its own process group): SIGTERM,
-    then SIGKILL after 60 s. Every wait is bounded."""
+    then SIGKILL after 60 s. It returns once every process of the group has exited (the
+    scheduler, API server, triggerer and DAG processor outlive standalone itself by seconds), so
+    "Stopped" is said only then. Every wait is bounded."""
     for sig, grace in ((signal.SIGTERM, 60), (signal.SIGKILL, 10)):
-        if process.poll() is not None:
-            return
         try:
             os.killpg(process.pid, sig)
         except ProcessLookupError:
             return
+        if group_exited(process, grace):
+            return
+        say(f"- airflow standalone's processes did not all stop within {grace} s of signal {sig.name}")
+
+
+def group_exited(process: subprocess.Popen[bytes], grace: float) -> bool:
+    """Whether every process of ``process``'s group has exited within ``grace`` seconds (one
+    that has exited and waits for its parent to collect it counts as exited)."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        process.poll()  # collects standalone itself
+        if not alive_in_group(process.pid):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def alive_in_group(pgid: int) -> list[int]:
+    """The processes of group ``pgid`` still running (not zombies), from ``/proc``; where there is
+    no ``/proc``, the group itself while it has any member."""
+    proc = Path("/proc")
+    if not proc.is_dir():
         try:
-            process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            say(f"- airflow standalone did not stop within {grace} s of signal {sig.name}")
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return []
+        return [pgid]
+    alive = []
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue  # exited meanwhile
+            if int(fields[2]) == pgid and fields[0] != "Z":  # state, ppid, pgrp
+                alive.append(int(entry.name))
+    return alive
 
 
 def start_sandbox(home: Path) -> Any:
@@ -237,6 +270,10 @@ def main() -> int:
             say("  Change its catalogue (the event-driven sync then runs):")
             say(f"            {blink_sandbox} put-connection-type {sandbox.url} --admin-token {sandbox.admin_token} \\")
             say("              --id ct-demo --name demo-type")
+            say("  Change a field as in Blink's UI (the migration's next plan shows it as drift, with who):")
+            say(f"            {blink_sandbox} update-field {sandbox.url} --admin-token {sandbox.admin_token} \\")
+            say("              --ws-id ws-demo --table Incidents --field Description --attribute required=true \\")
+            say("              --by you@example.com")
         poll = env["BLINK_CATALOGUE_POLL_SECONDS"]
         say(f"  Polls:    the catalogue every {poll} s (set BLINK_CATALOGUE_POLL_SECONDS to change it)")
         say("Press Ctrl-C to stop.")
@@ -244,7 +281,7 @@ def main() -> int:
             time.sleep(0.5)
         return 0 if stopping or process.returncode in (0, None) else 1
     finally:
-        say("- Stopping Airflow ...")
+        say(f"- Stopping Airflow (process group {process.pid}) ...")
         stop(process)
         if sandbox is not None:
             sandbox.stop()

@@ -69,8 +69,12 @@ def test_airflow_knows_the_blink_connection_type(fresh_interpreter: dict) -> Non
 
         assert airflow.__version__.startswith("3.1.") and importlib.util.find_spec("wtforms") is None
         return
-    assert behaviour["relabeling"] == {"host": "Base URL", "password": "API key"}
-    assert sorted(behaviour["hidden_fields"]) == ["login", "port", "schema"]
+    assert behaviour["relabeling"] == {
+        "host": "Base URL",
+        "password": "API key",
+        "port": "Port (empty: the Base URL's)",
+    }
+    assert sorted(behaviour["hidden_fields"]) == ["login", "schema"]
 
 
 def test_the_pytest_plugin_imports_nothing_heavy() -> None:

@@ -24,16 +24,32 @@ PAGE = {"limit": 1, "offset": 0, "total": 0, "results": []}
         ("https://app.blinkops.com/api/v1///", None, "https://app.blinkops.com/api/v1"),
         ("http://127.0.0.1:8080", None, "http://127.0.0.1:8080/api/v1"),
         ("127.0.0.1", 8080, "https://127.0.0.1:8080/api/v1"),
-        ("http://127.0.0.1:9000", 8080, "http://127.0.0.1:9000/api/v1"),
-        # #50 item 2: a Base URL names where Blink is; a port the form hides cannot send it elsewhere
-        ("https://app.blinkops.com", 43211, "https://app.blinkops.com/api/v1"),
-        ("http://localhost", 43211, "http://localhost/api/v1"),
+        ("http://127.0.0.1:9000", 9000, "http://127.0.0.1:9000/api/v1"),  # the Port agrees: the list shows it
+        ("https://app.blinkops.com", 443, "https://app.blinkops.com/api/v1"),
+        ("http://localhost", 80, "http://localhost/api/v1"),
         ("https://blink.corp.example/prefix", None, "https://blink.corp.example/prefix/api/v1"),
         (" https://app.dev.blinkops.com ", None, "https://app.dev.blinkops.com/api/v1"),
     ],
 )
 def test_base_url(host: str | None, port: int | None, expected: str) -> None:
     assert build_base_url(host, port) == expected
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "named"),
+    [
+        ("http://127.0.0.1:9000", 8080, 9000),  # the Base URL edited, the Port left as it was
+        ("https://app.blinkops.com", 43211, 443),  # from the sandbox to a tenant: never sent to :43211
+        ("http://localhost", 43211, 80),
+        ("blink.test:8443", 8080, 8443),
+    ],
+)
+def test_a_port_that_disagrees_with_the_base_url_is_refused_naming_both(host: str, port: int, named: int) -> None:
+    """#56 item 12: the Port is shown in the form and the connection list; one the Base URL
+    contradicts is an error that says which to change, never silently ignored or used."""
+    with pytest.raises(BlinkConfigurationError, match=rf"names port {named}, and its Port field says {port}") as err:
+        build_base_url(host, port)
+    assert "Clear the Port field" in str(err.value)
 
 
 @pytest.mark.parametrize("host", ["ftp://blink.example", "https://", "https://x/api?x=1", "https://x/#frag"])
@@ -179,8 +195,12 @@ def test_provider_info_declares_the_connection_type() -> None:
     assert conn["hook-class-name"] == "blinkops_provider.hooks.blink.BlinkHook"
     assert conn["hook-name"] == "Blink"
     behaviour = conn["ui-field-behaviour"]
-    assert behaviour["relabeling"] == {"host": "Base URL", "password": "API key"}
-    assert set(behaviour["hidden-fields"]) == {"login", "schema", "port"}
+    assert behaviour["relabeling"] == {
+        "host": "Base URL",
+        "password": "API key",
+        "port": "Port (empty: the Base URL's)",
+    }
+    assert set(behaviour["hidden-fields"]) == {"login", "schema"}  # the Port is shown, so never stale unseen
     assert behaviour["placeholders"]["host"] == "https://app.blinkops.com"
     fields = conn["conn-fields"]
     assert fields["header_name"]["schema"]["default"] == "BLINK-API-KEY"
@@ -215,7 +235,7 @@ def test_provider_is_registered_with_airflow() -> None:
 def test_airflow2_ui_hooks_match_the_provider_info() -> None:
     behaviour = BlinkHook.get_ui_field_behaviour()
     assert behaviour["relabeling"]["password"] == "API key"
-    assert behaviour["hidden_fields"] == ["login", "schema", "port"]
+    assert behaviour["hidden_fields"] == ["login", "schema"]
 
 
 def test_airflow2_form_widgets() -> None:

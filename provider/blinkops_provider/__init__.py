@@ -70,8 +70,8 @@ def get_provider_info() -> dict[str, Any]:
                     },
                 },
                 "ui-field-behaviour": {
-                    "hidden-fields": ["login", "schema", "port"],
-                    "relabeling": {"host": "Base URL", "password": "API key"},
+                    "hidden-fields": ["login", "schema"],
+                    "relabeling": {"host": "Base URL", "password": "API key", "port": "Port (empty: the Base URL's)"},
                     "placeholders": {"host": "https://app.blinkops.com"},
                 },
             }

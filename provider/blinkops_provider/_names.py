@@ -135,25 +135,35 @@ def table_ref(ws_id: str, table: str) -> str:
 def build_base_url(host: str | None, port: int | None = None) -> str:
     """The API's base URL from a connection's host: https unless told, ``/api/v1`` added once.
 
-    The Base URL (``host``) says where Blink is: the connection's ``port`` (hidden in the form)
-    is used only with a bare host, one that names no scheme and no port (``blink://...@host:8443``
-    in the URI form). A Base URL edited in the UI to ``https://app.blinkops.com`` therefore talks to
-    that URL, whatever port the connection held before.
+    The Base URL (``host``) says where Blink is. The connection's Port field adds a port to a
+    bare host (one that names no scheme and no port: ``blink://...@host:8443`` in the URI form);
+    otherwise it must agree with the Base URL's port (443 for https, 80 for http when it names
+    none), so that a Base URL edited in the form never leaves a Port that is silently ignored, or
+    one that sends the key elsewhere: the form and the connection list show both.
 
     :raises BlinkConfigurationError: the host is not a usable URL (naming the field to fix, and
-        never echoing a user name or password written into it).
+        never echoing a user name or password written into it), or the Port disagrees with it.
     """
     text = (host or "").strip()
     if not text:
-        return DEFAULT_BASE_URL
+        text = DEFAULT_BASE_URL.removesuffix(API_PREFIX)
     parts = _checked(text if "://" in text else f"https://{text}", _masked(text))
     netloc = parts.netloc
-    if port is not None and parts.port is None and "://" not in text:
+    if port is not None:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
             raise BlinkConfigurationError(f"the connection's port must be from 1 to 65535, got {port!r}")
-        netloc = f"{netloc}:{port}"
+        if parts.port is None and "://" not in text:
+            netloc = f"{netloc}:{port}"
+        elif port != (named := parts.port or _DEFAULT_PORTS[parts.scheme]):
+            raise BlinkConfigurationError(
+                f"the connection's Base URL {_masked(text)!r} names port {named}, and its Port field says {port}: "
+                f"they disagree. Clear the Port field (the Base URL's port is used), or set it to {named}"
+            )
     path = parts.path.rstrip("/")
     return f"{parts.scheme}://{netloc}{path if path.endswith(API_PREFIX) else path + API_PREFIX}"
+
+
+_DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
 def _checked(url: str, shown: str) -> SplitResult:

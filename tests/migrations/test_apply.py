@@ -301,3 +301,21 @@ def test_replace_reads_first_and_goes_on_only_where_blink_does_not_serve_the_rea
     assert reads  # the read comes first, whatever its answer
     bodies = [body for _, _, body in blink.puts]
     assert bodies == ([{"type": "text", "display_name": "Title (as given)"}] if sent else [])  # not merged
+
+
+def test_a_field_left_unchanged_is_recorded_as_blink_showed_it_so_later_drift_shows(hook: Any, tmp_path: Path) -> None:
+    """#56 item 2 sends no unchanged field; the record still takes it as Blink's read showed it,
+    so a change made in Blink's UI afterwards is drift in the next plan."""
+    declared = [*OPTIONS_ONLY, {"field": "Stage", "type": "status", "display_name": "Stage"}]
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        result = apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
+        assert result.outcomes() == {"Severity": "changed", "Stage": "unchanged"}
+        assert [field for _, field, _ in blink.puts] == ["Severity"]  # Stage not sent
+        recorded = json.loads((tmp_path / "ws-1" / "Incidents.json").read_text())["fields"]
+        assert recorded["Stage"]["attributes"] == {"options": ["Open", "Closed"]}
+        blink.change_in_ui("Incidents", "Stage", who="bob@blink.test", options=["Open", "Doing", "Closed"])
+        plan = plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
+    stage = next(row for row in plan.fields if row.field == "Stage")
+    assert stage.drift == ("attributes.options",)
+    assert "- Stage: attributes.options (changed in Blink by bob@blink.test" in plan.describe()

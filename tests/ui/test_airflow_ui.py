@@ -238,16 +238,37 @@ def stop_driver(driver: subprocess.Popen[str], out: Path) -> None:
     printed = out.read_text()
     assert code == 0, printed[-3000:]
     assert printed.rstrip().endswith("- Stopped"), printed[-3000:]
+    group = int(printed.split("- Stopping Airflow (process group ", 1)[1].split(")", 1)[0])
+    assert running_in_group(group) == [], "Stopped was said while Airflow's processes still ran"  # #56 item 12
+
+
+def running_in_group(pgid: int) -> list[str]:
+    """The command lines of the processes of group ``pgid`` still running (zombies aside), from /proc."""
+    running = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+            command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError):
+            continue
+        if int(group) == pgid and state != "Z":
+            running.append(command)
+    return running
 
 
 MIGRATION = "blink_table_schema_migration"
 
 
 def migrate_and_approve(
-    url: str, api: requests.Session, schema: dict[str, Any], driver: subprocess.Popen[str], log: Path
+    url: str,
+    api: requests.Session,
+    schema: dict[str, Any],
+    driver: subprocess.Popen[str],
+    log: Path,
+    reads: str = "",
 ) -> str:
-    """A run of the migration example with ``schema``, its review approved through the REST API
-    as a person's click would: the run's final state."""
+    """A run of the migration example with ``schema``, its review (whose text ``reads``) approved
+    through the REST API as a person's click would: the run's final state."""
     wait_for(
         "the migration DAG", lambda: api.get(f"{url}/api/v2/dags/{MIGRATION}", timeout=API_TIMEOUT).ok, 180, driver, log
     )
@@ -262,6 +283,7 @@ def migrate_and_approve(
     run_id = started.json()["dag_run_id"]
     review = approve(url, api, MIGRATION, run_id, driver, log)
     assert "change" in review["body"] or "add" in review["body"]
+    assert reads in review["body"], review["body"]
     return run_end(url, api, MIGRATION, run_id, driver, log)
 
 
@@ -349,6 +371,28 @@ def a_partly_applied_migration_is_announced(
     browser.save_screenshot(str(SHOTS / "airflow-ui-partly-applied-announced.png"))
 
 
+def printed_command(printed: str, after: str) -> list[str]:
+    """The command the banner prints after the line ``after`` (its lines joined), as a shell splits it."""
+    import shlex
+
+    lines = printed.split(after, 1)[1].split("\n")[1:]
+    command = []
+    for line in lines:
+        command.append(line.strip().removesuffix("\\"))
+        if not line.rstrip().endswith("\\"):
+            break
+    return shlex.split(" ".join(command))
+
+
+def change_a_field_as_printed(printed: str) -> str:
+    """#56 item 12: the banner's command, run as printed, changes a field as a person in Blink's
+    UI would; what the next migration's review then says of it (drift, naming who made it)."""
+    words = printed_command(printed, "Change a field as in Blink's UI")
+    done = subprocess.run(words, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and "Field 'Description' of ws-demo/Incidents changed" in done.stdout, done.stderr
+    return "Description: attributes.required (changed in Blink by you@example.com"
+
+
 def the_printed_change_queues_the_event_driven_sync(
     url: str, api: requests.Session, printed: str, driver: subprocess.Popen[str], log: Path, home: Path
 ) -> None:
@@ -433,7 +477,8 @@ def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_
             assert tested.ok and tested.json()["status"] is True, tested.text  # the Test button answers
             assert "connection types visible" in tested.json()["message"]
             schema["fields"][0]["display_name"] = f"Title, start {start}"  # a changed schema each time
-            assert migrate_and_approve(url, api, schema, driver, log) == "success", log.read_text()[-3000:]
+            drift = change_a_field_as_printed(printed) if start == 2 else ""  # the review then says so
+            assert migrate_and_approve(url, api, schema, driver, log, drift) == "success", log.read_text()[-3000:]
             if start == 2:
                 the_fleet_runs_to_green(url, api, driver, log)
                 the_printed_change_queues_the_event_driven_sync(url, api, printed, driver, log, home)

@@ -85,11 +85,11 @@ def test_a_connection_made_in_the_form_works(airflow_ui: AirflowUI, sandbox: Bli
     waiting(browser).until(lambda driver: "Blink" in driver.page_source)
     kind.send_keys(Keys.ENTER)
 
-    # The form is Blink's: relabelled, with login, schema and port hidden.
+    # The form is Blink's: relabelled, with login and schema hidden; the Port shown, as in the list.
     base_url = field_for(browser, "Base URL")
     assert base_url.get_attribute("placeholder") == "https://app.blinkops.com"
     shown = labels(browser)
-    assert {"Base URL", "API key"} <= shown
+    assert {"Base URL", "API key", "Port (empty: the Base URL's)"} <= shown
     assert not {"Host", "Password", "Login", "Schema", "Port"} & shown
     base_url.send_keys(sandbox.url)
     field_for(browser, "API key").send_keys(sandbox.api_key)
@@ -200,12 +200,14 @@ def test_the_list_test_button_meets_airflows_port_bug(
     assert tested.json()["status"] is True, tested.text
 
 
-def test_a_base_url_edited_after_a_port_was_stored_is_the_one_tested(
+def test_a_base_url_edited_after_a_port_was_stored_is_told_to_clear_the_port(
     airflow_ui: AirflowUI, sandbox: BlinkSandbox, browser: Any
 ) -> None:
-    """#50 item 2: make airflow-ui stores its connection with the sandbox's port, which the form
-    hides. A person who edits the Base URL (the form keeps the hidden port, as this PATCH of the
-    host alone does) and presses Test reaches the URL they typed, not the old port."""
+    """#50 item 2, #56 item 12: make airflow-ui stores its connection with the sandbox's port, which
+    the form and the list show. A person who edits the Base URL to another port and leaves the
+    Port as it was (as this PATCH of the host alone does) and presses Test is told the two
+    disagree and which to change: never the old port reached, never a Port silently ignored.
+    Once the Port is cleared, the list no longer shows the old one."""
     made = {"connection_id": "blink_edited", "conn_type": "blink", "host": sandbox.url, "port": sandbox.port}
     created = airflow_ui.api("POST", "/connections", json={**made, "password": sandbox.api_key})
     assert created.status_code == 201, created.text
@@ -215,19 +217,31 @@ def test_a_base_url_edited_after_a_port_was_stored_is_the_one_tested(
         params={"update_mask": "host"},
         json={**made, "host": "http://127.0.0.1:9"},
     )
-    assert edited.ok and edited.json()["port"] == sandbox.port, edited.text  # the hidden port is still stored
+    assert edited.ok and edited.json()["port"] == sandbox.port, edited.text  # the port is still stored
     browser.get(f"{airflow_ui.url}/connections")
 
+    def row_of(driver: Any) -> Any:
+        return next((r for r in driver.find_elements(By.TAG_NAME, "tr") if "blink_edited" in r.text), None)
+
     def test_in_row(driver: Any) -> bool:
-        row = next((r for r in driver.find_elements(By.TAG_NAME, "tr") if "blink_edited" in r.text), None)
+        row = row_of(driver)
         if row is None:
             return False
         row.find_element(By.CSS_SELECTOR, "button[aria-label='Test Connection']").click()
         return True
 
+    waiting(browser).until(row_of, "blink_edited is not listed")
+    assert str(sandbox.port) in row_of(browser).text  # the list shows the stored Port
     waiting(browser).until(test_in_row, "no test button in the row of blink_edited")
     waiting(browser).until(lambda driver: "Test Connection Failed" in driver.page_source)
     browser.save_screenshot(str(SHOTS / "connection-edited-base-url.png"))
     shown = browser.page_source
-    assert "could not reach 127.0.0.1:9 " in shown or "could not reach 127.0.0.1:9 (" in shown, shown[-3000:]
-    assert f":{sandbox.port}" not in shown.split("Test Connection Failed", 1)[1][:2000]
+    assert f"names port 9, and its Port field says {sandbox.port}: they disagree" in shown, shown[-3000:]
+    assert "Clear the Port field" in shown
+    cleared = airflow_ui.api(
+        "PATCH", "/connections/blink_edited", params={"update_mask": "port"}, json={**made, "port": None}
+    )
+    assert cleared.ok and cleared.json()["port"] is None, cleared.text
+    browser.get(f"{airflow_ui.url}/connections")
+    waiting(browser).until(row_of, "blink_edited is not listed")
+    assert str(sandbox.port) not in row_of(browser).text  # nothing stale left to read

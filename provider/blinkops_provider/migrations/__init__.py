@@ -1,16 +1,17 @@
-"""Schema migrations of Blink tables: plan, review, apply, fleets and locks.
+"""Schema migrations of Blink tables: plan, review, apply, fleets, locks, and adoption.
 
 The public names are below (``__all__``); the docs' guides use them (see the API reference). The
 task groups are the usual way in: :class:`~blinkops_provider.task_groups.BlinkTableMigration` and
 :class:`~blinkops_provider.task_groups.BlinkSchemaFleet` plan, ask for a review and apply, with
 :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator` doing the plan
-(``plan_only``) and the apply. ``blink-schema`` lists and
-releases locks. The private modules hold the parts: the declaration (``_declaration``), how its
-entries are matched to Blink's fields (``_identity``), the plan and its risk rules (``_plan``), the
-record of the last apply (``_record``), the table's lock (``_lock``, kept by ``_lockfiles``), the
-apply (``_apply``) and the order it sends in (``_steps``), who may let a plan through
-(``_review``: the review policies, and the answer Airflow recorded), the fleet's review and
-summary (``_fleet``) and the apply's report (``_report``).
+(``plan_only``) and the apply. ``blink-schema`` pulls a live table's declaration
+(:func:`pull_schema`), and lists and releases locks. The private modules hold the parts: the
+declaration (``_declaration``), how its entries are matched to Blink's fields (``_identity``),
+the plan and its risk rules (``_plan``), the record of the last apply (``_record``), the table's
+lock (``_lock``, kept by ``_lockfiles``), the apply (``_apply``) and the order it sends in
+(``_steps``), who may let a plan through (``_review``: the review policies, and the answer
+Airflow recorded), the fleet's review and summary (``_fleet``), the apply's report
+(``_report``), and a live table as a declaration (``_pull``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from blinkops_provider.migrations._apply import apply_schema, declared_schema, plan_schema
 from blinkops_provider.migrations._fleet import fleet_review, fleet_summary
 from blinkops_provider.migrations._lock import force_unlock, held_locks
+from blinkops_provider.migrations._pull import pull_schema
 from blinkops_provider.migrations._record import SchemaRecord, record_location
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "force_unlock",
     "held_locks",
     "plan_schema",
+    "pull_schema",
     "record_location",
 ]
 

@@ -1,9 +1,15 @@
-"""``blink-schema``: the locks of schema migrations, for the people who run them.
+"""``blink-schema``: schema migrations from a shell, for the people who run them.
 
 ::
 
+    blink-schema pull WS_ID TABLE [-o FILE]       a live table's declaration (JSON), which plans all unchanged
+    blink-schema pull WS_ID --all -o FOLDER       every table of the workspace, as FOLDER/<ws_id>/<table>.json
     blink-schema locks RECORDS                    the locks held under a records location
     blink-schema unlock RECORDS WS_ID/TABLE ID    release one lock, by its id, left by an apply that is gone
+
+``pull`` reads Blink through the Airflow connection ``--conn-id`` (``blink_default``), or through
+``BLINK_BASE_URL`` and ``BLINK_API_KEY`` when both are set; ``--record-path`` also writes each
+table's record, as if the declaration had just been applied (the drift baseline).
 
 ``RECORDS`` is the ``record_path`` the applies use: a folder ending in ``/`` or a record file, a
 local path or an object-storage URI (``s3://aws_conn_id@bucket/blink/records/``; run it where
@@ -14,14 +20,19 @@ prints the exact ``unlock`` command for that lock.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 from blinkops_provider._names import segment
-from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError
+from blinkops_provider.exceptions import BlinkApiError, BlinkConfigurationError, BlinkInputError, BlinkLockedError
 from blinkops_provider.migrations._lock import LockInfo, force_unlock, held_locks
+from blinkops_provider.migrations._pull import pull_table, pull_workspace, record_pulled
+from blinkops_provider.migrations._record import record_location
 
 
 def _table_arg(info: LockInfo) -> str:
@@ -37,16 +48,112 @@ def _table(text: str) -> tuple[str, str]:
     return unquote(ws_id), unquote(table)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="blink-schema", description="The locks of Blink schema migrations.")
+def pull(args: argparse.Namespace) -> int:
+    """``pull``: the declaration of one table, or of every table of a workspace; each mistake one
+    line on stderr and exit 2, the API key never shown."""
+    key = os.environ.get("BLINK_API_KEY") or ""
+    try:
+        targets = _pull_targets(args)
+        hook = _hook(args.conn_id)
+        pulled = pull_workspace(hook, args.ws_id) if args.all else [pull_table(hook, args.ws_id, args.table)]
+        outputs = _outputs(args, targets, pulled)
+        for one, output in zip(pulled, outputs, strict=True):
+            _write(one, output)
+            if args.record_path:
+                where = record_pulled(hook, one, args.record_path)
+                print(f"blink-schema: the record of {one.ws_id}/{one.table} written to {where}", file=sys.stderr)
+        return 0
+    except (BlinkApiError, BlinkInputError, BlinkConfigurationError, BlinkLockedError) as err:
+        print(f"blink-schema: {_hidden(str(err), key)}", file=sys.stderr)
+    except Exception as err:  # Airflow's own (no metadata database), a library's: one line, never a traceback
+        why = " ".join(str(err).split())[:300] or "no detail"
+        print(f"blink-schema: pull failed ({type(err).__name__}: {_hidden(why, key)})", file=sys.stderr)
+    return 2
+
+
+def _hidden(text: str, key: str) -> str:
+    """``text`` without the API key (the provider's errors never carry it; a library's might)."""
+    return text.replace(key, "***") if len(key) >= 4 else text
+
+
+def _pull_targets(args: argparse.Namespace) -> str | None:
+    """The output (a file, a folder, or None for stdout), once the arguments are known to agree."""
+    if args.all == bool(args.table):
+        raise BlinkInputError("give a TABLE, or --all for every table of the workspace (not both)")
+    if args.all and not args.output:
+        raise BlinkInputError("--all writes one file per table: give -o FOLDER")
+    if not args.ws_id.strip():
+        raise BlinkInputError("give the workspace id (WS_ID), e.g. ws-demo")
+    return str(args.output) if args.output else None
+
+
+def _hook(conn_id: str) -> Any:
+    """The hook: the Airflow connection ``conn_id``, or ``BLINK_BASE_URL``/``BLINK_API_KEY`` when both are set."""
+    from blinkops_provider.hooks.blink import BlinkHook
+
+    url, key = os.environ.get("BLINK_BASE_URL"), os.environ.get("BLINK_API_KEY")
+    if url and key:
+        os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps({"conn_type": "blink", "host": url, "password": key})
+    return BlinkHook(conn_id)
+
+
+def _outputs(args: argparse.Namespace, target: str | None, pulled: list[Any]) -> list[Path | None]:
+    """Where each table's declaration goes; files that exist are refused (all checked before any is written)."""
+    if target is None:
+        return [None]
+    if args.all:
+        paths = [Path(record_location(f"{target.rstrip('/')}/", one.ws_id, one.table)) for one in pulled]
+    else:
+        paths = [Path(target)]
+    taken = [str(path) for path in paths if path.exists()]
+    if taken and not args.force:
+        shown = ", ".join(taken[:5]) + (f" and {len(taken) - 5} more" if len(taken) > 5 else "")
+        raise BlinkInputError(f"{shown} exist(s): nothing was written; give --force to replace")
+    return list(paths)
+
+
+def _write(pulled: Any, output: Path | None) -> None:
+    """One declaration, to ``output`` or stdout; what it leaves out said on stderr."""
+    text = json.dumps(pulled.declaration, indent=2, ensure_ascii=False) + "\n"
+    for name, attributes in pulled.unsettable.items():
+        print(
+            f"blink-schema: field {name!r} of {pulled.ws_id}/{pulled.table} holds attribute(s) "
+            f"{', '.join(map(repr, attributes))}, which a declaration may not set: left out; every apply keeps them",
+            file=sys.stderr,
+        )
+    if output is None:
+        sys.stdout.write(text)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    fields = len(pulled.declaration["fields"])
+    print(f"blink-schema: {pulled.ws_id}/{pulled.table} ({fields} fields) written to {output}", file=sys.stderr)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="blink-schema", description="Blink schema migrations from a shell.")
     commands = parser.add_subparsers(dest="command", required=True)
+    pull = commands.add_parser("pull", help="write a live table's declaration, which then plans all unchanged")
+    pull.add_argument("ws_id", help="the workspace, e.g. ws-demo")
+    pull.add_argument("table", nargs="?", help="Blink's name of the table (or its display name); or --all")
+    pull.add_argument("--all", action="store_true", help="every table of the workspace (needs -o FOLDER)")
+    pull.add_argument("-o", "--output", help="the file to write (default: stdout); with --all, a folder")
+    pull.add_argument("--conn-id", default="blink_default", help="the Airflow connection (default blink_default)")
+    pull.add_argument("--record-path", help="also write each table's record there (a folder ending in '/', or a file)")
+    pull.add_argument("--force", action="store_true", help="replace files that exist")
     listing = commands.add_parser("locks", help="list the locks held under a records location")
     listing.add_argument("records", help="the record_path of the applies (a folder ending in '/', or a record)")
     unlock = commands.add_parser("unlock", help="release one lock by its id (its apply is gone)")
     unlock.add_argument("records", help="the record_path of the applies (a folder ending in '/', or a record)")
     unlock.add_argument("table", help="WS_ID/TABLE, as the refusal or 'blink-schema locks' prints it")
     unlock.add_argument("lock_id", help="the lock's id, as the refusal or 'blink-schema locks' prints it")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "pull":
+        return pull(args)
     try:
         if args.command == "locks":
             if not str(args.records).strip():

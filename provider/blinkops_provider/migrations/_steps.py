@@ -213,11 +213,15 @@ class Steps:
 
     def _write(self, result: ApplyResult, now: Any) -> None:
         """The record: the bodies Blink confirmed (an added field as Blink answered or listed it,
-        with the defaults it filled in), Blink's names where they are not the declared ones, and
-        no entry for a field removed."""
+        with the defaults it filled in; a field left unchanged as Blink's read showed it), Blink's
+        names where they are not the declared ones, and no entry for a field removed."""
         fields = dict(self.recorded)
         names = dict(self.record.names)
         for row in self.plan.fields:
+            if row.field in self.skipped and not self.plan.unread and row.body is not None:
+                fields[row.field] = row.body.to_body()  # Blink's read showed it holds exactly this: a baseline
+                if row.blink_name:
+                    names[row.field] = row.blink_name
             if row.field not in result.applied:
                 continue
             if row.action == REMOVE:
