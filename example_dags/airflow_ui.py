@@ -274,6 +274,10 @@ def main() -> int:
             say(f"            {blink_sandbox} update-field {sandbox.url} --admin-token {sandbox.admin_token} \\")
             say("              --ws-id ws-demo --table Incidents --field Description --attribute required=true \\")
             say("              --by you@example.com")
+            blink_schema = Path(sys.executable).with_name("blink-schema")
+            say("  Bring a table under code (its declaration as Blink holds it: its first plan is all unchanged):")
+            say(f"            BLINK_BASE_URL={sandbox.base_url} BLINK_API_KEY={sandbox.api_key} \\")
+            say(f"              {blink_schema} pull ws-demo Incidents")
         poll = env["BLINK_CATALOGUE_POLL_SECONDS"]
         say(f"  Polls:    the catalogue every {poll} s (set BLINK_CATALOGUE_POLL_SECONDS to change it)")
         say("Press Ctrl-C to stop.")

@@ -749,3 +749,49 @@ def test_the_docs_dag_wired_by_hand_runs_as_written(
     printed = docs_dag_test(dags_folder, capfd, "incidents_by_hand.py")
     assert "Schema of ws-demo/Incidents: 1 of 1 fields applied (1 changed)" in printed, printed[-3000:]
     assert re.search(r"Plan [0-9a-f]{16} approved by erin at 20\S+ in review", printed), printed[-3000:]
+
+
+def test_tables_pulled_into_a_folder_plan_all_unchanged_in_the_fleet_asking_no_review(
+    blink_sandbox: BlinkSandbox, records: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """#57: ``blink-schema pull --all`` writes one file per table, where the fleet reads them (a
+    name with a ``/`` included); the fleet example over that folder plans every table unchanged,
+    asks no one, and writes nothing."""
+    from blinkops_provider.migrations._cli import main
+
+    blink_sandbox.create_table(
+        "ws-demo", "Q1/Q2 plans", {"fields": [{"field": "A", "type": "text", "display_name": "A"}]}
+    )
+    folder = tmp_path / "pulled"
+    assert main(["pull", "ws-demo", "--all", "-o", str(folder)]) == 0
+    writes = len([r for r in blink_sandbox.requests if r["method"] != "GET"])
+    dag = load_dag("blink_schema_fleet.py")
+    run, answered = run_reviewed(dag, user="bob", run_conf={"folder": str(folder)})
+    printed = "".join(capfd.readouterr())
+    assert state(run) == "success", printed[-3000:]
+    assert answered == []  # nothing to review: the review skips itself (where dag.test() runs one)
+    assert not REVIEWS_IN_DAG_TEST or task_of(run, "fleet.review").state == "skipped"
+    summary = xcom_of(task_of(run, "fleet.summary"), dag)
+    assert sorted(summary["unchanged"]) == ["ws-demo/Incidents", "ws-demo/Q1/Q2 plans", "ws-demo/Users"], summary
+    assert summary["applied"] == summary["failed"] == []
+    assert len([r for r in blink_sandbox.requests if r["method"] != "GET"]) == writes
+
+
+def test_the_adoption_pages_dag_writes_each_pulled_declaration_for_review(
+    blink_sandbox: BlinkSandbox, dags_folder: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """#57 item 4: the DAG of the "Adopting existing tables" page, copied as a user would, pulls
+    tables and writes each declaration where it was told (a local folder here)."""
+    from blinkops_provider.hooks.blink import BlinkHook
+    from blinkops_provider.migrations import pull_schema
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "adopting.md").read_text()
+    code = page.split("## In Python, or as a task", 1)[1].split("```python\n", 1)[1].split("\n```", 1)[0]
+    (dags_folder / "pull_schemas.py").write_text(code + "\n")
+    conf = {"ws_id": "ws-demo", "tables": ["Incidents", "Users"], "to": str(tmp_path / "pulled")}
+    run = load_dag("pull_schemas.py", dags_folder).test(run_conf=conf)
+    printed = "".join(capfd.readouterr())
+    assert state(run) == "success", printed[-3000:]
+    for table in ("Incidents", "Users"):
+        written = json.loads((tmp_path / "pulled" / "ws-demo" / f"{table}.json").read_text())
+        assert written == pull_schema(BlinkHook(), "ws-demo", table)

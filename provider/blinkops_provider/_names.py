@@ -148,22 +148,27 @@ def build_base_url(host: str | None, port: int | None = None) -> str:
     if not text:
         text = DEFAULT_BASE_URL.removesuffix(API_PREFIX)
     parts = _checked(text if "://" in text else f"https://{text}", _masked(text))
-    netloc = parts.netloc
-    if port is not None:
-        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-            raise BlinkConfigurationError(f"the connection's port must be from 1 to 65535, got {port!r}")
-        if parts.port is None and "://" not in text:
-            netloc = f"{netloc}:{port}"
-        elif port != (named := parts.port or _DEFAULT_PORTS[parts.scheme]):
-            raise BlinkConfigurationError(
-                f"the connection's Base URL {_masked(text)!r} names port {named}, and its Port field says {port}: "
-                f"they disagree. Clear the Port field (the Base URL's port is used), or set it to {named}"
-            )
+    netloc = parts.netloc if port is None else _with_port(parts, text, port)
     path = parts.path.rstrip("/")
     return f"{parts.scheme}://{netloc}{path if path.endswith(API_PREFIX) else path + API_PREFIX}"
 
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
+
+
+def _with_port(parts: SplitResult, text: str, port: object) -> str:
+    """The Base URL's host and port, given the connection's Port field (see :func:`build_base_url`)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise BlinkConfigurationError(f"the connection's port must be from 1 to 65535, got {port!r}")
+    if parts.port is None and "://" not in text:
+        return f"{parts.netloc}:{port}"
+    named = parts.port or _DEFAULT_PORTS[parts.scheme]
+    if port != named:
+        raise BlinkConfigurationError(
+            f"the connection's Base URL {_masked(text)!r} names port {named}, and its Port field says {port}: "
+            f"they disagree. Clear the Port field (the Base URL's port is used), or set it to {named}"
+        )
+    return parts.netloc
 
 
 def _checked(url: str, shown: str) -> SplitResult:

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import unquote
 
 from airflow.providers.common.compat.sdk import (
     AirflowFailException,
@@ -255,7 +256,9 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
 
     :param tables: a list of ``{"ws_id", "table", "fields"}`` (``fields``: a declaration).
     :param folder: a folder of ``<ws_id>/<table>.json`` declaration files (templated; a relative
-        path is resolved against the DAG file's folder); give ``tables`` or ``folder``.
+        path is resolved against the DAG file's folder), each name encoded as the record folder
+        encodes it (``%2F`` for ``/``; as ``blink-schema pull --all`` writes them); give
+        ``tables`` or ``folder``.
     :param pool: the Airflow pool of the applies (the fleet's limit on concurrent applies across
         workers); the default pool when None.
     :param max_concurrency: requests in flight at once within one table's apply (1 to 32).
@@ -324,7 +327,7 @@ def _tables(given: list[dict[str, Any]] | None, folder: str | None, dag_folder: 
             return [_checked_table(entry, n) for n, entry in enumerate(given or ())]
         root = _resolved(folder, dag_folder)
         found = [
-            {"ws_id": path.parent.name, "table": path.stem, "fields": _read_file(path)}
+            {"ws_id": unquote(path.parent.name), "table": unquote(path.stem), "fields": _read_file(path)}
             for path in sorted(root.glob("*/*.json"))
         ]
         if not found:

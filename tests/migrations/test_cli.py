@@ -1,8 +1,11 @@
 """blink-schema (blinkops_provider.migrations._cli): a lock left by a killed apply is listed,
-released by its id with the command the refusal prints, and the next apply succeeds (#33)."""
+released by its id with the command the refusal prints, and the next apply succeeds (#33); a live
+table pulled into a declaration that plans all unchanged, and each mistake one line, exit 2 (#57)."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shlex
 import signal
@@ -19,7 +22,8 @@ from blinkops_provider.migrations import apply_schema
 from blinkops_provider.migrations._cli import main
 from tests.fake_blink import without_table_reads
 
-pytestmark = pytest.mark.usefixtures("blink_without_table_reads")
+LOCKS = pytest.mark.usefixtures("blink_without_table_reads")
+"""The locks' tests: Blink does not serve the table reads (the plan falls back to the record)."""
 
 
 SCHEMA = [{"field": "Title", "type": "text", "display_name": "Title"}]
@@ -41,6 +45,7 @@ def blink_schema(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(command), *args], capture_output=True, text=True, timeout=60, check=False)
 
 
+@LOCKS
 def test_a_killed_applys_lock_is_listed_released_by_its_id_and_the_next_apply_succeeds(
     hook: Any, tmp_path: Path
 ) -> None:
@@ -70,6 +75,7 @@ def test_a_killed_applys_lock_is_listed_released_by_its_id_and_the_next_apply_su
         assert apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=records).ok
 
 
+@LOCKS
 def test_unlock_with_another_id_releases_nothing_and_says_why(tmp_path: Path, capsys: Any) -> None:
     records = f"{tmp_path}/records/"
     subprocess.run([sys.executable, "-c", KILLED_APPLY, records], timeout=60, check=False)
@@ -81,6 +87,7 @@ def test_unlock_with_another_id_releases_nothing_and_says_why(tmp_path: Path, ca
     assert "ws-1/Incidents  held by" in capsys.readouterr().out
 
 
+@LOCKS
 def test_locks_and_unlock_on_s3(bucket: tuple[Any, str], capsys: Any) -> None:
     records = f"s3://aws_default@{bucket[1]}/records/"
     subprocess.run([sys.executable, "-c", KILLED_APPLY, records], timeout=120, check=False)
@@ -93,6 +100,7 @@ def test_locks_and_unlock_on_s3(bucket: tuple[Any, str], capsys: Any) -> None:
     assert "No lock is held" in capsys.readouterr().out
 
 
+@LOCKS
 @pytest.mark.parametrize("records", ["s4://bucket/records/", "nosuchscheme://x/"])
 def test_a_mistyped_scheme_is_one_line_and_exit_2(records: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["locks", records]) == 2
@@ -100,6 +108,7 @@ def test_a_mistyped_scheme_is_one_line_and_exit_2(records: str, capsys: pytest.C
     assert err.startswith(f"blink-schema: {records} cannot be used (") and len(err.splitlines()) == 1
 
 
+@LOCKS
 def test_an_unreachable_object_store_is_one_line_and_exit_2(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -112,3 +121,118 @@ def test_an_unreachable_object_store_is_one_line_and_exit_2(
     assert main(["locks", "s3://aws_dead@bucket/records/"]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("blink-schema: s3://aws_dead@bucket/records/ cannot be used (") and "Traceback" not in err
+
+
+# -- pull (#57) ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def quick(monkeypatch: pytest.MonkeyPatch, sleeps: Any) -> None:
+    """The command's hook with its retries' waits recorded, not slept."""
+    import functools
+
+    from blinkops_provider.migrations import _cli
+
+    monkeypatch.setattr(_cli, "_hook", functools.partial(_cli._hook, clock=sleeps.as_clock()))
+
+
+def test_pull_prints_the_declaration_that_the_operators_take(
+    blink_sandbox: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from blinkops_provider.hooks.blink import BlinkHook
+    from blinkops_provider.migrations import pull_schema
+
+    assert main(["pull", "ws-demo", "Incidents"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == pull_schema(BlinkHook(), "ws-demo", "Incidents")
+    assert err == "" and blink_sandbox.api_key not in out
+
+
+def test_pull_to_a_file_refuses_to_replace_it_unless_forced(
+    blink_sandbox: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "decl" / "Incidents.json"
+    assert main(["pull", "ws-demo", "Incidents", "-o", str(target)]) == 0
+    assert f"ws-demo/Incidents (10 fields) written to {target}" in capsys.readouterr().err
+    target.write_text("mine")
+    assert main(["pull", "ws-demo", "Incidents", "-o", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"blink-schema: {target} exist(s): nothing was written; give --force to replace\n"
+    assert target.read_text() == "mine"
+    assert main(["pull", "ws-demo", "Incidents", "-o", str(target), "--force"]) == 0
+    assert json.loads(target.read_text())["fields"][0]["field"] == "Title"
+
+
+def test_pull_all_writes_each_table_where_the_fleet_reads_it_and_records_the_baseline(
+    blink_sandbox: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blink_sandbox.create_table(
+        "ws-demo", "Q1/Q2 plans", {"fields": [{"field": "A", "type": "text", "display_name": "A"}]}
+    )
+    folder, records = tmp_path / "schemas", tmp_path / "records"
+    assert main(["pull", "ws-demo", "--all", "-o", str(folder), "--record-path", f"{records}/"]) == 0
+    written = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.json"))
+    assert written == ["ws-demo/Incidents.json", "ws-demo/Q1%2FQ2%20plans.json", "ws-demo/Users.json"]
+    assert sorted(str(p.relative_to(records)) for p in records.rglob("*.json")) == written
+    err = capsys.readouterr().err
+    assert "the record of ws-demo/Q1/Q2 plans written to" in err
+
+
+def test_pull_reads_blink_base_url_and_api_key_and_never_prints_the_key(
+    blink_sandbox: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("AIRFLOW_CONN_BLINK_DEFAULT")
+    monkeypatch.setenv("BLINK_BASE_URL", blink_sandbox.base_url)
+    monkeypatch.setenv("BLINK_API_KEY", blink_sandbox.api_key)
+    assert main(["pull", "ws-demo", "Users", "--conn-id", "blink_env"]) == 0
+    assert json.loads(capsys.readouterr().out)["fields"]
+    monkeypatch.setenv("BLINK_API_KEY", "wrong-key-123456")
+    assert main(["pull", "ws-demo", "Users"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "401: invalid API key" in err and "BLINK_API_KEY are that connection" in err
+    assert "wrong-key" not in err and blink_sandbox.api_key not in err
+
+
+@pytest.mark.usefixtures("quick")
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["pull", "ws-demo", "Nope"], "no table 'Nope' in workspace 'ws-demo'; its tables: 'Incidents', 'Users'"),
+        (["pull", "ws-demo"], "give a TABLE, or --all for every table of the workspace (not both)"),
+        (["pull", "ws-demo", "Users", "--all", "-o", "x"], "give a TABLE, or --all"),
+        (["pull", "ws-demo", "--all"], "--all writes one file per table: give -o FOLDER"),
+    ],
+)
+def test_each_mistake_of_pull_is_one_line_and_exit_2(
+    blink_sandbox: Any, args: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and said in err, err
+
+
+@pytest.mark.usefixtures("quick")
+def test_an_unreachable_blink_is_one_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], sleeps: Any
+) -> None:
+    monkeypatch.setenv("BLINK_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("BLINK_API_KEY", "a-key-never-shown-1234")
+    assert main(["pull", "ws-demo", "Incidents"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "could not reach 127.0.0.1:9" in err and "a-key-never" not in err
+    assert sleeps  # the hook retried (its waits recorded), and said nothing of it: the one line is the end
+
+
+def test_the_command_as_installed_prints_no_traceback(blink_sandbox: Any, tmp_path: Path) -> None:
+    env = {**os.environ, "BLINK_BASE_URL": blink_sandbox.base_url, "BLINK_API_KEY": "refused-key-98765"}
+    done = subprocess.run(
+        [sys.executable, "-m", "blinkops_provider.migrations._cli", "pull", "ws-demo", "Incidents"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("blink-schema: ") and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "Traceback" not in done.stderr and "refused-key" not in done.stderr

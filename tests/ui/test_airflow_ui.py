@@ -384,6 +384,19 @@ def printed_command(printed: str, after: str) -> list[str]:
     return shlex.split(" ".join(command))
 
 
+def pull_a_table_as_printed(printed: str) -> dict[str, Any]:
+    """#57 item 6: the banner's pull command, run as printed (its variables set as a shell would),
+    prints the table's declaration."""
+    words = printed_command(printed, "Bring a table under code")
+    env = dict(os.environ)
+    while "=" in words[0] and not words[0].startswith(("/", "-")):
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    done = subprocess.run(words, capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
 def change_a_field_as_printed(printed: str) -> str:
     """#56 item 12: the banner's command, run as printed, changes a field as a person in Blink's
     UI would; what the next migration's review then says of it (drift, naming who made it)."""
@@ -477,6 +490,9 @@ def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_
             assert tested.ok and tested.json()["status"] is True, tested.text  # the Test button answers
             assert "connection types visible" in tested.json()["message"]
             schema["fields"][0]["display_name"] = f"Title, start {start}"  # a changed schema each time
+            if start == 1:
+                pulled = pull_a_table_as_printed(printed)
+                assert [f["field"] for f in pulled["fields"]][:2] == ["Title", "Description"], pulled
             drift = change_a_field_as_printed(printed) if start == 2 else ""  # the review then says so
             assert migrate_and_approve(url, api, schema, driver, log, drift) == "success", log.read_text()[-3000:]
             if start == 2:

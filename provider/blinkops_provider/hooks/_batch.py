@@ -148,11 +148,10 @@ class _Batch:
     def settle(self, name: str, result: TableField | BlinkApiError | None) -> None:
         self.outcome[name] = result
         total, done = len(self.order), len(self.outcome)
-        if _unconfirmed(result):
-            self.unclear += 1
-            self.stopping = self.stopping or self.fail_fast
-        elif isinstance(result, BlinkApiError):
-            self.failures += 1
+        if isinstance(result, BlinkApiError):
+            unclear = _unconfirmed(result)
+            self.unclear += unclear
+            self.failures += not unclear
             self.stopping = self.stopping or self.fail_fast
         if isinstance(result, BlinkAuthError) and not self.refused:
             self.refused = self.stopping = True  # every other update would be refused the same way

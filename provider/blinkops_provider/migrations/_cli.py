@@ -20,7 +20,9 @@ prints the exact ``unlock`` command for that lock.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -52,10 +54,12 @@ def pull(args: argparse.Namespace) -> int:
     """``pull``: the declaration of one table, or of every table of a workspace; each mistake one
     line on stderr and exit 2, the API key never shown."""
     key = os.environ.get("BLINK_API_KEY") or ""
+    logging.getLogger("airflow.hooks.base").setLevel(logging.WARNING)  # Airflow 2's "Retrieving connection"
     try:
         targets = _pull_targets(args)
-        hook = _hook(args.conn_id)
-        pulled = pull_workspace(hook, args.ws_id) if args.all else [pull_table(hook, args.ws_id, args.table)]
+        with contextlib.redirect_stdout(sys.stderr):  # stdout carries the declaration alone, whatever logs
+            hook = _hook(args.conn_id)
+            pulled = pull_workspace(hook, args.ws_id) if args.all else [pull_table(hook, args.ws_id, args.table)]
         outputs = _outputs(args, targets, pulled)
         for one, output in zip(pulled, outputs, strict=True):
             _write(one, output)
@@ -64,7 +68,8 @@ def pull(args: argparse.Namespace) -> int:
                 print(f"blink-schema: the record of {one.ws_id}/{one.table} written to {where}", file=sys.stderr)
         return 0
     except (BlinkApiError, BlinkInputError, BlinkConfigurationError, BlinkLockedError) as err:
-        print(f"blink-schema: {_hidden(str(err), key)}", file=sys.stderr)
+        given = " (BLINK_BASE_URL and BLINK_API_KEY are that connection here)" if _from_env() else ""
+        print(f"blink-schema: {_hidden(str(err), key)}{given}", file=sys.stderr)
     except Exception as err:  # Airflow's own (no metadata database), a library's: one line, never a traceback
         why = " ".join(str(err).split())[:300] or "no detail"
         print(f"blink-schema: pull failed ({type(err).__name__}: {_hidden(why, key)})", file=sys.stderr)
@@ -87,14 +92,32 @@ def _pull_targets(args: argparse.Namespace) -> str | None:
     return str(args.output) if args.output else None
 
 
-def _hook(conn_id: str) -> Any:
-    """The hook: the Airflow connection ``conn_id``, or ``BLINK_BASE_URL``/``BLINK_API_KEY`` when both are set."""
+def _hook(conn_id: str, clock: Any = None) -> Any:
+    """The hook: the Airflow connection ``conn_id``, or ``BLINK_BASE_URL``/``BLINK_API_KEY`` when both
+    are set. It logs nothing: a mistake is one line, said by the command (retries are not shown).
+
+    :param clock: the request path's clock (the tests' records its waits)."""
     from blinkops_provider.hooks.blink import BlinkHook
 
-    url, key = os.environ.get("BLINK_BASE_URL"), os.environ.get("BLINK_API_KEY")
-    if url and key:
+    class QuietHook(BlinkHook):
+        @property
+        def log(self) -> Any:
+            return _QUIET
+
+    if _from_env():
+        url, key = os.environ["BLINK_BASE_URL"], os.environ["BLINK_API_KEY"]
         os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps({"conn_type": "blink", "host": url, "password": key})
-    return BlinkHook(conn_id)
+    return QuietHook(conn_id, clock=clock)
+
+
+_QUIET = logging.getLogger("blinkops_provider.migrations.blink_schema")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+
+
+def _from_env() -> bool:
+    """Whether the connection is given by ``BLINK_BASE_URL`` and ``BLINK_API_KEY`` (both set)."""
+    return bool(os.environ.get("BLINK_BASE_URL") and os.environ.get("BLINK_API_KEY"))
 
 
 def _outputs(args: argparse.Namespace, target: str | None, pulled: list[Any]) -> list[Path | None]:
@@ -155,22 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "pull":
         return pull(args)
     try:
-        if args.command == "locks":
-            if not str(args.records).strip():
-                raise BlinkInputError("give the record_path of the applies: a folder ending in '/', or a record")
-            if "://" not in args.records and not Path(args.records).exists():
-                raise BlinkInputError(f"{args.records} does not exist: give the record_path the applies use")
-            locks = held_locks(args.records)
-            for info in locks:
-                holder = info.holder.describe()
-                print(f"{info.id}  {_table_arg(info)}  held by {holder} since {info.since}  ({info.where})")
-            if not locks:
-                print(f"No lock is held under {args.records}")
-            return 0
-        ws_id, table = _table(args.table)
-        released = force_unlock(args.records, ws_id, table, args.lock_id)
-        print(f"Released the {released.describe()}")
-        return 0
+        return _locks(args) if args.command == "locks" else _unlock(args)
     except (BlinkInputError, BlinkConfigurationError) as err:
         print(f"blink-schema: {err}", file=sys.stderr)
         return 2
@@ -178,6 +186,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         why = " ".join(str(err).split())[:300] or type(err).__name__
         print(f"blink-schema: {args.records} cannot be used ({type(err).__name__}: {why})", file=sys.stderr)
         return 2
+
+
+def _locks(args: argparse.Namespace) -> int:
+    """``locks``: each lock held under the records location, one line each."""
+    if not str(args.records).strip():
+        raise BlinkInputError("give the record_path of the applies: a folder ending in '/', or a record")
+    if "://" not in args.records and not Path(args.records).exists():
+        raise BlinkInputError(f"{args.records} does not exist: give the record_path the applies use")
+    locks = held_locks(args.records)
+    for info in locks:
+        holder = info.holder.describe()
+        print(f"{info.id}  {_table_arg(info)}  held by {holder} since {info.since}  ({info.where})")
+    if not locks:
+        print(f"No lock is held under {args.records}")
+    return 0
+
+
+def _unlock(args: argparse.Namespace) -> int:
+    """``unlock``: release one lock by its id."""
+    ws_id, table = _table(args.table)
+    released = force_unlock(args.records, ws_id, table, args.lock_id)
+    print(f"Released the {released.describe()}")
+    return 0
 
 
 if __name__ == "__main__":

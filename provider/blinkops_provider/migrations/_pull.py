@@ -103,18 +103,25 @@ def pull_workspace(hook: BlinkHook, ws_id: str) -> list[Pulled]:
 def _find_table(hook: BlinkHook, ws_id: str, table: str, listed: Sequence[BlinkTable] | None) -> BlinkTable | None:
     """The workspace's table named ``table`` (or, failing that, the one table shown so); None
     when this Blink does not serve the tables read (then the fields read finds the table)."""
-    try:
-        tables = hook.list_tables(ws_id) if listed is None else listed
-    except BlinkReadUnavailableError as err:
-        if err.status != 405:
-            raise
-        hook.log.warning("Blink's tables read is not served (405): the declaration has no display name or description")
+    tables = _tables(hook, ws_id) if listed is None else listed
+    if tables is None:
         return None
     named = [entry for entry in tables if entry.name == table]
     shown = [entry for entry in tables if entry.display_name == table]
     if named or len(shown) == 1:
         return (named or shown)[0]
     raise BlinkNotFoundError(f"no table {table!r} in workspace {ws_id!r}; {_listed(tables)}")
+
+
+def _tables(hook: BlinkHook, ws_id: str) -> list[BlinkTable] | None:
+    """The workspace's tables; None when this Blink does not serve the read (405)."""
+    try:
+        return hook.list_tables(ws_id)
+    except BlinkReadUnavailableError as err:
+        if err.status != 405:
+            raise
+        hook.log.warning("Blink's tables read is not served (405): the declaration has no display name or description")
+        return None
 
 
 def _listed(tables: Sequence[BlinkTable]) -> str:
@@ -159,7 +166,7 @@ def _settable(name: str, value: Any) -> bool:
         given = FieldAttributes.model_validate({name: value})
     except ValidationError:
         return False
-    return given.model_dump(mode="json", exclude_none=True).get(name) == value
+    return bool(given.model_dump(mode="json", exclude_none=True).get(name) == value)
 
 
 def record_pulled(hook: BlinkHook, pulled: Pulled, record_path: str) -> str:

@@ -218,25 +218,38 @@ class Steps:
         fields = dict(self.recorded)
         names = dict(self.record.names)
         for row in self.plan.fields:
-            if row.field in self.skipped and not self.plan.unread and row.body is not None:
-                fields[row.field] = row.body.to_body()  # Blink's read showed it holds exactly this: a baseline
-                if row.blink_name:
-                    names[row.field] = row.blink_name
-            if row.field not in result.applied:
+            entry = self._recorded(row, result)
+            if entry is None:
                 continue
-            if row.action == REMOVE:
+            body, given = entry
+            if body is _GONE:
                 fields.pop(row.field, None)
                 names.pop(row.field, None)
                 continue
-            confirmed = _confirmed(row, result.applied[row.field])
-            if confirmed is not None:
-                fields[row.field] = confirmed
-            given = getattr(result.applied[row.field], "name", None) if row.action == ADD else row.blink_name
+            if body is not None:
+                fields[row.field] = body
             if given and given != row.field:
-                names[row.field] = str(given)
+                names[row.field] = given
         self.record.write(
             fields, now=now, names=names, table_name=self.created or self.record.table_name, approval=self.let_through
         )
+
+    def _recorded(self, row: FieldPlan, result: ApplyResult) -> tuple[Any, str] | None:
+        """What the record takes of one row: its body and Blink's name of it; ``_GONE`` for a field
+        removed; None for nothing (not confirmed, and not seen unchanged in Blink's read)."""
+        if row.field in result.applied:
+            if row.action == REMOVE:
+                return _GONE, ""
+            stored = result.applied[row.field]
+            given = getattr(stored, "name", None) if row.action == ADD else row.blink_name
+            return _confirmed(row, stored), str(given or "")
+        if row.field in self.skipped and not self.plan.unread and row.body is not None:
+            return row.body.to_body(), row.blink_name  # Blink's read showed it holds exactly this: a baseline
+        return None
+
+
+_GONE = object()
+"""A record entry to drop: the field was removed."""
 
 
 def _confirmed(row: FieldPlan, stored: TableField | None) -> dict[str, Any] | None:
