@@ -236,3 +236,20 @@ def test_the_command_as_installed_prints_no_traceback(blink_sandbox: Any, tmp_pa
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("blink-schema: ") and len(done.stderr.splitlines()) == 1, done.stderr
     assert "Traceback" not in done.stderr and "refused-key" not in done.stderr
+
+
+def test_pull_names_on_stderr_each_attribute_it_leaves_out(
+    blink_conn: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.fake_blink import FakeBlink, blink_field
+
+    held = {"Contracts": [blink_field("due_3", "date", "Due", include_time=True, color="red")]}
+    with rm.Mocker() as m:
+        FakeBlink(held).mount(m)
+        assert main(["pull", "ws-1", "Contracts"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["fields"][0]["attributes"] == {"include_time": True}
+    assert err == (
+        "blink-schema: field 'due_3' of ws-1/Contracts holds attribute(s) 'color', which a declaration may not set: "
+        "left out; every apply keeps them\n"
+    )

@@ -138,3 +138,27 @@ def test_the_pulled_record_is_the_next_plans_baseline_so_a_later_change_in_blink
     assert tier.drift == ("attributes.options",) and tier.action == "change"  # the declaration puts it back
     assert "(changed in Blink by carol@blink.test" in plan.describe()
     assert blink.puts == []
+
+
+def test_every_type_pulled_from_a_blink_with_its_own_names_and_defaults_plans_all_unchanged(make_hook: Any) -> None:
+    """#57: the table of 18 types, created in a Blink of the tests' own (its naming rule), which
+    then fills in defaults of its own and holds an attribute a declaration may not set."""
+    hook = make_hook()
+    with rm.Mocker() as m:
+        blink = FakeBlink({"Users": [blink_field("name_1", "text", "Name")]}).mount(m)
+        body = {
+            "display_name": ODD,
+            "description": ODD,
+            "fields": [{k: v for k, v in f.items() if k != "field"} for f in every_type()],
+        }
+        made = hook.create_table("ws-1", body)
+        for held in blink.tables[made.name].values():
+            if not held["attributes"].get("system"):
+                held["attributes"] = {"required": False, "is_unique": False, **held["attributes"], "color": "blue"}
+        pulled = pull_table(hook, "ws-1", made.name)
+        plan = plan_schema(hook, "ws-1", made.name, json.loads(json.dumps(pulled.declaration)))
+    assert [entry["type"] for entry in pulled.declaration["fields"]] == [kind.value for kind in FieldType]
+    assert pulled.declaration["fields"][0]["field"] != "F text"  # Blink's own name, not the sandbox's
+    assert pulled.unsettable == {entry["field"]: ["color"] for entry in pulled.declaration["fields"]}
+    assert all("color" not in entry["attributes"] for entry in pulled.declaration["fields"])
+    assert all_unchanged(plan), plan.describe()
