@@ -61,8 +61,8 @@ endif
 
 # The layers (pyproject.toml's [tool.importlinter]) are checked with the installed package.
 lint: env
-	$(VENV)/bin/ruff check provider tests $(wildcard example_dags)
-	$(VENV)/bin/ruff format --check provider tests $(wildcard example_dags)
+	$(VENV)/bin/ruff check provider tests dev $(wildcard example_dags)
+	$(VENV)/bin/ruff format --check provider tests dev $(wildcard example_dags)
 	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: env
@@ -116,9 +116,9 @@ ui-test: env
 	$(PY) -m pytest -m ui tests/ui $(PYTEST_ARGS)
 	@echo "Screenshots: build/ui-test/"
 
-# With BLINK_BASE_URL and BLINK_API_KEY set, against that tenant instead (see example_dags/demo.py).
+# With BLINK_BASE_URL and BLINK_API_KEY set, against that tenant instead (see dev/demo.py).
 demo: env
-	AIRFLOW_HOME="$(CURDIR)/.airflow$(if $(AIRFLOW_VERSION),-$(AIRFLOW_VERSION))" $(PY) example_dags/demo.py
+	AIRFLOW_HOME="$(CURDIR)/.airflow$(if $(AIRFLOW_VERSION),-$(AIRFLOW_VERSION))" $(PY) dev/demo.py
 
 # Debian's postgresql and redis-server, installed with apt when missing, and the Celery provider with
 # PostgreSQL's drivers in their own environment (.venv-celery: uv.lock's group celery). Airflow 3 only.
@@ -133,11 +133,11 @@ celery-env: uv debian-services
 
 # State and logs in .airflow-celery/.
 celery-demo: celery-env
-	.venv-celery/bin/python example_dags/celery_demo.py
+	.venv-celery/bin/python dev/celery_demo.py
 
 # Airflow 3 only (the event-driven sync and the review need it). Records, snapshots and logs in .airflow-ui/.
 airflow-ui: env
-	AIRFLOW_HOME="$(CURDIR)/.airflow-ui" $(PY) example_dags/airflow_ui.py
+	AIRFLOW_HOME="$(CURDIR)/.airflow-ui" $(PY) dev/airflow_ui.py
 
 docs: env
 	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html

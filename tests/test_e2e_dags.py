@@ -452,7 +452,7 @@ def xcom_of(ti: Any, dag: Any) -> Any:
 
 def change_catalogue(sandbox: BlinkSandbox) -> dict[str, list[str]]:
     """The demo's change between two syncs (3 added, 2 removed, 4 changed): one definition of it."""
-    spec = importlib.util.spec_from_file_location("blink_demo", EXAMPLE_DAGS / "demo.py")
+    spec = importlib.util.spec_from_file_location("blink_demo", EXAMPLE_DAGS.parent / "dev" / "demo.py")
     assert spec is not None and spec.loader is not None
     demo = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(demo)

@@ -4,7 +4,7 @@
     python tests/benchmarks/fleet.py --smoke    # 3 and 6 tables, one round, for CI
 
 Needs Debian's PostgreSQL and the ``celery`` dependency group (for its PostgreSQL driver): ``make
-bench-fleet`` installs both. Set-up, with ``example_dags/celery_demo.py``'s machinery: PostgreSQL
+bench-fleet`` installs both. Set-up, with ``dev/celery_demo.py``'s machinery: PostgreSQL
 as the metadata database, Airflow 3's api-server, scheduler and DAG processor with this machine's
 executor (``LocalExecutor``, parallelism 8, the example's pool ``blink_applies`` of 4), the
 example DAG ``blink_schema_fleet`` (review policy ``destructive``: no person in the loop), records in a
@@ -36,7 +36,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path[:0] = [str(HERE), str(ROOT / "example_dags")]
+sys.path[:0] = [str(HERE), str(ROOT / "dev")]
 
 import celery_demo as demo  # noqa: E402  (the machinery of make celery-demo)
 from catalogue_sync import compile_bytecode  # noqa: E402

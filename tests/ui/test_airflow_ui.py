@@ -93,7 +93,7 @@ def test_make_airflow_ui_serves_the_examples_and_the_trigger_runs_the_sync_on_a_
             env.pop(name)
         out = tmp_path / "driver.out"
         with out.open("w") as printed:
-            command = [sys.executable, str(EXAMPLE_DAGS / "airflow_ui.py")]
+            command = [sys.executable, str(EXAMPLE_DAGS.parent / "dev" / "airflow_ui.py")]
             driver = subprocess.Popen(command, env=env, stdout=printed, stderr=subprocess.STDOUT, text=True)
         log = home / "standalone.log"
         try:
@@ -206,7 +206,7 @@ def start_driver(home: Path, out: Path) -> tuple[subprocess.Popen[str], str, req
     for name in [n for n in env if n.startswith(("AIRFLOW__", "AIRFLOW_CONN_", "BLINK_BASE", "BLINK_API"))]:
         env.pop(name)
     with out.open("w") as printed:
-        command = [sys.executable, str(EXAMPLE_DAGS / "airflow_ui.py")]
+        command = [sys.executable, str(EXAMPLE_DAGS.parent / "dev" / "airflow_ui.py")]
         driver = subprocess.Popen(command, env=env, stdout=printed, stderr=subprocess.STDOUT, text=True)
     line = wait_for(
         "the driver's URL",

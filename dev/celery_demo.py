@@ -17,7 +17,7 @@ workers, each with its own ``AIRFLOW_HOME`` and host name (``worker-1``, ``worke
    Blink agree again.
 
 Exits 1 when a check fails. The state is kept in ``.airflow-celery/`` (made afresh at each run);
-its ``*.log`` files are the logs of each process. Listed in ``.airflowignore``.
+its ``*.log`` files are the logs of each process. In ``dev/``, apart from the DAGs.
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_DAGS = ROOT / "example_dags"
+"""The DAGs this launcher runs (dev/ holds the launchers, apart from the product)."""
 FLEET = "blink_schema_fleet"
 WS = "ws-celery"
 TABLES = [f"Fleet {n:02d}" for n in range(1, 21)]
@@ -333,7 +335,7 @@ def airflow_env(home: Path, database: str, broker: str, s3_url: str, sandbox: An
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://{database}",
             "AIRFLOW__CELERY__BROKER_URL": broker,
             "AIRFLOW__CELERY__RESULT_BACKEND": f"db+postgresql+psycopg2://{database}",
-            "AIRFLOW__CORE__DAGS_FOLDER": str(HERE),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(EXAMPLE_DAGS),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__FERNET_KEY": Fernet.generate_key().decode(),
             "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(64),
@@ -571,7 +573,7 @@ def main() -> int:
     os.environ["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"  # this driver's own reads of the records, quietly
     from blinkops_provider.sandbox import BlinkSandbox
 
-    home = (HERE.parent / ".airflow-celery").resolve()
+    home = (ROOT / ".airflow-celery").resolve()
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
     services = Services(home)

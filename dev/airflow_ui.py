@@ -11,7 +11,7 @@ example DAG and the command that changes the sandbox's catalogue, and stops ever
 (or SIGTERM). ``BLINK_CATALOGUE_POLL_SECONDS`` sets how often the event-driven sync's trigger
 polls (default here 10, for a demo; the DAG's own default is 300).
 
-Listed in ``.airflowignore``: Airflow does not parse it as a DAG file.
+In ``dev/``, apart from the DAGs: Airflow does not parse it.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_DAGS = ROOT / "example_dags"
+"""The DAGs this launcher runs (dev/ holds the launchers, apart from the product)."""
 START_TIMEOUT = 300.0
 
 
@@ -138,7 +140,7 @@ def create_fleet_tables(sandbox: Any) -> list[str]:
     one), so the fleet's first run adds a field to every table and asks a person to review it (the
     default policy, ``changes``). A table made at an earlier start is kept."""
     made = []
-    for path in sorted((HERE / "blink_schema_fleet").glob("*/*.json")):
+    for path in sorted((EXAMPLE_DAGS / "blink_schema_fleet").glob("*/*.json")):
         ws_id, table = path.parent.name, path.stem
         if table not in {entry["name"] for entry in sandbox.store.tables(ws_id)}:
             declared = json.loads(path.read_text())
@@ -177,7 +179,7 @@ def airflow_port(home: Path) -> int:
 
 
 def main() -> int:
-    home = Path(os.environ.get("AIRFLOW_HOME") or HERE.parent / ".airflow-ui").resolve()
+    home = Path(os.environ.get("AIRFLOW_HOME") or ROOT / ".airflow-ui").resolve()
     home.mkdir(parents=True, exist_ok=True)
     port = airflow_port(home)
     url = f"http://127.0.0.1:{port}"
@@ -199,7 +201,7 @@ def main() -> int:
         **os.environ,
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),  # its `airflow`
         "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(HERE),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(EXAMPLE_DAGS),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(port),

@@ -25,7 +25,9 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_DAGS = ROOT / "example_dags"
+"""The DAGs this launcher runs (dev/ holds the launchers, apart from the product)."""
 MIGRATION = "blink_table_schema_migration"
 SYNC = "blink_connection_types_nightly_sync"
 FLEET = "blink_schema_fleet"
@@ -129,7 +131,7 @@ def approving(reviewed: bool) -> Iterator[None]:
     if not reviewed:
         yield
         return
-    sys.path.insert(0, str(HERE.parent))
+    sys.path.insert(0, str(ROOT))
     from tests.reviewer import reviewing
 
     with reviewing(option="Approve", user=REVIEWER):
@@ -140,7 +142,7 @@ def fields_as_declared(sandbox: Any, ws_id: str, table: str, records: Path) -> d
     """What Blink now holds of the declaration: how many declared fields are as declared, of how
     many; the checks Blink held that the declaration leaves out and the migration kept (``Title
     required``); Blink's names of the fields the migration added; and the removed fields gone."""
-    declared = json.loads((HERE / f"{MIGRATION}.json").read_text())["fields"]
+    declared = json.loads((EXAMPLE_DAGS / f"{MIGRATION}.json").read_text())["fields"]
     named = json.loads((records / ws_id / f"{table}.json").read_text()).get("names", {})
     stored = {field["name"]: field for field in sandbox.store.fields(ws_id, table)}
     matching, kept, removed = 0, [], []
@@ -161,7 +163,7 @@ def fields_as_declared(sandbox: Any, ws_id: str, table: str, records: Path) -> d
 
 
 def main() -> int:
-    home = Path(os.environ.get("AIRFLOW_HOME") or HERE.parent / ".airflow").resolve()
+    home = Path(os.environ.get("AIRFLOW_HOME") or ROOT / ".airflow").resolve()
     tenant_url, tenant_key = os.environ.get("BLINK_BASE_URL"), os.environ.get("BLINK_API_KEY")
     on_tenant = bool(tenant_url and tenant_key)
     snapshots = home / "blink_snapshots"
@@ -176,7 +178,7 @@ def main() -> int:
     env = {
         **os.environ,
         "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(HERE),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(EXAMPLE_DAGS),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW_VAR_BLINK_SNAPSHOT_ROOT": str(snapshots),
         "AIRFLOW_VAR_BLINK_SCHEMA_RECORDS": str(records),
@@ -232,7 +234,7 @@ def main() -> int:
             say(f"- Skipping {MIGRATION}: set BLINK_WS_ID and BLINK_TABLE to migrate a table of your tenant")
 
         if sandbox is not None:  # the fleet example as it ships: its tables, made as a user would, and its pool
-            for path in sorted((HERE / "blink_schema_fleet").glob("*/*.json")):
+            for path in sorted((EXAMPLE_DAGS / "blink_schema_fleet").glob("*/*.json")):
                 sandbox.create_table(path.parent.name, path.stem, json.loads(path.read_text()))
             run(
                 "Creating the fleet's pool",
