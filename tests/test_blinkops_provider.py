@@ -1,6 +1,7 @@
-"""The package's public API and its layers (#49): at most 45 public names, each documented once in
-docs/api.rst with a docstring, nothing exported by a private module; the layers are
-import-linter's (pyproject.toml's ``[tool.importlinter]``), and breaking one fails it."""
+"""The package's public API and its layers (#49, #58): every public name documented once in
+docs/api.rst with a docstring, every documented name public, nothing exported by a private module
+(how many names there are is what callers need, not a limit); the layers are import-linter's
+(pyproject.toml's ``[tool.importlinter]``), and breaking one fails it."""
 
 from __future__ import annotations
 
@@ -59,10 +60,9 @@ def documented() -> set[str]:
     return names
 
 
-def test_the_public_api_is_at_most_45_names_and_docs_api_documents_exactly_those() -> None:
+def test_docs_api_documents_every_public_name_and_only_those() -> None:
     public = public_names()
-    assert len(public) <= 45, sorted(public)
-    assert documented() == public
+    assert public and documented() == public
     automodules = re.findall(r"^\.\. automodule:: (\S+)$", API_RST, re.M)
     assert len(automodules) == len(set(automodules))  # each module, so each name, once
 
