@@ -32,9 +32,10 @@ from airflow.providers.common.compat.sdk import (
 )
 
 from blinkops_provider._assets import TABLES_ALIAS, announce_applied
+from blinkops_provider._states import Decision
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError
-from blinkops_provider.migrations import REJECT, check_review_policy, chosen, declared_schema, fleet_summary
+from blinkops_provider.migrations import check_review_policy, chosen, declared_schema, fleet_summary
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 
 __all__ = ["BlinkSchemaFleet", "BlinkTableMigration"]
@@ -366,7 +367,7 @@ def _summary(tables: Any, plans: Any, apply_id: str, review_id: str | None) -> A
         if any failed or went stale, or if the review rejected the plans."""
         ti = get_current_context()["ti"]
         answer = ti.xcom_pull(task_ids=review_id, map_indexes=-1) if review_id else None
-        rejected = REJECT in chosen(answer)
+        rejected = Decision.REJECT in chosen(answer)
         results = [None if rejected else ti.xcom_pull(task_ids=apply_id, map_indexes=n) for n in range(len(tables))]
         outcome = fleet_summary(tables, results, rejected=rejected, plans=list(plans))
         for line in outcome["text"].splitlines():

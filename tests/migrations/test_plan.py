@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from blinkops_provider._models import validate_field_updates
+from blinkops_provider._states import Action
 from blinkops_provider.exceptions import BlinkStalePlanError
-from blinkops_provider.migrations._plan import CHANGE, SchemaPlan, plan_fields
+from blinkops_provider.migrations._plan import SchemaPlan, plan_fields
 
 OWNER = {"type": "reference", "display_name": "Owner", "attributes": {"table_reference": {"table_name": "Users"}}}
 
@@ -26,7 +27,7 @@ def test_changing_only_the_displayed_field_of_a_reference_is_not_destructive() -
     after = copy.deepcopy(OWNER)
     after["attributes"]["table_reference"]["display_name_field"] = "Email"
     plan = plan_of([{"field": "Owner", **after}], {"Owner": before})
-    assert plan.action("Owner") == CHANGE and plan.risk("Owner") == ""
+    assert plan.action("Owner") == Action.CHANGE and plan.risk("Owner") == ""
     moved = copy.deepcopy(after)
     moved["attributes"]["table_reference"]["table_name"] = "Teams"
     assert "existing links break" in plan_of([{"field": "Owner", **moved}], {"Owner": before}).risk("Owner")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blinkops_provider._models import FieldUpdate, TableField
+from blinkops_provider._states import FieldOutcome
 from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkResponseError
 
 PROGRESS_FROM = 20
@@ -69,8 +70,8 @@ class FieldUpdates:
 
     def _outcome(self, name: str, unknown: set[str]) -> str:
         if name in self.applied:
-            return "applied"
-        return "unknown" if name in unknown else "failed"
+            return FieldOutcome.APPLIED
+        return FieldOutcome.UNKNOWN if name in unknown else FieldOutcome.FAILED
 
 
 Put = Callable[[str, FieldUpdate], TableField]

@@ -45,7 +45,6 @@ from blinkops_provider.migrations._report import ApplyReport as ApplyReport
 from blinkops_provider.migrations._report import grouped as grouped
 from blinkops_provider.migrations._report import not_applied as not_applied
 from blinkops_provider.migrations._result import ApplyResult as ApplyResult
-from blinkops_provider.migrations._review import REJECT as REJECT
 from blinkops_provider.migrations._review import REJECTED_IN_REVIEW as REJECTED_IN_REVIEW
 from blinkops_provider.migrations._review import approval_from_review as approval_from_review
 from blinkops_provider.migrations._review import check_review_policy as check_review_policy

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from blinkops_provider._states import FIELD_ACTIONS, Action, TableOutcome
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations._plan import ADD, BASELINE, CHANGE, RECORD_BASELINE, REFUSED, REMOVE
-from blinkops_provider.migrations._plan import UNCHANGED as KEPT
+from blinkops_provider.migrations._plan import BASELINE, RECORD_BASELINE
 from blinkops_provider.migrations._review import REJECTED_IN_REVIEW, changes, risky, rows_of
 
 MAX_REVIEW_CHARS = 20_000
@@ -37,22 +37,25 @@ def _name(plan: Mapping[str, Any]) -> str:
 
 def _rank(plan: Mapping[str, Any]) -> tuple[int, str]:
     rows = rows_of(plan)
-    risk = 0 if any(row.get("action") == REFUSED for row in rows) else 1 if risky(plan) else 2
+    risk = 0 if any(row.get("action") == Action.REFUSED for row in rows) else 1 if risky(plan) else 2
     return risk, _name(plan)
 
 
 def _line(plan: Mapping[str, Any]) -> str:
     rows = rows_of(plan)
-    count = {
-        action: sum(row.get("action") == action for row in rows) for action in (ADD, CHANGE, REFUSED, KEPT, REMOVE)
-    }
-    destructive = sum(row.get("destructive") is True for row in rows if row.get("action") != REMOVE)
-    removing = f", {count[REMOVE]} to remove" if count[REMOVE] else ""
-    flags = [word for word, n in (("refused", count[REFUSED]), ("destructive", destructive + count[REMOVE])) if n]
+    count = {action: sum(row.get("action") == action for row in rows) for action in FIELD_ACTIONS}
+    destructive = sum(row.get("destructive") is True for row in rows if row.get("action") != Action.REMOVE)
+    removing = f", {count[Action.REMOVE]} to remove" if count[Action.REMOVE] else ""
+    flags = [
+        word
+        for word, n in (("refused", count[Action.REFUSED]), ("destructive", destructive + count[Action.REMOVE]))
+        if n
+    ]
     mark = f" [{', '.join(flags).upper()}]" if flags else ""
     return (
-        f"- {_name(plan)}{mark}: {count[ADD]} to add, {count[CHANGE]} to change ({destructive} destructive)"
-        f"{removing}, {count[REFUSED]} refused, {count[KEPT]} unchanged (plan {one_line(str(plan.get('fingerprint')))})"
+        f"- {_name(plan)}{mark}: {count[Action.ADD]} to add, {count[Action.CHANGE]} to change "
+        f"({destructive} destructive){removing}, {count[Action.REFUSED]} refused, {count[Action.UNCHANGED]} unchanged "
+        f"(plan {one_line(str(plan.get('fingerprint')))})"
     )
 
 
@@ -150,8 +153,8 @@ def _rows(plan: Mapping[str, Any]) -> str:
     return "\n\n".join(part for part in str(plan.get("text", "")).split("\n\n") if part.strip() not in baselines)
 
 
-APPLIED, UNCHANGED, FAILED, STALE, REJECTED = "applied", "unchanged", "failed", "stale", "rejected"
-OUTCOMES = (APPLIED, UNCHANGED, FAILED, STALE, REJECTED)
+OUTCOMES = tuple(TableOutcome)
+"""A table's outcomes, in the order the fleet's summary lists them."""
 
 WHY_CHARS = 300
 """The most characters of a failed table's cause the summary shows (its apply's log has it whole)."""
@@ -159,9 +162,9 @@ WHY_CHARS = 300
 
 def _outcome(result: Mapping[str, Any] | None) -> str:
     if not result:
-        return FAILED  # the apply failed before it knew anything of the table, or never ran
+        return TableOutcome.FAILED  # the apply failed before it knew anything of the table, or never ran
     outcome = result.get("outcome")
-    return outcome if isinstance(outcome, str) and outcome in OUTCOMES else FAILED
+    return outcome if isinstance(outcome, str) and outcome in OUTCOMES else TableOutcome.FAILED
 
 
 def _waits(result: Mapping[str, Any] | None) -> int:
@@ -192,17 +195,17 @@ def fleet_summary(
     """
     if len(tables) != len(results):
         raise BlinkInputError(f"{len(tables)} tables but {len(results)} apply results: give one result per table")
-    summary: dict[str, Any] = {outcome: [] for outcome in OUTCOMES}
+    summary: dict[str, Any] = {outcome.value: [] for outcome in OUTCOMES}  # plain text keys: XCom-ready
     errors: dict[str, str] = {}
     waits = 0
     kept = {_name(plan) for plan in plans or () if isinstance(plan, Mapping) and not changes(plan)}
     for table, given in zip(tables, results, strict=True):
         result = given if isinstance(given, Mapping) else None  # anything else: no result
         name = _name(table) if isinstance(table, Mapping) else one_line(str(table))
-        outcome = (UNCHANGED if name in kept else REJECTED) if rejected else _outcome(result)
+        outcome = (TableOutcome.UNCHANGED if name in kept else TableOutcome.REJECTED) if rejected else _outcome(result)
         summary[outcome].append(name)
         waits += _waits(result)
-        if outcome in (FAILED, STALE):
+        if outcome in (TableOutcome.FAILED, TableOutcome.STALE):
             errors[name] = _why_failed(result)
     return {
         **summary,
@@ -219,12 +222,13 @@ def _why_failed(result: Mapping[str, Any] | None) -> str:
 
 
 def _summary_text(count: int, summary: Mapping[str, list[str]], errors: Mapping[str, str], waits: int) -> str:
-    if summary[REJECTED]:
-        kept = f"\nUnchanged (nothing to apply): {', '.join(summary[UNCHANGED])}" if summary[UNCHANGED] else ""
-        return f"Fleet of {count} tables: {REJECTED_IN_REVIEW}.\nRejected: {', '.join(summary[REJECTED])}{kept}"
+    applied, kept, failed, stale, rejected = (summary[outcome] for outcome in OUTCOMES)
+    if rejected:
+        unchanged = f"\nUnchanged (nothing to apply): {', '.join(kept)}" if kept else ""
+        return f"Fleet of {count} tables: {REJECTED_IN_REVIEW}.\nRejected: {', '.join(rejected)}{unchanged}"
     lines = [
-        f"Fleet of {count} tables: {len(summary[APPLIED])} applied, {len(summary[UNCHANGED])} unchanged, "
-        f"{len(summary[FAILED])} failed, {len(summary[STALE])} stale; {waits} rate-limit (429) wait(s)."
+        f"Fleet of {count} tables: {len(applied)} applied, {len(kept)} unchanged, {len(failed)} failed, "
+        f"{len(stale)} stale; {waits} rate-limit (429) wait(s)."
     ]
     for outcome in OUTCOMES:
         if summary[outcome]:

@@ -23,16 +23,19 @@ from functools import cached_property
 from typing import Any
 
 from blinkops_provider._models import READ_ONLY_ATTRIBUTES, BlinkTable, FieldUpdate, TableField
+from blinkops_provider._states import FIELD_ACTIONS, Action, FieldOutcome
 from blinkops_provider._text import one_line, show
 from blinkops_provider.exceptions import BlinkStalePlanError
 from blinkops_provider.migrations._identity import match_fields
 from blinkops_provider.migrations._merge import contradictions, field_body, merge_field
 
-ADD, CHANGE, UNCHANGED, REFUSED, REMOVE = "add", "change", "unchanged", "refused", "remove"
-ACTIONS = (ADD, CHANGE, UNCHANGED, REFUSED, REMOVE)
-CREATE = "create"
-"""The table's action when Blink does not have it and ``create_table=True``."""
-_DONE = {ADD: "added", CHANGE: "changed", UNCHANGED: "unchanged", REFUSED: "changed", REMOVE: "removed"}
+_DONE: dict[str, FieldOutcome] = {
+    Action.ADD: FieldOutcome.ADDED,
+    Action.CHANGE: FieldOutcome.CHANGED,
+    Action.UNCHANGED: FieldOutcome.UNCHANGED,
+    Action.REFUSED: FieldOutcome.CHANGED,
+    Action.REMOVE: FieldOutcome.REMOVED,
+}
 
 BASELINE = (
     "The baseline is the table as Blink holds it, read when the plan was made: what the declaration "
@@ -85,7 +88,7 @@ class FieldPlan:
     @property
     def destructive(self) -> bool:
         """A change that can orphan data already in the table, or a removal (its values go)."""
-        return (self.action == CHANGE and bool(self.risk)) or self.action == REMOVE
+        return (self.action == Action.CHANGE and bool(self.risk)) or self.action == Action.REMOVE
 
     @property
     def name_in_blink(self) -> str:
@@ -95,7 +98,7 @@ class FieldPlan:
     def to_xcom(self) -> dict[str, Any]:
         row = {
             "field": self.field,
-            "action": self.action,
+            "action": str(self.action),  # plain text: an XCom, rendered or not, is JSON
             "members": list(self.members),
             "values": [{"member": m, "before": b, "after": a} for m, b, a in self.values],
             "destructive": self.destructive,
@@ -104,7 +107,7 @@ class FieldPlan:
         }
         if self.blink_name:
             row["blink_name"] = self.blink_name
-        if self.action == REMOVE:
+        if self.action == Action.REMOVE:
             row["rows"] = self.rows
         if self.kept:
             row["kept"] = list(self.kept)
@@ -125,7 +128,7 @@ class TablePlan:
     :ivar note: what could not be planned, in a sentence ("" when everything was).
     """
 
-    action: str = UNCHANGED
+    action: str = Action.UNCHANGED
     name: str = ""
     members: tuple[str, ...] = ()
     values: tuple[tuple[str, Any, Any], ...] = ()
@@ -135,7 +138,7 @@ class TablePlan:
 
     def to_xcom(self) -> dict[str, Any]:
         return {
-            "action": self.action,
+            "action": str(self.action),  # plain text: an XCom, rendered or not, is JSON
             "name": self.name,
             "members": list(self.members),
             "values": [{"member": m, "before": b, "after": a} for m, b, a in self.values],
@@ -211,22 +214,24 @@ class SchemaPlan:
     def counts(self) -> dict[str, int]:
         """``{"add": n, "change": n, "unchanged": n, "refused": n, "remove": n, "destructive": n}``
         (the destructive ones are among the changes; every removal is destructive too)."""
-        counts = {action: 0 for action in ACTIONS}
+        counts: dict[str, int] = {action.value: 0 for action in FIELD_ACTIONS}  # plain text keys: XCom-ready
         for plan in self.fields:
-            counts[plan.action] += 1
-        counts["destructive"] = sum(plan.destructive for plan in self.fields if plan.action == CHANGE)
+            counts[str(plan.action)] += 1
+        counts["destructive"] = sum(plan.destructive for plan in self.fields if plan.action == Action.CHANGE)
         return counts
 
     @property
     def removals(self) -> list[FieldPlan]:
         """The rows that remove a field and its values."""
-        return [plan for plan in self.fields if plan.action == REMOVE]
+        return [plan for plan in self.fields if plan.action == Action.REMOVE]
 
     @property
     def has_changes(self) -> bool:
         """Whether the apply would add, change, remove or refuse anything, or create or change the
         table: something for a person to review."""
-        return self.table_plan.action != UNCHANGED or any(plan.action != UNCHANGED for plan in self.fields)
+        return self.table_plan.action != Action.UNCHANGED or any(
+            plan.action != Action.UNCHANGED for plan in self.fields
+        )
 
     def describe(self) -> str:
         """The plan as text for the log and for a reviewer: a summary line, refused and
@@ -241,14 +246,14 @@ class SchemaPlan:
                 f"Blink's live schema could not be read ({self.unread}): planned against the record of the last apply",
             ]
         )
-        if self.table_plan.action == CREATE:
+        if self.table_plan.action == Action.CREATE:
             lines.append(_creation(self))
-        removing = f", {counts[REMOVE]} to remove" if counts[REMOVE] else ""
+        removing = f", {counts[Action.REMOVE]} to remove" if counts[Action.REMOVE] else ""
         where = f"last apply: {since}, at {one_line(self.record)}" if self.record else "no record kept"
         lines += [
-            f"Plan {self.fingerprint} for {one_line(self.ws_id)}/{one_line(self.table)}: {counts[ADD]} to add, "
-            f"{counts[CHANGE]} to change ({counts['destructive']} destructive){removing}, {counts[UNCHANGED]} "
-            f"unchanged, {counts[REFUSED]} refused ({where})",
+            f"Plan {self.fingerprint} for {one_line(self.ws_id)}/{one_line(self.table)}: {counts['add']} to add, "
+            f"{counts['change']} to change ({counts['destructive']} destructive){removing}, {counts['unchanged']} "
+            f"unchanged, {counts['refused']} refused ({where})",
         ]
         lines += _flagged(self.fields)
         lines += _table_lines(self.table_plan)
@@ -260,7 +265,7 @@ class SchemaPlan:
             "|---|---|---|",
             *_rows(self.fields),
         ]
-        gone = [plan.field for plan in self.fields if plan.action == UNCHANGED and plan.risk]
+        gone = [plan.field for plan in self.fields if plan.action == Action.UNCHANGED and plan.risk]
         if gone:
             lines += ["", f"Already gone from Blink (nothing to remove): {_cell(', '.join(map(repr, gone)))}"]
         if self.undeclared:
@@ -280,10 +285,10 @@ class SchemaPlan:
                     line.replace("**", "").replace("- ", "  ", 1) if line.startswith("- ") else line.replace("**", ""),
                 )
         for plan in self.fields:
-            if plan.action in (ADD, CHANGE):
+            if plan.action in (Action.ADD, Action.CHANGE):
                 log.info("  %s: %s %s", one_line(plan.field), _action_cell(plan), _details(plan))
-        if self.counts[UNCHANGED]:
-            log.info("  (%d field(s) unchanged)", self.counts[UNCHANGED])
+        if self.counts[Action.UNCHANGED]:
+            log.info("  (%d field(s) unchanged)", self.counts[Action.UNCHANGED])
 
     def to_xcom(self) -> dict[str, Any]:
         """A JSON-ready dict: the identity, the fields with their actions and values, the counts,
@@ -381,14 +386,14 @@ def _digest(value: Any) -> str:
 _FLAGS: tuple[tuple[str, Callable[[FieldPlan], bool], Callable[[FieldPlan], str]], ...] = (
     (
         "**Refused** (Blink refuses these changes; the apply does not send them and reports them failed):",
-        lambda plan: plan.action == REFUSED,
+        lambda plan: plan.action == Action.REFUSED,
         lambda plan: plan.risk,
     ),
     (
         "**Destructive** (removals first: each deletes the field's values in every row, irreversibly; then the "
         "changes that can orphan values already in the table or drop a check Blink enforces):",
         lambda plan: plan.destructive,
-        lambda plan: f"remove: {plan.risk}" if plan.action == REMOVE else plan.risk,
+        lambda plan: f"remove: {plan.risk}" if plan.action == Action.REMOVE else plan.risk,
     ),
     (
         "**Changed in Blink since the last apply** (the plan is made against Blink's values):",
@@ -400,7 +405,7 @@ _FLAGS: tuple[tuple[str, Callable[[FieldPlan], bool], Callable[[FieldPlan], str]
 
 
 def _removals_first(plan: FieldPlan) -> bool:
-    return plan.action != REMOVE
+    return plan.action != Action.REMOVE
 
 
 def _flagged(fields: Sequence[FieldPlan]) -> list[str]:
@@ -416,11 +421,11 @@ def _flagged(fields: Sequence[FieldPlan]) -> list[str]:
 def _rows(fields: Sequence[FieldPlan]) -> list[str]:
     """The table's rows: one per field to add, change or refuse, then the unchanged ones folded
     into one row with their count and names (Blink's name beside a field's where they differ)."""
-    rows = [f"| {_cell(p.field)} | {_action_cell(p)} | {_details(p)} |" for p in fields if p.action != UNCHANGED]
+    rows = [f"| {_cell(p.field)} | {_action_cell(p)} | {_details(p)} |" for p in fields if p.action != Action.UNCHANGED]
     same = [
         f"{p.field} (Blink's name {p.blink_name!r})" if p.blink_name else p.field
         for p in fields
-        if p.action == UNCHANGED
+        if p.action == Action.UNCHANGED
     ]
     if same:
         names = _cell(", ".join(same))
@@ -431,7 +436,7 @@ def _rows(fields: Sequence[FieldPlan]) -> list[str]:
 def _creation(plan: SchemaPlan) -> str:
     """The plan's first line when it creates the table."""
     shown = dict((member, after) for member, _, after in plan.table_plan.values)
-    adds = [row.field for row in plan.fields if row.action == ADD]
+    adds = [row.field for row in plan.fields if row.action == Action.ADD]
     return (
         f"Create table {show(shown.get('display_name'))} in workspace {one_line(plan.ws_id)} with {len(adds)} "
         f"field(s): {_cell(', '.join(adds)) or 'none'} (Blink derives the table's name and its fields' names)"
@@ -441,7 +446,7 @@ def _creation(plan: SchemaPlan) -> str:
 def _table_lines(table: TablePlan) -> list[str]:
     """The table's own change (its display name or description), and what could not be planned."""
     lines: list[str] = []
-    if table.action == CHANGE:
+    if table.action == Action.CHANGE:
         shown = "; ".join(f"{member}: {show(before)} → {show(after)}" for member, before, after in table.values)
         lines += ["", f"**The table** ({one_line(table.name)}): change {shown}"]
     if table.note:
@@ -450,7 +455,7 @@ def _table_lines(table: TablePlan) -> list[str]:
 
 
 def _action_cell(plan: FieldPlan) -> str:
-    return "change (destructive)" if plan.destructive and plan.action == CHANGE else plan.action
+    return "change (destructive)" if plan.destructive and plan.action == Action.CHANGE else plan.action
 
 
 POSTED_CHARS = 400
@@ -462,14 +467,14 @@ def _details(plan: FieldPlan) -> str:
     if plan.method == "POST" and plan.body is not None:
         body = json.dumps(plan.body.to_body(), ensure_ascii=False, sort_keys=True)
         return _cell(f"POST {body if len(body) <= POSTED_CHARS else body[: POSTED_CHARS - 1] + '…'}")
-    if plan.action == ADD:
+    if plan.action == Action.ADD:
         return _cell(", ".join(f"{member} {show(after)}" for member, _, after in plan.values))
-    if plan.action == REMOVE:
+    if plan.action == Action.REMOVE:
         return _cell(f"{named}{plan.risk}")
     shown = "; ".join(f"{member}: {show(before)} → {show(after)}" for member, before, after in plan.values)
-    if plan.kept and plan.action == CHANGE:
+    if plan.kept and plan.action == Action.CHANGE:
         shown += f" (Blink keeps enforcing {' and '.join(plan.kept)}: not declared, sent as held)"
-    return _cell(named + (f"{shown} ({plan.risk})" if plan.action == REFUSED else shown))
+    return _cell(named + (f"{shown} ({plan.risk})" if plan.action == Action.REFUSED else shown))
 
 
 def _cell(text: str) -> str:
@@ -511,7 +516,7 @@ def make_plan(
     rows = plan_fields(
         declared, recorded, live, table=table, replace=replace, removals=removals, notes=notes, rows=table_plan.rows
     )
-    matched = {row.name_in_blink for row in rows if row.action != ADD}
+    matched = {row.name_in_blink for row in rows if row.action != Action.ADD}
     if live is None:
         undeclared = [name for name in recorded if name not in {name for name, _ in declared}]
     else:
@@ -569,14 +574,14 @@ def plan_table(
     if held is None and create:
         after = {"display_name": display_name or table, "description": description or ""}
         made = tuple((member, None, value) for member, value in after.items())
-        return TablePlan(CREATE, "", tuple(after), made, body={**after, "options": []}, rows=0)
+        return TablePlan(Action.CREATE, "", tuple(after), made, body={**after, "options": []}, rows=0)
     if held is None:
         note = (
             ""
             if (display_name, description) == (None, None) or listed
             else ("Blink's tables read is not served: the table's display name and description are not planned")
         )
-        return TablePlan(UNCHANGED, table, note=note)
+        return TablePlan(Action.UNCHANGED, table, note=note)
     before = {"display_name": held.display_name or held.name, "description": held.description or ""}
     after = {
         "display_name": display_name if display_name is not None else before["display_name"],
@@ -584,10 +589,10 @@ def plan_table(
     }
     members = tuple(member for member in after if after[member] != before[member])
     if not members:
-        return TablePlan(UNCHANGED, held.name, rows=held.estimated_records_count)
+        return TablePlan(Action.UNCHANGED, held.name, rows=held.estimated_records_count)
     values: tuple[tuple[str, Any, Any], ...] = tuple((member, before[member], after[member]) for member in members)
     body = {**after, "settings": dict(held.settings or {})}
-    return TablePlan(CHANGE, held.name, members, values, body=body, rows=held.estimated_records_count)
+    return TablePlan(Action.CHANGE, held.name, members, values, body=body, rows=held.estimated_records_count)
 
 
 def plan_fields(
@@ -615,7 +620,7 @@ def plan_fields(
             before = recorded.get(name)
             plans.append(_against(name, update, before if isinstance(before, Mapping) else None, update))
         why = "a removal needs Blink's fields read, which this Blink does not serve: nothing is removed"
-        return plans + [FieldPlan(name, REFUSED, risk=why) for name in removals]
+        return plans + [FieldPlan(name, Action.REFUSED, risk=why) for name in removals]
     fields = list(live.values()) if isinstance(live, Mapping) else list(live)
     held = {field.name: field for field in fields if field.name is not None}
     matches = match_fields(declared, removals, fields, notes or {})
@@ -623,7 +628,7 @@ def plan_fields(
     plans = []
     for name, update in declared:
         if name in matches.refused:
-            plans.append(FieldPlan(name, REFUSED, risk=matches.refused[name]))
+            plans.append(FieldPlan(name, Action.REFUSED, risk=matches.refused[name]))
         elif name in matches.found:
             found = matches.found[name]
             plan = _against_blink(name, update, held[found], recorded.get(name), replace)
@@ -647,7 +652,7 @@ def _add(name: str, update: FieldUpdate, targets: dict[str, str], table: str) ->
     """A declared field Blink lacks: added with its declaration as the ``POST`` body."""
     problems = contradictions(update)
     if problems:
-        return FieldPlan(name, REFUSED, risk=f"the declaration contradicts itself: {'; '.join(problems)}")
+        return FieldPlan(name, Action.REFUSED, risk=f"the declaration contradicts itself: {'; '.join(problems)}")
     reference = update.attributes.table_reference if update.attributes is not None else None
     if update.type is not None and update.type.value == "reference" and reference is not None:
         linked = targets.get(reference.table_name)
@@ -656,25 +661,25 @@ def _add(name: str, update: FieldUpdate, targets: dict[str, str], table: str) ->
                 f"table {table!r} links to table {reference.table_name!r} through field {linked!r} already, and Blink "
                 "allows one reference field per target table"
             )
-            return FieldPlan(name, REFUSED, risk=why)
+            return FieldPlan(name, Action.REFUSED, risk=why)
         targets[reference.table_name] = name
     after = update.to_body()
     shown = tuple((member, None, _member(after, member)) for member in differing_members(after, {}))
-    return FieldPlan(name, ADD, values=shown, body=update, method="POST")
+    return FieldPlan(name, Action.ADD, values=shown, body=update, method="POST")
 
 
 def _removal(name: str, held: TableField | None, rows: int | None) -> FieldPlan:
     """A tombstone: the field removed with its values, refused for Blink's own fields, or
     ``unchanged`` when Blink has no such field."""
     if held is None:
-        return FieldPlan(name, UNCHANGED, risk=f"Blink has no field {name!r}: nothing to remove")
+        return FieldPlan(name, Action.UNCHANGED, risk=f"Blink has no field {name!r}: nothing to remove")
     blink_name = str(held.name) if held.name != name else ""
     if _system(held):
         why = f"{name!r} is one of Blink's system or protected fields, which Blink does not let anyone remove"
-        return FieldPlan(name, REFUSED, risk=why, blink_name=blink_name)
+        return FieldPlan(name, Action.REFUSED, risk=why, blink_name=blink_name)
     count = f"about {rows} rows" if rows is not None else "an unknown number of rows (Blink does not say how many)"
     why = f"deletes its values in {count}, permanently"
-    return FieldPlan(name, REMOVE, risk=why, blink_name=blink_name, rows=rows)
+    return FieldPlan(name, Action.REMOVE, risk=why, blink_name=blink_name, rows=rows)
 
 
 def _against_blink(name: str, update: FieldUpdate, held: TableField, recorded: Any, replace: bool) -> FieldPlan:
@@ -682,7 +687,7 @@ def _against_blink(name: str, update: FieldUpdate, held: TableField, recorded: A
     markers = held.attributes or {}
     if any(markers.get(marker) is True for marker in READ_ONLY_ATTRIBUTES):
         why = f"{name!r} is one of Blink's own system fields, which Blink keeps to itself"
-        return FieldPlan(name, REFUSED, risk=why)
+        return FieldPlan(name, Action.REFUSED, risk=why)
     before = field_body(held)
     drift = tuple(differing_members(before, recorded)) if isinstance(recorded, Mapping) else ()
     changed_by = _changed_by(held) if drift else ""
@@ -701,14 +706,14 @@ def _against(name: str, update: FieldUpdate, before: Mapping[str, Any] | None, b
     """One field's plan: ``body`` (what would be sent) against ``before`` (None: nothing known)."""
     problems = contradictions(body)
     if problems:
-        return FieldPlan(name, REFUSED, risk=f"the declaration contradicts itself: {'; '.join(problems)}")
+        return FieldPlan(name, Action.REFUSED, risk=f"the declaration contradicts itself: {'; '.join(problems)}")
     after = body.to_body()
     if before is None:
         shown = tuple((member, None, _member(after, member)) for member in differing_members(after, {}))
-        return FieldPlan(name, ADD, values=shown, body=body)  # every member declared, for the reviewer
+        return FieldPlan(name, Action.ADD, values=shown, body=body)  # every member declared, for the reviewer
     members = differing_members(after, before)
     if not members:
-        return FieldPlan(name, UNCHANGED, body=body)
+        return FieldPlan(name, Action.UNCHANGED, body=body)
     values = tuple((member, _member(before, member), _member(after, member)) for member in members)
     if "type" in members and before.get("type") is not None:
         why = (
@@ -716,8 +721,8 @@ def _against(name: str, update: FieldUpdate, before: Mapping[str, Any] | None, b
             f"add a new field of the new type (another name and display name), copy the values over, then "
             f'remove this one with a tombstone {{"field": {name!r}, "remove": true}}'
         )
-        return FieldPlan(name, REFUSED, tuple(members), values, why)
-    return FieldPlan(name, CHANGE, tuple(members), values, _destruction(after, before), body=body)
+        return FieldPlan(name, Action.REFUSED, tuple(members), values, why)
+    return FieldPlan(name, Action.CHANGE, tuple(members), values, _destruction(after, before), body=body)
 
 
 def _changed_by(held: TableField) -> str:

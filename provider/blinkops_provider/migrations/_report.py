@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blinkops_provider._retry_policy import batch_error
+from blinkops_provider._states import FieldOutcome, TableOutcome
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import (
     BlinkApiError,
@@ -18,10 +19,9 @@ from blinkops_provider.exceptions import (
     BlinkLockedError,
     BlinkStalePlanError,
 )
-from blinkops_provider.migrations._fleet import APPLIED, FAILED, STALE, UNCHANGED
 from blinkops_provider.migrations._result import ApplyResult
 
-OUTCOMES = ("added", "changed", "removed", "unchanged", "applied", "failed", "unknown")
+OUTCOMES = tuple(FieldOutcome)
 """A field's outcomes, in the order the summary line counts them."""
 
 WHY_CHARS = 80
@@ -42,9 +42,10 @@ def grouped(outcomes: dict[str, str]) -> dict[str, list[str]]:
 def _table_outcome(counts: Counter[str], exc: BaseException | None) -> str:
     """The table's outcome for a fleet: ``failed`` (a field failed, or unknown, or the task did),
     ``applied`` (a field sent), else ``unchanged``."""
-    if exc is not None or counts["failed"] or counts["unknown"]:
-        return FAILED
-    return APPLIED if counts["added"] or counts["changed"] or counts["removed"] or counts["applied"] else UNCHANGED
+    if exc is not None or counts[FieldOutcome.FAILED] or counts[FieldOutcome.UNKNOWN]:
+        return TableOutcome.FAILED
+    sent = (FieldOutcome.ADDED, FieldOutcome.CHANGED, FieldOutcome.REMOVED, FieldOutcome.APPLIED)
+    return TableOutcome.APPLIED if any(counts[outcome] for outcome in sent) else TableOutcome.UNCHANGED
 
 
 def _why(name: str, result: ApplyResult) -> str:
@@ -112,7 +113,7 @@ class ApplyReport:
         named = {"names": result.names(), **({"table_name": result.table_name} if result.table_name else {})}
         return {
             **self._head([name for name in result.order if name in result.applied], failed, list(result.unknown)),
-            "outcomes": outcomes,
+            "outcomes": {name: str(outcome) for name, outcome in outcomes.items()},  # plain text: JSON
             **named,
             **self.fleet_facts(let_through, exc, _table_outcome(counts, exc), rate_limited),
         }
@@ -130,7 +131,7 @@ class ApplyReport:
         known = result or ApplyResult.carried_by(exc)
         if known is not None:
             return self.summary(known, let_through=let_through, exc=exc, rate_limited=rate_limited)
-        outcome = STALE if isinstance(exc, BlinkStalePlanError) else FAILED
+        outcome = TableOutcome.STALE if isinstance(exc, BlinkStalePlanError) else TableOutcome.FAILED
         return {**self._head([], [], []), "outcomes": {}, **self.fleet_facts(let_through, exc, outcome, rate_limited)}
 
     def _head(self, updated: list[str], failed: list[dict[str, Any]], unknown: list[str]) -> dict[str, Any]:
@@ -143,7 +144,7 @@ class ApplyReport:
         """What a fleet's summary reads of an apply: its outcome, its rate-limit waits, who let its
         plan through (``approved_by`` and ``approved_at``, or ``acknowledged``), and why it failed
         (a provider error's scrubbed text)."""
-        facts: dict[str, Any] = {"outcome": outcome, "rate_limited": rate_limited, **(let_through or {})}
+        facts: dict[str, Any] = {"outcome": str(outcome), "rate_limited": rate_limited, **(let_through or {})}
         if exc is not None:
             shown = str(exc) if isinstance(exc, (BlinkApiError, BlinkInputError, BlinkLockedError)) else ""
             facts["error"] = f"{type(exc).__name__}: {shown}"[:2000].rstrip(": ")  # room for the unlock command
@@ -165,7 +166,7 @@ class ApplyReport:
         if name in result.applied:
             self._log_applied(name, outcome, result)
             return None
-        if outcome == "unknown":
+        if outcome == FieldOutcome.UNKNOWN:
             unclear = result.unconfirmed.get(name)
             why = f"sent, but {unclear.message}" if unclear is not None else "in flight when the task was interrupted"
             self.log.warning("  %s: unknown: %s (perhaps applied; not recorded)", one_line(name), one_line(why))
@@ -180,10 +181,10 @@ class ApplyReport:
 
     def _log_applied(self, name: str, outcome: str, result: ApplyResult) -> None:
         stored = result.applied[name]
-        if outcome == "removed":
+        if outcome == FieldOutcome.REMOVED:
             self.log.info("  %s: removed, with its values", one_line(name))
             return
-        if outcome == "added" and stored is not None and stored.name != name:
+        if outcome == FieldOutcome.ADDED and stored is not None and stored.name != name:
             self.log.info(
                 "  %s: added (%s, %r; Blink's name is %r)",
                 one_line(name),

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blinkops_provider._models import TableField
+from blinkops_provider._states import FieldOutcome
 from blinkops_provider.exceptions import BlinkApiError
 from blinkops_provider.migrations._plan import SchemaPlan
 
@@ -61,7 +62,9 @@ class ApplyResult:
         return {
             name: stored.name
             for name in self.order
-            if (stored := self.applied.get(name)) is not None and stored.name and self.outcome(name) == "added"
+            if (stored := self.applied.get(name)) is not None
+            and stored.name
+            and self.outcome(name) == FieldOutcome.ADDED
         }
 
     @property
@@ -93,7 +96,7 @@ class ApplyResult:
 
     def _outcome(self, name: str, skipped: set[str], unknown: set[str]) -> str:
         if name in self.applied:
-            return self.plan.done(name) if self.plan is not None else "applied"
+            return self.plan.done(name) if self.plan is not None else FieldOutcome.APPLIED
         if name in skipped:
             return "unchanged"
-        return "unknown" if name in unknown else "failed"
+        return FieldOutcome.UNKNOWN if name in unknown else FieldOutcome.FAILED

@@ -15,12 +15,10 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from blinkops_provider._states import Action, Decision
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations._plan import REFUSED, REMOVE
-from blinkops_provider.migrations._plan import UNCHANGED as KEPT
 
-APPROVE, REJECT = "Approve", "Reject"
 """The two options of Airflow's ``ApprovalOperator``."""
 
 REJECTED_IN_REVIEW = "rejected in review: nothing was applied"
@@ -58,9 +56,9 @@ def risky(plan: Mapping[str, Any], *, acknowledged: bool = False) -> bool:
     """Whether a plan refuses or destroys anything, by its rows (not its stored counts); a removal
     the DAG acknowledged does not count."""
     return any(
-        row.get("action") == REFUSED
-        or (row.get("action") == REMOVE and not acknowledged)
-        or (row.get("destructive") is True and row.get("action") != REMOVE)
+        row.get("action") == Action.REFUSED
+        or (row.get("action") == Action.REMOVE and not acknowledged)
+        or (row.get("destructive") is True and row.get("action") != Action.REMOVE)
         for row in rows_of(plan)
     )
 
@@ -69,8 +67,8 @@ def changes(plan: Mapping[str, Any]) -> bool:
     """Whether a plan adds, changes, removes or refuses anything, or creates or changes the table,
     by its rows (not its stored flag)."""
     table = plan.get("table_plan")
-    touched = isinstance(table, Mapping) and table.get("action") not in (None, KEPT)
-    return touched or any(row.get("action") != KEPT for row in rows_of(plan))
+    touched = isinstance(table, Mapping) and table.get("action") not in (None, Action.UNCHANGED)
+    return touched or any(row.get("action") != Action.UNCHANGED for row in rows_of(plan))
 
 
 def review_needed(plans: Sequence[Mapping[str, Any]], policy: str = CHANGES, *, acknowledged: bool = False) -> bool:
@@ -157,9 +155,9 @@ def approval_from_review(task: Any, ti: Any, review_task_id: str | None) -> dict
     _review_task(task, review_task_id)
     answer = ti.xcom_pull(task_ids=review_task_id, map_indexes=-1)
     options = chosen(answer)
-    if REJECT in options:
+    if Decision.REJECT in options:
         raise BlinkInputError(rejection(answer, "this plan"))
-    if APPROVE not in options:
+    if Decision.APPROVE not in options:
         return None  # not asked (the policy needed no one): a removal then needs acknowledge_risks
     who, when = responder(answer)
     return {"approved_by": who, "approved_at": when}

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from blinkops_provider._models import FieldUpdate, NewTable, TableField
+from blinkops_provider._states import Action
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import (
     BlinkApiError,
@@ -22,7 +23,7 @@ from blinkops_provider.exceptions import (
 )
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._merge import field_body
-from blinkops_provider.migrations._plan import ADD, CHANGE, CREATE, REFUSED, REMOVE, UNCHANGED, FieldPlan, SchemaPlan
+from blinkops_provider.migrations._plan import FieldPlan, SchemaPlan
 from blinkops_provider.migrations._record import SchemaRecord
 from blinkops_provider.migrations._result import ApplyResult
 
@@ -58,11 +59,12 @@ class Steps:
         self.max_concurrency, self.fail_fast = max_concurrency, fail_fast
         self.table_name = plan.table_plan.name or plan.table
         self.created = ""
-        self.refused = {row.field: row.risk for row in plan.fields if row.action == REFUSED}
+        self.refused = {row.field: row.risk for row in plan.fields if row.action == Action.REFUSED}
         self.skipped = [
             row.field
             for row in plan.fields
-            if row.action == UNCHANGED and (row.body is None or only_changed or not plan.unread)  # (a tombstone too)
+            if row.action == Action.UNCHANGED
+            and (row.body is None or only_changed or not plan.unread)  # (a tombstone too)
         ]
 
     def run(self) -> ApplyResult:
@@ -80,7 +82,7 @@ class Steps:
 
     def _send(self, done: list[Any]) -> None:
         table, ws_id = self.plan.table_plan, self.plan.ws_id
-        if table.action == CREATE:
+        if table.action == Action.CREATE:
             done.append(self._create())
         done.append(self._add())
         blink = {row.field: row.name_in_blink for row in self.plan.fields}
@@ -92,12 +94,12 @@ class Steps:
         put = self.hook.update_table_field
         what = "applied" if self.plan.unread else "changed"  # (against the record alone: sent as planned)
         done.append(self._batch(changes, lambda name, body: put(ws_id, self.table_name, blink[name], body), what))
-        if table.action == CHANGE and table.body is not None:
+        if table.action == Action.CHANGE and table.body is not None:
             self.hook.update_table(ws_id, self.table_name, table.body)
             self.hook.log.info(
                 "Table %s/%s: %s changed", one_line(ws_id), one_line(self.table_name), ", ".join(table.members)
             )
-        removals = [(row.field, FieldUpdate()) for row in self._rows(REMOVE)]
+        removals = [(row.field, FieldUpdate()) for row in self._rows(Action.REMOVE)]
         if removals and any(not part.ok for part in done):
             why = "not sent: an earlier step of the apply failed, and a removal is only sent after every other step"
             done.append(_not_sent([name for name, _ in removals], why))
@@ -108,7 +110,9 @@ class Steps:
         """The fields to add (``POST``), a batch; then the ones Blink's answers left unnamed, found."""
         if self.created:
             return ApplyResult()  # (the table's creation added them)
-        adds = [(row.field, row.body) for row in self._rows(ADD) if row.method == "POST" and row.body is not None]
+        adds = [
+            (row.field, row.body) for row in self._rows(Action.ADD) if row.method == "POST" and row.body is not None
+        ]
         ws_id, table = self.plan.ws_id, self.table_name
         post = self.hook.create_table_field
         added = self._batch(adds, lambda _, body: post(ws_id, table, body, read_unnamed=False), "added")
@@ -162,7 +166,7 @@ class Steps:
     def _create(self) -> ApplyResult:
         """The table, created with its declared fields (one ``POST``), and their names as Blink gave them."""
         table = self.plan.table_plan
-        adds = [(row.field, row.body) for row in self._rows(ADD) if row.body is not None]
+        adds = [(row.field, row.body) for row in self._rows(Action.ADD) if row.body is not None]
         body = NewTable.model_validate({**(table.body or {}), "fields": [update for _, update in adds]})
         made = self.hook.create_table(self.plan.ws_id, body)
         self.table_name = self.created = made.name
@@ -238,10 +242,10 @@ class Steps:
         """What the record takes of one row: its body and Blink's name of it; ``_GONE`` for a field
         removed; None for nothing (not confirmed, and not seen unchanged in Blink's read)."""
         if row.field in result.applied:
-            if row.action == REMOVE:
+            if row.action == Action.REMOVE:
                 return _GONE, ""
             stored = result.applied[row.field]
-            given = getattr(stored, "name", None) if row.action == ADD else row.blink_name
+            given = getattr(stored, "name", None) if row.action == Action.ADD else row.blink_name
             return _confirmed(row, stored), str(given or "")
         if row.field in self.skipped and not self.plan.unread and row.body is not None:
             return row.body.to_body(), row.blink_name  # Blink's read showed it holds exactly this: a baseline
@@ -255,7 +259,7 @@ _GONE = object()
 def _confirmed(row: FieldPlan, stored: TableField | None) -> dict[str, Any] | None:
     """What the record keeps of a field Blink confirmed: an added one as Blink answered or listed
     it (the defaults it filled in too), else the body sent (None: nothing sent)."""
-    if row.action == ADD and stored is not None:
+    if row.action == Action.ADD and stored is not None:
         return field_body(stored)
     return row.body.to_body() if row.body is not None else None
 

@@ -14,8 +14,9 @@ from airflow.providers.common.compat.sdk import AirflowFailException, AirflowSki
 from airflow.providers.standard.operators.hitl import ApprovalOperator
 
 from blinkops_provider._inputs import rendered_flag
+from blinkops_provider._states import Decision
 from blinkops_provider._text import one_line
-from blinkops_provider.migrations import REJECT, check_review_policy, chosen, fleet_review, rejection, review_needed
+from blinkops_provider.migrations import check_review_policy, chosen, fleet_review, rejection, review_needed
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
@@ -105,7 +106,7 @@ class PlanReview(ApprovalOperator):  # type: ignore[misc]
         return super().execute(context)
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
-        if "error" not in event and REJECT in chosen(event):
+        if "error" not in event and Decision.REJECT in chosen(event):
             answer = {
                 "chosen_options": chosen(event),
                 "params_input": event.get("params_input") or {},

@@ -1,0 +1,69 @@
+"""The states of a migration, each named once: what a plan does to a field or a table
+(:class:`Action`), what an apply did to a field (:class:`FieldOutcome`), what became of a table in
+a fleet (:class:`TableOutcome`), and a review's answer (:class:`Decision`).
+
+Each is a ``str`` Enum whose members are their values (``Action.ADD == "add"``, ``str()`` and
+f-strings show ``add``): the XComs, records and log lines keep the same text and JSON, and a
+member read back from an XCom compares equal to the string it was written as.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class _State(str, Enum):  # noqa: UP042  (StrEnum is the same; kept apart from FieldType's style)
+    """A state: a string, shown as its value."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class Action(_State):
+    """What a plan does to a field (or, ``CREATE`` and ``CHANGE``, to the table)."""
+
+    ADD = "add"
+    CHANGE = "change"
+    UNCHANGED = "unchanged"
+    REFUSED = "refused"
+    REMOVE = "remove"
+    CREATE = "create"
+    """The table's action when Blink does not have it and ``create_table=True``."""
+
+
+FIELD_ACTIONS = (Action.ADD, Action.CHANGE, Action.UNCHANGED, Action.REFUSED, Action.REMOVE)
+"""The actions a plan gives a field."""
+
+
+class FieldOutcome(_State):
+    """What an apply did to a declared field, in the order a summary line counts them."""
+
+    ADDED = "added"
+    CHANGED = "changed"
+    REMOVED = "removed"
+    UNCHANGED = "unchanged"
+    APPLIED = "applied"
+    """Confirmed by Blink, with no plan to say how (sent blind)."""
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+    """Sent, perhaps applied, without Blink's answer."""
+
+
+class TableOutcome(_State):
+    """What became of a table in an apply, as a fleet's summary reads it."""
+
+    APPLIED = "applied"
+    UNCHANGED = "unchanged"
+    FAILED = "failed"
+    STALE = "stale"
+    REJECTED = "rejected"
+
+
+class Decision(_State):
+    """A review's answer: the options Airflow's review offers."""
+
+    APPROVE = "Approve"
+    REJECT = "Reject"
