@@ -54,8 +54,43 @@ def answer(dag_id: str, run_id: str, task_id: str, map_index: int, *, option: st
     session.commit()
 
 
+STRANDED_AFTER = 3.0
+"""Seconds after which an answered review whose task still waits is resumed again (see
+:func:`resume_stranded`)."""
+
+
+def resume_stranded(session: Any, now: Any) -> int:
+    """Resume each review answered over :data:`STRANDED_AFTER` seconds ago whose task still waits
+    for input, as Airflow's answer handler resumes one (``handle_event_submit`` with the answer).
+
+    ``dag.test()`` runs a task in-process and then stores the state it saw, and SQLite takes no
+    row lock: an answer that lands between the task parking itself and that write is overwritten,
+    and the run would wait for ever (a CI run under load met it). A person's answer in Required
+    Actions is the same call, so the task resumes with that answer, unchanged."""
+    import datetime as dt
+
+    from airflow.models.hitl import HITLDetail
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.models.trigger import handle_event_submit
+    from airflow.triggers.base import TriggerEvent
+    from sqlalchemy import select
+
+    before = now - dt.timedelta(seconds=STRANDED_AFTER)
+    rows = session.execute(
+        select(TaskInstance, HITLDetail)
+        .join(HITLDetail, HITLDetail.ti_id == TaskInstance.id)
+        .where(HITLDetail.responded_at.is_not(None), HITLDetail.responded_at < before)
+        .where(TaskInstance.state == "awaiting_input")
+    ).all()
+    for ti, detail in rows:
+        handle_event_submit(TriggerEvent(detail.as_resume_event_payload()), task_instance=ti, session=session)
+    session.commit()
+    return len(rows)
+
+
 def answer_waiting(*, option: str = "Approve", user: str = "reviewer") -> list[str]:
-    """Answer every review waiting now; the task ids answered."""
+    """Answer every review waiting now, and resume any answered one left waiting; the task ids answered."""
+    from airflow.utils import timezone
     from airflow.utils.session import create_session
 
     done = []
@@ -63,6 +98,7 @@ def answer_waiting(*, option: str = "Approve", user: str = "reviewer") -> list[s
         for dag_id, run_id, task_id, map_index in waiting_reviews(session):
             answer(dag_id, run_id, task_id, map_index, option=option, user=user, session=session)
             done.append(task_id)
+        resume_stranded(session, timezone.utcnow())
     return done
 
 

@@ -795,3 +795,31 @@ def test_the_adoption_pages_dag_writes_each_pulled_declaration_for_review(
     for table in ("Incidents", "Users"):
         written = json.loads((tmp_path / "pulled" / "ws-demo" / f"{table}.json").read_text())
         assert written == pull_schema(BlinkHook(), "ws-demo", table)
+
+
+@needs_review
+def test_an_answer_overwritten_by_dag_tests_own_write_is_resumed_not_waited_on_for_ever(
+    blink_sandbox: BlinkSandbox, records: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CI run under load hung: dag.test() stored the review's parked state over the answer's
+    resume (SQLite takes no row lock). Here each answer is followed by that overwrite; the
+    reviewer resumes the answered review with the same answer, and the run ends as approved."""
+    from airflow.models.taskinstance import TaskInstance
+    from sqlalchemy import update
+
+    from tests import reviewer
+
+    answered = reviewer.answer
+
+    def answer_then_overwritten(dag_id: str, run_id: str, task_id: str, map_index: int, **kwargs: Any) -> None:
+        answered(dag_id, run_id, task_id, map_index, **kwargs)
+        session = kwargs["session"]
+        stored = update(TaskInstance).where(TaskInstance.run_id == run_id, TaskInstance.task_id == task_id)
+        session.execute(stored.values(state="awaiting_input"))  # as dag.test()'s late write does
+        session.commit()
+
+    monkeypatch.setattr(reviewer, "answer", answer_then_overwritten)
+    run = migrate()
+    assert state(run) == "success"
+    apply = xcom_of(task_of(run, "migrate.apply"), load_dag("blink_table_schema_migration.py"))
+    assert apply["approved_by"] == "alice"
