@@ -140,7 +140,7 @@ airflow-ui: env
 	AIRFLOW_HOME="$(CURDIR)/.airflow-ui" $(PY) dev/airflow_ui.py
 
 docs: env
-	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	$(VENV)/bin/sphinx-build -W -n --keep-going -q -b html docs docs/_build/html
 	@echo "Documentation: docs/_build/html/index.html"
 
 bench: env

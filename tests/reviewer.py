@@ -90,7 +90,8 @@ def resume_stranded(session: Any, now: Any) -> int:
 
 def answer_waiting(*, option: str = "Approve", user: str = "reviewer") -> list[str]:
     """Answer every review waiting now, and resume any answered one left waiting; the task ids answered."""
-    from airflow.utils import timezone
+    import datetime as dt
+
     from airflow.utils.session import create_session
 
     done = []
@@ -98,7 +99,7 @@ def answer_waiting(*, option: str = "Approve", user: str = "reviewer") -> list[s
         for dag_id, run_id, task_id, map_index in waiting_reviews(session):
             answer(dag_id, run_id, task_id, map_index, option=option, user=user, session=session)
             done.append(task_id)
-        resume_stranded(session, timezone.utcnow())
+        resume_stranded(session, dt.datetime.now(dt.UTC))
     return done
 
 

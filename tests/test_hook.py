@@ -10,8 +10,8 @@ import pytest
 import requests
 import requests_mock as rm
 
-from blinkops_provider._models import FieldType, FieldUpdate, TableField
 from blinkops_provider.exceptions import BlinkAuthError, BlinkInputError, BlinkNotFoundError
+from blinkops_provider.models import FieldType, FieldUpdate, TableField
 from tests.conftest import API_KEY, set_connection
 
 BASE = "https://blink.test/api/v1"

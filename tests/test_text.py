@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from blinkops_provider._catalogue import diff_catalogues
-from blinkops_provider._models import FieldUpdate, TableField
 from blinkops_provider._text import escaped, one_line
 from blinkops_provider.exceptions import BlinkBadRequestError
 from blinkops_provider.migrations import fleet_review, fleet_summary
 from blinkops_provider.migrations._plan import make_plan
 from blinkops_provider.migrations._report import ApplyReport
 from blinkops_provider.migrations._result import ApplyResult
+from blinkops_provider.models import FieldUpdate, TableField
 
 BREAKS = {"CR": "\r", "LF": "\n", "U+2028": "\u2028", "NUL": "\x00", "ANSI": "\x1b[31m"}
 RAW = ("\r", "\n", "\u2028", "\u2029", "\x00", "\x1b", "\x85")

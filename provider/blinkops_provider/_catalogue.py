@@ -261,7 +261,7 @@ def record_catalogue_diff(
     ``ConnectionTypesToXComOperator(output_path=...)``: compare ``snapshot`` with the latest earlier
     snapshot in its folder (the first run records a baseline), write ``<name>.diff.json`` beside
     it, keep the latest ``keep`` snapshots, announce the counts on the catalogue's asset (through
-    :data:`~blinkops_provider._assets.CATALOGUE_ALIAS`, when ``outlet_events`` is given: declare
+    :data:`~blinkops_provider.assets.CATALOGUE_ALIAS`, when ``outlet_events`` is given: declare
     ``outlets=[AssetAlias(CATALOGUE_ALIAS)]`` on the task), and log the counts and each type added,
     removed or changed, by name.
 

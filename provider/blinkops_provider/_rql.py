@@ -25,8 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from blinkops_provider._blink import MAX_LIMIT
 from blinkops_provider._inputs import MAX_NESTING, parse_json_object, validate_input
-from blinkops_provider._models import ConnectionType, scalar_fields
+from blinkops_provider._models import scalar_fields
 from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.models import ConnectionType
 
 OPERATORS = ("$eq", "$neq", "$gt", "$lt", "$gte", "$lte", "$like")
 """The predicates a field condition may use; ``$or`` and ``$and`` combine conditions."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from blinkops_provider._models import BlinkTable, FieldUpdate, TableField
 from blinkops_provider.migrations._identity import match_fields, match_table
+from blinkops_provider.models import BlinkTable, FieldUpdate, TableField
 
 
 def field(name: str, display_name: str) -> TableField:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from blinkops_provider._models import FieldUpdate, TableField, validate_field_updates
+from blinkops_provider._models import validate_field_updates
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations._merge import contradictions, field_body, merge_field
+from blinkops_provider.models import FieldUpdate, TableField
 from tests.test_models import DOCS_BODY
 
 

@@ -95,7 +95,7 @@ def test_unchanged_rows_fold_into_one_row_with_their_count() -> None:
 def test_a_field_found_under_blinks_own_name_says_that_name_in_its_row() -> None:
     """#56 item 12: after a POST whose answer was lost, the next plan finds the field by its
     display name under the name Blink derived; the unchanged row says so, as a change row does."""
-    from blinkops_provider._models import TableField
+    from blinkops_provider.models import TableField
 
     live = [
         TableField.model_validate({"name": "root_cause", "type": "text", "display_name": "Root cause"}),

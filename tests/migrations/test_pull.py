@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import requests_mock as rm
 
-from blinkops_provider._models import FieldType
 from blinkops_provider.exceptions import BlinkNotFoundError
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations import plan_schema, pull_schema
 from blinkops_provider.migrations._pull import pull_table, record_pulled
+from blinkops_provider.models import FieldType
 from blinkops_provider.sandbox import BlinkSandbox
 from tests.fake_blink import FakeBlink, blink_field
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import requests
 
-from blinkops_provider._models import ConnectionType
 from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.models import ConnectionType
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 from blinkops_provider.sandbox import BlinkSandbox
 from tests.sandbox.reference import evaluate

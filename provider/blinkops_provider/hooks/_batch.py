@@ -8,9 +8,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from blinkops_provider._models import FieldUpdate, TableField
 from blinkops_provider._states import FieldOutcome
 from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkResponseError
+from blinkops_provider.models import FieldUpdate, TableField
 
 PROGRESS_FROM = 20
 """The smallest batch whose progress is logged on the way (every 10%); a smaller one logs its end."""
@@ -29,7 +29,8 @@ class FieldUpdates:
     :ivar unknown: fields sent, and perhaps applied, without Blink's answer: in flight when the
         batch was interrupted (a timeout, a signal), or answered with a 2xx that is not Blink's
         JSON (see ``unconfirmed``).
-    :ivar unconfirmed: field name -> the :class:`BlinkResponseError` of a 2xx answer that is not
+    :ivar unconfirmed: field name -> the
+        :class:`~blinkops_provider.exceptions.BlinkResponseError` of a 2xx answer that is not
         Blink's (a proxy's HTML page, an empty or truncated body, a 204, a JSON list...): it says
         nothing of what Blink did, so the field is ``unknown``, never applied.
     """

@@ -1,5 +1,5 @@
-"""The hook that talks to Blink's REST API: the connection, the base URL, one request path
-(:class:`~blinkops_provider.hooks._transport.Transport`) and one method per endpoint."""
+"""The hook that talks to Blink's REST API: the connection, the base URL, one request path (one
+retry policy, the key scrubbed from every error) and one method per endpoint."""
 
 from __future__ import annotations
 
@@ -21,20 +21,7 @@ from blinkops_provider._inputs import (
     path_segment,
     validate_input,
 )
-from blinkops_provider._models import (
-    BlinkTable,
-    ConnectionType,
-    ConnectionTypePage,
-    CreatedTable,
-    FieldBatch,
-    FieldList,
-    FieldUpdate,
-    NewTable,
-    TableField,
-    TableList,
-    TableUpdate,
-    validate_field_updates,
-)
+from blinkops_provider._models import CreatedTable, FieldList, TableList, validate_field_updates
 from blinkops_provider._rql import connection_type_query
 from blinkops_provider.exceptions import (
     BlinkApiError,
@@ -51,8 +38,21 @@ from blinkops_provider.hooks._responses import in_workspace, once_each, parse_it
 from blinkops_provider.hooks._responses import readable as _readable
 from blinkops_provider.hooks._transport import Clock, Transport
 from blinkops_provider.hooks._walk import CataloguePage
+from blinkops_provider.models import (
+    BlinkTable,
+    ConnectionType,
+    ConnectionTypePage,
+    FieldBatch,
+    FieldUpdate,
+    NewTable,
+    TableField,
+    TableUpdate,
+)
 
-__all__ = ["BlinkHook"]
+__all__ = ["BlinkHook", "CataloguePage", "Clock", "ConnectionSettings", "FieldUpdates"]
+
+for _public in (CataloguePage, Clock, ConnectionSettings, FieldUpdates):  # what the hook takes and returns
+    _public.__module__ = __name__  # documented (and referred to) here
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -158,7 +158,7 @@ class BlinkHook(BaseHook):
         return settings
 
     @cached_property
-    def transport(self) -> Transport:
+    def _transport(self) -> Transport:
         """The request path every call of this hook goes through (read from the connection on first use)."""
         return Transport(
             self.settings,
@@ -172,7 +172,7 @@ class BlinkHook(BaseHook):
     @property
     def rate_limited(self) -> int:
         """The rate-limit (429) answers this hook's calls met so far (0 before its first call)."""
-        return self.transport.pause.rate_limited if "transport" in self.__dict__ else 0
+        return self._transport.pause.rate_limited if "_transport" in self.__dict__ else 0
 
     @property
     def base_url(self) -> str:
@@ -181,12 +181,12 @@ class BlinkHook(BaseHook):
 
     def get_conn(self) -> requests.Session:
         """The calling thread's HTTP session, which this hook's calls go through (each thread has its own)."""
-        return self.transport.session()
+        return self._transport.session()
 
     def close(self) -> None:
         """Release the HTTP sessions' sockets; the hook opens new ones when used again."""
-        if "transport" in self.__dict__:
-            self.transport.close()
+        if "_transport" in self.__dict__:
+            self._transport.close()
 
     def _request(
         self,
@@ -198,8 +198,9 @@ class BlinkHook(BaseHook):
         json: Any = None,
         subject: str | None = None,
     ) -> ModelT:
-        """One API call on the request path, its body as ``model`` (else a :class:`BlinkResponseError`)."""
-        transport = self.transport
+        """One API call on the request path, its body as ``model`` (else a
+        :class:`~blinkops_provider.exceptions.BlinkResponseError`)."""
+        transport = self._transport
         answer = transport.send(method, path, params=params, json=json, subject=subject)
         return parse_model(answer, model, method=method, path=path, scrub=transport.scrub)
 
@@ -217,8 +218,10 @@ class BlinkHook(BaseHook):
 
         :returns: the field as Blink stored it.
         :raises BlinkInputError: an empty name or an invalid update, before any request.
-        :raises BlinkBadRequestError: Blink refused the update (400); :class:`BlinkAuthError` the key (401),
-            or its user has no role in the workspace (403); :class:`BlinkNotFoundError` no such field (404).
+        :raises BlinkBadRequestError: Blink refused the update (400);
+            :class:`~blinkops_provider.exceptions.BlinkAuthError` the key (401), or its user has no
+            role in the workspace (403); :class:`~blinkops_provider.exceptions.BlinkNotFoundError`
+            no such field (404).
         """
         checked = validate_input(FieldUpdate, update, "field update")
         return self._put_field(ws_id, table, field, checked)
@@ -314,7 +317,7 @@ class BlinkHook(BaseHook):
         path_segment(table, "table")
         check_concurrency(max_concurrency)
         batch = validate_field_updates(updates)
-        self.transport  # noqa: B018 - a broken connection fails once, here, not once per field
+        self._transport  # noqa: B018 - a broken connection fails once, here, not once per field
         return run_batch(
             batch,
             lambda name, update: self._put_field(ws_id, table, name, update),
@@ -369,7 +372,7 @@ class BlinkHook(BaseHook):
         route = "/workspace/{}/table/{}/fields".format(path_segment(ws_id, "ws_id"), path_segment(table, "table"))
         subject = f"a new field {update.display_name!r} of table {table!r} in workspace {ws_id!r}"
         with in_workspace(self.blink_conn_id, ws_id), served("POST", route):
-            answer = self.transport.send("POST", route, json=update.to_body(), subject=subject)
+            answer = self._transport.send("POST", route, json=update.to_body(), subject=subject)
         made = _named_in(self._said(answer, "POST", route), "field")
         if made is not None:
             return TableField.model_validate(made)
@@ -393,7 +396,7 @@ class BlinkHook(BaseHook):
         )
         subject = f"field {field!r} of table {table!r} in workspace {ws_id!r}"
         with in_workspace(self.blink_conn_id, ws_id), served("DELETE", route):
-            self.transport.send("DELETE", route, subject=subject)
+            self._transport.send("DELETE", route, subject=subject)
 
     def create_table(self, ws_id: str, body: NewTable | Mapping[str, Any]) -> BlinkTable:
         """Create a table with its fields (``POST /workspace/{ws_id}/table``).
@@ -411,7 +414,7 @@ class BlinkHook(BaseHook):
         route = f"/workspace/{path_segment(ws_id, 'ws_id')}/table"
         subject = f"a new table {new.display_name!r} in workspace {ws_id!r}"
         with in_workspace(self.blink_conn_id, ws_id), served("POST", route):
-            answer = self.transport.send("POST", route, json=new.to_body(), subject=subject)
+            answer = self._transport.send("POST", route, json=new.to_body(), subject=subject)
         made = _named_in(self._said(answer, "POST", route), "table")
         if made is not None:
             return CreatedTable.model_validate({"table": made}).table
@@ -430,7 +433,7 @@ class BlinkHook(BaseHook):
         route = "/workspace/{}/table/{}".format(path_segment(ws_id, "ws_id"), path_segment(table, "table"))
         subject = f"table {table!r} in workspace {ws_id!r}"
         with in_workspace(self.blink_conn_id, ws_id), served("PUT", route):
-            answer = self.transport.send("PUT", route, json=update.to_body(), subject=subject)
+            answer = self._transport.send("PUT", route, json=update.to_body(), subject=subject)
         made = _named_in(self._said(answer, "PUT", route), "table")
         if made is not None:
             return CreatedTable.model_validate({"table": made}).table
@@ -443,7 +446,7 @@ class BlinkHook(BaseHook):
         does not read it: what was written is then found by a read)."""
         try:
             return (
-                parse_json(answer, method=method, path=route, scrub=self.transport.scrub)
+                parse_json(answer, method=method, path=route, scrub=self._transport.scrub)
                 if answer.body.strip()
                 else None
             )
@@ -503,8 +506,8 @@ class BlinkHook(BaseHook):
         query = connection_type_query(filter=filter, sort=sort, select=select)  # checked once, before any request
         walk = _walk.CatalogueWalk(
             query=query,
-            send=self.transport.send,
-            scrub=self.transport.scrub,
+            send=self._transport.send,
+            scrub=self._transport.scrub,
             page_size=page_size,
             max_items=max_items,
             max_pages=self.max_pages,
@@ -526,7 +529,7 @@ class BlinkHook(BaseHook):
 
         :raises BlinkResponseError: an item that is not a connection type, naming its page and position.
         """
-        scrub = self.transport.scrub
+        scrub = self._transport.scrub
         pages = self.walk_connection_types(
             filter=filter, sort=sort, select=select, page_size=page_size, max_items=max_items
         )

@@ -17,13 +17,23 @@ Airflow recorded), the fleet's review and summary (``_fleet``), the apply's repo
 from __future__ import annotations
 
 from blinkops_provider.migrations._apply import apply_schema, declared_schema, plan_schema
+from blinkops_provider.migrations._declaration import Declaration
 from blinkops_provider.migrations._fleet import fleet_review, fleet_summary
-from blinkops_provider.migrations._lock import force_unlock, held_locks
+from blinkops_provider.migrations._lock import Holder, LockInfo, force_unlock, held_locks
+from blinkops_provider.migrations._plan import FieldPlan, SchemaPlan, TablePlan
 from blinkops_provider.migrations._pull import pull_schema
 from blinkops_provider.migrations._record import SchemaRecord, record_location
+from blinkops_provider.migrations._result import ApplyResult
 
 __all__ = [
+    "ApplyResult",
+    "Declaration",
+    "FieldPlan",
+    "Holder",
+    "LockInfo",
+    "SchemaPlan",
     "SchemaRecord",
+    "TablePlan",
     "apply_schema",
     "declared_schema",
     "fleet_review",
@@ -38,13 +48,10 @@ __all__ = [
 # What the operators and the task groups use besides the public names (they import nothing below
 # this front door): re-exported for them, not part of the public API.
 from blinkops_provider.migrations._apply import approved_plan as approved_plan
-from blinkops_provider.migrations._declaration import Declaration as Declaration
 from blinkops_provider.migrations._declaration import read_declaration as read_declaration
-from blinkops_provider.migrations._lock import Holder as Holder
 from blinkops_provider.migrations._report import ApplyReport as ApplyReport
 from blinkops_provider.migrations._report import grouped as grouped
 from blinkops_provider.migrations._report import not_applied as not_applied
-from blinkops_provider.migrations._result import ApplyResult as ApplyResult
 from blinkops_provider.migrations._review import REJECTED_IN_REVIEW as REJECTED_IN_REVIEW
 from blinkops_provider.migrations._review import approval_from_review as approval_from_review
 from blinkops_provider.migrations._review import check_review_policy as check_review_policy
@@ -52,3 +59,15 @@ from blinkops_provider.migrations._review import chosen as chosen
 from blinkops_provider.migrations._review import rejection as rejection
 from blinkops_provider.migrations._review import review_needed as review_needed
 from blinkops_provider.migrations._review import who_let_through as who_let_through
+
+for _public in (
+    ApplyResult,
+    Declaration,
+    FieldPlan,
+    Holder,
+    LockInfo,
+    SchemaPlan,
+    SchemaRecord,
+    TablePlan,
+):  # documented (and referred to) here
+    _public.__module__ = __name__

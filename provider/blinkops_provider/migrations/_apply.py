@@ -22,7 +22,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from blinkops_provider._inputs import DEFAULT_UPDATE_CONCURRENCY, check_concurrency, check_flag
-from blinkops_provider._models import BlinkTable, FieldBatch, FieldUpdate, TableField
 from blinkops_provider._names import segment
 from blinkops_provider._storage import storage_path
 from blinkops_provider._text import one_line
@@ -41,6 +40,7 @@ from blinkops_provider.migrations._record import SchemaRecord, check_shared, rec
 from blinkops_provider.migrations._result import ApplyResult
 from blinkops_provider.migrations._review import who_let_through
 from blinkops_provider.migrations._steps import Steps as _Steps
+from blinkops_provider.models import BlinkTable, FieldBatch, FieldUpdate, TableField
 
 Updates = Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | FieldBatch | Declaration | str
 
@@ -157,7 +157,7 @@ def _read_table(
             return TablePlan(name=table), *_read_live(hook, ws_id, table)
         except BlinkNotFoundError:
             pass  # not found by its name: by the record's note or its display name, or to create
-    hook.transport  # noqa: B018 - made once, here, before two threads use it
+    hook._transport  # noqa: B018 - made once, here, before two threads use it
     with ThreadPoolExecutor(2, thread_name_prefix="blink-reads") as pool:  # the two reads at once: one round trip
         fields = pool.submit(_read_live, hook, ws_id, table)
         tables = _tables(hook, ws_id)
@@ -268,7 +268,7 @@ def _say_who(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, 
 def _check_loss(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, acknowledge_risks: bool) -> None:
     """Say who let the plan through; refuse a plan that removes fields unless a person approved
     it in review (``approval``, read from Airflow's record of the review:
-    :func:`~blinkops_provider.migrations._review.approval_from_review`) or the apply was given
+    the review task's recorded answer) or the apply was given
     ``acknowledge_risks=True``. Nothing in the plan's XCom counts as an approval.
 
     :raises BlinkInputError: naming the removals and both ways to go on; nothing was sent.
@@ -356,7 +356,7 @@ def apply_schema(
         review (as Blink's own tool's ``acknowledge_risks``).
     :param create_table: create the table, with its declared fields, when Blink does not have it.
     :param approval: who approved the plan in Airflow's review and when, ``{"approved_by",
-        "approved_at"}``, as :func:`~blinkops_provider.migrations._review.approval_from_review`
+        "approved_at"}``, as the review task's recorded answer gives it
         reads it (the operator's ``review_task_id``): it lets the plan's removals through, and the
         record keeps it.
     :raises BlinkInputError: invalid input, before the lock is taken; a removal neither approved

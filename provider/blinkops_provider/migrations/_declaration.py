@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from blinkops_provider._inputs import RepeatedMember, unique_members
-from blinkops_provider._models import FieldBatch, validate_field_updates
+from blinkops_provider._models import validate_field_updates
 from blinkops_provider._names import segment
 from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.models import FieldBatch
 
 TABLE_MEMBERS = ("display_name", "description", "fields")
 """What a declaration object may hold."""

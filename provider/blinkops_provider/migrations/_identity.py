@@ -21,8 +21,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from blinkops_provider._models import BlinkTable, FieldUpdate, TableField
 from blinkops_provider._text import one_line
+from blinkops_provider.models import BlinkTable, FieldUpdate, TableField
 
 
 @dataclass

@@ -11,8 +11,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from blinkops_provider._inputs import describe_errors
-from blinkops_provider._models import READ_ONLY_ATTRIBUTES, FieldAttributes, FieldType, FieldUpdate, TableField
 from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.models import READ_ONLY_ATTRIBUTES, FieldAttributes, FieldType, FieldUpdate, TableField
 
 _SELECT_TYPES = (FieldType.SINGLE_SELECT, FieldType.MULTI_SELECT)
 

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from blinkops_provider._models import READ_ONLY_ATTRIBUTES, BlinkTable, FieldUpdate, TableField
 from blinkops_provider._states import FIELD_ACTIONS, Action, FieldOutcome
 from blinkops_provider._text import one_line, show
 from blinkops_provider.exceptions import BlinkStalePlanError
 from blinkops_provider.migrations._identity import match_fields
 from blinkops_provider.migrations._merge import contradictions, field_body, merge_field
+from blinkops_provider.models import READ_ONLY_ATTRIBUTES, BlinkTable, FieldUpdate, TableField
 
 _DONE: dict[str, FieldOutcome] = {
     Action.ADD: FieldOutcome.ADDED,

@@ -17,16 +17,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from blinkops_provider._models import (
-    READ_ONLY_ATTRIBUTES,
-    SYSTEM_FIELD_TYPES,
-    BlinkTable,
-    FieldAttributes,
-    TableField,
-)
 from blinkops_provider.exceptions import BlinkNotFoundError, BlinkReadUnavailableError
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._merge import field_body
+from blinkops_provider.models import READ_ONLY_ATTRIBUTES, SYSTEM_FIELD_TYPES, BlinkTable, FieldAttributes, TableField
 
 SHOWN_TABLES = 20
 """The most table names an error for a missing table lists."""

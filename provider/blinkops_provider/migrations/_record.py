@@ -43,7 +43,7 @@ def record_location(record_path: str | os.PathLike[str], ws_id: str, table: str)
 
     - A path ending in ``/`` is a folder of records: the result is
       ``<folder>/<ws_id>/<table>.json``, each name one canonical segment
-      (:func:`blinkops_provider._names.segment`), so it stays in the folder and is the table's own.
+      (each name percent-encoded as one path segment), so it stays in the folder and is the table's own.
     - Any other path is the record itself, as given; it may hold no ``.`` or ``..`` segment.
 
     :raises BlinkInputError: an empty or non-text ``record_path``, a dot segment in a file path,

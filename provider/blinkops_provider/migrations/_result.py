@@ -6,10 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from blinkops_provider._models import TableField
 from blinkops_provider._states import FieldOutcome
 from blinkops_provider.exceptions import BlinkApiError
 from blinkops_provider.migrations._plan import SchemaPlan
+from blinkops_provider.models import TableField
 
 
 @dataclass

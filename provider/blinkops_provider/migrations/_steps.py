@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from blinkops_provider._models import FieldUpdate, NewTable, TableField
 from blinkops_provider._states import Action
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import (
@@ -26,6 +25,7 @@ from blinkops_provider.migrations._merge import field_body
 from blinkops_provider.migrations._plan import FieldPlan, SchemaPlan
 from blinkops_provider.migrations._record import SchemaRecord
 from blinkops_provider.migrations._result import ApplyResult
+from blinkops_provider.models import FieldUpdate, NewTable, TableField
 
 Batch = list[tuple[str, FieldUpdate]]
 

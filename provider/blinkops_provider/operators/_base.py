@@ -41,7 +41,7 @@ class BaseBlinkOperator(BaseOperator):
         (``timeout``, ``retry_limit``, ``retry_delay``).
 
     On Airflow 3.3 and later the operators take
-    :class:`~blinkops_provider._retry_policy.BlinkRetryPolicy` as their ``retry_policy`` unless
+    :class:`~blinkops_provider.retry_policy.BlinkRetryPolicy` as their ``retry_policy`` unless
     given one (``retry_policy=None`` turns it off).
     """
 
@@ -77,9 +77,9 @@ class BaseBlinkOperator(BaseOperator):
         applied: list[str],
         planned: dict[str, list[str]] | None = None,
     ) -> None:
-        """Add the event of the table's ``blink://`` asset, with :func:`event_extra`: on that asset
-        when the task declares it among its outlets (Airflow then lists the task as a producer),
-        else through the operator's alias :data:`~blinkops_provider._assets.TABLES_ALIAS`. Airflow
+        """Add the event of the table's ``blink://`` asset, its extra naming the fields applied: on
+        that asset when the task declares it among its outlets (Airflow then lists the task as a
+        producer), else through the operator's alias :data:`~blinkops_provider.assets.TABLES_ALIAS`. Airflow
         records it when the task succeeds. A failure here is logged, never raised: the fields
         were applied, and the task must not fail for its announcement."""
         from blinkops_provider._assets import TABLES_ALIAS, add_alias_event, blink_table_asset

@@ -15,7 +15,6 @@ from blinkops_provider._inputs import (
     rendered_flag,
     validate_input,
 )
-from blinkops_provider._models import FieldBatch, FieldType, FieldUpdate
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
@@ -33,6 +32,7 @@ from blinkops_provider.migrations import (
     read_declaration,
     who_let_through,
 )
+from blinkops_provider.models import FieldBatch, FieldType, FieldUpdate
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
 
 if TYPE_CHECKING:
@@ -228,8 +228,9 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     :raises BlinkStalePlanError: ``plan`` is not what would be applied now, before anything is sent.
     :raises BlinkLockedError: another apply of the table holds its lock, before anything is sent.
     :raises BlinkNotFoundError: no such table, and ``create_table`` is False, before anything is sent.
-    :raises BlinkApiError: some fields failed: a :class:`BlinkClientError` (no retry) when one had a
-        4xx, else Airflow's retries apply (:func:`~blinkops_provider._retry_policy.batch_error`).
+    :raises BlinkApiError: some fields failed: a
+        :class:`~blinkops_provider.exceptions.BlinkClientError` (no retry) when one had a 4xx,
+        else Airflow's retries apply (the retry policy's decision for a batch).
     """
 
     template_fields: Sequence[str] = ("ws_id", "table", "fields", "record_path", "plan", "acknowledge_risks")

@@ -16,9 +16,13 @@ if TYPE_CHECKING:
     from blinkops_provider.sandbox._faults import FaultConfig
     from blinkops_provider.sandbox._server import BlinkSandbox
 
-__all__ = ["BlinkSandbox", "FaultConfig"]
+__all__ = ["BlinkSandbox", "FaultConfig", "StoreError"]
 
-_HOMES = {"BlinkSandbox": "blinkops_provider.sandbox._server", "FaultConfig": "blinkops_provider.sandbox._faults"}
+_HOMES = {
+    "BlinkSandbox": "blinkops_provider.sandbox._server",
+    "FaultConfig": "blinkops_provider.sandbox._faults",
+    "StoreError": "blinkops_provider.sandbox._store",
+}
 
 
 def __getattr__(name: str) -> Any:

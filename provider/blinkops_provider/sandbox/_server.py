@@ -113,7 +113,8 @@ class BlinkSandbox:
         """A table with its fields, declared as a schema is (``{"fields": [{"field", "type",
         "display_name", "attributes"}]}``), as ``blink-sandbox create-table`` makes one.
 
-        :raises ValueError: a wrong entry, named. :raises StoreError: the table exists already.
+        :raises ValueError: a wrong entry, named.
+        :raises StoreError: the table exists already (the store's error, a 409).
         """
         from blinkops_provider.sandbox._blink_models import declared_fields
 
@@ -122,7 +123,7 @@ class BlinkSandbox:
     def set_records(self, ws_id: str, table: str, count: int) -> None:
         """Set a table's ``estimated_records_count`` (what a removal's plan says is lost).
 
-        :raises StoreError: no such workspace or table."""
+        :raises StoreError: no such workspace or table (the store's error, a 404)."""
         self.store.set_records(ws_id, table, count)
 
     def reset(self) -> None:
