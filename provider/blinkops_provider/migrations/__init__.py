@@ -45,20 +45,6 @@ __all__ = [
     "record_location",
 ]
 
-# What the operators and the task groups use besides the public names (they import nothing below
-# this front door): re-exported for them, not part of the public API.
-from blinkops_provider.migrations._apply import approved_plan as approved_plan
-from blinkops_provider.migrations._declaration import read_declaration as read_declaration
-from blinkops_provider.migrations._report import ApplyReport as ApplyReport
-from blinkops_provider.migrations._report import grouped as grouped
-from blinkops_provider.migrations._report import not_applied as not_applied
-from blinkops_provider.migrations._review import REJECTED_IN_REVIEW as REJECTED_IN_REVIEW
-from blinkops_provider.migrations._review import approval_from_review as approval_from_review
-from blinkops_provider.migrations._review import check_review_policy as check_review_policy
-from blinkops_provider.migrations._review import chosen as chosen
-from blinkops_provider.migrations._review import rejection as rejection
-from blinkops_provider.migrations._review import review_needed as review_needed
-from blinkops_provider.migrations._review import who_let_through as who_let_through
 
 for _public in (
     ApplyResult,

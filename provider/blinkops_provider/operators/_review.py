@@ -16,7 +16,8 @@ from airflow.providers.standard.operators.hitl import ApprovalOperator
 from blinkops_provider._inputs import rendered_flag
 from blinkops_provider._states import Decision
 from blinkops_provider._text import one_line
-from blinkops_provider.migrations import check_review_policy, chosen, fleet_review, rejection, review_needed
+from blinkops_provider.migrations import fleet_review
+from blinkops_provider.migrations._seam import check_review_policy, chosen, rejection, review_needed
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context

@@ -18,17 +18,13 @@ from blinkops_provider._inputs import (
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.migrations import (
+from blinkops_provider.migrations import ApplyResult, Declaration, Holder, apply_schema, plan_schema
+from blinkops_provider.migrations._seam import (
     ApplyReport,
-    ApplyResult,
-    Declaration,
-    Holder,
-    apply_schema,
     approval_from_review,
     approved_plan,
     grouped,
     not_applied,
-    plan_schema,
     read_declaration,
     who_let_through,
 )
