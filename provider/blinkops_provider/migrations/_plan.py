@@ -37,6 +37,9 @@ _DONE: dict[str, FieldOutcome] = {
     Action.REMOVE: FieldOutcome.REMOVED,
 }
 
+RECORD_FALLBACK = "planned against the record of the last apply"
+"""What a plan says when Blink's fields read was not served."""
+
 BASELINE = (
     "The baseline is the table as Blink holds it, read when the plan was made: what the declaration "
     "leaves out of a field is sent as Blink holds it, so nothing is reset by omission."
@@ -237,34 +240,28 @@ class SchemaPlan:
         """The plan as text for the log and for a reviewer: a summary line, refused and
         destructive changes first, the baseline, and a table of the fields with their values
         (Markdown, which reads as plain text too)."""
-        counts = self.counts
-        since = f"recorded {self.recorded_at}" if self.recorded_at else "none recorded yet"
-        lines = (
-            []
-            if not self.unread
-            else [
-                f"Blink's live schema could not be read ({self.unread}): planned against the record of the last apply",
-            ]
-        )
+        lines = [] if not self.unread else [f"Blink's live schema could not be read ({self.unread}): {RECORD_FALLBACK}"]
         if self.table_plan.action == Action.CREATE:
             lines.append(_creation(self))
+        lines += [self._summary_line(), *_flagged(self.fields), *_table_lines(self.table_plan)]
+        lines += ["", self.baseline, "", "| field | action | details |", "|---|---|---|", *_rows(self.fields)]
+        return "\n".join(lines + self._left_alone())
+
+    def _summary_line(self) -> str:
+        """``Plan <fingerprint> for ws/table: n to add, ... (where the record is)``."""
+        counts = self.counts
+        since = f"recorded {self.recorded_at}" if self.recorded_at else "none recorded yet"
         removing = f", {counts[Action.REMOVE]} to remove" if counts[Action.REMOVE] else ""
         where = f"last apply: {since}, at {one_line(self.record)}" if self.record else "no record kept"
-        lines += [
+        return (
             f"Plan {self.fingerprint} for {one_line(self.ws_id)}/{one_line(self.table)}: {counts['add']} to add, "
             f"{counts['change']} to change ({counts['destructive']} destructive){removing}, {counts['unchanged']} "
-            f"unchanged, {counts['refused']} refused ({where})",
-        ]
-        lines += _flagged(self.fields)
-        lines += _table_lines(self.table_plan)
-        lines += [
-            "",
-            self.baseline,
-            "",
-            "| field | action | details |",
-            "|---|---|---|",
-            *_rows(self.fields),
-        ]
+            f"unchanged, {counts['refused']} refused ({where})"
+        )
+
+    def _left_alone(self) -> list[str]:
+        """The closing lines: removals with nothing to remove, and the fields not declared."""
+        lines = []
         gone = [plan.field for plan in self.fields if plan.action == Action.UNCHANGED and plan.risk]
         if gone:
             lines += ["", f"Already gone from Blink (nothing to remove): {_cell(', '.join(map(repr, gone)))}"]
@@ -272,7 +269,7 @@ class SchemaPlan:
             names = _cell(", ".join(map(repr, self.undeclared)))
             said = "Recorded but no longer declared" if self.unread else "In Blink, not declared"
             lines += ["", f"{said} (left as they are): {names}"]
-        return "\n".join(lines)
+        return lines
 
     def log_to(self, log: Any) -> None:
         """Log the plan: its summary, refused and destructive changes, and each field that is
@@ -465,16 +462,26 @@ POSTED_CHARS = 400
 def _details(plan: FieldPlan) -> str:
     named = f"declared as {plan.field!r}, Blink's name is {plan.blink_name!r}; " if plan.blink_name else ""
     if plan.method == "POST" and plan.body is not None:
-        body = json.dumps(plan.body.to_body(), ensure_ascii=False, sort_keys=True)
-        return _cell(f"POST {body if len(body) <= POSTED_CHARS else body[: POSTED_CHARS - 1] + '…'}")
+        return _cell(f"POST {_posted(plan.body)}")
     if plan.action == Action.ADD:
         return _cell(", ".join(f"{member} {show(after)}" for member, _, after in plan.values))
     if plan.action == Action.REMOVE:
         return _cell(f"{named}{plan.risk}")
+    return _cell(named + _changed(plan))
+
+
+def _posted(body: FieldUpdate) -> str:
+    """An add's ``POST`` body as its row shows it, cut at :data:`POSTED_CHARS`."""
+    text = json.dumps(body.to_body(), ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= POSTED_CHARS else text[: POSTED_CHARS - 1] + "…"
+
+
+def _changed(plan: FieldPlan) -> str:
+    """A change's (or a refused change's) members, before and after, with what Blink keeps enforcing."""
     shown = "; ".join(f"{member}: {show(before)} → {show(after)}" for member, before, after in plan.values)
     if plan.kept and plan.action == Action.CHANGE:
         shown += f" (Blink keeps enforcing {' and '.join(plan.kept)}: not declared, sent as held)"
-    return _cell(named + (f"{shown} ({plan.risk})" if plan.action == Action.REFUSED else shown))
+    return f"{shown} ({plan.risk})" if plan.action == Action.REFUSED else shown
 
 
 def _cell(text: str) -> str:
@@ -516,11 +523,7 @@ def make_plan(
     rows = plan_fields(
         declared, recorded, live, table=table, replace=replace, removals=removals, notes=notes, rows=table_plan.rows
     )
-    matched = {row.name_in_blink for row in rows if row.action != Action.ADD}
-    if live is None:
-        undeclared = [name for name in recorded if name not in {name for name, _ in declared}]
-    else:
-        undeclared = [str(f.name) for f in live if f.name not in matched and not _system(f)]
+    undeclared = _undeclared(rows, declared, recorded, live)
     schema = [[name, update.to_body()] for name, update in declared]
     return SchemaPlan(
         ws_id=ws_id,
@@ -535,6 +538,21 @@ def make_plan(
         unread=unread,
         table_plan=table_plan,
     )
+
+
+def _undeclared(
+    rows: Sequence[FieldPlan],
+    declared: Sequence[tuple[str, FieldUpdate]],
+    recorded: Mapping[str, Any],
+    live: Sequence[TableField] | None,
+) -> list[str]:
+    """The fields left as they are: in Blink (or, without a live read, in the record) and not
+    declared, Blink's own fields aside."""
+    if live is None:
+        names = {name for name, _ in declared}
+        return [name for name in recorded if name not in names]
+    matched = {row.name_in_blink for row in rows if row.action != Action.ADD}
+    return [str(f.name) for f in live if f.name not in matched and not _system(f)]
 
 
 def _system(field: TableField) -> bool:
@@ -571,28 +589,39 @@ def plan_table(
     :param listed: whether Blink served its tables read.
     """
     display_name, description = declared
-    if held is None and create:
-        after = {"display_name": display_name or table, "description": description or ""}
-        made = tuple((member, None, value) for member, value in after.items())
-        return TablePlan(Action.CREATE, "", tuple(after), made, body={**after, "options": []}, rows=0)
     if held is None:
-        note = (
-            ""
-            if (display_name, description) == (None, None) or listed
-            else ("Blink's tables read is not served: the table's display name and description are not planned")
-        )
-        return TablePlan(Action.UNCHANGED, table, note=note)
-    before = {"display_name": held.display_name or held.name, "description": held.description or ""}
-    after = {
-        "display_name": display_name if display_name is not None else before["display_name"],
-        "description": description if description is not None else before["description"],
-    }
+        return _table_to_create(table, display_name, description) if create else _unheld(table, declared, listed)
+    before, after = _table_members(held, display_name, description)
     members = tuple(member for member in after if after[member] != before[member])
     if not members:
         return TablePlan(Action.UNCHANGED, held.name, rows=held.estimated_records_count)
     values: tuple[tuple[str, Any, Any], ...] = tuple((member, before[member], after[member]) for member in members)
     body = {**after, "settings": dict(held.settings or {})}
     return TablePlan(Action.CHANGE, held.name, members, values, body=body, rows=held.estimated_records_count)
+
+
+def _table_members(
+    held: BlinkTable, display_name: str | None, description: str | None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The table's display name and description as Blink holds them, and as declared (what is
+    not declared is kept as held)."""
+    before = {"display_name": held.display_name or held.name, "description": held.description or ""}
+    given = {"display_name": display_name, "description": description}
+    return before, {member: before[member] if given[member] is None else given[member] for member in before}
+
+
+def _table_to_create(table: str, display_name: str | None, description: str | None) -> TablePlan:
+    """The plan of a table Blink does not have, to create (with the declared display name, else its name)."""
+    after = {"display_name": display_name or table, "description": description or ""}
+    made = tuple((member, None, value) for member, value in after.items())
+    return TablePlan(Action.CREATE, "", tuple(after), made, body={**after, "options": []}, rows=0)
+
+
+def _unheld(table: str, declared: Sequence[str | None], listed: bool) -> TablePlan:
+    """The plan of a table not in Blink's tables read: nothing, saying so when the read is not served."""
+    unplanned = "Blink's tables read is not served: the table's display name and description are not planned"
+    note = "" if tuple(declared) == (None, None) or listed else unplanned
+    return TablePlan(Action.UNCHANGED, table, note=note)
 
 
 def plan_fields(
@@ -615,27 +644,35 @@ def plan_fields(
     the rows that lose their values), ``unchanged`` (Blink has no such field) or ``refused``."""
     declared = list(declared)
     if live is None:
-        plans = []
-        for name, update in declared:
-            before = recorded.get(name)
-            plans.append(_against(name, update, before if isinstance(before, Mapping) else None, update))
-        why = "a removal needs Blink's fields read, which this Blink does not serve: nothing is removed"
-        return plans + [FieldPlan(name, Action.REFUSED, risk=why) for name in removals]
+        return _against_record(declared, recorded, removals)
     fields = list(live.values()) if isinstance(live, Mapping) else list(live)
     held = {field.name: field for field in fields if field.name is not None}
     matches = match_fields(declared, removals, fields, notes or {})
     targets = _referenced(fields)
+
+    def one(name: str, update: FieldUpdate) -> FieldPlan:
+        if name in matches.refused:
+            return FieldPlan(name, Action.REFUSED, risk=matches.refused[name])
+        if name not in matches.found:
+            return _add(name, update, targets, table)
+        found = matches.found[name]
+        plan = _against_blink(name, update, held[found], recorded.get(name), replace)
+        return dataclasses.replace(plan, blink_name=found if found != name else "")
+
+    plans = [one(name, update) for name, update in declared]
+    return plans + [_removal(name, held.get(matches.gone.get(name, "")), rows) for name in removals]
+
+
+def _against_record(
+    declared: Sequence[tuple[str, FieldUpdate]], recorded: Mapping[str, Any], removals: Sequence[str]
+) -> list[FieldPlan]:
+    """Each declared field against its recorded body (Blink's fields read not served); no removal."""
     plans = []
     for name, update in declared:
-        if name in matches.refused:
-            plans.append(FieldPlan(name, Action.REFUSED, risk=matches.refused[name]))
-        elif name in matches.found:
-            found = matches.found[name]
-            plan = _against_blink(name, update, held[found], recorded.get(name), replace)
-            plans.append(dataclasses.replace(plan, blink_name=found if found != name else ""))
-        else:
-            plans.append(_add(name, update, targets, table))
-    return plans + [_removal(name, held.get(matches.gone.get(name, "")), rows) for name in removals]
+        before = recorded.get(name)
+        plans.append(_against(name, update, before if isinstance(before, Mapping) else None, update))
+    why = "a removal needs Blink's fields read, which this Blink does not serve: nothing is removed"
+    return plans + [FieldPlan(name, Action.REFUSED, risk=why) for name in removals]
 
 
 def _referenced(fields: Sequence[TableField]) -> dict[str, str]:
@@ -693,9 +730,15 @@ def _against_blink(name: str, update: FieldUpdate, held: TableField, recorded: A
     changed_by = _changed_by(held) if drift else ""
     body = update if replace else merge_field(update, held, name=name)
     plan = _against(name, update, before, body)
-    given = update.attributes.model_dump(exclude_none=True) if update.attributes is not None else {}
-    kept = () if replace else tuple(c for c in _ENFORCED if c not in given and (markers.get(c) is True))
+    kept = () if replace else _kept_checks(update, markers)
     return dataclasses.replace(plan, drift=drift, changed_by=changed_by, kept=kept)
+
+
+def _kept_checks(update: FieldUpdate, held: Mapping[str, Any]) -> tuple[str, ...]:
+    """The checks Blink enforces on the field (``held``: its attributes) that the declaration
+    leaves out: the merge keeps them."""
+    given = update.attributes.model_dump(exclude_none=True) if update.attributes is not None else {}
+    return tuple(check for check in _ENFORCED if check not in given and held.get(check) is True)
 
 
 _ENFORCED = ("required", "is_unique")
