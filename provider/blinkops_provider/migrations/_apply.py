@@ -152,7 +152,7 @@ def _read_table(
     :raises BlinkNotFoundError: Blink has no such table, and ``create_table`` is False.
     """
     ws_id, table = record.ws_id, record.table
-    if declared.display_name is None and declared.description is None and not declared.removals:
+    if _fields_tell_all(declared):
         try:
             return TablePlan(name=table), *_read_live(hook, ws_id, table)
         except BlinkNotFoundError:
@@ -161,19 +161,10 @@ def _read_table(
     with ThreadPoolExecutor(2, thread_name_prefix="blink-reads") as pool:  # the two reads at once: one round trip
         fields = pool.submit(_read_live, hook, ws_id, table)
         tables = _tables(hook, ws_id)
-    try:
-        held = match_table(table, tables, record.table_name, declared.display_name) if tables is not None else None
-    except ValueError as err:
-        raise BlinkInputError(f"{err}. Nothing was sent") from None
+    held = _matched(record, tables, declared)
     wanted = (declared.display_name, declared.description)
     if tables is not None and held is None:
-        if not create_table:
-            raise BlinkNotFoundError(
-                f"no table {table!r} in workspace {ws_id!r}: Blink's tables read lists no table named or shown so. "
-                "Nothing was sent: give the operator create_table=True to create it with its declared fields, or "
-                "give table the name of an existing table"
-            )
-        return plan_table(table, wanted, None, create=True), [], ""
+        return _to_create(record, wanted, create_table)
     table_plan = plan_table(table, wanted, held, listed=tables is not None)
     if table_plan.name == table:
         try:
@@ -181,6 +172,38 @@ def _read_table(
         except BlinkNotFoundError:
             pass  # (a table listed since the read)
     return (table_plan, *_read_live(hook, ws_id, table_plan.name or table))
+
+
+def _fields_tell_all(declared: Declaration) -> bool:
+    """Whether the fields read tells all the plan needs: no table member declared, no removal."""
+    return declared.display_name is None and declared.description is None and not declared.removals
+
+
+def _matched(record: SchemaRecord, tables: list[BlinkTable] | None, declared: Declaration) -> BlinkTable | None:
+    """The table in Blink's tables read (:mod:`.identity`'s match); None when not there or not read.
+
+    :raises BlinkInputError: the read shows it ambiguously."""
+    if tables is None:
+        return None
+    try:
+        return match_table(record.table, tables, record.table_name, declared.display_name)
+    except ValueError as err:
+        raise BlinkInputError(f"{err}. Nothing was sent") from None
+
+
+def _to_create(
+    record: SchemaRecord, wanted: tuple[str | None, str | None], create_table: bool
+) -> tuple[TablePlan, list[TableField] | None, str]:
+    """The plan of a table Blink does not have: created, with no fields to read.
+
+    :raises BlinkNotFoundError: ``create_table`` is False."""
+    if not create_table:
+        raise BlinkNotFoundError(
+            f"no table {record.table!r} in workspace {record.ws_id!r}: Blink's tables read lists no table named or "
+            "shown so. Nothing was sent: give the operator create_table=True to create it with its declared fields, "
+            "or give table the name of an existing table"
+        )
+    return plan_table(record.table, wanted, None, create=True), [], ""
 
 
 def _tables(hook: BlinkHook, ws_id: str) -> list[BlinkTable] | None:

@@ -198,11 +198,11 @@ def fleet_summary(
     summary: dict[str, Any] = {outcome.value: [] for outcome in OUTCOMES}  # plain text keys: XCom-ready
     errors: dict[str, str] = {}
     waits = 0
-    kept = {_name(plan) for plan in plans or () if isinstance(plan, Mapping) and not changes(plan)}
+    kept = _unchanged_plans(plans)
     for table, given in zip(tables, results, strict=True):
         result = given if isinstance(given, Mapping) else None  # anything else: no result
         name = _name(table) if isinstance(table, Mapping) else one_line(str(table))
-        outcome = (TableOutcome.UNCHANGED if name in kept else TableOutcome.REJECTED) if rejected else _outcome(result)
+        outcome = _rejected(name in kept) if rejected else _outcome(result)
         summary[outcome].append(name)
         waits += _waits(result)
         if outcome in (TableOutcome.FAILED, TableOutcome.STALE):
@@ -213,6 +213,16 @@ def fleet_summary(
         "errors": errors,
         "text": _summary_text(len(tables), summary, errors, waits),
     }
+
+
+def _unchanged_plans(plans: Sequence[Mapping[str, Any]] | None) -> set[str]:
+    """The tables whose plan changes nothing."""
+    return {_name(plan) for plan in plans or () if isinstance(plan, Mapping) and not changes(plan)}
+
+
+def _rejected(unchanged: bool) -> TableOutcome:
+    """A table's outcome when the review rejected the plans: unchanged when its plan changed nothing."""
+    return TableOutcome.UNCHANGED if unchanged else TableOutcome.REJECTED
 
 
 def _why_failed(result: Mapping[str, Any] | None) -> str:

@@ -607,7 +607,12 @@ def _table_members(
     not declared is kept as held)."""
     before = {"display_name": held.display_name or held.name, "description": held.description or ""}
     given = {"display_name": display_name, "description": description}
-    return before, {member: before[member] if given[member] is None else given[member] for member in before}
+    return before, {member: _or(given[member], before[member]) for member in before}
+
+
+def _or(given: str | None, held: str) -> str:
+    """``given``, or ``held`` when nothing is given."""
+    return held if given is None else given
 
 
 def _table_to_create(table: str, display_name: str | None, description: str | None) -> TablePlan:
