@@ -49,15 +49,9 @@ def match_fields(
     display name; and each removal's (by name, then the record's note)."""
     by_name = {held.name: held for held in live if held.name is not None}
     matches = Matches()
-    for name, _ in declared:
-        if name in by_name:
-            matches.found[name] = name
+    matches.found.update({name: name for name, _ in declared if name in by_name})
     claimed = set(matches.found.values())
-    for name, _ in declared:
-        noted = notes.get(name)
-        if name not in matches.found and noted in by_name and noted not in claimed:
-            matches.found[name] = claimed_name = str(noted)
-            claimed.add(claimed_name)
+    _by_note(declared, by_name, notes, matches, claimed)
     _by_display_name(declared, live, matches, claimed)
     _adds_told_apart(declared, live, matches)
     for name in removals:
@@ -65,6 +59,22 @@ def match_fields(
         if target in by_name:
             matches.gone[name] = str(target)
     return matches
+
+
+def _by_note(
+    declared: Sequence[tuple[str, FieldUpdate]],
+    by_name: Mapping[str | None, TableField],
+    notes: Mapping[str, str],
+    matches: Matches,
+    claimed: set[str],
+) -> None:
+    """Step 2: the entries not found by name, matched by the record's note of the name Blink
+    gave the field this provider added (a field no entry claimed yet)."""
+    for name, _ in declared:
+        noted = notes.get(name)
+        if name not in matches.found and noted in by_name and noted not in claimed:
+            matches.found[name] = claimed_name = str(noted)
+            claimed.add(claimed_name)
 
 
 def _by_display_name(
@@ -84,6 +94,12 @@ def _by_display_name(
             )
         elif hits:
             wanted[str(hits[0])].append(name)
+    _one_entry_each(wanted, matches)
+
+
+def _one_entry_each(wanted: Mapping[str, list[str]], matches: Matches) -> None:
+    """Each of Blink's fields that one entry matched by display name is that entry's; one that
+    several matched is refused to all of them."""
     for blink_name, names in wanted.items():
         if len(names) == 1:
             matches.found[names[0]] = blink_name
