@@ -63,7 +63,7 @@ def match_fields(
 
 def _by_note(
     declared: Sequence[tuple[str, FieldUpdate]],
-    by_name: Mapping[str | None, TableField],
+    by_name: Mapping[str, TableField],
     notes: Mapping[str, str],
     matches: Matches,
     claimed: set[str],
