@@ -66,11 +66,7 @@ def read_declaration(value: Any, *, source: str = "the declared schema", prefix:
         return Declaration(value)
     if isinstance(value, (str, bytes)):
         value = _json(value, source)
-    table: dict[str, Any] = {}
-    if isinstance(value, Mapping) and "fields" in value:
-        table, value = _table_members(value, source), value["fields"]
-        if not isinstance(value, list):
-            raise BlinkInputError(f"{source}: 'fields' must be a list of entries, got {type(value).__name__}")
+    table, value = _table_and_fields(value, source)
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
         entries, removals = _split(list(value), source)
     else:  # a mapping {field name: update}, or what validate_field_updates names as wrong
@@ -79,6 +75,22 @@ def read_declaration(value: Any, *, source: str = "the declared schema", prefix:
         fields = validate_field_updates(entries, require_type_and_name=True)
     except BlinkInputError as err:
         raise BlinkInputError(f"{source}: {err}" if prefix else str(err)) from None
+    _check_whole(fields, removals, source)
+    return Declaration(fields, tuple(removals), table.get("display_name"), table.get("description"))
+
+
+def _table_and_fields(value: Any, source: str) -> tuple[dict[str, Any], Any]:
+    """An object with ``fields``: its table members (checked) and its entries; anything else as it is."""
+    if not (isinstance(value, Mapping) and "fields" in value):
+        return {}, value
+    table, fields = _table_members(value, source), value["fields"]
+    if not isinstance(fields, list):
+        raise BlinkInputError(f"{source}: 'fields' must be a list of entries, got {type(fields).__name__}")
+    return table, fields
+
+
+def _check_whole(fields: FieldBatch, removals: list[str], source: str) -> None:
+    """:raises BlinkInputError: a field both declared and removed, or nothing declared at all."""
     twice = sorted({name for name, _ in fields} & set(removals))
     if twice:
         raise BlinkInputError(
@@ -86,7 +98,6 @@ def read_declaration(value: Any, *, source: str = "the declared schema", prefix:
         )
     if not fields and not removals:
         raise BlinkInputError(f"{source} declares no field; give at least one (a template that rendered nothing?)")
-    return Declaration(fields, tuple(removals), table.get("display_name"), table.get("description"))
 
 
 def _json(text: str | bytes, source: str) -> Any:
@@ -113,12 +124,17 @@ def _table_members(value: Mapping[str, Any], source: str) -> dict[str, Any]:
         )
     table = {member: value.get(member) for member in ("display_name", "description") if member in value}
     for member, given in table.items():
-        if given is not None and not isinstance(given, str):
-            raise BlinkInputError(f"{source}: the table's {member} must be text, got {type(given).__name__}")
+        _check_text(given, f"{source}: the table's {member}")
     shown = table.get("display_name")
     if isinstance(shown, str) and not shown.strip():
         raise BlinkInputError(f"{source}: the table's display_name must not be blank")
     return table
+
+
+def _check_text(given: Any, what: str) -> None:
+    """:raises BlinkInputError: ``given`` is neither None nor text."""
+    if given is not None and not isinstance(given, str):
+        raise BlinkInputError(f"{what} must be text, got {type(given).__name__}")
 
 
 def _split(entries: list[Any], source: str) -> tuple[list[Any], list[str]]:
