@@ -81,30 +81,41 @@ class Steps:
         return self.complete(self._report(done), now(), raising=True)
 
     def _send(self, done: list[Any]) -> None:
-        table, ws_id = self.plan.table_plan, self.plan.ws_id
-        if table.action == Action.CREATE:
+        """Each step in turn, its report appended to ``done``: the table's creation, the adds, the
+        changes, the table's own change, then the removals (only when every other step succeeded)."""
+        if self.plan.table_plan.action == Action.CREATE:
             done.append(self._create())
         done.append(self._add())
-        blink = {row.field: row.name_in_blink for row in self.plan.fields}
-        changes = [
-            (row.field, row.body)
-            for row in self.plan.fields
-            if row.body is not None and row.method != "POST" and row.field not in self.skipped
-        ]
-        put = self.hook.update_table_field
-        what = "applied" if self.plan.unread else "changed"  # (against the record alone: sent as planned)
-        done.append(self._batch(changes, lambda name, body: put(ws_id, self.table_name, blink[name], body), what))
-        if table.action == Action.CHANGE and table.body is not None:
-            self.hook.update_table(ws_id, self.table_name, table.body)
-            self.hook.log.info(
-                "Table %s/%s: %s changed", one_line(ws_id), one_line(self.table_name), ", ".join(table.members)
-            )
+        done.append(self._change())
+        self._change_table()
         removals = [(row.field, FieldUpdate()) for row in self._rows(Action.REMOVE)]
         if removals and any(not part.ok for part in done):
             why = "not sent: an earlier step of the apply failed, and a removal is only sent after every other step"
             done.append(_not_sent([name for name, _ in removals], why))
             return
+        blink = {row.field: row.name_in_blink for row in self.plan.fields}
         done.append(self._batch(removals, lambda name, _: self._remove(blink[name]), "removed"))
+
+    def _change(self) -> Any:
+        """The fields to change (``PUT``), a batch: every planned body but the adds and the skipped."""
+        changes = [
+            (row.field, row.body)
+            for row in self.plan.fields
+            if row.body is not None and row.method != "POST" and row.field not in self.skipped
+        ]
+        blink = {row.field: row.name_in_blink for row in self.plan.fields}
+        ws_id, put = self.plan.ws_id, self.hook.update_table_field
+        what = "applied" if self.plan.unread else "changed"  # (against the record alone: sent as planned)
+        return self._batch(changes, lambda name, body: put(ws_id, self.table_name, blink[name], body), what)
+
+    def _change_table(self) -> None:
+        """The table's own change (its display name or description), when the plan has one."""
+        table, ws_id = self.plan.table_plan, self.plan.ws_id
+        if table.action == Action.CHANGE and table.body is not None:
+            self.hook.update_table(ws_id, self.table_name, table.body)
+            self.hook.log.info(
+                "Table %s/%s: %s changed", one_line(ws_id), one_line(self.table_name), ", ".join(table.members)
+            )
 
     def _add(self) -> Any:
         """The fields to add (``POST``), a batch; then the ones Blink's answers left unnamed, found."""
