@@ -120,15 +120,20 @@ class SchemaRecord:
         except OSError as err:
             raise unusable_location(self.location, err, "read") from None
         data = self._checked(raw, f"the schema record at {self.location!r}")
+        self._read_notes(data)
         fields = {str(name): body for name, body in data["fields"].items() if isinstance(body, dict)}
+        recorded_at = data.get("recorded_at")
+        return fields, recorded_at if isinstance(recorded_at, str) else None
+
+    def _read_notes(self, data: dict[str, Any]) -> None:
+        """The record's notes: Blink's names of the fields and the table this provider made
+        (:attr:`names`, :attr:`table_name`); a note of the wrong type is left out."""
         names = data.get("names")
         self.names = {
             str(k): v for k, v in (names.items() if isinstance(names, dict) else ()) if isinstance(v, str) and v
         }
         table_name = data.get("table_name")
         self.table_name = table_name if isinstance(table_name, str) and table_name else None
-        recorded_at = data.get("recorded_at")
-        return fields, recorded_at if isinstance(recorded_at, str) else None
 
     def _checked(self, raw: bytes, where: str) -> dict[str, Any]:
         """The record's JSON, once it is known to be a record of this format for this table."""

@@ -92,24 +92,16 @@ class ApplyReport:
         summary. Linear in the number of fields."""
         outcomes = result.outcomes()
         counts = Counter(outcomes.values())
-        tally = ", ".join(f"{counts[word]} {word}" for word in OUTCOMES if counts[word])
-        done = len(result.applied) + len(result.skipped)
-        self.log.info(
-            "Schema of %s/%s: %d of %d fields applied (%s)",
-            one_line(self.ws_id),
-            one_line(self.table),
-            done,
-            len(result.order),
-            tally,
-        )
+        self._log_tally(result, counts)
         stopped = self._stopped_by(result, exc)
         failed = [
             failure
             for name in result.order
-            if outcomes[name] != "unchanged" and (failure := self._log_field(name, outcomes[name], result, stopped))
+            if outcomes[name] != FieldOutcome.UNCHANGED
+            and (failure := self._log_field(name, outcomes[name], result, stopped))
         ]
-        if counts["unchanged"]:
-            self.log.info("  (%d field(s) unchanged)", counts["unchanged"])
+        if counts[FieldOutcome.UNCHANGED]:
+            self.log.info("  (%d field(s) unchanged)", counts[FieldOutcome.UNCHANGED])
         named = {"names": result.names(), **({"table_name": result.table_name} if result.table_name else {})}
         return {
             **self._head([name for name in result.order if name in result.applied], failed, list(result.unknown)),
@@ -117,6 +109,18 @@ class ApplyReport:
             **named,
             **self.fleet_facts(let_through, exc, _table_outcome(counts, exc), rate_limited),
         }
+
+    def _log_tally(self, result: ApplyResult, counts: Counter[str]) -> None:
+        """The summary line: ``Schema of ws/table: n of m fields applied (k changed, ...)``."""
+        tally = ", ".join(f"{counts[word]} {word}" for word in OUTCOMES if counts[word])
+        self.log.info(
+            "Schema of %s/%s: %d of %d fields applied (%s)",
+            one_line(self.ws_id),
+            one_line(self.table),
+            len(result.applied) + len(result.skipped),
+            len(result.order),
+            tally,
+        )
 
     def failed(
         self,
