@@ -148,3 +148,26 @@ def test_the_nightly_sync_example_calls_the_provider() -> None:
     """#41: the diff, prune and announce are ``record_catalogue_diff``'s."""
     example = ROOT / "example_dags" / "blink_connection_types_nightly_sync.py"
     assert "record_catalogue_diff(" in example.read_text()
+
+
+def test_no_function_outside_the_sandbox_is_above_complexity_10() -> None:
+    """#58 item 5: radon's cyclomatic complexity, boolean operators counted (ruff's C901 does
+    not count them), at most 10 for every function and method; the sandbox is Blink's copy, not
+    held to it."""
+    from radon.complexity import cc_visit
+
+    def blocks(found: list[object]) -> list[object]:
+        flat: list[object] = []
+        for block in found:
+            flat += [block, *blocks([*getattr(block, "methods", []), *getattr(block, "closures", [])])]
+        return flat
+
+    package = PACKAGE
+    over = [
+        f"{path.relative_to(package)}:{block.lineno} {block.name} ({block.complexity})"  # type: ignore[attr-defined]
+        for path in sorted(package.rglob("*.py"))
+        if "sandbox" not in path.relative_to(package).parts
+        for block in blocks(cc_visit(path.read_text()))
+        if not hasattr(block, "methods") and block.complexity > 10  # type: ignore[attr-defined]
+    ]
+    assert over == []
