@@ -38,7 +38,7 @@ from blinkops_provider.migrations._lock import Holder, TableLock
 from blinkops_provider.migrations._plan import SchemaPlan, TablePlan, make_plan, plan_table
 from blinkops_provider.migrations._record import SchemaRecord, check_shared, record_location
 from blinkops_provider.migrations._result import ApplyResult
-from blinkops_provider.migrations._review import who_let_through
+from blinkops_provider.migrations._review import admit, check_approval
 from blinkops_provider.migrations._steps import Steps as _Steps
 from blinkops_provider.models import BlinkTable, FieldBatch, FieldUpdate, TableField
 
@@ -277,40 +277,6 @@ def plan_schema(
     return plan
 
 
-def _say_who(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, acknowledged: bool) -> None:
-    """Log who approved the plan, and who let its removals through."""
-    plan, removals = planned.fingerprint, len(planned.removals)
-    if approval:
-        log.info("Plan %s approved by %s at %s in review", plan, approval["approved_by"], approval["approved_at"])
-    if removals and (approval or acknowledged):
-        how = "acknowledged by the DAG (acknowledge_risks=True)"
-        how = f"approved by {approval['approved_by']}" if approval else how
-        log.warning("Plan %s removes %d field(s) with their values: %s", plan, removals, how)
-
-
-def _check_loss(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, acknowledge_risks: bool) -> None:
-    """Say who let the plan through; refuse a plan that removes fields unless a person approved
-    it in review (``approval``, read from Airflow's record of the review:
-    the review task's recorded answer) or the apply was given
-    ``acknowledge_risks=True``. Nothing in the plan's XCom counts as an approval.
-
-    :raises BlinkInputError: naming the removals and both ways to go on; nothing was sent.
-    """
-    removals = planned.removals
-    _say_who(log, planned, approval, acknowledge_risks)
-    if not removals or acknowledge_risks or approval:
-        return
-    listed = "; ".join(f"{one_line(row.field)!r} ({row.risk})" for row in removals[:SHOWN_REMOVALS])
-    more = f" and {len(removals) - SHOWN_REMOVALS} more" if len(removals) > SHOWN_REMOVALS else ""
-    raise BlinkInputError(
-        f"plan {planned.fingerprint} of {one_line(planned.ws_id)}/{one_line(planned.table)} removes "
-        f"{len(removals)} field(s) with their values: {listed}{more}. Nothing was sent: a removal is applied only "
-        "once a person approved the plan in Airflow's review (give the apply review_task_id, the task id of the "
-        "ApprovalOperator upstream of it, as BlinkTableMigration does; a plan's XCom that claims a review counts "
-        "for nothing), or when the apply is given acknowledge_risks=True"
-    )
-
-
 def _lock(
     hook: BlinkHook, record_path: Any, ws_id: str, table: str, holder: Holder | None, wait: float
 ) -> TableLock | contextlib.nullcontext[None]:
@@ -329,23 +295,6 @@ def _lock(
         monotonic=clock.monotonic,
         log=hook.log,
     )
-
-
-def _check_approval(approval: Any) -> None:
-    """:raises BlinkInputError: ``approval`` is neither None nor ``{"approved_by", "approved_at"}`` texts."""
-    if approval is None:
-        return
-    if not isinstance(approval, Mapping) or not all(
-        isinstance(approval.get(key), str) and approval.get(key) for key in ("approved_by", "approved_at")
-    ):
-        raise BlinkInputError(
-            f'approval must be None or {{"approved_by": <who>, "approved_at": <ISO time>}} as Airflow recorded the '
-            f"review's answer, got {approval!r}"
-        )
-
-
-SHOWN_REMOVALS = 20
-"""The most removals the gate's error names one by one."""
 
 
 def apply_schema(
@@ -394,17 +343,14 @@ def apply_schema(
     replace = check_flag(replace, "replace")
     acknowledge_risks = check_flag(acknowledge_risks, "acknowledge_risks")
     create_table = check_flag(create_table, "create_table")
-    _check_approval(approval)
+    check_approval(approval)
     declared = read_declaration(updates)
     _check_names(ws_id, table)
     lock = _lock(hook, record_path, ws_id, table, holder, lock_wait)
     record = _record(hook, ws_id, table, lock.record if isinstance(lock, TableLock) else None)  # reads the connection
     with lock:
         planned, recorded = _plan(hook, record, declared, replace, create_table)
-        if approved is not None:
-            planned.check_approved(approved)  # before anything is sent
-        _check_loss(hook.log, planned, approval, acknowledge_risks)
+        who = admit(hook.log, planned, approved, approval, acknowledge_risks)  # before anything is sent
         planned.log_to(hook.log)
-        who = who_let_through(approval, acknowledge_risks)
         steps = _Steps(hook, record, recorded, planned, only_changed, max_concurrency, fail_fast, let_through=who)
         return steps.run()

@@ -1,5 +1,7 @@
-"""Who may let a plan through: the review policies (when a person is asked), and what a person
-answered, read where Airflow keeps it.
+"""The gate: who may let a plan through, in one place. The review policies (when a person is
+asked), what a person answered (read where Airflow keeps it), and whether a plan may be applied
+(:func:`admit`: the approved plan is the one that would be applied, and a removal is approved or
+acknowledged). Every apply asks :func:`admit` before it sends anything.
 
 The answer is Airflow's own record of the review: the XCom ``return_value`` of an
 ``ApprovalOperator`` (Airflow 3.1+), which only that task writes, ``{"chosen_options":
@@ -18,8 +20,7 @@ from typing import Any
 from blinkops_provider._states import Action, Decision
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
-
-"""The two options of Airflow's ``ApprovalOperator``."""
+from blinkops_provider.migrations._plan import SchemaPlan
 
 REJECTED_IN_REVIEW = "rejected in review: nothing was applied"
 """What a rejected run's failure and a rejected fleet's summary say."""
@@ -167,3 +168,75 @@ def who_let_through(approval: Mapping[str, str] | None, acknowledged: bool) -> d
     """What an apply's XCom and record say let its plan through: ``{"approved_by", "approved_at"}``
     (a person's Approve), ``{"acknowledged": True}`` (the DAG's ``acknowledge_risks``), or nothing."""
     return dict(approval) if approval else {"acknowledged": True} if acknowledged else {}
+
+
+SHOWN_REMOVALS = 20
+"""The most removals the gate's error names one by one."""
+
+
+def check_approval(approval: Any) -> None:
+    """:raises BlinkInputError: ``approval`` is neither None nor ``{"approved_by", "approved_at"}`` texts."""
+    if approval is None:
+        return
+    if not isinstance(approval, Mapping) or not all(
+        isinstance(approval.get(key), str) and approval.get(key) for key in ("approved_by", "approved_at")
+    ):
+        raise BlinkInputError(
+            f'approval must be None or {{"approved_by": <who>, "approved_at": <ISO time>}} as Airflow recorded the '
+            f"review's answer, got {approval!r}"
+        )
+
+
+def admit(
+    log: Any,
+    planned: SchemaPlan,
+    approved: Mapping[str, Any] | str | None,
+    approval: Mapping[str, str] | None,
+    acknowledge_risks: bool,
+) -> dict[str, Any]:
+    """Whether ``planned`` may be applied, asked once by every apply before it sends anything:
+    it must be the approved plan when one is given (its staleness, :meth:`SchemaPlan.check_approved`),
+    and its removals approved in review or acknowledged. Logs who let it through.
+
+    :returns: who let it through, for the record (:func:`who_let_through`).
+    :raises BlinkStalePlanError: the approved plan is not what would be applied now.
+    :raises BlinkInputError: a removal neither approved nor acknowledged.
+    """
+    if approved is not None:
+        planned.check_approved(approved)
+    _check_loss(log, planned, approval, acknowledge_risks)
+    return who_let_through(approval, acknowledge_risks)
+
+
+def _check_loss(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, acknowledge_risks: bool) -> None:
+    """Say who let the plan through; refuse a plan that removes fields unless a person approved
+    it in review (``approval``, read from Airflow's record of the review:
+    the review task's recorded answer) or the apply was given
+    ``acknowledge_risks=True``. Nothing in the plan's XCom counts as an approval.
+
+    :raises BlinkInputError: naming the removals and both ways to go on; nothing was sent.
+    """
+    removals = planned.removals
+    _say_who(log, planned, approval, acknowledge_risks)
+    if not removals or acknowledge_risks or approval:
+        return
+    listed = "; ".join(f"{one_line(row.field)!r} ({row.risk})" for row in removals[:SHOWN_REMOVALS])
+    more = f" and {len(removals) - SHOWN_REMOVALS} more" if len(removals) > SHOWN_REMOVALS else ""
+    raise BlinkInputError(
+        f"plan {planned.fingerprint} of {one_line(planned.ws_id)}/{one_line(planned.table)} removes "
+        f"{len(removals)} field(s) with their values: {listed}{more}. Nothing was sent: a removal is applied only "
+        "once a person approved the plan in Airflow's review (give the apply review_task_id, the task id of the "
+        "ApprovalOperator upstream of it, as BlinkTableMigration does; a plan's XCom that claims a review counts "
+        "for nothing), or when the apply is given acknowledge_risks=True"
+    )
+
+
+def _say_who(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, acknowledged: bool) -> None:
+    """Log who approved the plan, and who let its removals through."""
+    plan, removals = planned.fingerprint, len(planned.removals)
+    if approval:
+        log.info("Plan %s approved by %s at %s in review", plan, approval["approved_by"], approval["approved_at"])
+    if removals and (approval or acknowledged):
+        how = "acknowledged by the DAG (acknowledge_risks=True)"
+        how = f"approved by {approval['approved_by']}" if approval else how
+        log.warning("Plan %s removes %d field(s) with their values: %s", plan, removals, how)
