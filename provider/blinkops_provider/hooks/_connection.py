@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,8 +64,7 @@ class ConnectionSettings:
         extra = conn.extra_dejson
 
         def option(name: str) -> Any:
-            value = extra.get(name, extra.get(f"extra__blink__{name}"))
-            return None if value in (None, "") else value
+            return _option(extra, name)
 
         who = who or f"the connection {conn.conn_id!r}"
         api_key = (conn.password or "").strip()
@@ -73,16 +73,25 @@ class ConnectionSettings:
                 f"{who} has no API key: put it in the password field (labelled 'API key' in the UI)"
             )
         check_api_key(api_key, who)
-        header = _header(option(HEADER_EXTRA))
-        verify = option("verify_ssl")
-        conn_timeout = option("timeout")
+        verify, conn_timeout = option("verify_ssl"), option("timeout")
+        host = (conn.host or "").strip()
         return cls(
             base_url=build_base_url(conn.host, conn.port),
-            scheme_assumed=bool((conn.host or "").strip()) and "://" not in (conn.host or ""),
+            scheme_assumed=bool(host) and "://" not in host,
             api_key=api_key,
             who=who,
-            header=header,
+            header=_header(option(HEADER_EXTRA)),
             verify=True if verify is None else as_bool(verify, "extra 'verify_ssl'"),
-            timeout=timeout
-            or (DEFAULT_TIMEOUT if conn_timeout is None else as_timeout(conn_timeout, "extra 'timeout'")),
+            timeout=timeout or _timeout(conn_timeout),
         )
+
+
+def _option(extra: Mapping[str, Any], name: str) -> Any:
+    """An extra by its name (or Airflow 2's prefixed name); None when empty."""
+    value = extra.get(name, extra.get(f"extra__blink__{name}"))
+    return None if value in (None, "") else value
+
+
+def _timeout(given: Any) -> Timeout:
+    """The connection's ``timeout`` extra, checked; the default when it has none."""
+    return DEFAULT_TIMEOUT if given is None else as_timeout(given, "extra 'timeout'")

@@ -25,7 +25,7 @@ from typing import Any
 from blinkops_provider._states import FIELD_ACTIONS, Action, FieldOutcome
 from blinkops_provider._text import one_line, show
 from blinkops_provider.exceptions import BlinkStalePlanError
-from blinkops_provider.migrations._identity import match_fields
+from blinkops_provider.migrations._identity import Matches, match_fields
 from blinkops_provider.migrations._merge import contradictions, field_body, merge_field
 from blinkops_provider.models import READ_ONLY_ATTRIBUTES, BlinkTable, FieldUpdate, TableField
 
@@ -654,18 +654,29 @@ def plan_fields(
     held = {field.name: field for field in fields if field.name is not None}
     matches = match_fields(declared, removals, fields, notes or {})
     targets = _referenced(fields)
-
-    def one(name: str, update: FieldUpdate) -> FieldPlan:
-        if name in matches.refused:
-            return FieldPlan(name, Action.REFUSED, risk=matches.refused[name])
-        if name not in matches.found:
-            return _add(name, update, targets, table)
-        found = matches.found[name]
-        plan = _against_blink(name, update, held[found], recorded.get(name), replace)
-        return dataclasses.replace(plan, blink_name=found if found != name else "")
-
-    plans = [one(name, update) for name, update in declared]
+    plans = [_one_live(name, update, matches, held, recorded, replace, (targets, table)) for name, update in declared]
     return plans + [_removal(name, held.get(matches.gone.get(name, "")), rows) for name in removals]
+
+
+def _one_live(
+    name: str,
+    update: FieldUpdate,
+    matches: Matches,
+    held: Mapping[str, TableField],
+    recorded: Mapping[str, Any],
+    replace: bool,
+    context: tuple[dict[str, str], str],
+) -> FieldPlan:
+    """One declared field's plan against Blink's fields: refused, an add, or against the field it is.
+
+    :param context: the tables Blink's reference fields link to, and the table's name (for an add)."""
+    if name in matches.refused:
+        return FieldPlan(name, Action.REFUSED, risk=matches.refused[name])
+    if name not in matches.found:
+        return _add(name, update, *context)
+    found = matches.found[name]
+    plan = _against_blink(name, update, held[found], recorded.get(name), replace)
+    return dataclasses.replace(plan, blink_name=found if found != name else "")
 
 
 def _against_record(
