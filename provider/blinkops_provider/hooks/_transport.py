@@ -190,20 +190,24 @@ class Transport:
             raise self._failure(exc, method, path, retrying.statistics.get("attempt_number", 1)) from None
         self.answered = self.answered or answer.status != 404
         if 300 <= answer.status < 400:
-            status = self.scrub(f"{answer.status} {answer.reason}".rstrip())
-            raise BlinkApiError(
-                f"the server answered {status} pointing to "
-                f"{self.scrub(_without_query(answer.headers.get('Location')))}; no redirect is followed, "
-                f"so the API key goes to {self.origin} only: set the connection's Base URL to where the "
-                "API really is",
-                status=answer.status,
-                method=method,
-                path=path,
-            )
+            raise self._redirect(answer, method, path)
         if answer.status >= 400:
             error = error_from_response(answer, method=method, path=path, scrub=self.scrub, subject=subject)
             raise error.restated(error.message, hint=self.advice(answer.status))
         return answer
+
+    def _redirect(self, answer: Answer, method: str, path: str) -> BlinkApiError:
+        """The error of a 3xx: no redirect is followed, so the key never leaves the Base URL's origin."""
+        status = self.scrub(f"{answer.status} {answer.reason}".rstrip())
+        return BlinkApiError(
+            f"the server answered {status} pointing to "
+            f"{self.scrub(_without_query(answer.headers.get('Location')))}; no redirect is followed, "
+            f"so the API key goes to {self.origin} only: set the connection's Base URL to where the "
+            "API really is",
+            status=answer.status,
+            method=method,
+            path=path,
+        )
 
     def advice(self, status: int | None) -> str | None:
         """What to check in the connection, for a failure that points at it rather than at the call:

@@ -328,9 +328,8 @@ def apply_schema(
         review (as Blink's own tool's ``acknowledge_risks``).
     :param create_table: create the table, with its declared fields, when Blink does not have it.
     :param approval: who approved the plan in Airflow's review and when, ``{"approved_by",
-        "approved_at"}``, as the review task's recorded answer gives it
-        reads it (the operator's ``review_task_id``): it lets the plan's removals through, and the
-        record keeps it.
+        "approved_at"}``, as the review task's recorded answer gives it (the operator's
+        ``review_task_id`` reads it): it lets the plan's removals through, and the record keeps it.
     :raises BlinkInputError: invalid input, before the lock is taken; a removal neither approved
         nor acknowledged (nothing sent).
     :raises BlinkStalePlanError: ``plan`` is not what would be applied now (nothing sent).
