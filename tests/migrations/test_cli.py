@@ -186,6 +186,7 @@ def test_pull_reads_blink_base_url_and_api_key_and_never_prints_the_key(
     monkeypatch.setenv("BLINK_API_KEY", blink_sandbox.api_key)
     assert main(["pull", "ws-demo", "Users", "--conn-id", "blink_env"]) == 0
     assert json.loads(capsys.readouterr().out)["fields"]
+    assert "AIRFLOW_CONN_BLINK_ENV" not in os.environ  # nothing written to the environment
     monkeypatch.setenv("BLINK_API_KEY", "wrong-key-123456")
     assert main(["pull", "ws-demo", "Users"]) == 2
     err = capsys.readouterr().err

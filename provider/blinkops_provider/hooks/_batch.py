@@ -196,10 +196,8 @@ class _Batch:
         for name in self.order:
             if name in self.outcome:
                 result = self.outcome[name]
-                if _unconfirmed(result):
-                    unconfirmed[name] = result  # type: ignore[assignment]
-                elif isinstance(result, BlinkApiError):
-                    failed[name] = result
+                if isinstance(result, BlinkApiError):
+                    (unconfirmed if _unconfirmed(result) else failed)[name] = result
                 else:
                     applied[name] = result
         return failed, applied, unconfirmed

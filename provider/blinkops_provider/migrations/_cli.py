@@ -104,9 +104,17 @@ def _hook(conn_id: str, clock: Any = None) -> Any:
         def log(self) -> Any:
             return _QUIET
 
-    if _from_env():
-        url, key = os.environ["BLINK_BASE_URL"], os.environ["BLINK_API_KEY"]
-        os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps({"conn_type": "blink", "host": url, "password": key})
+        @classmethod
+        def get_connection(cls, conn_id: str) -> Any:
+            """``BLINK_BASE_URL`` and ``BLINK_API_KEY`` when both are set (nothing is written to the
+            environment), else Airflow's connection."""
+            if not _from_env():
+                return super().get_connection(conn_id)
+            from airflow.providers.common.compat.sdk import Connection
+
+            url, key = os.environ["BLINK_BASE_URL"], os.environ["BLINK_API_KEY"]
+            return Connection(conn_id=conn_id, conn_type="blink", host=url, password=key)
+
     return QuietHook(conn_id, clock=clock)
 
 

@@ -19,8 +19,10 @@ from pydantic import ValidationError
 
 from blinkops_provider.exceptions import BlinkNotFoundError, BlinkReadUnavailableError
 from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.migrations._apply import _lock, _record
 from blinkops_provider.migrations._merge import field_body
-from blinkops_provider.models import READ_ONLY_ATTRIBUTES, SYSTEM_FIELD_TYPES, BlinkTable, FieldAttributes, TableField
+from blinkops_provider.migrations._plan import _system
+from blinkops_provider.models import SYSTEM_FIELD_TYPES, BlinkTable, FieldAttributes, TableField
 
 SHOWN_TABLES = 20
 """The most table names an error for a missing table lists."""
@@ -128,9 +130,7 @@ def _listed(tables: Sequence[BlinkTable]) -> str:
 
 def _user_field(held: TableField) -> bool:
     """Whether a field is the table's own (not one of Blink's system or protected fields)."""
-    attributes = held.attributes or {}
-    marked = any(attributes.get(marker) for marker in READ_ONLY_ATTRIBUTES)
-    return held.name is not None and not marked and held.type not in SYSTEM_FIELD_TYPES
+    return held.name is not None and not _system(held) and held.type not in SYSTEM_FIELD_TYPES
 
 
 def _declared(held: TableField) -> tuple[dict[str, Any], list[str]]:
@@ -166,8 +166,6 @@ def _settable(name: str, value: Any) -> bool:
 def record_pulled(hook: BlinkHook, pulled: Pulled, record_path: str) -> str:
     """Write the record of a pulled table, as if its declaration had just been applied (the drift
     baseline of the next plan), under the table's lock; where it was written."""
-    from blinkops_provider.migrations._apply import _lock, _record
-
     lock = _lock(hook, record_path, pulled.ws_id, pulled.table, None, 0.0)
     record = _record(hook, pulled.ws_id, pulled.table, getattr(lock, "record", None))
     with lock:

@@ -66,6 +66,9 @@ class Steps:
             if row.action == Action.UNCHANGED
             and (row.body is None or only_changed or not plan.unread)  # (a tombstone too)
         ]
+        self.unsent = frozenset(self.skipped)  # (looked up once per field)
+        self.blink = {row.field: row.name_in_blink for row in plan.fields}
+        """Blink's name of each declared field."""
 
     def run(self) -> ApplyResult:
         """Send every step; the report of every field, after recording what Blink confirmed."""
@@ -93,18 +96,16 @@ class Steps:
             why = "not sent: an earlier step of the apply failed, and a removal is only sent after every other step"
             done.append(_not_sent([name for name, _ in removals], why))
             return
-        blink = {row.field: row.name_in_blink for row in self.plan.fields}
-        done.append(self._batch(removals, lambda name, _: self._remove(blink[name]), "removed"))
+        done.append(self._batch(removals, lambda name, _: self._remove(self.blink[name]), "removed"))
 
     def _change(self) -> Any:
         """The fields to change (``PUT``), a batch: every planned body but the adds and the skipped."""
         changes = [
             (row.field, row.body)
             for row in self.plan.fields
-            if row.body is not None and row.method != "POST" and row.field not in self.skipped
+            if row.body is not None and row.method != "POST" and row.field not in self.unsent
         ]
-        blink = {row.field: row.name_in_blink for row in self.plan.fields}
-        ws_id, put = self.plan.ws_id, self.hook.update_table_field
+        ws_id, put, blink = self.plan.ws_id, self.hook.update_table_field, self.blink
         what = "applied" if self.plan.unread else "changed"  # (against the record alone: sent as planned)
         return self._batch(changes, lambda name, body: put(ws_id, self.table_name, blink[name], body), what)
 
@@ -258,7 +259,7 @@ class Steps:
             stored = result.applied[row.field]
             given = getattr(stored, "name", None) if row.action == Action.ADD else row.blink_name
             return _confirmed(row, stored), str(given or "")
-        if row.field in self.skipped and not self.plan.unread and row.body is not None:
+        if row.field in self.unsent and not self.plan.unread and row.body is not None:
             return row.body.to_body(), row.blink_name  # Blink's read showed it holds exactly this: a baseline
         return None
 
