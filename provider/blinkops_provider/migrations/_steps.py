@@ -60,12 +60,7 @@ class Steps:
         self.table_name = plan.table_plan.name or plan.table
         self.created = ""
         self.refused = {row.field: row.risk for row in plan.fields if row.action == Action.REFUSED}
-        self.skipped = [
-            row.field
-            for row in plan.fields
-            if row.action == Action.UNCHANGED
-            and (row.body is None or only_changed or not plan.unread)  # (a tombstone too)
-        ]
+        self.skipped = _skipped(plan, only_changed)
         self.unsent = frozenset(self.skipped)  # (looked up once per field)
         self.blink = {row.field: row.name_in_blink for row in plan.fields}
         """Blink's name of each declared field."""
@@ -262,6 +257,16 @@ class Steps:
         if row.field in self.unsent and not self.plan.unread and row.body is not None:
             return row.body.to_body(), row.blink_name  # Blink's read showed it holds exactly this: a baseline
         return None
+
+
+def _skipped(plan: SchemaPlan, only_changed: bool) -> list[str]:
+    """The fields not sent: planned unchanged against Blink's fields (or, with ``only_changed``,
+    against the record), and the tombstones of fields Blink no longer has."""
+    return [
+        row.field
+        for row in plan.fields
+        if row.action == Action.UNCHANGED and (row.body is None or only_changed or not plan.unread)
+    ]
 
 
 _GONE = object()
