@@ -613,3 +613,87 @@ def test_an_add_that_blinks_answer_and_read_do_not_show_is_unknown(blink_conn: N
     assert ti.pushed["return_value"]["outcomes"] == {"Root cause": "unknown"}
     assert ti.pushed["return_value"]["names"] == {} and blink.posts == []
     assert not (tmp_path / "record.json").exists()  # nothing confirmed, nothing recorded
+
+
+CHECKS = (
+    ("blinkops_provider._inputs", "check_concurrency"),
+    ("blinkops_provider._inputs", "check_flag"),
+    ("blinkops_provider._inputs", "rendered_flag"),
+    ("blinkops_provider._inputs", "check_lock_wait"),
+    ("blinkops_provider._models", "validate_field_updates"),
+    ("blinkops_provider.migrations._apply", "approved_plan"),
+    ("blinkops_provider.migrations._apply", "check_names"),
+    ("blinkops_provider.migrations._review", "check_approval"),
+    ("blinkops_provider.migrations._declaration", "read_declaration"),
+)
+
+
+def _counted(monkeypatch: Any) -> dict[str, int]:
+    """Every check of an argument, counted wherever the provider's modules imported it."""
+    import importlib
+    import sys
+
+    counts: dict[str, int] = {}
+    for module, name in CHECKS:
+        original = getattr(importlib.import_module(module), name)
+
+        def counting(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
+            counts[_name] = counts.get(_name, 0) + 1
+            return _original(*args, **kwargs)
+
+        for loaded in list(sys.modules.values()):
+            if (
+                getattr(loaded, "__name__", "").startswith("blinkops_provider")
+                and getattr(loaded, name, None) is original
+            ):
+                monkeypatch.setattr(loaded, name, counting)
+    return counts
+
+
+def test_each_argument_is_checked_once_where_it_enters(blink_conn: None, tmp_path: Path, monkeypatch: Any) -> None:
+    """#58 item 2: the operator checks its arguments when it is built (the static ones) and when
+    it runs (the templated ones, once rendered); the apply below checks none of them again.
+    apply_schema, called directly, checks each once too."""
+    from blinkops_provider.hooks.blink import BlinkHook
+    from blinkops_provider.migrations import apply_schema
+
+    fields = [{"field": "Severity", **SEVERITY}, {"field": "Impact", "type": "number", "display_name": "Impact"}]
+    common = {"ws_id": "ws-1", "table": "Incidents", "fields": fields, "record_path": f"{tmp_path}/"}
+    planner = UpdateTableFieldsOperator(task_id="plan", plan_only=True, **common)
+    applier = UpdateTableFieldsOperator(task_id="apply", max_concurrency=4, lock_wait=5, **common, plan="{{ plan }}")
+    with rm.Mocker() as m:
+        FakeBlink(HELD).mount(m)
+        m.get(rm.ANY, json={"results": []}, additional_matcher=lambda r: "/connection_types" in r.url)  # the key
+        counts = _counted(monkeypatch)
+        plan = planner.execute({"ti": Pushed()})
+        assert counts == {
+            "rendered_flag": 1,
+            "validate_field_updates": 1,
+            "read_declaration": 1,
+            "check_names": 1,
+            "approved_plan": 1,
+        }
+        counts.clear()
+        applier.plan = plan  # as rendered from the plan task's XCom
+        assert applier.execute({"ti": Pushed()})["outcomes"] == {"Severity": "changed", "Impact": "added"}
+        assert counts == {
+            "rendered_flag": 1,
+            "validate_field_updates": 1,
+            "read_declaration": 1,
+            "check_names": 1,
+            "approved_plan": 1,
+        }
+        counts.clear()
+        apply_schema(
+            BlinkHook(), "ws-1", "Incidents", fields, record_path=f"{tmp_path}/", max_concurrency=4, lock_wait=5
+        )
+    assert counts == {
+        "check_concurrency": 1,
+        "check_flag": 4,  # replace, create_table, only_changed, acknowledge_risks: one check each
+        "check_lock_wait": 1,
+        "validate_field_updates": 1,
+        "read_declaration": 1,
+        "check_names": 1,
+        "approved_plan": 1,
+        "check_approval": 1,
+    }

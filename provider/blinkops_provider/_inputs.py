@@ -243,6 +243,8 @@ def rendered_flag(value: Any, what: str) -> bool:
 
     :raises BlinkInputError: anything else.
     """
+    if isinstance(value, bool):
+        return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
-    return check_flag(value, what)
+    return check_flag(value, what)  # (which refuses it, saying what is allowed)

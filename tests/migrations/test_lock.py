@@ -312,8 +312,6 @@ def test_lock_wait_is_checked_wherever_it_is_accepted(hook: Any, records: str, w
             apply_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=records, lock_wait=wait)
         with pytest.raises(BlinkInputError, match=expected):
             UpdateTableFieldsOperator(task_id="t", ws_id="w", table="t", fields=SCHEMA, lock_wait=wait)
-        with pytest.raises(BlinkInputError, match=expected):
-            TableLock(records, ws_id="ws-1", table="Incidents", holder=task(), wait=wait)
     assert m.call_count == 0
 
 

@@ -18,7 +18,8 @@ OWNER = {"type": "reference", "display_name": "Owner", "attributes": {"table_ref
 
 def plan_of(declared: list[dict[str, Any]], recorded: dict[str, Any]) -> SchemaPlan:
     batch = validate_field_updates(declared)
-    return SchemaPlan("ws", "Incidents", "r.json", None, tuple(plan_fields(batch, recorded)), (), "s", "r")
+    rows = tuple(plan_fields(batch, recorded))  # against the record alone: Blink's fields unread
+    return SchemaPlan("ws", "Incidents", "r.json", None, rows, (), "s", "r", unread="404")
 
 
 def test_changing_only_the_displayed_field_of_a_reference_is_not_destructive() -> None:

@@ -402,3 +402,71 @@ def test_the_record_keeps_an_added_field_as_blink_confirmed_it_so_no_false_drift
     impact = next(row for row in again.fields if row.field == "Impact")
     assert (impact.action, impact.drift) == ("unchanged", ())
     assert "Changed in Blink since the last apply" not in again.describe()
+
+
+def _calls_across(run: Any, monkeypatch: Any) -> set[tuple[str, str]]:
+    """Every (caller module, callee module) pair of the provider's own code while ``run()`` runs,
+    in this thread and in the threads it starts. A function a thread pool runs counts as called
+    by the module that submitted it (a callback handed down is a call back up)."""
+    import sys
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    seen: set[tuple[str, str]] = set()
+    submitted_by: dict[int, str] = {}
+
+    def package(code: Any) -> str:
+        path = code.co_filename.replace("\\", "/")
+        return path.split("/blinkops_provider/", 1)[1] if "/blinkops_provider/" in path else ""
+
+    submit = ThreadPoolExecutor.submit
+
+    def submit_recorded(pool: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        submitted_by[id(fn)] = package(sys._getframe(1).f_code)
+        return submit(pool, fn, *args, **kwargs)
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event != "call" or frame.f_back is None:
+            return
+        caller = frame.f_back
+        work = (
+            caller.f_locals.get("self") if caller.f_code.co_filename.endswith("concurrent/futures/thread.py") else None
+        )
+        fn = getattr(work, "fn", None)
+        by = submitted_by.get(id(fn), "") if fn is not None else package(caller.f_code)
+        seen.add((by, package(frame.f_code)))
+
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", submit_recorded)
+    threading.setprofile(profile)
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+    return seen
+
+
+def test_an_apply_is_one_straight_trip_nothing_in_hooks_calls_back_into_the_migrations(
+    hook: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """#58 item 2: from the apply down to HTTP, the hook offers endpoints and calls nothing of the
+    migrations back (the sender drives the batches)."""
+    records = f"{tmp_path}/"
+    declared = [{**TITLE, "display_name": "Title 2"}, IMPACT, GONE]
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        pairs = _calls_across(
+            lambda: apply_schema(hook, "ws-1", "Incidents", declared, record_path=records, acknowledge_risks=True),
+            monkeypatch,
+        )
+        assert blink.posts and blink.puts and blink.deletes  # an add, a change and a removal were sent
+    into_hooks = {
+        callee for caller, callee in pairs if caller.startswith("migrations/") and callee.startswith("hooks/")
+    }
+    back = {
+        (caller, callee) for caller, callee in pairs if caller.startswith("hooks/") and callee.startswith("migrations/")
+    }
+    assert back == set()
+    assert "hooks/blink.py" in into_hooks  # the trace saw the migrations call the hook
+    assert ("_batch.py", "migrations/_steps.py") in pairs  # and the batches' workers run the sender's calls

@@ -11,6 +11,7 @@ import requests
 from airflow.providers.common.compat.sdk import AirflowNotFoundException, BaseHook, mask_secret
 from pydantic import BaseModel
 
+from blinkops_provider._batch import FieldUpdates, run_batch
 from blinkops_provider._blink import MAX_LIMIT
 from blinkops_provider._inputs import (
     DEFAULT_UPDATE_CONCURRENCY,
@@ -32,7 +33,6 @@ from blinkops_provider.exceptions import (
     BlinkResponseError,
 )
 from blinkops_provider.hooks import _walk
-from blinkops_provider.hooks._batch import FieldUpdates, run_batch
 from blinkops_provider.hooks._connection import ConnectionSettings
 from blinkops_provider.hooks._responses import in_workspace, once_each, parse_item, parse_json, parse_model, served
 from blinkops_provider.hooks._responses import readable as _readable
@@ -325,26 +325,6 @@ class BlinkHook(BaseHook):
             fail_fast=fail_fast,
             log=self.log,
         )
-
-    def run_batch(
-        self,
-        batch: Sequence[tuple[str, Any]],
-        send: Callable[[str, Any], Any],
-        *,
-        max_concurrency: int = DEFAULT_UPDATE_CONCURRENCY,
-        fail_fast: bool = False,
-        what: str = "applied",
-    ) -> FieldUpdates:
-        """Call ``send(name, body)`` for each ``(name, body)`` of ``batch``, ``max_concurrency`` at
-        a time, each on its thread's session with the hook's retry policy and shared backoff (how
-        :meth:`update_table_fields` sends; a migration sends its adds, changes and removals so).
-        ``what`` names the batch in its progress lines (``9/9 fields changed``).
-
-        :returns: each name's outcome, in the given order; an exception that interrupts the batch
-            carries what was known then (as ``exc.field_updates``).
-        """
-        check_concurrency(max_concurrency)
-        return run_batch(batch, send, max_concurrency=max_concurrency, fail_fast=fail_fast, log=self.log, what=what)
 
     def create_table_field(
         self, ws_id: str, table: str, body: FieldUpdate | Mapping[str, Any], *, read_unnamed: bool = True

@@ -19,9 +19,10 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
-from blinkops_provider._inputs import DEFAULT_UPDATE_CONCURRENCY, check_concurrency, check_flag
+from blinkops_provider._inputs import DEFAULT_UPDATE_CONCURRENCY, check_concurrency, check_flag, check_lock_wait
 from blinkops_provider._names import segment
 from blinkops_provider._storage import storage_path
 from blinkops_provider._text import one_line
@@ -96,7 +97,7 @@ def declared_schema(value: Any, *, source: str) -> list[dict[str, Any]] | dict[s
     return read_declaration(value, source=source).to_json()
 
 
-def _check_names(ws_id: str, table: str) -> None:
+def check_names(ws_id: str, table: str) -> None:
     """:raises BlinkInputError: a workspace or table name that cannot name a record."""
     for name, what in ((ws_id, "ws_id"), (table, "table")):
         try:
@@ -245,6 +246,55 @@ def _plan(
     return plan, recorded
 
 
+@dataclass(frozen=True)
+class Request:
+    """One plan's or apply's arguments, each checked once where it enters: by :func:`plan_schema`
+    and :func:`apply_schema` (:meth:`checked`), or by the operator as it is built (the static
+    arguments) and rendered (the templated ones). Below that, nothing checks them again: a
+    ``Request`` is taken as checked.
+
+    :ivar record_path: where the record and the lock live (None: neither is kept).
+    :ivar approved: the approved plan (its XCom or fingerprint, as :func:`approved_plan` reads it).
+    :ivar holder: who holds the table's lock (None: this process).
+    """
+
+    ws_id: str
+    table: str
+    declared: Declaration
+    record_path: str | None = None
+    replace: bool = False
+    create_table: bool = False
+    max_concurrency: int = DEFAULT_UPDATE_CONCURRENCY
+    fail_fast: bool = False
+    only_changed: bool = False
+    approved: Mapping[str, Any] | str | None = None
+    lock_wait: float = 0.0
+    holder: Holder | None = None
+    acknowledge_risks: bool = False
+    approval: Mapping[str, str] | None = None
+
+    @classmethod
+    def checked(cls, ws_id: str, table: str, updates: Updates, **given: Any) -> Request:
+        """The request of :func:`apply_schema`'s (or :func:`plan_schema`'s) arguments, each checked.
+
+        :raises BlinkInputError: the first wrong argument, saying what is allowed.
+        """
+        if "max_concurrency" in given:
+            check_concurrency(given["max_concurrency"])
+        if "approved" in given:
+            given["approved"] = approved_plan(given["approved"])
+        for flag in ("replace", "create_table", "only_changed", "acknowledge_risks"):
+            if flag in given:
+                given[flag] = check_flag(given[flag], flag)
+        if "lock_wait" in given:
+            given["lock_wait"] = check_lock_wait(given["lock_wait"])
+        check_approval(given.get("approval"))
+        declared = read_declaration(updates)
+        check_names(ws_id, table)
+        record_path = given.pop("record_path", None)
+        return cls(ws_id, table, declared, os.fspath(record_path) if record_path is not None else None, **given)
+
+
 def plan_schema(
     hook: BlinkHook,
     ws_id: str,
@@ -269,23 +319,29 @@ def plan_schema(
         this table's record.
     :raises BlinkNotFoundError: Blink has no such table, and ``create_table`` is False.
     """
-    declared = read_declaration(updates)
-    _check_names(ws_id, table)
-    location = record_location(record_path, ws_id, table) if record_path is not None else None
-    record = _record(hook, ws_id, table, location)
-    plan, _ = _plan(hook, record, declared, check_flag(replace, "replace"), check_flag(create_table, "create_table"))
+    given = {"record_path": record_path, "replace": replace, "create_table": create_table}
+    return plan_request(hook, Request.checked(ws_id, table, updates, **given))
+
+
+def plan_request(hook: BlinkHook, request: Request) -> SchemaPlan:
+    """:func:`plan_schema` of a checked :class:`Request`."""
+    location = (
+        record_location(request.record_path, request.ws_id, request.table) if request.record_path is not None else None
+    )
+    record = _record(hook, request.ws_id, request.table, location)
+    plan, _ = _plan(hook, record, request.declared, request.replace, request.create_table)
     return plan
 
 
 def _lock(
-    hook: BlinkHook, record_path: Any, ws_id: str, table: str, holder: Holder | None, wait: float
+    hook: BlinkHook, record_path: str | None, ws_id: str, table: str, holder: Holder | None, wait: float
 ) -> TableLock | contextlib.nullcontext[None]:
-    """The table's lock beside its record (none without a ``record_path``); checks ``wait``."""
+    """The table's lock beside its record (none without a ``record_path``); ``wait`` as checked."""
     if record_path is None:
         return contextlib.nullcontext()
     clock = hook.clock
     return TableLock(
-        os.fspath(record_path),
+        record_path,
         ws_id=ws_id,
         table=table,
         holder=holder or Holder.current(),
@@ -337,19 +393,32 @@ def apply_schema(
     :raises BlinkNotFoundError: Blink has no such table, and ``create_table`` is False (nothing sent).
     :raises BlinkConfigurationError: the record's location cannot be read or written.
     """
-    check_concurrency(max_concurrency)
-    approved = approved_plan(plan)
-    replace = check_flag(replace, "replace")
-    acknowledge_risks = check_flag(acknowledge_risks, "acknowledge_risks")
-    create_table = check_flag(create_table, "create_table")
-    check_approval(approval)
-    declared = read_declaration(updates)
-    _check_names(ws_id, table)
-    lock = _lock(hook, record_path, ws_id, table, holder, lock_wait)
-    record = _record(hook, ws_id, table, lock.record if isinstance(lock, TableLock) else None)  # reads the connection
+    given = {
+        "record_path": record_path,
+        "max_concurrency": max_concurrency,
+        "fail_fast": fail_fast,
+        "only_changed": only_changed,
+        "approved": plan,
+        "lock_wait": lock_wait,
+        "holder": holder,
+        "replace": replace,
+        "acknowledge_risks": acknowledge_risks,
+        "create_table": create_table,
+        "approval": approval,
+    }
+    return apply_request(hook, Request.checked(ws_id, table, updates, **given))
+
+
+def apply_request(hook: BlinkHook, request: Request) -> ApplyResult:
+    """:func:`apply_schema` of a checked :class:`Request`."""
+    lock = _lock(hook, request.record_path, request.ws_id, request.table, request.holder, request.lock_wait)
+    location = lock.record if isinstance(lock, TableLock) else None
+    record = _record(hook, request.ws_id, request.table, location)  # reads the connection
     with lock:
-        planned, recorded = _plan(hook, record, declared, replace, create_table)
-        who = admit(hook.log, planned, approved, approval, acknowledge_risks)  # before anything is sent
+        planned, recorded = _plan(hook, record, request.declared, request.replace, request.create_table)
+        who = admit(hook.log, planned, request.approved, request.approval, request.acknowledge_risks)  # before sending
         planned.log_to(hook.log)
-        steps = _Steps(hook, record, recorded, planned, only_changed, max_concurrency, fail_fast, let_through=who)
-        return steps.run()
+        sender = _Steps(
+            hook, record, recorded, planned, request.only_changed, request.max_concurrency, request.fail_fast, who
+        )
+        return sender.run()

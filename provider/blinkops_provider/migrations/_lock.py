@@ -36,7 +36,6 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from blinkops_provider._inputs import check_lock_wait
 from blinkops_provider._names import segment
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError, BlinkLockedError
@@ -195,7 +194,8 @@ class TableLock:
 
     :param records: the ``record_path`` as given (a folder ending in ``/`` or the record itself).
     :param holder: who holds it (:meth:`Holder.current`).
-    :param wait: seconds to wait for another holder (0: refuse at once).
+    :param wait: seconds to wait for another holder (0: refuse at once), checked where it was
+        given (``lock_wait``).
     :param file: where the lock is kept (by default the record's store: :func:`.lockfiles.lock_file`).
     :raises BlinkLockedError: another apply holds the lock (after ``wait``), naming it and how to
         release it if it is gone.
@@ -217,7 +217,7 @@ class TableLock:
         file: LockFile | None = None,
     ) -> None:
         self.records, self.ws_id, self.table, self.holder = str(records), ws_id, table, holder
-        self.wait = check_lock_wait(wait)
+        self.wait = wait
         self.record = record_location(self.records, ws_id, table)
         self.file = file or lock_file(self.record)
         self.id = secrets.token_hex(8)

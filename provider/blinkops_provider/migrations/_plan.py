@@ -27,6 +27,7 @@ from blinkops_provider._text import one_line, show
 from blinkops_provider.exceptions import BlinkStalePlanError
 from blinkops_provider.migrations._identity import Matches, match_fields
 from blinkops_provider.migrations._merge import contradictions, field_body, merge_field
+from blinkops_provider.migrations._review import removal_refused
 from blinkops_provider.models import READ_ONLY_ATTRIBUTES, BlinkTable, FieldUpdate, TableField
 
 _DONE: dict[str, FieldOutcome] = {
@@ -82,8 +83,6 @@ class FieldPlan:
     body: FieldUpdate | None = dataclasses.field(default=None, compare=False)
     blink_name: str = ""
     rows: int | None = None
-    method: str = dataclasses.field(default="", compare=False)
-    """How the apply sends ``body``: ``POST`` (an add, against Blink's live schema), else ``PUT``."""
     kept: tuple[str, ...] = ()
     """The checks Blink enforces on the field (``required``, ``is_unique``) that the declaration
     leaves out and the merge sends back as Blink holds them: shown to a reviewer."""
@@ -189,6 +188,13 @@ class SchemaPlan:
         return _digest([self.schema_digest, self.record_digest, self.live_digest])
 
     @property
+    def against_blink(self) -> bool:
+        """Whether the plan was made against Blink's fields read: then an ``add`` is a field Blink
+        lacks (the apply creates it); against the record alone, one the record lacks (the apply
+        sends it as every other body, a full replacement)."""
+        return not self.unread
+
+    @property
     def baseline(self) -> str:
         """What the plan was made against, in a sentence."""
         return RECORD_BASELINE if self.unread else BASELINE
@@ -244,7 +250,14 @@ class SchemaPlan:
         if self.table_plan.action == Action.CREATE:
             lines.append(_creation(self))
         lines += [self._summary_line(), *_flagged(self.fields), *_table_lines(self.table_plan)]
-        lines += ["", self.baseline, "", "| field | action | details |", "|---|---|---|", *_rows(self.fields)]
+        lines += [
+            "",
+            self.baseline,
+            "",
+            "| field | action | details |",
+            "|---|---|---|",
+            *_rows(self.fields, self.against_blink),
+        ]
         return "\n".join(lines + self._left_alone())
 
     def _summary_line(self) -> str:
@@ -283,7 +296,7 @@ class SchemaPlan:
                 )
         for plan in self.fields:
             if plan.action in (Action.ADD, Action.CHANGE):
-                log.info("  %s: %s %s", one_line(plan.field), _action_cell(plan), _details(plan))
+                log.info("  %s: %s %s", one_line(plan.field), _action_cell(plan), _details(plan, self.against_blink))
         if self.counts[Action.UNCHANGED]:
             log.info("  (%d field(s) unchanged)", self.counts[Action.UNCHANGED])
 
@@ -415,10 +428,14 @@ def _flagged(fields: Sequence[FieldPlan]) -> list[str]:
     return lines
 
 
-def _rows(fields: Sequence[FieldPlan]) -> list[str]:
+def _rows(fields: Sequence[FieldPlan], against_blink: bool) -> list[str]:
     """The table's rows: one per field to add, change or refuse, then the unchanged ones folded
     into one row with their count and names (Blink's name beside a field's where they differ)."""
-    rows = [f"| {_cell(p.field)} | {_action_cell(p)} | {_details(p)} |" for p in fields if p.action != Action.UNCHANGED]
+    rows = [
+        f"| {_cell(p.field)} | {_action_cell(p)} | {_details(p, against_blink)} |"
+        for p in fields
+        if p.action != Action.UNCHANGED
+    ]
     same = [
         f"{p.field} (Blink's name {p.blink_name!r})" if p.blink_name else p.field
         for p in fields
@@ -459,9 +476,9 @@ POSTED_CHARS = 400
 """The most characters of an add's ``POST`` body its row shows."""
 
 
-def _details(plan: FieldPlan) -> str:
+def _details(plan: FieldPlan, against_blink: bool) -> str:
     named = f"declared as {plan.field!r}, Blink's name is {plan.blink_name!r}; " if plan.blink_name else ""
-    if plan.method == "POST" and plan.body is not None:
+    if against_blink and plan.action == Action.ADD and plan.body is not None:
         return _cell(f"POST {_posted(plan.body)}")
     if plan.action == Action.ADD:
         return _cell(", ".join(f"{member} {show(after)}" for member, _, after in plan.values))
@@ -718,7 +735,7 @@ def _add(name: str, update: FieldUpdate, targets: dict[str, str], table: str) ->
         targets[reference.table_name] = name
     after = update.to_body()
     shown = tuple((member, None, _member(after, member)) for member in differing_members(after, {}))
-    return FieldPlan(name, Action.ADD, values=shown, body=update, method="POST")
+    return FieldPlan(name, Action.ADD, values=shown, body=update)
 
 
 def _removal(name: str, held: TableField | None, rows: int | None) -> FieldPlan:
@@ -727,8 +744,8 @@ def _removal(name: str, held: TableField | None, rows: int | None) -> FieldPlan:
     if held is None:
         return FieldPlan(name, Action.UNCHANGED, risk=f"Blink has no field {name!r}: nothing to remove")
     blink_name = str(held.name) if held.name != name else ""
-    if _system(held):
-        why = f"{name!r} is one of Blink's system or protected fields, which Blink does not let anyone remove"
+    why = removal_refused(name, held)  # (the gate says what no one may remove)
+    if why:
         return FieldPlan(name, Action.REFUSED, risk=why, blink_name=blink_name)
     count = f"about {rows} rows" if rows is not None else "an unknown number of rows (Blink does not say how many)"
     why = f"deletes its values in {count}, permanently"

@@ -1,7 +1,8 @@
-"""The gate: who may let a plan through, in one place. The review policies (when a person is
-asked), what a person answered (read where Airflow keeps it), and whether a plan may be applied
-(:func:`admit`: the approved plan is the one that would be applied, and a removal is approved or
-acknowledged). Every apply asks :func:`admit` before it sends anything.
+"""The gate: who may let a plan through, and what it may remove, in one place. The review
+policies (when a person is asked), what a person answered (read where Airflow keeps it), which
+fields no one may remove (:func:`removal_refused`, which the plan asks for each tombstone), and
+whether a plan may be applied (:func:`admit`: the approved plan is the one that would be applied,
+and a removal is approved or acknowledged). Every apply asks :func:`admit` before it sends anything.
 
 The answer is Airflow's own record of the review: the XCom ``return_value`` of an
 ``ApprovalOperator`` (Airflow 3.1+), which only that task writes, ``{"chosen_options":
@@ -15,12 +16,15 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from blinkops_provider._states import Action, Decision
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations._plan import SchemaPlan
+from blinkops_provider.models import READ_ONLY_ATTRIBUTES, TableField
+
+if TYPE_CHECKING:  # (the plan asks :func:`removal_refused` what it may remove)
+    from blinkops_provider.migrations._plan import SchemaPlan
 
 REJECTED_IN_REVIEW = "rejected in review: nothing was applied"
 """What a rejected run's failure and a rejected fleet's summary say."""
@@ -145,14 +149,13 @@ def approval_from_review(task: Any, ti: Any, review_task_id: str | None) -> dict
     person approved (no review task, or it was not asked).
 
     :param task: the apply's task (the review must be an ``ApprovalOperator`` upstream of it).
+    :param review_task_id: as the operator checked it when it was built (a task id, or None).
     :param ti: the apply's task instance, which reads the review's XCom.
     :raises BlinkInputError: ``review_task_id`` names no approval task upstream, or its answer
         rejected the plan: nothing may be sent.
     """
     if review_task_id is None:
         return None
-    if not isinstance(review_task_id, str) or not review_task_id:
-        raise BlinkInputError(f"review_task_id must be a task id (text) or None, got {review_task_id!r}")
     _review_task(task, review_task_id)
     answer = ti.xcom_pull(task_ids=review_task_id, map_indexes=-1)
     options = chosen(answer)
@@ -185,6 +188,16 @@ def check_approval(approval: Any) -> None:
             f'approval must be None or {{"approved_by": <who>, "approved_at": <ISO time>}} as Airflow recorded the '
             f"review's answer, got {approval!r}"
         )
+
+
+def removal_refused(name: str, held: TableField) -> str:
+    """Why no one may remove Blink's field ``held`` (declared as ``name``), whoever approves: it is
+    one of Blink's system or protected fields. "" when a removal of it may be let through (by a
+    person's Approve, or ``acknowledge_risks``: :func:`admit`)."""
+    markers = held.attributes or {}
+    if any(markers.get(marker) is True for marker in READ_ONLY_ATTRIBUTES):
+        return f"{name!r} is one of Blink's system or protected fields, which Blink does not let anyone remove"
+    return ""
 
 
 def admit(

@@ -1,15 +1,24 @@
 """How an approved plan is sent to Blink, in the order that can lose nothing: create the table
 (with its fields), add fields, change fields, change the table's display name or description, and
 remove fields last. A failure before the removals sends no removal. Each batch is sent
-``max_concurrency`` at a time (:meth:`~blinkops_provider.hooks.blink.BlinkHook.run_batch`); what Blink confirmed,
-Blink's names of the fields it added included, is recorded, also when the apply is interrupted.
+``max_concurrency`` at a time (``blinkops_provider._batch``); what Blink confirmed, Blink's names
+of the fields it added included, is recorded, also when the apply is interrupted.
+
+The plan speaks in actions; this module alone maps them to the hook's endpoints: ``create`` (the
+table) to :meth:`~blinkops_provider.hooks.blink.BlinkHook.create_table`, an ``add`` against
+Blink's fields to :meth:`~blinkops_provider.hooks.blink.BlinkHook.create_table_field`, a
+``change`` (and an ``add`` planned against the record alone) to
+:meth:`~blinkops_provider.hooks.blink.BlinkHook.update_table_field`, the table's ``change`` to
+:meth:`~blinkops_provider.hooks.blink.BlinkHook.update_table`, and a ``remove`` to
+:meth:`~blinkops_provider.hooks.blink.BlinkHook.delete_table_field`. The hook calls nothing back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from blinkops_provider._batch import FieldUpdates, Send, run_batch
 from blinkops_provider._states import Action
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import (
@@ -68,17 +77,17 @@ class Steps:
     def run(self) -> ApplyResult:
         """Send every step; the report of every field, after recording what Blink confirmed."""
         now = self.hook.clock.now
-        done: list[Any] = []
+        done: list[FieldUpdates] = []
         try:
             self._send(done)
         except BaseException as exc:
-            partial = getattr(exc, "field_updates", None)  # what the batch in flight knew
+            partial = FieldUpdates.carried_by(exc)  # what the batch in flight knew
             so_far = self._report([*done, *([partial] if partial is not None else [])])
             self.complete(so_far, now(), raising=False).attach_to(exc)
             raise
         return self.complete(self._report(done), now(), raising=True)
 
-    def _send(self, done: list[Any]) -> None:
+    def _send(self, done: list[FieldUpdates]) -> None:
         """Each step in turn, its report appended to ``done``: the table's creation, the adds, the
         changes, the table's own change, then the removals (only when every other step succeeded)."""
         if self.plan.table_plan.action == Action.CREATE:
@@ -93,12 +102,14 @@ class Steps:
             return
         done.append(self._batch(removals, lambda name, _: self._remove(self.blink[name]), "removed"))
 
-    def _change(self) -> Any:
-        """The fields to change (``PUT``), a batch: every planned body but the adds and the skipped."""
+    def _change(self) -> FieldUpdates:
+        """The fields to change (``PUT``), a batch: every planned body but the adds Blink lacks
+        and the fields skipped."""
+        created = self.plan.against_blink  # (an add planned against the record alone is sent as the rest)
         changes = [
             (row.field, row.body)
             for row in self.plan.fields
-            if row.body is not None and row.method != "POST" and row.field not in self.unsent
+            if row.body is not None and not (created and row.action == Action.ADD) and row.field not in self.unsent
         ]
         ws_id, put, blink = self.plan.ws_id, self.hook.update_table_field, self.blink
         what = "applied" if self.plan.unread else "changed"  # (against the record alone: sent as planned)
@@ -113,19 +124,17 @@ class Steps:
                 "Table %s/%s: %s changed", one_line(ws_id), one_line(self.table_name), ", ".join(table.members)
             )
 
-    def _add(self) -> Any:
-        """The fields to add (``POST``), a batch; then the ones Blink's answers left unnamed, found."""
-        if self.created:
-            return ApplyResult()  # (the table's creation added them)
-        adds = [
-            (row.field, row.body) for row in self._rows(Action.ADD) if row.method == "POST" and row.body is not None
-        ]
+    def _add(self) -> FieldUpdates:
+        """The fields Blink lacks (``POST``), a batch; then the ones Blink's answers left unnamed, found."""
+        if self.created or not self.plan.against_blink:
+            return FieldUpdates()  # (the table's creation added them; against the record, they are changes)
+        adds = [(row.field, row.body) for row in self._rows(Action.ADD) if row.body is not None]
         ws_id, table = self.plan.ws_id, self.table_name
         post = self.hook.create_table_field
         added = self._batch(adds, lambda _, body: post(ws_id, table, body, read_unnamed=False), "added")
         return self._named(added, dict(adds))
 
-    def _named(self, added: Any, bodies: Mapping[str, FieldUpdate]) -> Any:
+    def _named(self, added: FieldUpdates, bodies: Mapping[str, FieldUpdate]) -> FieldUpdates:
         """The adds' report, each field Blink's answer did not name found in one read of the table's
         fields (by its display name, shown once), however many there are."""
         unnamed = [name for name, stored in added.applied.items() if stored is None and name in bodies]
@@ -163,11 +172,11 @@ class Steps:
     def _rows(self, action: str) -> list[FieldPlan]:
         return [row for row in self.plan.fields if row.action == action]
 
-    def _batch(self, batch: Sequence[tuple[str, Any]], send: Callable[[str, Any], Any], what: str) -> Any:
+    def _batch(self, batch: Sequence[tuple[str, Any]], send: Send, what: str) -> FieldUpdates:
         if not batch:
-            return ApplyResult()
-        return self.hook.run_batch(
-            batch, send, max_concurrency=self.max_concurrency, fail_fast=self.fail_fast, what=what
+            return FieldUpdates()
+        return run_batch(
+            batch, send, max_concurrency=self.max_concurrency, fail_fast=self.fail_fast, log=self.hook.log, what=what
         )
 
     def _create(self) -> ApplyResult:
@@ -185,7 +194,7 @@ class Steps:
         updated = [f for f in applied.values() if f is not None]
         return ApplyResult(updated, order=[n for n, _ in adds], applied=applied, table_name=made.name)
 
-    def _report(self, parts: Sequence[Any]) -> ApplyResult:
+    def _report(self, parts: Sequence[FieldUpdates]) -> ApplyResult:
         """Every field's outcome, in the declared order, from the steps' reports."""
         refused: dict[str, BlinkApiError] = {
             name: BlinkBadRequestError(f"not sent: {why}") for name, why in self.refused.items()
@@ -281,5 +290,5 @@ def _confirmed(row: FieldPlan, stored: TableField | None) -> dict[str, Any] | No
     return row.body.to_body() if row.body is not None else None
 
 
-def _not_sent(names: list[str], why: str) -> ApplyResult:
-    return ApplyResult(failed={name: BlinkApiError(why) for name in names}, order=list(names))
+def _not_sent(names: list[str], why: str) -> FieldUpdates:
+    return FieldUpdates(failed={name: BlinkApiError(why) for name in names}, order=list(names))

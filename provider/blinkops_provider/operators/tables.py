@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,13 +19,17 @@ from blinkops_provider._inputs import (
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.migrations import ApplyResult, Declaration, Holder, apply_schema, plan_schema
+from blinkops_provider.migrations import ApplyResult, Holder, apply_schema
 from blinkops_provider.migrations._seam import (
     ApplyReport,
+    Request,
+    apply_request,
     approval_from_review,
     approved_plan,
+    check_names,
     grouped,
     not_applied,
+    plan_request,
     read_declaration,
     who_let_through,
 )
@@ -279,18 +284,16 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         self.lock_wait = check_lock_wait(lock_wait)
 
     def execute(self, context: Context) -> dict[str, Any]:
-        declared = read_declaration(self.fields, source="fields", prefix=False)
-        approved = approved_plan(self.plan)  # checked before any request
-        acknowledged = rendered_flag(self.acknowledge_risks, "acknowledge_risks")
-        self._declared = [{"field": name, **update.to_body()} for name, update in declared.fields]  # for lineage
+        request = self._request(context)  # every argument checked (the static ones when the operator was built)
+        self._declared = [{"field": name, **update.to_body()} for name, update in request.declared.fields]  # lineage
         if self.plan_only:
-            return self._plan(declared)
+            return self._plan(request)
         approval = approval_from_review(self, context.get("ti"), self.review_task_id)  # Airflow's record of the review
-        let_through = who_let_through(approval, acknowledged)
+        let_through = who_let_through(approval, request.acknowledge_risks)
         report = ApplyReport(str(self.ws_id), str(self.table), self.log, self.fail_fast)
         result: ApplyResult | None = None
         try:
-            result = self._apply(context, declared, approved, acknowledged, approval)
+            result = apply_request(self.hook, dataclasses.replace(request, approval=approval))
             if not result.ok:
                 raise not_applied(result)
         except BaseException as exc:  # every way out: a failure, execution_timeout, a signal
@@ -302,26 +305,25 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         self._announce(context, summary, planned=result.plan is not None)
         return summary
 
-    def _apply(
-        self, context: Context, declared: Declaration, approved: Any, acknowledged: bool, approval: Any
-    ) -> ApplyResult:
-        """Send the declaration as a migration of the table (lock and record with a ``record_path``)."""
-        return apply_schema(
-            self.hook,
+    def _request(self, context: Context) -> Request:
+        """The plan's or apply's arguments: the templated ones checked here, once rendered, before
+        any request; the others were checked when the operator was built."""
+        declared = read_declaration(self.fields, source="fields", prefix=False)
+        check_names(self.ws_id, self.table)
+        return Request(
             self.ws_id,
             self.table,
             declared,
             record_path=str(self.record_path) if self.record_path else None,
+            replace=self.replace,
+            create_table=self.create_table,
             max_concurrency=self.max_concurrency,
             fail_fast=self.fail_fast,
             only_changed=self.only_changed,
-            plan=approved,
+            approved=approved_plan(self.plan),
             lock_wait=self.lock_wait,
             holder=Holder.current(context.get("ti")),
-            replace=self.replace,
-            acknowledge_risks=acknowledged,
-            create_table=self.create_table,
-            approval=approval,
+            acknowledge_risks=rendered_flag(self.acknowledge_risks, "acknowledge_risks"),
         )
 
     def _announce(self, context: Context, summary: dict[str, Any], *, planned: bool) -> None:
@@ -333,18 +335,10 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             where = one_line(f"{self.ws_id}/{self.table}")
             self.log.info("No field was added, changed or removed: no asset event for %s", where)
 
-    def _plan(self, declared: Declaration) -> dict[str, Any]:
+    def _plan(self, request: Request) -> dict[str, Any]:
         """The plan's XCom, once the key is known to work (before anyone is asked to review)."""
         self.hook.check_key()
-        plan = plan_schema(
-            self.hook,
-            self.ws_id,
-            self.table,
-            declared,
-            record_path=str(self.record_path) if self.record_path else None,
-            replace=self.replace,
-            create_table=self.create_table,
-        )
+        plan = plan_request(self.hook, request)
         plan.log_to(self.log)
         return plan.to_xcom()
 

@@ -1,4 +1,8 @@
-"""How a batch of field updates is scheduled: ``max_concurrency`` at a time, reported per field."""
+"""How a batch of calls to Blink is scheduled: ``max_concurrency`` at a time, reported per field.
+
+The hook's :meth:`~blinkops_provider.hooks.blink.BlinkHook.update_table_fields` and the
+migrations' sender (``migrations._steps``) each hand it their endpoint calls; it calls nothing
+else, so neither calls back into the other."""
 
 from __future__ import annotations
 
@@ -6,11 +10,11 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from blinkops_provider._states import FieldOutcome
 from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkResponseError
-from blinkops_provider.models import FieldUpdate, TableField
+from blinkops_provider.models import TableField
 
 PROGRESS_FROM = 20
 """The smallest batch whose progress is logged on the way (every 10%); a smaller one logs its end."""
@@ -35,10 +39,10 @@ class FieldUpdates:
         nothing of what Blink did, so the field is ``unknown``, never applied.
     """
 
-    updated: list[TableField]
-    failed: dict[str, BlinkApiError]
-    not_sent: list[str]
-    order: list[str]
+    updated: list[TableField] = field(default_factory=list)
+    failed: dict[str, BlinkApiError] = field(default_factory=dict)
+    not_sent: list[str] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
     applied: dict[str, TableField | None] = field(default_factory=dict)
     unknown: list[str] = field(default_factory=list)
     unconfirmed: dict[str, BlinkApiError] = field(default_factory=dict)
@@ -51,44 +55,52 @@ class FieldUpdates:
     def outcome(self, name: str) -> str:
         """What happened to a field: ``applied`` (confirmed by Blink), ``failed`` (refused, or not
         sent) or ``unknown`` (in flight when interrupted, or a 2xx that is not Blink's answer)."""
-        return self._outcome(name, set(self.unknown))
+        return self._classifier()(name)
 
     def outcomes(self) -> dict[str, str]:
         """Every declared field's :meth:`outcome`, in the declared order (linear in the fields)."""
-        unknown = set(self.unknown)
-        return {name: self._outcome(name, unknown) for name in self.order}
+        classify = self._classifier()
+        return {name: classify(name) for name in self.order}
 
     def attach_to(self, exc: BaseException) -> None:
         """Let ``exc``, which interrupted the batch, carry what was known then (see :meth:`carried_by`)."""
         exc.field_updates = self  # type: ignore[attr-defined]
 
-    @staticmethod
-    def carried_by(exc: BaseException) -> FieldUpdates | None:
+    @classmethod
+    def carried_by(cls, exc: BaseException) -> Self | None:
         """What was known when ``exc`` interrupted a batch (a task timeout, a signal, a failed
-        record), with the fields in flight then as ``unknown``; None for any other exception."""
+        record), with the fields in flight then as ``unknown``; None for any other exception, or
+        one that carries another kind of report."""
         carried = getattr(exc, "field_updates", None)
-        return carried if isinstance(carried, FieldUpdates) else None
+        return carried if isinstance(carried, cls) else None
 
-    def _outcome(self, name: str, unknown: set[str]) -> str:
-        if name in self.applied:
-            return FieldOutcome.APPLIED
-        return FieldOutcome.UNKNOWN if name in unknown else FieldOutcome.FAILED
+    def _classifier(self) -> Callable[[str], str]:
+        """The function that tells a field's outcome (the sets it looks in built once)."""
+        unknown, applied = set(self.unknown), self.applied
+
+        def classify(name: str) -> str:
+            if name in applied:
+                return FieldOutcome.APPLIED
+            return FieldOutcome.UNKNOWN if name in unknown else FieldOutcome.FAILED
+
+        return classify
 
 
-Put = Callable[[str, FieldUpdate], TableField]
-"""``put(name, update)``: one field update on the request path (each thread has its own session)."""
+Send = Callable[[str, Any], Any]
+"""``send(name, body)``: one endpoint call for one field (each thread has its own session); it
+returns the field as Blink stored it, or None when the call returns nothing."""
 
 
 def run_batch(
-    batch: Sequence[tuple[str, FieldUpdate]],
-    put: Put,
+    batch: Sequence[tuple[str, Any]],
+    send: Send,
     *,
     max_concurrency: int,
     fail_fast: bool,
     log: logging.Logger | Any,
     what: str = "applied",
 ) -> FieldUpdates:
-    """Send every update of ``batch`` through ``put``, ``max_concurrency`` at a time.
+    """Send every update of ``batch`` through ``send``, ``max_concurrency`` at a time.
 
     One that fails does not stop the others unless ``fail_fast``: then no new update starts, and
     those in flight finish. A 401 or 403 stops the batch the same way, whatever ``fail_fast``
@@ -101,19 +113,19 @@ def run_batch(
     carrying what is known so far (:meth:`FieldUpdates.carried_by`), the fields in flight as
     ``unknown``; the calls not started are dropped and those in flight are not awaited.
     """
-    return _Batch(batch, put, max_concurrency, fail_fast, log, what).run()
+    return _Batch(batch, send, max_concurrency, fail_fast, log, what).run()
 
 
 class _Batch:
     """One run of :func:`run_batch`: what is in flight, and each field's outcome so far."""
 
     def __init__(
-        self, batch: Sequence[tuple[str, FieldUpdate]], put: Put, limit: int, fail_fast: bool, log: Any, what: str
+        self, batch: Sequence[tuple[str, Any]], send: Send, limit: int, fail_fast: bool, log: Any, what: str
     ) -> None:
         self.what = what
         self.queued = iter(batch)
         self.order = [name for name, _ in batch]
-        self.put, self.limit, self.fail_fast, self.log = put, limit, fail_fast, log
+        self.send, self.limit, self.fail_fast, self.log = send, limit, fail_fast, log
         self.outcome: dict[str, TableField | BlinkApiError | None] = {}
         self.unclear = 0
         self.pending: dict[Future[TableField], str] = {}
@@ -145,7 +157,7 @@ class _Batch:
             entry = next(self.queued, None)
             if entry is None:
                 return
-            self.pending[pool.submit(self.put, *entry)] = entry[0]
+            self.pending[pool.submit(self.send, *entry)] = entry[0]
 
     def settle(self, name: str, result: TableField | BlinkApiError | None) -> None:
         self.outcome[name] = result
