@@ -1,5 +1,13 @@
 """A Blink of the tests' own for requests-mock, written from ``api-notes.md`` ("Blink's table
-endpoints as Blink's own code uses them"), not from the sandbox or the client's models.
+endpoints as Blink's own code uses them") and the API spec, not from the sandbox or the client's
+models: the one in-process fake, for what the sandbox cannot do (misbehave on demand, name fields
+by another rule, change between two requests). Everything else runs against the sandbox.
+
+The catalogue (:class:`FakeCatalogue`): ``GET /connection_types`` answered from a list of items,
+each query evaluated by the brute-force RQL of ``tests/sandbox/reference.py`` (so keyset pages
+are right), honouring as much of RQL and paging as it is told to.
+
+The tables (:class:`FakeBlink`):
 
 - ``GET /workspace/{ws}/tables`` and ``GET /workspace/{ws}/table/{t}/fields`` answer
   ``{"results": [...]}``; every table has Blink's five system fields (``system``/``protected``).
@@ -22,9 +30,15 @@ endpoints as Blink's own code uses them"), not from the sandbox or the client's 
 from __future__ import annotations
 
 import copy
+import json
+import random
 import re
+import threading
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.sandbox.reference import evaluate
 
 BASE = "https://blink.test/api/v1"
 SYSTEM = [
@@ -204,3 +218,120 @@ def without_table_reads(m: Any, status: int = 404) -> Any:
     record of the last apply, as against a tenant or proxy without them)."""
     m.get(TABLE_READS, status_code=status, json={"status": status, "message": "Not Found"})
     return m
+
+
+def field_json(request: Any, context: Any) -> dict[str, Any]:
+    """What Blink answers a field update (``PUT .../fields/{f}``), for a test that needs no more of
+    Blink: the field as sent, under the name its path gives."""
+    name = request.path.rsplit("/", 1)[-1]
+    return {"id": f"fld-{name}", "name": name, **request.json()}
+
+
+def catalogue(size: int) -> list[dict[str, Any]]:
+    """A catalogue of ``size`` connection types: ids in order, 37 names, every third with OAuth."""
+    return [{"id": f"ct-{i:05d}", "name": f"type-{i % 37:02d}", "oauth": i % 3 == 0} for i in range(size)]
+
+
+def sent_query(request: Any) -> dict[str, Any]:
+    """The RQL object a request carried in ``q``."""
+    (q,) = parse_qs(urlsplit(request.url).query)["q"]
+    return dict(json.loads(q))
+
+
+class FakeCatalogue:
+    """``m.get(LIST_URL, json=FakeCatalogue(items, **odd))``: Blink's connection-type listing, or a
+    server that honours less of it, as told (each knob is also an attribute, to flip mid-walk).
+
+    :ivar before_request: ``{n: change}``: ``change(items)`` runs before the n-th request
+        (1-based) is answered, to change the catalogue between pages.
+    :ivar ignore_filter: answer as if no filter was sent (a server that ignores the walk's position).
+    :ivar ignore_sort: answer in the items' own order. ``shuffle``, ``reverse``: each page so.
+    :ivar ignore_offset: answer every request from the first match. ``ignore_limit``: every
+        match from the offset on. ``max_page``: at most this many rows, whatever the limit.
+    :ivar gte: read ``$gt`` as ``$gte``. ``dup_in_page``: the page's second row is its first again.
+    :ivar refuse_id_filter: a 400 to a filter on ``id``.
+    :ivar echo_offset: the offset to answer with instead of the one sent. ``echo_limit``: whether
+        a page says its limit (the rows served, with ``max_page``; else the one sent).
+    :ivar total: ``real`` (the matches), ``zero``, ``page`` (the rows served) or ``none`` (not
+        said). ``total_override``: totals to report, request by request, instead.
+    :ivar requests: each query received; ``urls`` each URL.
+    """
+
+    def __init__(self, items: list[dict[str, Any]], **odd: Any) -> None:
+        self.items = items
+        self.requests: list[dict[str, Any]] = []
+        self.urls: list[str] = []
+        self.before_request: dict[int, Callable[[list[dict[str, Any]]], None]] = {}
+        self.total_override: list[int] = []
+        self.echo_offset: int | None = odd.pop("echo_offset", None)
+        self.echo_limit: bool = odd.pop("echo_limit", True)
+        self.total: str = odd.pop("total", "real")
+        self.max_page: int | None = odd.pop("max_page", None)
+        self.ignore_limit: bool = odd.pop("ignore_limit", False)
+        self.ignore_filter: bool = odd.pop("ignore_filter", False)
+        self.ignore_sort: bool = odd.pop("ignore_sort", False)
+        self.ignore_offset: bool = odd.pop("ignore_offset", False)
+        self.gte: bool = odd.pop("gte", False)
+        self.shuffle: bool = odd.pop("shuffle", False)
+        self.reverse: bool = odd.pop("reverse", False)
+        self.dup_in_page: bool = odd.pop("dup_in_page", False)
+        self.refuse_id_filter: bool = odd.pop("refuse_id_filter", False)
+        assert not odd, f"unknown knobs: {odd}"
+        self.random = random.Random(7)
+        self._lock = threading.Lock()  # one request at a time, as a database transaction would
+
+    def __call__(self, request: Any, context: Any) -> dict[str, Any]:
+        with self._lock:
+            self.urls.append(request.url)
+            q = sent_query(request)
+            self.requests.append(q)
+            if self.refuse_id_filter and '"id"' in json.dumps(q.get("filter")):
+                context.status_code = 400
+                return {"message": "field id is not filterable"}
+            change = self.before_request.get(len(self.requests))
+            if change is not None:
+                change(self.items)
+            return self._page(q)
+
+    def _page(self, q: dict[str, Any]) -> dict[str, Any]:
+        flt = None if self.ignore_filter else q.get("filter")
+        matching = evaluate(
+            self.items,
+            _gt_as_gte(flt) if self.gte else flt,
+            None if self.ignore_sort else q.get("sort"),
+            q.get("select"),
+        )
+        offset, limit = 0 if self.ignore_offset else q.get("offset", 0), q.get("limit", 100)
+        served = limit if self.max_page is None else min(limit, self.max_page)
+        rows = matching[offset:] if self.ignore_limit else matching[offset : offset + served]
+        self._disorder(rows)
+        page: dict[str, Any] = {
+            "offset": q.get("offset", 0) if self.echo_offset is None else self.echo_offset,
+            "results": rows,
+        }
+        if self.echo_limit:
+            page["limit"] = limit if self.max_page is None else served
+        total = (
+            self.total_override.pop(0)
+            if self.total_override
+            else {"real": len(matching), "zero": 0, "page": len(rows)}.get(self.total)
+        )
+        if total is not None:
+            page["total"] = total
+        return page
+
+    def _disorder(self, rows: list[dict[str, Any]]) -> None:
+        if self.shuffle:
+            self.random.shuffle(rows)
+        if self.reverse:
+            rows.reverse()
+        if self.dup_in_page and len(rows) > 1:
+            rows[1] = rows[0]
+
+
+def _gt_as_gte(condition: Any) -> Any:
+    if isinstance(condition, dict):
+        return {("$gte" if k == "$gt" else k): _gt_as_gte(v) for k, v in condition.items()}
+    if isinstance(condition, list):
+        return [_gt_as_gte(v) for v in condition]
+    return condition

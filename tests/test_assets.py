@@ -22,9 +22,10 @@ from blinkops_provider._assets import (
 )
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 from blinkops_provider.operators.tables import UpdateTableFieldOperator, UpdateTableFieldsOperator
-from tests.fake_blink import without_table_reads
+from tests.conftest import FakeTI
+from tests.fake_blink import field_json, without_table_reads
 from tests.fake_outlet_events import OutletEvents, identity
-from tests.test_field_updates import TABLE_URL, FakeTI, entry, field_json
+from tests.test_batch import TABLE_URL, entry
 
 
 def normalized(uri: str) -> str:

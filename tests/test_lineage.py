@@ -12,8 +12,8 @@ from airflow.providers.common.compat.sdk import Asset
 from blinkops_provider._assets import convert_asset_to_openlineage
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 from blinkops_provider.operators.tables import UpdateTableFieldOperator, UpdateTableFieldsOperator
-from tests.fake_blink import without_table_reads
-from tests.test_field_updates import FakeTI, field_json
+from tests.conftest import FakeTI
+from tests.fake_blink import field_json, without_table_reads
 
 BASE = "https://blink.test/api/v1"
 

@@ -17,6 +17,7 @@ except ImportError:  # Airflow 2.11
 
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.task_groups import BlinkSchemaFleet, BlinkTableMigration, review_step_available
+from tests.conftest import FakeTI
 
 REVIEW = review_step_available()  # Airflow 3.1+
 SCHEMA = [{"field": "Title", "type": "text", "display_name": "Title"}]
@@ -92,7 +93,7 @@ def test_a_templated_policy_is_checked_when_the_review_runs() -> None:
     if REVIEW:
         group.review.review_policy = "risky"  # as rendered
         with pytest.raises(BlinkInputError, match="review_policy must be one of"):
-            group.review.execute({"ti": TI(plan(ADD))})
+            group.review.execute({"ti": FakeTI({"*": plan(ADD)})})
 
 
 def test_a_fleet_needs_tables_or_a_folder() -> None:
@@ -103,17 +104,6 @@ def test_a_fleet_needs_tables_or_a_folder() -> None:
 # -- the review step (Airflow 3.1+) -----------------------------------------------------------------
 
 needs_review = pytest.mark.skipif(not REVIEW, reason="the review step needs Airflow 3.1 or later")
-
-
-class TI:
-    def __init__(self, plans: Any) -> None:
-        self.plans, self.pushed = plans, {}
-
-    def xcom_pull(self, task_ids: str, **_: Any) -> Any:
-        return self.plans
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
 
 
 def plan(*rows: dict[str, Any]) -> dict[str, Any]:
@@ -149,7 +139,7 @@ def test_the_review_asks_only_when_the_policy_says_so(
     from airflow.providers.standard.operators.hitl import HITLOperator
 
     step = review(policy, acknowledge)
-    context = {"ti": TI(plan(*rows)), "task_instance": None}
+    context = {"ti": FakeTI({"*": plan(*rows)}), "task_instance": None}
     if asked:  # it goes on to ask a person: Airflow's own execute, which writes the request (not run here)
         monkeypatch.setattr(HITLOperator, "execute", lambda self, context: "asked")
         assert step.execute(context) == "asked"
@@ -165,7 +155,7 @@ def test_the_review_asks_only_when_the_policy_says_so(
 @needs_review
 def test_a_reject_fails_the_review_naming_who_rejected_which_plan_and_when() -> None:
     step = review("changes")
-    ti = TI(plan(ADD))
+    ti = FakeTI({"*": plan(ADD)})
     event = {
         "chosen_options": ["Reject"],
         "params_input": {},
@@ -186,4 +176,4 @@ def test_an_approve_returns_airflows_answer() -> None:
     step = review("changes")
     event = {"chosen_options": ["Approve"], "params_input": {}, "responded_at": dt.datetime.now(dt.UTC),
              "responded_by_user": {"id": "9", "name": "carol"}}  # fmt: skip
-    assert step.execute_complete({"ti": TI(plan(ADD)), "task": step}, event)["chosen_options"] == ["Approve"]
+    assert step.execute_complete({"ti": FakeTI({"*": plan(ADD)}), "task": step}, event)["chosen_options"] == ["Approve"]

@@ -11,16 +11,12 @@ import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations import apply_schema, declared_schema, plan_schema
-from tests.fake_blink import without_table_reads
+from tests.fake_blink import field_json, without_table_reads
 
 pytestmark = pytest.mark.usefixtures("blink_without_table_reads")
 
 
 SCHEMA = [{"field": "Title", "type": "text", "display_name": "Title"}]
-
-
-def field_json(request: Any, context: Any) -> dict[str, Any]:
-    return {"id": "f", "name": request.path.rsplit("/", 1)[-1], **request.json()}
 
 
 @pytest.mark.parametrize("form", ["dict", "json", "python", "fingerprint"])

@@ -21,16 +21,12 @@ from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputErro
 from blinkops_provider.migrations import apply_schema, force_unlock, held_locks, plan_schema
 from blinkops_provider.migrations._lock import Holder, LockInfo, TableLock, unlock_command
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
-from tests.fake_blink import without_table_reads
+from tests.fake_blink import field_json, without_table_reads
 
 pytestmark = pytest.mark.usefixtures("blink_without_table_reads")
 
 
 SCHEMA = [{"field": "Title", "type": "text", "display_name": "Title"}]
-
-
-def field_json(request: Any, context: Any) -> dict[str, Any]:
-    return {"id": "f", "name": request.path.rsplit("/", 1)[-1], **request.json()}
 
 
 def task(try_number: int = 1, map_index: int = -1, host: str | None = None, pid: int | None = None) -> Holder:

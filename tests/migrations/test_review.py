@@ -17,6 +17,7 @@ from blinkops_provider.migrations._review import (
     check_review_policy,
     review_needed,
 )
+from tests.conftest import FakeTI
 from tests.migrations.test_fleet import fleet
 
 AIRFLOW = tuple(int(part) for part in importlib.metadata.version("apache-airflow").split(".")[:2])
@@ -75,17 +76,6 @@ def test_an_unknown_policy_is_refused_naming_the_allowed_ones(policy: Any) -> No
 # -- the answer, from Airflow's record ---------------------------------------------------------------
 
 
-class TI:
-    """The apply's task instance as the gate uses it: it pulls the review's XCom."""
-
-    def __init__(self, answers: dict[str, Any]) -> None:
-        self.answers, self.pulled = answers, []
-
-    def xcom_pull(self, task_ids: str, map_indexes: int = -1, **_: Any) -> Any:
-        self.pulled.append((task_ids, map_indexes))
-        return self.answers.get(task_ids)
-
-
 def answer(option: str) -> dict[str, Any]:
     when = dt.datetime(2026, 11, 28, 1, 2, 3, tzinfo=dt.UTC)
     return {"chosen_options": [option], "params_input": {}, "responded_at": when, "responded_by_user": {"id": "7", "name": "alice"}}  # fmt: skip
@@ -108,7 +98,7 @@ def dag_with_review() -> dict[str, Any]:
 @needs_approval
 def test_an_approve_names_who_approved_and_when() -> None:
     tasks = dag_with_review()
-    ti = TI({"review": answer("Approve")})
+    ti = FakeTI({"review": answer("Approve")})
     assert approval_from_review(tasks["apply"], ti, "review") == {
         "approved_by": "alice",
         "approved_at": "2026-11-28T01:02:03+00:00",
@@ -118,13 +108,13 @@ def test_an_approve_names_who_approved_and_when() -> None:
 
 @needs_approval
 def test_a_review_that_was_not_asked_approves_nothing() -> None:
-    assert approval_from_review(dag_with_review()["apply"], TI({}), "review") is None
+    assert approval_from_review(dag_with_review()["apply"], FakeTI({}), "review") is None
 
 
 @needs_approval
 def test_a_reject_refuses_the_apply_naming_who_and_when() -> None:
     with pytest.raises(BlinkInputError, match=rf"^{REJECTED_IN_REVIEW}: alice rejected this plan at 2026-11-28T01:02"):
-        approval_from_review(dag_with_review()["apply"], TI({"review": answer("Reject")}), "review")
+        approval_from_review(dag_with_review()["apply"], FakeTI({"review": answer("Reject")}), "review")
 
 
 @needs_approval
@@ -139,11 +129,11 @@ def test_a_reject_refuses_the_apply_naming_who_and_when() -> None:
 def test_an_answer_that_is_not_an_approval_tasks_own_never_counts(review_task_id: str, why: str) -> None:
     """A task that merely returns ``{"chosen_options": ["Approve"]}`` is no review: refused, naming
     review_task_id and acknowledge_risks."""
-    ti = TI({review_task_id: answer("Approve")})
+    ti = FakeTI({review_task_id: answer("Approve")})
     with pytest.raises(BlinkInputError, match=rf"review_task_id {review_task_id!r} {why}.*acknowledge_risks=True"):
         approval_from_review(dag_with_review()["apply"], ti, review_task_id)
     assert ti.pulled == []  # refused before its XCom is read
 
 
 def test_no_review_task_is_no_approval() -> None:
-    assert approval_from_review(object(), TI({}), None) is None
+    assert approval_from_review(object(), FakeTI({}), None) is None

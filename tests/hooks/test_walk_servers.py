@@ -4,8 +4,6 @@ or doubled result."""
 
 from __future__ import annotations
 
-import json
-import random
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -13,86 +11,20 @@ import pytest
 import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkApiError
-from tests.fake_listing import FakeListing, sent_query
+from tests.fake_blink import FakeCatalogue, catalogue, sent_query
 from tests.sandbox.reference import evaluate
 
 LIST_URL = "https://blink.test/api/v1/connection_types"
 SIZE = 2500
 
 
-def catalogue(size: int = SIZE) -> list[dict[str, Any]]:
-    return [{"id": f"ct-{i:05d}", "name": f"type-{i % 37:02d}", "oauth": i % 3 == 0} for i in range(size)]
-
-
-def _gt_as_gte(condition: Any) -> Any:
-    if isinstance(condition, dict):
-        return {("$gte" if k == "$gt" else k): _gt_as_gte(v) for k, v in condition.items()}
-    if isinstance(condition, list):
-        return [_gt_as_gte(v) for v in condition]
-    return condition
-
-
-class OddServer(FakeListing):
-    """A listing that misbehaves as told (on top of :class:`FakeListing`'s own knobs)."""
-
-    def __init__(self, items: list[dict[str, Any]], **odd: Any) -> None:
-        super().__init__(items)
-        self.max_page: int | None = odd.pop("max_page", None)
-        self.echo_limit: bool = odd.pop("echo_limit", True)
-        self.total: str = odd.pop("total", "real")  # real | zero | page | none
-        self.gte: bool = odd.pop("gte", False)
-        self.shuffle: bool = odd.pop("shuffle", False)
-        self.reverse: bool = odd.pop("reverse", False)
-        self.ignore_filter: bool = odd.pop("ignore_filter", False)
-        self.ignore_sort: bool = odd.pop("ignore_sort", False)
-        self.ignore_offset: bool = odd.pop("ignore_offset", False)
-        self.dup_in_page: bool = odd.pop("dup_in_page", False)
-        self.refuse_id_filter: bool = odd.pop("refuse_id_filter", False)
-        assert not odd, odd
-        self.random = random.Random(7)
-        self.urls: list[str] = []
-
-    def _answer(self, request: Any) -> dict[str, Any]:
-        self.urls.append(request.url)
-        q = sent_query(request)
-        self.requests.append(q)
-        flt = None if self.ignore_filter else q.get("filter")
-        if flt is not None and self.gte:
-            flt = _gt_as_gte(flt)
-        matching = evaluate(self.items, flt, None if self.ignore_sort else q.get("sort"), q.get("select"))
-        offset = 0 if self.ignore_offset else q.get("offset", 0)
-        limit = q.get("limit", 100)
-        served = limit if self.max_page is None else min(limit, self.max_page)
-        rows = matching[offset : offset + served]
-        if self.shuffle:
-            self.random.shuffle(rows)
-        if self.reverse:
-            rows.reverse()
-        if self.dup_in_page and len(rows) > 1:
-            rows[1] = rows[0]
-        page: dict[str, Any] = {"offset": q.get("offset", 0), "results": rows}
-        if self.echo_limit:
-            page["limit"] = served
-        total = {"real": len(matching), "zero": 0, "page": len(rows)}.get(self.total)
-        if total is not None:
-            page["total"] = total
-        return page
-
-    def __call__(self, request: Any, context: Any) -> Any:
-        if self.refuse_id_filter and '"id"' in json.dumps(sent_query(request).get("filter")):
-            context.status_code = 400
-            self.requests.append(sent_query(request))
-            return {"message": "field id is not filterable"}
-        return super().__call__(request, context)
-
-
-def walk(hook: Any, server: OddServer, **kwargs: Any) -> list[Any]:
+def walk(hook: Any, server: FakeCatalogue, **kwargs: Any) -> list[Any]:
     with rm.Mocker() as m:
         m.get(LIST_URL, json=server)
         return [item.get("id") for page in hook.walk_connection_types(**kwargs) for item in page.items]
 
 
-EVERY = [item["id"] for item in catalogue()]
+EVERY = [item["id"] for item in catalogue(SIZE)]
 
 
 # -- 1. a server whose largest page is smaller than asked -------------------------------------------
@@ -103,14 +35,14 @@ EVERY = [item["id"] for item in catalogue()]
     [("real", True), ("zero", True), ("page", True), ("none", True), ("real", False)],
 )
 def test_a_server_with_a_smaller_maximum_page_gives_every_item(hook: Any, total: str, echo_limit: bool) -> None:
-    server = OddServer(catalogue(), max_page=100, total=total, echo_limit=echo_limit)
+    server = FakeCatalogue(catalogue(SIZE), max_page=100, total=total, echo_limit=echo_limit)
     assert walk(hook, server, page_size=1000) == EVERY
 
 
 def test_a_server_capped_page_without_any_hint_ends_the_walk_only_when_the_total_agrees(hook: Any) -> None:
     """No limit echoed, and a total equal to the page: nothing says more exist. The walk believes
     the envelope, as it must; with a real total it goes on."""
-    server = OddServer(catalogue(), max_page=100, total="real", echo_limit=False)
+    server = FakeCatalogue(catalogue(SIZE), max_page=100, total="real", echo_limit=False)
     assert walk(hook, server, page_size=1000) == EVERY
     assert all(q["limit"] == 100 for q in server.requests[1:])  # it learned the server's maximum
 
@@ -126,7 +58,7 @@ def test_a_server_capped_page_without_any_hint_ends_the_walk_only_when_the_total
 def test_servers_that_do_not_honour_the_keyset_give_exact_results(
     hook: Any, all_output: Any, odd: dict[str, Any]
 ) -> None:
-    server = OddServer(catalogue(), **odd)
+    server = FakeCatalogue(catalogue(SIZE), **odd)
     ids = walk(hook, server, page_size=1000)
     # every item, once, in id order: offset pages are put in id order (#35, #37), never returned reversed
     assert ids == EVERY
@@ -135,7 +67,7 @@ def test_servers_that_do_not_honour_the_keyset_give_exact_results(
 
 
 def test_an_offset_only_server_gives_every_item_once_in_at_most_twice_the_minimal_requests(hook: Any) -> None:
-    server = OddServer(catalogue(), ignore_filter=True, ignore_sort=True)
+    server = FakeCatalogue(catalogue(SIZE), ignore_filter=True, ignore_sort=True)
     with rm.Mocker() as m:
         m.get(LIST_URL, json=server)
         pages = list(hook.walk_connection_types(page_size=1000))
@@ -147,29 +79,29 @@ def test_an_offset_only_server_gives_every_item_once_in_at_most_twice_the_minima
 
 def test_an_unsorted_server_with_a_user_sort_gives_every_item_in_the_users_order(hook: Any) -> None:
     """The sort is the client's (#37): a server that does not sort cannot spoil it."""
-    server = OddServer(catalogue(), shuffle=True)
+    server = FakeCatalogue(catalogue(SIZE), shuffle=True)
     with rm.Mocker() as m:
         m.get(LIST_URL, json=server)
         items = [item for page in hook.walk_connection_types(page_size=1000, sort=["-name"]) for item in page.items]
-    assert [item["id"] for item in items] == [d["id"] for d in evaluate(catalogue(), None, ["-name", "id"])]
+    assert [item["id"] for item in items] == [d["id"] for d in evaluate(catalogue(SIZE), None, ["-name", "id"])]
 
 
 def test_a_server_that_ignores_the_filter_never_returns_unfiltered_types(hook: Any) -> None:
-    server = OddServer(catalogue(), ignore_filter=True)
+    server = FakeCatalogue(catalogue(SIZE), ignore_filter=True)
     with pytest.raises(BlinkApiError, match="the filter cannot be trusted"):
         walk(hook, server, page_size=1000, filter={"oauth": True})
 
 
 def test_a_server_that_refuses_the_id_condition_is_walked_by_offset_with_the_filter(hook: Any, all_output: Any) -> None:
-    server = OddServer(catalogue(), refuse_id_filter=True)
+    server = FakeCatalogue(catalogue(SIZE), refuse_id_filter=True)
     ids = walk(hook, server, page_size=500, filter={"oauth": True})
-    assert ids == [d["id"] for d in evaluate(catalogue(), {"oauth": True}, ["id"])]
+    assert ids == [d["id"] for d in evaluate(catalogue(SIZE), {"oauth": True}, ["id"])]
     assert "it refused the id condition" in all_output()
     assert all(q["filter"] == {"oauth": True} for q in server.requests[2:])
 
 
 def test_a_server_that_honours_neither_keyset_nor_offset_fails_fast(hook: Any) -> None:
-    server = OddServer(catalogue(), ignore_filter=True, ignore_offset=True)
+    server = FakeCatalogue(catalogue(SIZE), ignore_filter=True, ignore_offset=True)
     with pytest.raises(BlinkApiError, match="honours neither the keyset condition nor offsets"):
         walk(hook, server, page_size=1000)
     assert len(server.requests) <= 3
@@ -179,7 +111,7 @@ def test_a_server_that_honours_neither_keyset_nor_offset_fails_fast(hook: Any) -
 
 
 def test_the_same_id_twice_in_a_page_is_a_clear_error(hook: Any) -> None:
-    server = OddServer(catalogue(), dup_in_page=True)
+    server = FakeCatalogue(catalogue(SIZE), dup_in_page=True)
     with pytest.raises(BlinkApiError, match="sent id 'ct-00000' twice in page 1"):
         walk(hook, server, page_size=1000)
 
@@ -191,7 +123,7 @@ def test_a_sorted_walk_whose_sort_values_move_gives_every_type_once_in_requests_
     """A sorted, filtered walk whose types change their sort value during the walk: the walk goes
     by id, so each type comes once, and the client sorts what came; no URL passes 4 KB."""
     items = catalogue(1500)
-    server = OddServer(items)
+    server = FakeCatalogue(items)
     long_filter = {"$or": [{"name": {"$like": f"type-{i:02d}%"}} for i in range(37)]}
 
     def move_all(items: list[dict[str, Any]]) -> None:  # every later type jumps before the position
@@ -214,7 +146,7 @@ def test_a_sorted_walk_whose_sort_values_move_gives_every_type_once_in_requests_
 
 def test_a_prefetched_walk_of_an_unchanged_catalogue_does_not_report_a_change(hook: Any, all_output: Any) -> None:
     """Each page's total is compared with what the page before it left."""
-    server = OddServer(catalogue())
+    server = FakeCatalogue(catalogue(SIZE))
     assert walk(hook, server, page_size=100) == EVERY
     output = all_output()
     assert "page 25/25: 2500 of 2500" in output
@@ -222,7 +154,7 @@ def test_a_prefetched_walk_of_an_unchanged_catalogue_does_not_report_a_change(ho
 
 
 def test_a_catalogue_that_grows_during_a_walk_is_reported(hook: Any, all_output: Any) -> None:
-    server = OddServer(catalogue())
+    server = FakeCatalogue(catalogue(SIZE))
     later = [{"id": f"cu-{i:05d}", "name": "late", "oauth": False} for i in range(30)]
 
     def grow(request: Any, context: Any) -> Any:
@@ -240,16 +172,16 @@ def test_a_catalogue_that_grows_during_a_walk_is_reported(hook: Any, all_output:
 def test_a_shuffled_server_that_honours_the_filter_is_walked_by_offset_with_it(hook: Any, all_output: Any) -> None:
     """A server that filters as asked but does not sort: its pages are out of order, which says
     nothing against the filter. The walk goes on by offset with the filter, and says why."""
-    server = OddServer(catalogue(), shuffle=True)
+    server = FakeCatalogue(catalogue(SIZE), shuffle=True)
     ids = walk(hook, server, page_size=500, filter={"oauth": True})
-    assert ids == [d["id"] for d in evaluate(catalogue(), {"oauth": True}, ["id"])]
+    assert ids == [d["id"] for d in evaluate(catalogue(SIZE), {"oauth": True}, ["id"])]
     output = all_output()
     assert "is not in the requested order" in output and "paging by offset from here" in output
     assert "does not honour RQL conditions" not in output
 
 
 def test_pages_served_in_reverse_come_back_in_id_order_after_the_offset_fallback(hook: Any, all_output: Any) -> None:
-    server = OddServer(catalogue(), reverse=True)
+    server = FakeCatalogue(catalogue(SIZE), reverse=True)
     assert walk(hook, server, page_size=250) == EVERY
     assert "paging by offset from here" in all_output()
 

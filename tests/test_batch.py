@@ -18,7 +18,8 @@ from blinkops_provider.exceptions import BlinkApiError, BlinkClientError, BlinkI
 from blinkops_provider.hooks._transport import Clock
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
-from tests.fake_blink import without_table_reads
+from tests.conftest import FakeTI
+from tests.fake_blink import field_json, without_table_reads
 
 BASE = "https://blink.test/api/v1"
 TABLE_URL = f"{BASE}/workspace/ws-1/table/Incidents/fields"
@@ -32,30 +33,9 @@ def update(name: str) -> dict[str, Any]:
     return {"type": "text", "display_name": name.title()}
 
 
-def field_json(request: Any, context: Any) -> dict[str, Any]:
-    """What Blink answers a field update: the field, as sent."""
-    name = request.path.rsplit("/", 1)[-1]
-    body = request.json()
-    return {
-        "id": f"fld-{name}",
-        "name": name,
-        "type": body.get("type"),
-        "display_name": body.get("display_name"),
-        "attributes": body.get("attributes", {}),
-    }
-
-
 def writes(m: Any) -> int:
     """The requests that were not the plan's reads."""
     return sum(request.method != "GET" for request in m.request_history)
-
-
-class FakeTI:
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
 
 
 # -- checked before anything is sent -------------------------------------------------------

@@ -13,17 +13,13 @@ from airflow.providers.common.compat.sdk import AirflowFailException
 from blinkops_provider._rql import sort_items
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkResponseError, BlinkUnsupportedServerError
 from blinkops_provider.hooks._walk import KEPT_IDS
-from tests.fake_listing import FakeListing
+from tests.fake_blink import FakeCatalogue, catalogue
 from tests.sandbox.reference import evaluate
 
 LIST_URL = "https://blink.test/api/v1/connection_types"
 
 
-def catalogue(size: int) -> list[dict[str, Any]]:
-    return [{"id": f"ct-{i:05d}", "name": f"type-{i % 37:02d}", "oauth": i % 3 == 0} for i in range(size)]
-
-
-def walk_ids(hook: Any, listing: FakeListing, **kwargs: Any) -> list[Any]:
+def walk_ids(hook: Any, listing: FakeCatalogue, **kwargs: Any) -> list[Any]:
     with rm.Mocker() as m:
         m.get(LIST_URL, json=listing)
         return [item.get("id") for page in hook.walk_connection_types(**kwargs) for item in page.items]
@@ -33,7 +29,7 @@ def walk_ids(hook: Any, listing: FakeListing, **kwargs: Any) -> list[Any]:
 
 
 def test_walks_every_page_in_order_after_the_last_id(hook: Any, all_output: Any) -> None:
-    listing = FakeListing(catalogue(2500))
+    listing = FakeCatalogue(catalogue(2500))
     assert walk_ids(hook, listing, page_size=1000) == [item["id"] for item in catalogue(2500)]
     assert listing.requests == [
         {"sort": ["id"], "limit": 1000, "offset": 0},
@@ -47,7 +43,7 @@ def test_walks_every_page_in_order_after_the_last_id(hook: Any, all_output: Any)
 
 def test_a_user_sort_is_the_clients_and_the_filter_travels_on_every_page(hook: Any) -> None:
     """The walk pages by id with the user's filter; the sort is applied once every page is in (#37)."""
-    listing = FakeListing(catalogue(40))
+    listing = FakeCatalogue(catalogue(40))
     user_filter = {"name": {"$like": "type-0%"}}
     ids = walk_ids(hook, listing, filter=user_filter, sort=["-name"], page_size=4)
     assert ids == [d["id"] for d in evaluate(catalogue(40), user_filter, ["-name", "id"])]
@@ -59,7 +55,7 @@ def test_a_user_sort_is_the_clients_and_the_filter_travels_on_every_page(hook: A
 
 def test_sort_on_a_boolean_and_on_several_keys_sorts_like_the_reference(hook: Any) -> None:
     for sort in (["-oauth"], ["oauth", "-name"], ["+name", "-id"]):
-        ids = walk_ids(hook, FakeListing(catalogue(30)), sort=sort, page_size=4)
+        ids = walk_ids(hook, FakeCatalogue(catalogue(30)), sort=sort, page_size=4)
         assert ids == [d["id"] for d in evaluate(catalogue(30), None, [*sort, "id"])], sort
 
 
@@ -72,7 +68,7 @@ def test_sort_items_puts_missing_values_last_and_mixed_types_apart() -> None:
 
 
 def test_select_without_the_id_asks_for_it_and_drops_it(hook: Any) -> None:
-    listing = FakeListing(catalogue(9))
+    listing = FakeCatalogue(catalogue(9))
     with rm.Mocker() as m:
         m.get(LIST_URL, json=listing)
         items = [i for p in hook.walk_connection_types(select=["name"], sort=["name"], page_size=4) for i in p.items]
@@ -81,13 +77,13 @@ def test_select_without_the_id_asks_for_it_and_drops_it(hook: Any) -> None:
 
 
 def test_max_items_cuts_the_last_request(hook: Any) -> None:
-    listing = FakeListing(catalogue(100))
+    listing = FakeCatalogue(catalogue(100))
     assert walk_ids(hook, listing, page_size=30, max_items=45) == [f"ct-{i:05d}" for i in range(45)]
     assert [q["limit"] for q in listing.requests] == [30, 15]
 
 
 def test_max_items_zero_sends_nothing(hook: Any) -> None:
-    listing = FakeListing(catalogue(10))
+    listing = FakeCatalogue(catalogue(10))
     assert walk_ids(hook, listing, max_items=0) == []
     assert listing.requests == []
 
@@ -97,7 +93,7 @@ def test_max_items_zero_sends_nothing(hook: Any) -> None:
 
 def test_a_full_last_page_is_confirmed_by_one_more_request(hook: Any, all_output: Any) -> None:
     """A full page is never proof of the end, even when total agrees: one more request, empty."""
-    listing = FakeListing(catalogue(20))
+    listing = FakeCatalogue(catalogue(20))
     assert len(walk_ids(hook, listing, page_size=10)) == 20
     assert len(listing.requests) == 3
     assert "page 3" not in all_output()  # the confirming empty answer is not a page
@@ -107,7 +103,7 @@ def test_a_total_that_always_equals_the_page_loses_nothing(hook: Any) -> None:
     """350 types, page size 100, a server reporting total 100 on every page: a full page whose
     total equals its length is not taken as the end; the lying total ends in a clear error
     rather than in 100 of 350 types."""
-    listing = FakeListing(catalogue(350))
+    listing = FakeCatalogue(catalogue(350))
     listing.total_override = [100] * 10
     with pytest.raises(BlinkApiError, match="empty page 5 but reports 100 more"):
         walk_ids(hook, listing, page_size=100)
@@ -115,20 +111,20 @@ def test_a_total_that_always_equals_the_page_loses_nothing(hook: Any) -> None:
 
 
 def test_empty_catalogue_is_one_request(hook: Any) -> None:
-    listing = FakeListing([])
+    listing = FakeCatalogue([])
     assert walk_ids(hook, listing) == []
     assert len(listing.requests) == 1
 
 
 def test_missing_total_stops_on_a_short_page(hook: Any) -> None:
-    listing = FakeListing(catalogue(25))
-    listing.report_total = False
+    listing = FakeCatalogue(catalogue(25))
+    listing.total = "none"
     assert len(walk_ids(hook, listing, page_size=10)) == 25
     assert len(listing.requests) == 3
 
 
 def test_an_empty_page_while_the_total_says_more_is_an_error(hook: Any) -> None:
-    listing = FakeListing(catalogue(15))
+    listing = FakeCatalogue(catalogue(15))
     listing.total_override = [40, 30, 20]
     with pytest.raises(BlinkApiError, match="sent an empty page 3 but reports 20 more connection types"):
         walk_ids(hook, listing, page_size=10)
@@ -136,14 +132,14 @@ def test_an_empty_page_while_the_total_says_more_is_an_error(hook: Any) -> None:
 
 
 def test_a_server_ignoring_limit_still_gives_max_items_and_every_item_once(hook: Any) -> None:
-    listing = FakeListing(catalogue(25))
+    listing = FakeCatalogue(catalogue(25))
     listing.ignore_limit = True
     assert walk_ids(hook, listing, page_size=10, max_items=15) == [f"ct-{i:05d}" for i in range(15)]
     assert walk_ids(hook, listing, page_size=10) == [f"ct-{i:05d}" for i in range(25)]
 
 
 def test_a_total_that_changes_mid_walk_is_logged(hook: Any, all_output: Any) -> None:
-    listing = FakeListing(catalogue(30))
+    listing = FakeCatalogue(catalogue(30))
     listing.before_request[2] = lambda items: items.append({"id": "ct-99999", "name": "new"})
     assert len(walk_ids(hook, listing, page_size=10)) == 31
     assert "the server reports 21 connection types still to come, 20 were expected" in all_output()
@@ -153,8 +149,8 @@ def test_a_total_that_changes_mid_walk_is_logged(hook: Any, all_output: Any) -> 
 
 
 def test_a_server_that_ignores_the_position_is_walked_by_offset(hook: Any, all_output: Any) -> None:
-    listing = FakeListing(catalogue(50))
-    listing.ignore_position = True
+    listing = FakeCatalogue(catalogue(50))
+    listing.ignore_filter = True
     assert walk_ids(hook, listing, page_size=10) == [item["id"] for item in catalogue(50)]
     # page 2 repeated page 1: not returned; the walk goes on by offset after the 10 it returned
     assert [q["offset"] for q in listing.requests] == [0, 0, 10, 20, 30, 40, 50]  # 50: a full last page confirmed
@@ -166,8 +162,8 @@ def test_a_server_that_ignores_the_position_is_walked_by_offset(hook: Any, all_o
 
 
 def test_a_server_that_ignores_the_position_with_a_user_filter_is_an_error(hook: Any) -> None:
-    listing = FakeListing(catalogue(50))
-    listing.ignore_position = True
+    listing = FakeCatalogue(catalogue(50))
+    listing.ignore_filter = True
     with pytest.raises(
         BlinkUnsupportedServerError, match=r"does not honour RQL conditions .* the filter cannot be trusted"
     ) as caught:
@@ -180,21 +176,21 @@ def test_past_kept_ids_the_walk_keeps_none_and_a_later_fallback_is_an_error(hook
     """A walk by id keeps at most KEPT_IDS ids (its memory stays flat); a server that stops
     honouring the condition after that fails, naming why, instead of risking doubles."""
     size = KEPT_IDS + 2000
-    listing = FakeListing(catalogue(size))
+    listing = FakeCatalogue(catalogue(size))
     pages = -(-KEPT_IDS // 1000) + 1  # the first page past KEPT_IDS, the last by id
-    listing.before_request[pages + 1] = lambda items: setattr(listing, "ignore_position", True)
+    listing.before_request[pages + 1] = lambda items: setattr(listing, "ignore_filter", True)
     with pytest.raises(BlinkApiError, match=f"after {pages * 1000:,} connection types .* up to {KEPT_IDS:,}"):
         walk_ids(hook, listing, page_size=1000)
     assert len(listing.requests) == pages + 1  # nothing by offset
 
 
 def test_a_walk_by_id_past_kept_ids_returns_every_type_once(hook: Any) -> None:
-    listing = FakeListing(catalogue(KEPT_IDS + 1500))
+    listing = FakeCatalogue(catalogue(KEPT_IDS + 1500))
     assert walk_ids(hook, listing, page_size=1000) == [item["id"] for item in catalogue(KEPT_IDS + 1500)]
 
 
 def test_a_server_that_moves_the_offset_is_an_error(hook: Any) -> None:
-    listing = FakeListing(catalogue(50))
+    listing = FakeCatalogue(catalogue(50))
     listing.echo_offset = 10
     with pytest.raises(BlinkUnsupportedServerError, match="answered offset 10 when asked for offset 0"):
         walk_ids(hook, listing, page_size=10)
@@ -202,7 +198,7 @@ def test_a_server_that_moves_the_offset_is_an_error(hook: Any) -> None:
 
 def test_hard_page_cap(hook: Any) -> None:
     hook.max_pages = 3
-    listing = FakeListing(catalogue(100))
+    listing = FakeCatalogue(catalogue(100))
     with pytest.raises(BlinkApiError, match="stopped after 3 pages"):
         walk_ids(hook, listing, page_size=10)
     assert len(listing.requests) == 3
@@ -214,7 +210,7 @@ def test_a_type_without_the_sort_member_is_sorted_last(hook: Any) -> None:
     for item in items:
         if item["id"] == "ct-00004":
             del item["name"]
-    ids = walk_ids(hook, FakeListing(items), sort=["name"], page_size=1)
+    ids = walk_ids(hook, FakeCatalogue(items), sort=["name"], page_size=1)
     assert ids[-1] == "ct-00004" and sorted(ids) == [i["id"] for i in items]
 
 
@@ -306,7 +302,7 @@ def test_every_item_that_exists_throughout_comes_exactly_once(
     hook: Any, seed: int, sort: Any, user_filter: Any, select: Any
 ) -> None:
     rng = random.Random(seed)
-    listing = FakeListing(catalogue(120))
+    listing = FakeCatalogue(catalogue(120))
     matching: list[set[str]] = []
 
     def record(items: list[dict[str, Any]]) -> None:
@@ -374,7 +370,7 @@ def test_a_one_page_catalogue_is_one_request_on_one_session_without_a_thread(mak
     hook = make_hook(session_factory=_counting_sessions(peak))
     before = threading.active_count()
     with rm.Mocker() as m:
-        m.get(LIST_URL, json=FakeListing(catalogue(300)))
+        m.get(LIST_URL, json=FakeCatalogue(catalogue(300)))
         pages = list(hook.walk_connection_types(sort=sort))
         started = threading.active_count() - before
     assert [len(page.items) for page in pages] == [300]

@@ -1,24 +1,20 @@
+"""UpdateTableFieldOperator and UpdateTableFieldsOperator: rendering, checks before any request, the merge, adds, unknown answers, and each argument checked once."""
+
 from __future__ import annotations
 
 import json
-import os
-import socket
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests_mock as rm
-from airflow.providers.common.compat.sdk import AirflowException
 
 from blinkops_provider.exceptions import BlinkClientError, BlinkInputError, BlinkTransientError
-from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 from blinkops_provider.operators.tables import UpdateTableFieldOperator
+from tests.conftest import FakeTI
 from tests.fake_blink import without_table_reads
-from tests.fake_listing import FakeListing
 
 BASE = "https://blink.test/api/v1"
-LIST_URL = f"{BASE}/connection_types"
 CONTEXT: dict[str, Any] = {
     "ds": "2026-11-22",
     "params": {"ws": "ws-9", "table": "Q1/Q2 plans", "type": "date"},
@@ -100,252 +96,7 @@ def test_bad_input_fails_the_task_before_any_request(blink_conn: None, overrides
     assert not m.called
 
 
-def test_operators_take_keyword_arguments_only() -> None:
-    # Airflow 3 raises TypeError; Airflow 2's operator metaclass raises AirflowException first.
-    with pytest.raises((TypeError, AirflowException)):
-        UpdateTableFieldOperator("ws", "t", "f", "text", "F", task_id="x")  # type: ignore[misc]
-    with pytest.raises((TypeError, AirflowException)):
-        ConnectionTypesToXComOperator({"a": 1}, task_id="x")  # type: ignore[misc]
-
-
-def test_template_fields_and_renderers() -> None:
-    assert UpdateTableFieldOperator.template_fields == (
-        "ws_id",
-        "table",
-        "field",
-        "field_type",
-        "display_name",
-        "description",
-        "attributes",
-    )
-    assert UpdateTableFieldOperator.template_fields_renderers == {"attributes": "json"}
-    assert ConnectionTypesToXComOperator.template_fields == ("filter", "sort", "select", "output_path")
-    assert ConnectionTypesToXComOperator.template_fields_renderers == {"filter": "json"}
-
-
-def test_hook_params_and_conn_id_reach_the_hook(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.conftest import set_connection
-
-    set_connection(monkeypatch, conn_id="blink_prod", host="https://prod.blink.test")
-    op = ConnectionTypesToXComOperator(
-        task_id="sync", blink_conn_id="blink_prod", hook_params={"retry_limit": 2, "retry_delay": 0}
-    )
-    assert (op.hook.blink_conn_id, op.hook.retry_limit, op.hook.retry_delay) == ("blink_prod", 2, 0.0)
-    assert op.hook is op.hook
-    with rm.Mocker() as m:
-        without_table_reads(m)  # Blink without the reads: a field is sent as given
-        m.get("https://prod.blink.test/api/v1/connection_types", status_code=503)
-        with pytest.raises(BlinkTransientError):
-            op.execute({})
-        assert m.call_count == 2
-
-
-def pages_of(items: list[dict[str, Any]]) -> FakeListing:
-    return FakeListing(items)
-
-
-ITEMS = [{"id": f"ct-{i}", "name": f"n{i}", "metadata": {"defaultAPIAddress": f"https://{i}"}} for i in range(7)]
-
-
-def test_catalogue_operator_returns_json_ready_dicts(blink_conn: None) -> None:
-    op = ConnectionTypesToXComOperator(
-        task_id="sync", filter='{"name": {"$like": "{{ params.prefix }}%"}}', sort="-name", page_size=3
-    )
-    op.render_template_fields({"params": {"prefix": "n"}})
-    with rm.Mocker() as m:
-        without_table_reads(m)  # Blink without the reads: a field is sent as given
-        m.get(LIST_URL, json=pages_of(ITEMS))
-        result = op.execute({})
-        assert m.call_count == 3  # three pages by id; the sort is the client's (#37)
-        first = json.loads(parse_qs(urlsplit(m.request_history[0].url).query)["q"][0])
-    assert first == {"filter": {"name": {"$like": "n%"}}, "sort": ["id"], "limit": 3, "offset": 0}
-    assert result == sorted(ITEMS, key=lambda item: item["name"], reverse=True)
-    assert json.loads(json.dumps(result)) == result
-
-
-def test_catalogue_operator_writes_large_catalogues_to_a_file(blink_conn: None, tmp_path: Path) -> None:
-    op = ConnectionTypesToXComOperator(
-        task_id="sync", output_path=str(tmp_path / "snapshots" / "{{ ds }}.json"), page_size=3, max_items=5
-    )
-    op.render_template_fields({"ds": "2026-11-22"})
-    with rm.Mocker() as m:
-        without_table_reads(m)  # Blink without the reads: a field is sent as given
-        m.get(LIST_URL, json=pages_of(ITEMS))
-        summary = op.execute({})
-    target = tmp_path / "snapshots" / "2026-11-22.json"
-    assert summary == {"path": str(target), "count": 5, "total": 7, "paging": "keyset"}
-    assert json.loads(target.read_text()) == ITEMS[:5]
-    assert not list(target.parent.glob("*.partial"))
-
-
-def test_catalogue_file_of_an_empty_catalogue_is_an_empty_array(blink_conn: None, tmp_path: Path) -> None:
-    op = ConnectionTypesToXComOperator(task_id="sync", output_path=str(tmp_path / "c.json"))
-    with rm.Mocker() as m:
-        without_table_reads(m)  # Blink without the reads: a field is sent as given
-        m.get(LIST_URL, json=pages_of([]))
-        assert op.execute({}) == {"path": str(tmp_path / "c.json"), "count": 0, "total": 0, "paging": "keyset"}
-    assert json.loads((tmp_path / "c.json").read_text()) == []
-
-
-def test_failed_walk_leaves_the_previous_file_alone(blink_conn: None, tmp_path: Path) -> None:
-    target = tmp_path / "c.json"
-    target.write_text("[1]")
-    op = ConnectionTypesToXComOperator(
-        task_id="sync", output_path=str(target), page_size=3, hook_params={"retry_limit": 1}
-    )
-    with rm.Mocker() as m:
-        without_table_reads(m)  # Blink without the reads: a field is sent as given
-        m.get(LIST_URL, [{"json": pages_of(ITEMS)}, {"status_code": 500}])
-        with pytest.raises(BlinkTransientError):
-            op.execute({})
-    assert target.read_text() == "[1]"
-    assert list(tmp_path.iterdir()) == [target]
-
-
-def _fifo(path: Path) -> None:
-    os.mkfifo(path)
-
-
-def _socket(path: Path) -> None:
-    server = socket.socket(socket.AF_UNIX)
-    server.bind(str(path))
-    server.close()
-
-
-@pytest.mark.parametrize(
-    ("make", "kind"),
-    [(Path.mkdir, "a directory"), (_fifo, "a named pipe"), (_socket, "a socket")],
-)
-@pytest.mark.parametrize("through_link", [False, True])
-def test_output_path_that_is_not_a_regular_file_is_refused_before_any_request(
-    blink_conn: None, tmp_path: Path, make: Any, kind: str, through_link: bool
-) -> None:
-    special = tmp_path / "special"
-    make(special)
-    path = special
-    if through_link:
-        path = tmp_path / "link.json"
-        path.symlink_to(special)
-    op = ConnectionTypesToXComOperator(task_id="sync", output_path=str(path))
-    with rm.Mocker() as m, pytest.raises(BlinkInputError, match=f"is {kind}, not a regular file"):
-        op.execute({})
-    assert not m.called
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["special", *(["link.json"] if through_link else [])])
-
-
-def test_a_character_device_is_refused_and_left_alone() -> None:
-    from blinkops_provider._storage import regular_file
-
-    before = os.stat("/dev/null")
-    with pytest.raises(BlinkInputError, match="'/dev/null' is a character device, not a regular file"):
-        regular_file(Path("/dev/null"))
-    assert os.stat("/dev/null").st_ino == before.st_ino
-
-
-def test_a_symlinked_output_path_is_written_through_and_stays_a_link(blink_conn: None, tmp_path: Path) -> None:
-    real = tmp_path / "real.json"
-    real.write_text("[]")
-    link = tmp_path / "latest.json"
-    link.symlink_to(real)
-    op = ConnectionTypesToXComOperator(task_id="sync", output_path=f"file://{link}")
-    with rm.Mocker() as m:
-        without_table_reads(m)  # Blink without the reads: a field is sent as given
-        m.get(LIST_URL, json=pages_of(ITEMS))
-        summary = op.execute({})
-    assert link.is_symlink()
-    assert json.loads(real.read_text()) == ITEMS
-    assert summary["path"] == str(real)
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"page_size": 0}, "page_size must be an integer from 1 to 1000"),
-        ({"page_size": 5000}, "page_size must be an integer from 1 to 1000"),
-        ({"max_items": -5}, "max_items must be None or an integer"),
-    ],
-)
-def test_catalogue_operator_checks_sizes_when_the_dag_is_parsed(kwargs: dict, message: str) -> None:
-    with pytest.raises(BlinkInputError, match=message):
-        ConnectionTypesToXComOperator(task_id="sync", **kwargs)
-
-
-def test_catalogue_operator_rejects_a_bad_rendered_filter_before_any_request(blink_conn: None) -> None:
-    op = ConnectionTypesToXComOperator(task_id="sync", filter='{"name": {"$regex": "{{ ds }}"}}')
-    op.render_template_fields({"ds": "x"})
-    with rm.Mocker() as m, pytest.raises(BlinkInputError, match=r"unknown operator '\$regex'"):
-        op.execute({})
-    assert not m.called
-
-
-def test_a_large_catalogue_into_xcom_warns(
-    blink_conn: None, provider_log: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("blinkops_provider.operators.connection_types._LARGE_XCOM_ITEMS", 5)
-    with rm.Mocker() as m:
-        without_table_reads(m)  # Blink without the reads: a field is sent as given
-        m.get(LIST_URL, json=pages_of(ITEMS))
-        assert len(ConnectionTypesToXComOperator(task_id="s").execute({})) == 7
-        assert len(ConnectionTypesToXComOperator(task_id="s", max_items=5).execute({})) == 5
-    warnings = [line for line in provider_log() if "give output_path" in line]
-    assert len(warnings) == 1
-    assert "Returning 7 connection types through XCom" in warnings[0]
-
-
-@pytest.mark.parametrize(
-    ("operator", "parameters"),
-    [
-        (
-            UpdateTableFieldOperator,
-            [
-                "ws_id",
-                "table",
-                "field",
-                "field_type",
-                "display_name",
-                "attributes",
-                "description",
-                "replace",
-                "blink_conn_id",
-                "hook_params",
-                "kwargs",
-            ],
-        ),
-        (
-            ConnectionTypesToXComOperator,
-            [
-                "filter",
-                "sort",
-                "select",
-                "page_size",
-                "max_items",
-                "output_path",
-                "blink_conn_id",
-                "hook_params",
-                "kwargs",
-            ],
-        ),
-    ],
-)
-def test_signatures_are_the_documented_ones(operator: type, parameters: list[str]) -> None:
-    import inspect
-
-    signature = inspect.signature(operator.__init__)
-    assert list(signature.parameters)[1:] == parameters
-    assert all(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in list(signature.parameters.values())[1:])
-    assert signature.parameters["blink_conn_id"].default == "blink_default"
-    assert signature.parameters["hook_params"].default is None
-
-
 # -- hardening (#35) -------------------------------------------------------------------------------
-
-
-class PushingTI:
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
 
 
 def test_a_schema_batch_rate_limited_to_the_end_carries_blinks_retry_after(make_hook: Any, sleeps: Any) -> None:
@@ -358,7 +109,7 @@ def test_a_schema_batch_rate_limited_to_the_end_carries_blinks_retry_after(make_
         without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.put(rm.ANY, status_code=429, headers={"Retry-After": "45"}, json={"message": "slow down"})
         with pytest.raises(BlinkTransientError) as caught:
-            op.execute({"ti": PushingTI()})
+            op.execute({"ti": FakeTI()})
     assert (caught.value.status, caught.value.retry_after) == (429, 45.0)
     assert "3 of 3 field(s) not applied" in str(caught.value)
     # one attempt each; a field not yet sent waits out Blink's pause (recorded, not slept), nothing else
@@ -371,7 +122,7 @@ def test_an_empty_declared_schema_is_refused_before_any_request(blink_conn: None
 
     op = UpdateTableFieldsOperator(replace=True, task_id="apply", ws_id="ws-1", table="t", fields=fields)
     with rm.Mocker() as m, pytest.raises(BlinkInputError, match="fields declares no field"):
-        op.execute({"ti": PushingTI()})
+        op.execute({"ti": FakeTI()})
     assert m.call_count == 0
 
 
@@ -384,7 +135,7 @@ def test_field_names_cannot_break_the_applys_log_lines(blink_conn: None, provide
         without_table_reads(m)  # Blink without the reads: a field is sent as given
         m.put(rm.ANY, status_code=400, json={"message": "no"})
         with pytest.raises(BlinkClientError):
-            op.execute({"ti": PushingTI()})
+            op.execute({"ti": FakeTI()})
     assert any("a\\u000aINFO forged" in line for line in provider_log())
     assert not any(line.lstrip().startswith("INFO forged") for line in provider_log())
 
@@ -393,15 +144,6 @@ def test_field_names_cannot_break_the_applys_log_lines(blink_conn: None, provide
 
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator  # noqa: E402
 from tests.fake_blink import FakeBlink, blink_field  # noqa: E402
-
-
-class Pushed:
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
-
 
 HELD = {"Incidents": [blink_field("Severity", "single-select", required=True, is_unique=True, options=["Low"])]}
 SEVERITY = {"type": "single-select", "display_name": "Severity", "attributes": {"options": ["Low", "High"]}}
@@ -461,7 +203,7 @@ def test_the_batch_operator_without_a_record_sends_each_merge(blink_conn: None) 
     with rm.Mocker() as m:
         without_table_reads(m)  # Blink without the reads: a field is sent as given
         blink = FakeBlink(HELD).mount(m)
-        assert op.execute({"ti": Pushed()})["updated"] == ["Severity"]
+        assert op.execute({"ti": FakeTI()})["updated"] == ["Severity"]
     assert blink.puts[0][2]["attributes"]["required"] is True and blink.reads == 1
 
 
@@ -475,7 +217,7 @@ def test_a_field_blink_lacks_is_added_by_either_operator_with_one_post(blink_con
     )
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
-        assert many.execute({"ti": Pushed()})["outcomes"] == {"Ghost": "added"}
+        assert many.execute({"ti": FakeTI()})["outcomes"] == {"Ghost": "added"}
         made = one.execute({})
     assert [body["display_name"] for _, body in blink.posts] == ["G", "S"] and blink.puts == []
     assert made["name"] == f"s_{len(HELD['Incidents']) + 7}" and made["display_name"] == "S"
@@ -495,7 +237,7 @@ def test_without_blinks_fields_the_operator_sends_nothing_and_names_replace(blin
         with pytest.raises(
             BlinkReadUnavailableError, match=r"nothing was sent; replace=True sends the update as given"
         ):
-            op.execute({"ti": Pushed()})
+            op.execute({"ti": FakeTI()})
     assert blink.puts == []
 
 
@@ -571,7 +313,7 @@ def test_the_batch_operator_reports_unknown_records_nothing_and_a_retry_applies(
         fields=[{"field": "Severity", **SEVERITY}, title],
         record_path=str(tmp_path / "record.json"),
     )
-    ti = Pushed()
+    ti = FakeTI()
     with rm.Mocker() as m:
         blink = FakeBlink(held).mount(m)
         answer_not_blinks(m, answer)
@@ -587,7 +329,7 @@ def test_the_batch_operator_reports_unknown_records_nothing_and_a_retry_applies(
 
         # The retry (the task's, by Airflow) plans against Blink again: Severity is still to change.
         m.put(SEVERITY_URL, json=lambda request, context: blink._put(request, context))
-        again = op.execute({"ti": Pushed()})
+        again = op.execute({"ti": FakeTI()})
     assert again["outcomes"] == {"Severity": "changed", "Title": "unchanged"}
     assert blink.field("Incidents", "Severity")["attributes"]["options"] == ["Low", "High"]
 
@@ -603,7 +345,7 @@ def test_an_add_that_blinks_answer_and_read_do_not_show_is_unknown(blink_conn: N
         fields=[{"field": "Root cause", "type": "text", "display_name": "Root cause"}],
         record_path=str(tmp_path / "record.json"),
     )
-    ti = Pushed()
+    ti = FakeTI()
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
         m.post(f"{BASE}/workspace/ws-1/table/Incidents/fields", text="<html>Sign in</html>")
@@ -665,7 +407,7 @@ def test_each_argument_is_checked_once_where_it_enters(blink_conn: None, tmp_pat
         FakeBlink(HELD).mount(m)
         m.get(rm.ANY, json={"results": []}, additional_matcher=lambda r: "/connection_types" in r.url)  # the key
         counts = _counted(monkeypatch)
-        plan = planner.execute({"ti": Pushed()})
+        plan = planner.execute({"ti": FakeTI()})
         assert counts == {
             "rendered_flag": 1,
             "validate_field_updates": 1,
@@ -675,7 +417,7 @@ def test_each_argument_is_checked_once_where_it_enters(blink_conn: None, tmp_pat
         }
         counts.clear()
         applier.plan = plan  # as rendered from the plan task's XCom
-        assert applier.execute({"ti": Pushed()})["outcomes"] == {"Severity": "changed", "Impact": "added"}
+        assert applier.execute({"ti": FakeTI()})["outcomes"] == {"Severity": "changed", "Impact": "added"}
         assert counts == {
             "rendered_flag": 1,
             "validate_field_updates": 1,

@@ -24,8 +24,8 @@ from blinkops_provider.migrations import SchemaRecord, apply_schema, plan_schema
 from blinkops_provider.migrations._lock import Holder, TableLock
 from blinkops_provider.migrations._plan import RECORD_BASELINE, differing_members
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
-from tests.conftest import keys
-from tests.fake_blink import without_table_reads
+from tests.conftest import FakeTI, keys
+from tests.fake_blink import field_json, without_table_reads
 
 pytestmark = pytest.mark.usefixtures("blink_without_table_reads")
 
@@ -44,20 +44,6 @@ SCHEMA = [
     },
     {"field": "Due", "type": "date", "display_name": "Due by"},
 ]
-
-
-def field_json(request: Any, context: Any) -> dict[str, Any]:
-    name = request.path.rsplit("/", 1)[-1]
-    body = request.json()
-    return {"id": f"fld-{name}", "name": name, **body}
-
-
-class FakeTI:
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
 
 
 @pytest.fixture

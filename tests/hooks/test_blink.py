@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -13,16 +12,12 @@ import requests_mock as rm
 from blinkops_provider.exceptions import BlinkAuthError, BlinkInputError, BlinkNotFoundError
 from blinkops_provider.models import FieldType, FieldUpdate, TableField
 from tests.conftest import API_KEY, set_connection
+from tests.fake_blink import sent_query
 
 BASE = "https://blink.test/api/v1"
 LIST_URL = f"{BASE}/connection_types"
 UPDATE = {"type": "single-select", "display_name": "Plan", "attributes": {"options": ["a", "b"]}}
 FIELD = {"id": "f-1", "name": "a?b#c", "type": "single-select", "display_name": "Plan", "created_at": 1}
-
-
-def sent_query(request: Any) -> dict[str, Any]:
-    (q,) = parse_qs(urlsplit(request.url).query)["q"]
-    return json.loads(q)
 
 
 @pytest.mark.parametrize(
