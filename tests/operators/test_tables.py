@@ -392,6 +392,16 @@ def _counted(monkeypatch: Any) -> dict[str, int]:
     return counts
 
 
+AT_RUN_TIME = {
+    "rendered_flag": 1,
+    "validate_field_updates": 1,
+    "read_declaration": 1,
+    "check_names": 1,
+    "approved_plan": 1,
+}
+"""The operator's checks when it runs: the templated arguments, once rendered, each once."""
+
+
 def test_each_argument_is_checked_once_where_it_enters(blink_conn: None, tmp_path: Path, monkeypatch: Any) -> None:
     """#58 item 2: the operator checks its arguments when it is built (the static ones) and when
     it runs (the templated ones, once rendered); the apply below checks none of them again.
@@ -408,23 +418,11 @@ def test_each_argument_is_checked_once_where_it_enters(blink_conn: None, tmp_pat
         m.get(rm.ANY, json={"results": []}, additional_matcher=lambda r: "/connection_types" in r.url)  # the key
         counts = _counted(monkeypatch)
         plan = planner.execute({"ti": FakeTI()})
-        assert counts == {
-            "rendered_flag": 1,
-            "validate_field_updates": 1,
-            "read_declaration": 1,
-            "check_names": 1,
-            "approved_plan": 1,
-        }
+        assert counts == AT_RUN_TIME
         counts.clear()
         applier.plan = plan  # as rendered from the plan task's XCom
         assert applier.execute({"ti": FakeTI()})["outcomes"] == {"Severity": "changed", "Impact": "added"}
-        assert counts == {
-            "rendered_flag": 1,
-            "validate_field_updates": 1,
-            "read_declaration": 1,
-            "check_names": 1,
-            "approved_plan": 1,
-        }
+        assert counts == AT_RUN_TIME
         counts.clear()
         apply_schema(
             BlinkHook(), "ws-1", "Incidents", fields, record_path=f"{tmp_path}/", max_concurrency=4, lock_wait=5

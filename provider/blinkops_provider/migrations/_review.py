@@ -16,15 +16,31 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from blinkops_provider._states import Action, Decision
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import READ_ONLY_ATTRIBUTES, TableField
 
-if TYPE_CHECKING:  # (the plan asks :func:`removal_refused` what it may remove)
-    from blinkops_provider.migrations._plan import SchemaPlan
+
+class Planned(Protocol):
+    """What the gate reads of a plan (:class:`~blinkops_provider.migrations.SchemaPlan`; the plan
+    module asks this one what may be removed, so this one does not import it)."""
+
+    @property
+    def ws_id(self) -> str: ...
+
+    @property
+    def table(self) -> str: ...
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    @property
+    def removals(self) -> Sequence[Any]: ...
+
+    def check_approved(self, approved: Mapping[str, Any] | str) -> None: ...
 
 REJECTED_IN_REVIEW = "rejected in review: nothing was applied"
 """What a rejected run's failure and a rejected fleet's summary say."""
@@ -202,13 +218,13 @@ def removal_refused(name: str, held: TableField) -> str:
 
 def admit(
     log: Any,
-    planned: SchemaPlan,
+    planned: Planned,
     approved: Mapping[str, Any] | str | None,
     approval: Mapping[str, str] | None,
     acknowledge_risks: bool,
 ) -> dict[str, Any]:
     """Whether ``planned`` may be applied, asked once by every apply before it sends anything:
-    it must be the approved plan when one is given (its staleness, :meth:`SchemaPlan.check_approved`),
+    it must be the approved plan when one is given (its staleness, :meth:`~blinkops_provider.migrations.SchemaPlan.check_approved`),
     and its removals approved in review or acknowledged. Logs who let it through.
 
     :returns: who let it through, for the record (:func:`who_let_through`).
@@ -221,7 +237,7 @@ def admit(
     return who_let_through(approval, acknowledge_risks)
 
 
-def _check_loss(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, acknowledge_risks: bool) -> None:
+def _check_loss(log: Any, planned: Planned, approval: Mapping[str, str] | None, acknowledge_risks: bool) -> None:
     """Say who let the plan through; refuse a plan that removes fields unless a person approved
     it in review (``approval``, read from Airflow's record of the review:
     the review task's recorded answer) or the apply was given
@@ -244,7 +260,7 @@ def _check_loss(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | Non
     )
 
 
-def _say_who(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, acknowledged: bool) -> None:
+def _say_who(log: Any, planned: Planned, approval: Mapping[str, str] | None, acknowledged: bool) -> None:
     """Log who approved the plan, and who let its removals through."""
     plan, removals = planned.fingerprint, len(planned.removals)
     if approval:
