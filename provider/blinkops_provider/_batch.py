@@ -7,8 +7,9 @@ else, so neither calls back into the other."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -99,8 +100,11 @@ def run_batch(
     fail_fast: bool,
     log: logging.Logger | Any,
     what: str = "applied",
+    pool: ThreadPoolExecutor | None = None,
 ) -> FieldUpdates:
-    """Send every update of ``batch`` through ``send``, ``max_concurrency`` at a time.
+    """Send every update of ``batch`` through ``send``, ``max_concurrency`` at a time, on the
+    threads of ``pool`` (:func:`workers`, which several batches share so that each thread keeps its
+    session and its connections), or of a pool of the batch's own.
 
     One that fails does not stop the others unless ``fail_fast``: then no new update starts, and
     those in flight finish. A 401 or 403 stops the batch the same way, whatever ``fail_fast``
@@ -113,7 +117,25 @@ def run_batch(
     carrying what is known so far (:meth:`FieldUpdates.carried_by`), the fields in flight as
     ``unknown``; the calls not started are dropped and those in flight are not awaited.
     """
-    return _Batch(batch, send, max_concurrency, fail_fast, log, what).run()
+    batch_run = _Batch(batch, send, max_concurrency, fail_fast, log, what)
+    if pool is not None:
+        return batch_run.run(pool)
+    with workers(min(max_concurrency, max(len(batch), 1))) as own:
+        return batch_run.run(own)
+
+
+@contextmanager
+def workers(limit: int) -> Iterator[ThreadPoolExecutor]:
+    """Up to ``limit`` threads for the batches sent in the ``with`` block, started as needed. On
+    the way out they finish; when an exception interrupts the block, the calls not started are
+    dropped and those in flight are not awaited."""
+    pool = ThreadPoolExecutor(limit, thread_name_prefix="blink-fields")
+    whole = False
+    try:
+        yield pool
+        whole = True
+    finally:
+        pool.shutdown(wait=whole, cancel_futures=True)
 
 
 class _Batch:
@@ -134,9 +156,7 @@ class _Batch:
         # progress at most every 10% of a batch of PROGRESS_FROM fields or more; a smaller batch logs the end only
         self.step = -(-len(self.order) // 10) if len(self.order) >= PROGRESS_FROM else len(self.order) or 1
 
-    def run(self) -> FieldUpdates:
-        pool = ThreadPoolExecutor(min(self.limit, max(len(self.order), 1)), thread_name_prefix="blink-fields")
-        whole = False
+    def run(self, pool: ThreadPoolExecutor) -> FieldUpdates:
         try:
             self.fill(pool)
             while self.pending:
@@ -144,12 +164,9 @@ class _Batch:
                 for future in finished:
                     self.settle(self.pending.pop(future), _outcome(future))
                 self.fill(pool)
-            whole = True
         except BaseException as exc:
             self.report().attach_to(exc)
             raise
-        finally:
-            pool.shutdown(wait=whole, cancel_futures=True)
         return self.report()
 
     def fill(self, pool: ThreadPoolExecutor) -> None:

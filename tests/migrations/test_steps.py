@@ -470,3 +470,30 @@ def test_an_apply_is_one_straight_trip_nothing_in_hooks_calls_back_into_the_migr
     assert back == set()
     assert "hooks/blink.py" in into_hooks  # the trace saw the migrations call the hook
     assert ("_batch.py", "migrations/_steps.py") in pairs  # and the batches' workers run the sender's calls
+
+
+def test_the_batches_of_an_apply_share_their_threads_and_sessions(make_hook: Any, tmp_path: Path) -> None:
+    """The adds, the changes and the removals are sent on one set of at most ``max_concurrency``
+    threads, each with its session (and its open connections), not on a new set per batch."""
+    import requests
+
+    made: list[requests.Session] = []
+
+    def session() -> requests.Session:
+        made.append(requests.Session())
+        return made[-1]
+
+    held = {"Incidents": [blink_field(f"F{i}", "text") for i in range(8)]}
+    declared = [
+        *({"field": f"F{i}", "type": "text", "display_name": f"F{i} again"} for i in range(6)),
+        *({"field": f"New{i}", "type": "text", "display_name": f"New {i}"} for i in range(5)),
+        {"field": "F6", "remove": True},
+        {"field": "F7", "remove": True},
+    ]
+    hook = make_hook(session_factory=session)
+    with rm.Mocker() as m:
+        blink = FakeBlink(held).mount(m)
+        result = apply_schema(hook, "ws-1", "Incidents", declared, max_concurrency=4, acknowledge_risks=True)
+    assert (len(blink.posts), len(blink.puts), len(blink.deletes)) == (5, 6, 2)
+    assert set(result.outcomes().values()) == {"added", "changed", "removed"}
+    assert len(made) <= 1 + 4  # the reads, and the four workers (a set per batch made 9)

@@ -42,6 +42,7 @@ class Planned(Protocol):
 
     def check_approved(self, approved: Mapping[str, Any] | str) -> None: ...
 
+
 REJECTED_IN_REVIEW = "rejected in review: nothing was applied"
 """What a rejected run's failure and a rejected fleet's summary say."""
 
@@ -224,8 +225,9 @@ def admit(
     acknowledge_risks: bool,
 ) -> dict[str, Any]:
     """Whether ``planned`` may be applied, asked once by every apply before it sends anything:
-    it must be the approved plan when one is given (its staleness, :meth:`~blinkops_provider.migrations.SchemaPlan.check_approved`),
-    and its removals approved in review or acknowledged. Logs who let it through.
+    it must be the approved plan when one is given (its staleness,
+    :meth:`~blinkops_provider.migrations.SchemaPlan.check_approved`), and its removals approved in
+    review or acknowledged. Logs who let it through.
 
     :returns: who let it through, for the record (:func:`who_let_through`).
     :raises BlinkStalePlanError: the approved plan is not what would be applied now.

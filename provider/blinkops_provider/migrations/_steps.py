@@ -16,9 +16,10 @@ Blink's fields to :meth:`~blinkops_provider.hooks.blink.BlinkHook.create_table_f
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from blinkops_provider._batch import FieldUpdates, Send, run_batch
+from blinkops_provider._batch import FieldUpdates, Send, run_batch, workers
 from blinkops_provider._states import Action
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import (
@@ -68,6 +69,8 @@ class Steps:
         self.max_concurrency, self.fail_fast = max_concurrency, fail_fast
         self.table_name = plan.table_plan.name or plan.table
         self.created = ""
+        self.pool: ThreadPoolExecutor | None = None
+        """The threads the batches are sent on, while :meth:`run` runs."""
         self.refused = {row.field: row.risk for row in plan.fields if row.action == Action.REFUSED}
         self.skipped = _skipped(plan, only_changed)
         self.unsent = frozenset(self.skipped)  # (looked up once per field)
@@ -79,7 +82,8 @@ class Steps:
         now = self.hook.clock.now
         done: list[FieldUpdates] = []
         try:
-            self._send(done)
+            with workers(self.max_concurrency) as self.pool:  # one set of threads (and connections) for every batch
+                self._send(done)
         except BaseException as exc:
             partial = FieldUpdates.carried_by(exc)  # what the batch in flight knew
             so_far = self._report([*done, *([partial] if partial is not None else [])])
@@ -175,8 +179,9 @@ class Steps:
     def _batch(self, batch: Sequence[tuple[str, Any]], send: Send, what: str) -> FieldUpdates:
         if not batch:
             return FieldUpdates()
+        limit, log = self.max_concurrency, self.hook.log
         return run_batch(
-            batch, send, max_concurrency=self.max_concurrency, fail_fast=self.fail_fast, log=self.hook.log, what=what
+            batch, send, max_concurrency=limit, fail_fast=self.fail_fast, log=log, what=what, pool=self.pool
         )
 
     def _create(self) -> ApplyResult:
