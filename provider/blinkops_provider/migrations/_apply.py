@@ -393,19 +393,10 @@ def apply_schema(
     :raises BlinkNotFoundError: Blink has no such table, and ``create_table`` is False (nothing sent).
     :raises BlinkConfigurationError: the record's location cannot be read or written.
     """
-    given = {
-        "record_path": record_path,
-        "max_concurrency": max_concurrency,
-        "fail_fast": fail_fast,
-        "only_changed": only_changed,
-        "approved": plan,
-        "lock_wait": lock_wait,
-        "holder": holder,
-        "replace": replace,
-        "acknowledge_risks": acknowledge_risks,
-        "create_table": create_table,
-        "approval": approval,
-    }
+    given: dict[str, Any] = {"record_path": record_path, "max_concurrency": max_concurrency, "fail_fast": fail_fast}
+    given |= {"holder": holder, "only_changed": only_changed, "approved": plan, "lock_wait": lock_wait}
+    given |= {"replace": replace, "acknowledge_risks": acknowledge_risks, "create_table": create_table}
+    given["approval"] = approval  # (every argument is in Request.checked's hands, checked there once)
     return apply_request(hook, Request.checked(ws_id, table, updates, **given))
 
 
