@@ -428,17 +428,24 @@ def test_the_xcom_is_pushed_when_the_batch_is_interrupted(blink_conn: None, inte
 # -- 6. a 2xx whose answer is not Blink's is unknown (#56 item 5) ---------------------------------
 
 
-def test_a_2xx_answer_that_cannot_be_read_is_unknown_and_fails_the_batch(blink_conn: None, provider_log: Any) -> None:
+def a_and_b(status: int, text: str, failure: str) -> FakeTI:
+    """Fields a and b applied as given: a answered ``status`` with ``text``, b as Blink answers; the
+    task fails with ``failure``. The task instance, with what the task pushed."""
     op = UpdateTableFieldsOperator(
         replace=True, task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")]
     )
     ti = FakeTI()
     with rm.Mocker() as m:
         without_table_reads(m)  # replace=True without a record: sent as given
-        m.put(f"{TABLE_URL}/a", status_code=200, text="<html>OK</html>")
+        m.put(f"{TABLE_URL}/a", status_code=status, text=text)
         m.put(f"{TABLE_URL}/b", json=field_json)
-        with pytest.raises(BlinkApiError, match=r"1 of 2 field\(s\) not applied: 'a' \(unknown: 200: "):
+        with pytest.raises(BlinkApiError, match=failure):
             op.execute({"ti": ti})
+    return ti
+
+
+def test_a_2xx_answer_that_cannot_be_read_is_unknown_and_fails_the_batch(blink_conn: None, provider_log: Any) -> None:
+    ti = a_and_b(200, "<html>OK</html>", r"1 of 2 field\(s\) not applied: 'a' \(unknown: 200: ")
     summary = ti.pushed["return_value"]
     assert summary["updated"] == ["b"] and summary["unknown"] == ["a"] and summary["failed"] == []
     lines = provider_log()
@@ -449,16 +456,7 @@ def test_a_2xx_answer_that_cannot_be_read_is_unknown_and_fails_the_batch(blink_c
 
 @pytest.mark.parametrize("body", [DEEP, NESTED], ids=["[ x 100,000", "data nested 600 deep"])
 def test_a_400_body_too_deep_to_parse_is_that_fields_typed_failure(blink_conn: None, body: str) -> None:
-    op = UpdateTableFieldsOperator(
-        replace=True, task_id="apply", ws_id="ws-1", table="Incidents", fields=[entry("a"), entry("b")]
-    )
-    ti = FakeTI()
-    with rm.Mocker() as m:
-        without_table_reads(m)  # replace=True without a record: sent as given
-        m.put(f"{TABLE_URL}/a", status_code=400, text=body)
-        m.put(f"{TABLE_URL}/b", json=field_json)
-        with pytest.raises(BlinkApiError, match="1 of 2 field"):
-            op.execute({"ti": ti})
+    ti = a_and_b(400, body, "1 of 2 field")
     assert ti.pushed["return_value"]["updated"] == ["b"]
     assert [f["field"] for f in ti.pushed["return_value"]["failed"]] == ["a"]
     assert ti.pushed["return_value"]["failed"][0]["status"] == 400
