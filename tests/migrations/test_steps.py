@@ -6,6 +6,7 @@ behind an approval, tables created and edited, and the order the apply sends in
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -497,3 +498,87 @@ def test_the_batches_of_an_apply_share_their_threads_and_sessions(make_hook: Any
     assert (len(blink.posts), len(blink.puts), len(blink.deletes)) == (5, 6, 2)
     assert set(result.outcomes().values()) == {"added", "changed", "removed"}
     assert len(made) <= 2 + 4  # the two reads (at once), and the four workers (a set per batch made 9 to 12)
+
+
+# -- #63 items 3 and 4: a 2xx that is not Blink's answer, for DELETE and the table's PUT ------------
+
+OPAQUE = {
+    "Incidents": [
+        blink_field("fld_0000a001", "text", "Title", required=True),
+        blink_field("fld_0000a004", "text", "Legacy ID"),
+    ]
+}
+PROXY_PAGE = "<html><body>Please sign in</body></html>"
+
+
+class ProxyAnswers(FakeBlink):
+    """A Blink behind a proxy that answers some writes itself with its HTML login page (status 200):
+    those requests never reach Blink."""
+
+    proxied: tuple[str, ...] = ()
+
+    def mount(self, m: Any) -> FakeBlink:
+        super().mount(m)
+        if "DELETE" in self.proxied:
+            m.delete(re.compile(r".*/fields/[^/]+$"), text=self._proxy_delete, headers={"Content-Type": "text/html"})
+        if "PUT table" in self.proxied:
+            m.put(re.compile(r".*/table/[^/]+$"), text=self._proxy_put, headers={"Content-Type": "text/html"})
+        return self
+
+    def _proxy_delete(self, request: Any, context: Any) -> str:
+        self.deletes.append(tuple(self._segments(request)[-3::2]))  # type: ignore[arg-type]
+        return PROXY_PAGE
+
+    def _proxy_put(self, request: Any, context: Any) -> str:
+        self.table_puts.append((self._segments(request)[-1], request.json()))
+        return PROXY_PAGE
+
+
+def test_a_delete_answered_by_a_proxys_page_is_unknown_and_fails_the_task(hook: Any, tmp_path: Path) -> None:
+    """#63 item 3: a 200 HTML page answered the DELETE of fld_0000a004 and Blink still holds it:
+    one read of the fields after the removals shows it, so it is ``unknown``, never ``removed``."""
+    ProxyAnswers.proxied = ("DELETE",)
+    declared = [{"field": "Title", "type": "text", "display_name": "Title"}, {"field": "fld_0000a004", "remove": True}]
+    records = f"{tmp_path}/"
+    with rm.Mocker() as m:
+        blink = ProxyAnswers(OPAQUE).mount(m)
+        result = apply_schema(hook, "ws-1", "Incidents", declared, record_path=records, acknowledge_risks=True)
+    assert blink.deletes == [("Incidents", "fld_0000a004")]
+    assert "fld_0000a004" in blink.tables["Incidents"]
+    assert not result.ok and result.outcomes()["fld_0000a004"] == "unknown"  # (the operator fails on it)
+    assert "still lists 'fld_0000a004'" in str(result.unconfirmed["fld_0000a004"])
+
+
+def test_a_confirmed_delete_costs_one_read_for_the_whole_batch(hook: Any, tmp_path: Path) -> None:
+    held = {"Incidents": [*OPAQUE["Incidents"], *(blink_field(f"fld_x{n}", "text", f"Old {n}") for n in range(5))]}
+    declared = [
+        {"field": "Title", "type": "text", "display_name": "Title"},
+        *({"field": f"fld_x{n}", "remove": True} for n in range(5)),
+    ]
+    with rm.Mocker() as m:
+        blink = FakeBlink(held).mount(m)
+        reads_before = blink.reads
+        result = apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/", acknowledge_risks=True)
+    assert result.ok and [result.outcomes()[f"fld_x{n}"] for n in range(5)] == ["removed"] * 5
+    assert blink.reads - reads_before == 2  # the plan's read, and one confirming the five removals
+    assert not any(name.startswith("fld_x") for name in blink.tables["Incidents"])
+
+
+def test_a_table_put_answered_by_a_proxys_page_is_unknown_and_fails_the_task(hook: Any, tmp_path: Path) -> None:
+    """#63 item 4: the table's display name and description PUT answered by a proxy's page: the
+    tables read does not show the change, so it is not counted done, and nothing is removed after it."""
+    ProxyAnswers.proxied = ("PUT table",)
+    declared = {
+        "description": "Security incidents",
+        "fields": [
+            {"field": "Title", "type": "text", "display_name": "Title"},
+            {"field": "fld_0000a004", "remove": True},
+        ],
+    }
+    with rm.Mocker() as m:
+        blink = ProxyAnswers(OPAQUE).mount(m)
+        with pytest.raises(BlinkApiError, match="unknown: the change may not have reached Blink") as raised:
+            apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/", acknowledge_risks=True)
+    assert len(blink.table_puts) == 1 and blink.meta["Incidents"]["description"] == ""
+    assert blink.deletes == []  # a removal is only sent after every other step
+    assert "Please sign in" not in str(raised.value)

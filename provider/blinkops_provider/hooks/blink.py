@@ -407,6 +407,8 @@ class BlinkHook(BaseHook):
 
         :returns: the table as Blink answered it, or as its tables read then lists it.
         :raises BlinkInputError: an invalid body, before any request.
+        :raises BlinkResponseError: the answer is not Blink's and the tables read does not show the
+            change (``unknown``: a proxy's page answered, say).
         :raises BlinkNotFoundError: 404 or 405: no such table, or this Blink does not serve the route.
         """
         update = validate_input(TableUpdate, body, "table update")
@@ -417,8 +419,16 @@ class BlinkHook(BaseHook):
         made = _named_in(self._said(answer, "PUT", route), "table")
         if made is not None:
             return CreatedTable.model_validate({"table": made}).table
-        listed = [entry for entry in self.list_tables(ws_id) if entry.name == table]
-        said = f"Blink updated {subject} (a 2xx), and its tables read lists {len(listed)} named so"
+        shown = (update.display_name, update.description or "")
+        listed = [
+            entry
+            for entry in self.list_tables(ws_id)
+            if entry.name == table and (entry.display_name, entry.description or "") == shown
+        ]
+        said = (
+            f"{subject} answered a 2xx that is not Blink's answer, and its tables read lists {len(listed)} named so "
+            f"with the display name and description sent (unknown: the change may not have reached Blink)"
+        )
         return _one_of(listed, said, answer.status, "PUT", route)
 
     def _said(self, answer: Any, method: str, route: str) -> Any:

@@ -76,6 +76,8 @@ class Steps:
         self.unsent = frozenset(self.skipped)  # (looked up once per field)
         self.blink = {row.field: row.name_in_blink for row in plan.fields}
         """Blink's name of each declared field."""
+        self.not_found: dict[str, BlinkNotFoundError] = {}
+        """Blink's names of the fields whose removal Blink answered with a 404."""
 
     def run(self) -> ApplyResult:
         """Send every step; the report of every field, after recording what Blink confirmed."""
@@ -104,7 +106,32 @@ class Steps:
             why = "not sent: an earlier step of the apply failed, and a removal is only sent after every other step"
             done.append(_not_sent([name for name, _ in removals], why))
             return
-        done.append(self._batch(removals, lambda name, _: self._remove(self.blink[name]), "removed"))
+        removed = self._batch(removals, lambda name, _: self._remove(self.blink[name]), "removed")
+        done.append(self._confirm_removed(removed))
+
+    def _confirm_removed(self, removed: FieldUpdates) -> FieldUpdates:
+        """The removals' report, each one Blink answered with a 2xx confirmed by one read of the
+        table's fields: a field the read still lists was not removed (its 2xx was not Blink's
+        answer: a proxy's page, say), so it is ``unknown``, never ``removed``."""
+        if not removed.applied:
+            return removed
+        try:
+            listed = {field.name for field in self.hook.get_table_fields(self.plan.ws_id, self.table_name)}
+        except BlinkApiError as err:
+            listed, why = None, f"Blink's fields read that confirms a removal failed: {err}"
+        for name in [name for name in removed.applied if listed is None or self.blink[name] in listed]:
+            del removed.applied[name]
+            if listed is not None and self.blink[name] in self.not_found:  # a 404 while Blink lists it: no removal
+                removed.failed[name] = self.not_found[self.blink[name]]
+                continue
+            removed.unknown.append(name)
+            removed.unconfirmed[name] = BlinkResponseError(
+                why
+                if listed is None
+                else f"its DELETE was answered with a 2xx (or a 404), but Blink's fields read still lists "
+                f"{self.blink[name]!r}: the answer was not Blink's, and the field and its values are still there"
+            )
+        return removed
 
     def _change(self) -> FieldUpdates:
         """The fields to change (``PUT``), a batch: every planned body but the adds Blink lacks
@@ -162,16 +189,17 @@ class Steps:
         return added
 
     def _remove(self, name: str) -> None:
-        """Remove Blink's field ``name``. A 404 (its DELETE was carried out and the answer lost, then
-        the retry found nothing, or someone removed it since the plan) is a removal once Blink's
-        fields read no longer lists it; anything else fails the field."""
-        ws_id, table = self.plan.ws_id, self.table_name
+        """Remove Blink's field ``name``. A 2xx or a 404 (its DELETE was carried out and the answer
+        lost, then the retry found nothing, or someone removed it since the plan) is a removal once
+        the batch's one read of Blink's fields no longer lists it (:meth:`_confirm_removed`);
+        anything else fails the field."""
         try:
-            self.hook.delete_table_field(ws_id, table, name)
+            self.hook.delete_table_field(self.plan.ws_id, self.table_name, name)
         except BlinkNotFoundError as err:
-            if err.status != 404 or name in {field.name for field in self.hook.get_table_fields(ws_id, table)}:
+            if err.status != 404:
                 raise
-            self.hook.log.info("%s: Blink answered 404 to its removal and no longer lists it: removed", one_line(name))
+            self.not_found[name] = err
+            self.hook.log.info("%s: Blink answered 404 to its removal (confirmed by the fields read)", one_line(name))
 
     def _rows(self, action: str) -> list[FieldPlan]:
         return [row for row in self.plan.fields if row.action == action]
