@@ -582,3 +582,23 @@ def test_a_table_put_answered_by_a_proxys_page_is_unknown_and_fails_the_task(hoo
     assert len(blink.table_puts) == 1 and blink.meta["Incidents"]["description"] == ""
     assert blink.deletes == []  # a removal is only sent after every other step
     assert "Please sign in" not in str(raised.value)
+
+
+def test_a_table_param_naming_no_table_never_plans_against_the_declared_display_names_table(
+    hook: Any, tmp_path: Path
+) -> None:
+    """#63 item 2: table="Nope" (a typo) with a declaration shown as "Incidents": refused, naming
+    the table, and nothing is planned against Incidents; only create_table lets the declared display
+    name find a table (one this DAG created), and the plan then says so."""
+    declared = {"display_name": "Incidents", "fields": [{"field": "Title", "type": "text", "display_name": "Title"}]}
+    with rm.Mocker() as m:
+        blink = FakeBlink(OPAQUE).mount(m)
+        with pytest.raises(BlinkNotFoundError, match=r"no table 'Nope' in workspace 'ws-1'.*create_table=True"):
+            plan_schema(hook, "ws-1", "Nope", declared, record_path=f"{tmp_path}/")
+        with pytest.raises(BlinkNotFoundError, match="no table 'Nope'"):
+            apply_schema(hook, "ws-1", "Nope", declared, record_path=f"{tmp_path}/")
+        fields_reads = [r for r in m.request_history if r.method == "GET" and r.url.endswith("/fields")]
+        created = plan_schema(hook, "ws-1", "Nope", declared, create_table=True)
+    assert writes(blink) == [] and not [r for r in fields_reads if "/table/Incidents/" in r.url]
+    assert created.table_plan.name == "Incidents"
+    assert "taken as the one this DAG created" in created.describe() and "'Nope'" in created.table_plan.note

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import ast
 import contextlib
 import json
@@ -34,7 +36,7 @@ from blinkops_provider.exceptions import (
 )
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._declaration import Declaration, read_declaration
-from blinkops_provider.migrations._identity import match_table
+from blinkops_provider.migrations._identity import created_as, match_table
 from blinkops_provider.migrations._lock import Holder, TableLock
 from blinkops_provider.migrations._plan import SchemaPlan, TablePlan, make_plan, plan_table
 from blinkops_provider.migrations._record import SchemaRecord, check_shared, record_location
@@ -162,11 +164,13 @@ def _read_table(
     with ThreadPoolExecutor(2, thread_name_prefix="blink-reads") as pool:  # the two reads at once: one round trip
         fields = pool.submit(_read_live, hook, ws_id, table)
         tables = _tables(hook, ws_id)
-    held = _matched(record, tables, declared)
+    held, note = _matched(record, tables, declared, create_table)
     wanted = (declared.display_name, declared.description)
     if tables is not None and held is None:
         return _to_create(record, wanted, create_table)
     table_plan = plan_table(table, wanted, held, listed=tables is not None)
+    if note:
+        table_plan = dataclasses.replace(table_plan, note=note)
     if table_plan.name == table:
         try:
             return (table_plan, *fields.result())
@@ -180,16 +184,23 @@ def _fields_tell_all(declared: Declaration) -> bool:
     return declared.display_name is None and declared.description is None and not declared.removals
 
 
-def _matched(record: SchemaRecord, tables: list[BlinkTable] | None, declared: Declaration) -> BlinkTable | None:
-    """The table in Blink's tables read (:mod:`.identity`'s match); None when not there or not read.
+def _matched(
+    record: SchemaRecord, tables: list[BlinkTable] | None, declared: Declaration, create_table: bool
+) -> tuple[BlinkTable | None, str]:
+    """The table ``table`` names in Blink's tables read (:mod:`.identity`'s match), and what the
+    plan must say of how it was found; None when not there or not read. The declared display
+    name finds a table only with ``create_table`` (one this DAG created), and the plan says so.
 
     :raises BlinkInputError: the read shows it ambiguously."""
     if tables is None:
-        return None
+        return None, ""
     try:
-        return match_table(record.table, tables, record.table_name, declared.display_name)
+        held = match_table(record.table, tables, record.table_name)
+        if held is None and create_table and declared.display_name:
+            return created_as(record.table, tables, declared.display_name)
     except ValueError as err:
         raise BlinkInputError(f"{err}. Nothing was sent") from None
+    return held, ""
 
 
 def _to_create(

@@ -132,12 +132,10 @@ def _adds_told_apart(declared: Sequence[tuple[str, FieldUpdate]], live: Sequence
                 )
 
 
-def match_table(
-    table: str, tables: Sequence[BlinkTable], noted: str | None, declared: str | None = None
-) -> BlinkTable | None:
-    """The table ``table`` names in Blink's tables read: by name, the record's note, then the one
-    table shown as ``table``, then the one shown as the ``declared`` display name (a table this
-    provider created under it, with no record to note Blink's name); None: no such table.
+def match_table(table: str, tables: Sequence[BlinkTable], noted: str | None) -> BlinkTable | None:
+    """The table ``table`` names in Blink's tables read: by name, the record's note of Blink's
+    name, then the one table shown as ``table``; None: no such table. A declaration's display name
+    never picks a table here (:func:`created_as`).
 
     :raises ValueError: two or more tables are shown so and none is named so.
     """
@@ -145,8 +143,24 @@ def match_table(
     for name in (table, noted):
         if name is not None and name in by_name:
             return by_name[name]
-    found = (_shown_as(tables, shown_as) for shown_as in dict.fromkeys(name for name in (table, declared) if name))
-    return next((entry for entry in found if entry is not None), None)
+    return _shown_as(tables, table)
+
+
+def created_as(table: str, tables: Sequence[BlinkTable], declared: str) -> tuple[BlinkTable | None, str]:
+    """With ``create_table``, when no table is named or shown as ``table`` and no record notes
+    Blink's name: the one table shown as the ``declared`` display name, taken as the one this DAG
+    created under it, and the plan's sentence that says so; ``(None, "")`` when there is none.
+
+    :raises ValueError: two or more tables are shown so.
+    """
+    found = _shown_as(tables, declared)
+    if found is None:
+        return None, ""
+    return found, (
+        f"no table is named or shown as {one_line(table)!r}: the table shown as the declared display name "
+        f"{one_line(declared)!r} (Blink's name {one_line(found.name)!r}) is taken as the one this DAG created "
+        "(create_table=True, and no record notes Blink's name); give table its name to plan against it by name"
+    )
 
 
 def _shown_as(tables: Sequence[BlinkTable], shown_as: str) -> BlinkTable | None:

@@ -127,7 +127,8 @@ class TablePlan:
     :ivar body: the ``POST .../table`` body (without its fields) or the ``PUT .../table/{table}``
         body; None when nothing is sent.
     :ivar rows: the table's ``estimated_records_count`` (None: Blink does not say).
-    :ivar note: what could not be planned, in a sentence ("" when everything was).
+    :ivar note: what could not be planned, or how the table was found when not by its name, in a
+        sentence ("" when neither).
     """
 
     action: str = Action.UNCHANGED
