@@ -602,3 +602,63 @@ def test_a_table_param_naming_no_table_never_plans_against_the_declared_display_
     assert writes(blink) == [] and not [r for r in fields_reads if "/table/Incidents/" in r.url]
     assert created.table_plan.name == "Incidents"
     assert "taken as the one this DAG created" in created.describe() and "'Nope'" in created.table_plan.note
+
+
+# -- #63 item 5: a field found by its display name is remembered under Blink's name ----------------
+
+
+class LostPostAnswer(FakeBlink):
+    """A Blink whose first POST adds the field and then answers 500 (the answer lost)."""
+
+    lost = 1
+
+    def _post(self, request: Any, context: Any) -> dict[str, Any]:
+        answer = super()._post(request, context)
+        if self.lost:
+            self.lost -= 1
+            context.status_code = 500
+            return {"status": 500, "message": "the answer was lost"}
+        return answer
+
+
+def test_a_lost_answer_then_a_rename_leaves_one_field_holding_the_values(hook: Any, tmp_path: Path) -> None:
+    """The POST's answer is lost (the field was added); the rerun finds it by its display name and,
+    sending nothing to Blink, records Blink's name; the next declaration renames its display name
+    and the plan changes that field: Blink holds one field, never two."""
+    records = f"{tmp_path}/"
+    severity = {"field": "Severity", "type": "text", "display_name": "Severity"}
+    renamed = {**severity, "display_name": "Severity level"}
+    with rm.Mocker() as m:
+        blink = LostPostAnswer(OPAQUE).mount(m)
+        first = apply_schema(hook, "ws-1", "Incidents", [severity], record_path=records)
+        rerun = apply_schema(hook, "ws-1", "Incidents", [severity], record_path=records)
+        sent_by_rerun = writes(blink)[1:]
+        record = Path(tmp_path, "ws-1", "Incidents.json").read_text()
+        third = apply_schema(hook, "ws-1", "Incidents", [renamed], record_path=records)
+    assert first.outcomes() == {"Severity": "failed"} and len(blink.posts) == 1
+    assert rerun.ok and rerun.outcomes() == {"Severity": "unchanged"} and sent_by_rerun == []
+    assert rerun.names() == {"Severity": "severity_8"} and '"Severity": "severity_8"' in record
+    assert third.outcomes() == {"Severity": "changed"} and len(blink.posts) == 1
+    shown = [f for f in blink.tables["Incidents"].values() if f["display_name"].startswith("Severity")]
+    assert [(f["name"], f["display_name"]) for f in shown] == [("severity_8", "Severity level")]
+
+
+def test_an_all_unchanged_first_apply_records_blinks_fields_so_a_later_ui_change_is_drift(
+    hook: Any, tmp_path: Path
+) -> None:
+    records = f"{tmp_path}/"
+    title = {"field": "Title", "type": "text", "display_name": "Title", "attributes": {"required": True}}
+    where = Path(tmp_path, "ws-1", "Incidents.json")
+    with rm.Mocker() as m:
+        blink = FakeBlink(OPAQUE).mount(m)
+        assert apply_schema(hook, "ws-1", "Incidents", [title], record_path=records).outcomes() == {
+            "Title": "unchanged"
+        }
+        recorded = where.read_text()
+        apply_schema(hook, "ws-1", "Incidents", [title], record_path=records)  # agrees: left alone
+        untouched = where.read_text() == recorded
+        blink.change_in_ui("Incidents", "fld_0000a001", sla_hours=4)
+        plan = plan_schema(hook, "ws-1", "Incidents", [title], record_path=records)
+    assert writes(blink) == [] and untouched and '"Title": "fld_0000a001"' in recorded
+    [row] = plan.fields
+    assert row.drift == ("attributes.sla_hours",) and "alice@blink.test" in row.changed_by

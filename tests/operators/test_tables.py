@@ -437,3 +437,24 @@ def test_each_argument_is_checked_once_where_it_enters(blink_conn: None, tmp_pat
         "approved_plan": 1,
         "check_approval": 1,
     }
+
+
+def test_the_field_operator_run_twice_names_blinks_field_both_times(blink_conn: None, tmp_path: Path) -> None:
+    """#63 item 5: the XCom always names Blink's field, also when the second run finds it unchanged."""
+    held = {"Incidents": [blink_field("fld_0000a007", "text", "Summary", required=True)]}
+
+    def operator() -> UpdateTableFieldOperator:
+        return UpdateTableFieldOperator(
+            task_id="u",
+            ws_id="ws-1",
+            table="Incidents",
+            field="Summary",
+            field_type="text",
+            display_name="Summary",
+            attributes={"required": True},
+        )
+
+    with rm.Mocker() as m:
+        FakeBlink(held).mount(m)
+        first, second = operator().execute({}), operator().execute({})
+    assert first["name"] == second["name"] == "fld_0000a007"

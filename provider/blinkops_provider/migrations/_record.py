@@ -104,6 +104,8 @@ class SchemaRecord:
         this provider added it (only where they differ)."""
         self.table_name: str | None = None
         """What :meth:`read` found noted: the name Blink gave the table when this provider created it."""
+        self.found = False
+        """Whether :meth:`read` found a record."""
 
     def read(self) -> tuple[dict[str, dict[str, Any]], str | None]:
         """The recorded field bodies and when they were recorded; ``({}, None)`` when there is no
@@ -120,6 +122,7 @@ class SchemaRecord:
         except OSError as err:
             raise unusable_location(self.location, err, "read") from None
         data = self._checked(raw, f"the schema record at {self.location!r}")
+        self.found = True
         self._read_notes(data)
         fields = {str(name): body for name, body in data["fields"].items() if isinstance(body, dict)}
         recorded_at = data.get("recorded_at")

@@ -43,14 +43,17 @@ class ApplyResult(FieldUpdates):
         return self
 
     def names(self) -> dict[str, str]:
-        """Blink's name of each field this apply added, by declared name (where Blink's answer or
-        read gave it)."""
+        """Blink's name of each declared field where it is not the declared name, by declared name:
+        of a field this apply added (where Blink's answer or read gave it), and of one the plan found
+        under another name (by its display name, or the record's note), whatever its outcome."""
         classify = self._classifier()
-        return {
+        found = {row.field: row.blink_name for row in self.plan.fields if row.blink_name} if self.plan else {}
+        added = {
             name: stored.name
             for name in self.order
             if (stored := self.applied.get(name)) is not None and stored.name and classify(name) == FieldOutcome.ADDED
         }
+        return {name: added.get(name) or found[name] for name in self.order if name in added or name in found}
 
     @property
     def ok(self) -> bool:

@@ -244,8 +244,7 @@ class Steps:
         report travels with the exception."""
         log = self.hook.log
         try:
-            if result.applied:
-                self._write(result, now)
+            self._write(result, now)
         except Exception as err:
             if not raising:
                 log.error("The schema record at %s was not updated: %s", self.record.location, type(err).__name__)
@@ -265,9 +264,25 @@ class Steps:
         return result
 
     def _write(self, result: ApplyResult, now: Any) -> None:
-        """The record: the bodies Blink confirmed (an added field as Blink answered or listed it,
-        with the defaults it filled in; a field left unchanged as Blink's read showed it), Blink's
-        names where they are not the declared ones, and no entry for a field removed."""
+        """The record, written whenever it is missing or differs from what Blink confirmed (left
+        alone when they agree, so a rerun that changes nothing keeps it as it is): the bodies Blink
+        confirmed (an added field as Blink answered or listed it, with the defaults it filled in; a
+        field left unchanged as Blink's read showed it), Blink's names where they are not the
+        declared ones (a field found by its display name too, even when nothing was sent to Blink),
+        and no entry for a field removed. Writing the record is not writing to Blink."""
+        fields, names = self._content(result)
+        table_name = self.created or self.record.table_name
+        held = (
+            (dict(self.recorded), dict(self.record.names), self.record.table_name)
+            if self.record.found
+            else ({}, {}, None)
+        )
+        if not result.applied and (fields, names, table_name or None) == held:
+            return  # the record already says what Blink confirmed (or there is nothing to say)
+        self.record.write(fields, now=now, names=names, table_name=table_name, approval=self.let_through)
+
+    def _content(self, result: ApplyResult) -> tuple[dict[str, Any], dict[str, str]]:
+        """The record's fields and notes of Blink's names after this apply."""
         fields = dict(self.recorded)
         names = dict(self.record.names)
         for row in self.plan.fields:
@@ -283,9 +298,7 @@ class Steps:
                 fields[row.field] = body
             if given and given != row.field:
                 names[row.field] = given
-        self.record.write(
-            fields, now=now, names=names, table_name=self.created or self.record.table_name, approval=self.let_through
-        )
+        return fields, names
 
     def _recorded(self, row: FieldPlan, result: ApplyResult) -> tuple[Any, str] | None:
         """What the record takes of one row: its body and Blink's name of it; ``_GONE`` for a field

@@ -146,7 +146,9 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
             updated.type if updated is not None else update.type,
         )
         self.announce_table(context, self.ws_id, self.table, [self.field])
-        return updated.to_json_dict() if updated is not None else {"name": self.field, **update.to_body()}
+        if updated is not None:
+            return updated.to_json_dict()
+        return {"name": result.names().get(self.field, self.field), **update.to_body()}  # (Blink's name, always)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage: the table as an output dataset with the field's schema (no request)."""
@@ -216,7 +218,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
     :returns: (XCom ``return_value``, pushed on every way out: a failure, ``execution_timeout``, a
         signal) ``{"ws_id", "table", "updated", "failed", "unknown", "outcomes": {name: outcome},
-        "names": {name: Blink's name of each added field}, "outcome", "rate_limited"}``, with
+        "names": {name: Blink's name of each field, where it is not the declared name}, "outcome", "rate_limited"}``, with
         ``"table_name"`` (Blink's name of the table) when it created the table, ``"approved_by"``
         and ``"approved_at"`` when a person approved the plan, or ``"acknowledged": true`` with
         ``acknowledge_risks``; an outcome being
