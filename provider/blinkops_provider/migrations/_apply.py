@@ -12,10 +12,9 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import ast
 import contextlib
+import dataclasses
 import json
 import os
 import re

@@ -218,7 +218,8 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     :param hook_params: keyword arguments for the hook (``timeout``, ``retry_limit``, ``retry_delay``).
     :returns: (XCom ``return_value``, pushed on every way out: a failure, ``execution_timeout``, a
         signal) ``{"ws_id", "table", "updated", "failed", "unknown", "outcomes": {name: outcome},
-        "names": {name: Blink's name of each field, where it is not the declared name}, "outcome", "rate_limited"}``, with
+        "names": {name: Blink's name of each field, where it is not the declared name}, "outcome",
+        "rate_limited"}``, with
         ``"table_name"`` (Blink's name of the table) when it created the table, ``"approved_by"``
         and ``"approved_at"`` when a person approved the plan, or ``"acknowledged": true`` with
         ``acknowledge_risks``; an outcome being
