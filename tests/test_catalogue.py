@@ -272,3 +272,23 @@ def test_record_catalogue_diff_writes_prunes_logs_and_announces_in_one_call(
     [(uri, extra)] = next(iter(events.values()))
     assert uri.endswith("/connection_types") and extra["changed"] == 1 and extra["total"] == 3
     assert "Catalogue: 1 added, 0 removed, 1 changed, 1 unchanged" in caplog.text
+
+
+def test_snapshots_named_by_day_by_earlier_versions_still_count_as_earlier_looks(
+    blink_conn: None, tmp_path: Path
+) -> None:
+    """#63 item 7: as docs/operators/connection_types.md promises, ``2026-11-20.json`` and
+    ``2026-11-21.json`` are earlier looks: the next sync compares with the latest of them, and a
+    later look of the same day sorts after the day's old file."""
+    from blinkops_provider._catalogue import record_catalogue_diff
+
+    folder = tmp_path / "connection_types"
+    folder.mkdir()
+    (folder / "2026-11-20.json").write_text(json.dumps([A]))
+    (folder / "2026-11-21.json").write_text(json.dumps([A, B]))
+    today = folder / "2026-11-21T030000000000Z__scheduled__2026-11-21.json"
+    today.write_text(json.dumps([A, B, C]))
+    result = record_catalogue_diff(str(today), total=3, keep=2)
+    assert result["baseline"] is False and result["previous"].endswith("2026-11-21.json")
+    assert result["counts"]["added"] == 1
+    assert not (folder / "2026-11-20.json").exists()  # the oldest look, pruned like any other

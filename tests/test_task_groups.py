@@ -41,7 +41,8 @@ def test_a_table_migration_is_plan_review_apply_announce_with_stable_ids() -> No
     if REVIEW:
         assert group.apply.trigger_rule == "none_failed_min_one_success"  # runs when the review was not asked
         assert group.review.fail_on_reject is True and "migrate.review" in group.apply.upstream_task_ids
-    assert group.announce.is_teardown
+    assert group.announce.is_teardown and group.announce.task_id == "migrate.announce"  # a task (#63 item 8)
+    assert group.announce.upstream_task_ids == {"migrate.apply"}
 
 
 def test_a_schema_file_is_read_by_a_task_of_its_own_relative_to_the_dag_file(tmp_path: Any) -> None:
@@ -94,6 +95,21 @@ def test_a_templated_policy_is_checked_when_the_review_runs() -> None:
         group.review.review_policy = "risky"  # as rendered
         with pytest.raises(BlinkInputError, match="review_policy must be one of"):
             group.review.execute({"ti": FakeTI({"*": plan(ADD)})})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "why"),
+    [
+        ({"max_concurrency": 0}, "max_concurrency must be an integer from 1 to 32, got 0"),
+        ({"max_concurrency": 33}, "max_concurrency must be an integer from 1 to 32, got 33"),
+        ({"lock_wait": -1}, "lock_wait must be a number of seconds from 0 to 3600, got -1"),
+        ({"lock_wait": 3601}, "lock_wait must be a number of seconds from 0 to 3600, got 3601"),
+    ],
+)
+def test_a_fleets_ranges_are_refused_when_the_dag_is_parsed(kwargs: dict[str, Any], why: str) -> None:
+    """#63 item 9: not in each mapped apply, after the plans and a person's review."""
+    with dag(), pytest.raises(BlinkInputError, match=why):
+        BlinkSchemaFleet("fleet", tables=[{"ws_id": "ws", "table": "T", "fields": SCHEMA}], **kwargs)
 
 
 def test_a_fleet_needs_tables_or_a_folder() -> None:

@@ -22,8 +22,9 @@ from typing import Any
 
 from blinkops_provider._text import escaped, show
 
-_SNAPSHOT_NAME = re.compile(r"^(?!.*\.diff\.json$)\d{4}-\d{2}-\d{2}T\d{6}(\d{6})?Z__[A-Za-z0-9%._-]+\.json$")
-"""A snapshot's file name, as :func:`snapshot_name` makes it."""
+_SNAPSHOT_NAME = re.compile(r"^(?!.*\.diff\.json$)\d{4}-\d{2}-\d{2}(T\d{6}(\d{6})?Z__[A-Za-z0-9%._-]+)?\.json$")
+"""A snapshot's file name, as :func:`snapshot_name` makes it, or ``YYYY-MM-DD.json`` as earlier
+versions named them (it sorts before every later look of that day and after the days before)."""
 
 XCOM_IDS = 100
 """The most ids of each kind (added, removed, changed) that :meth:`CatalogueDiff.to_xcom` keeps."""

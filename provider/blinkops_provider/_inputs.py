@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from blinkops_provider._blink import MAX_LIMIT
 from blinkops_provider._names import segment
-from blinkops_provider._text import show
+from blinkops_provider._text import first_problems, show
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -62,7 +62,7 @@ def describe_errors(errors: Iterable[Mapping[str, Any]]) -> str:
         if "input" in error and error["input"] is not None and not isinstance(error["input"], (dict, list)):
             message = f"{message} (got {show(error['input'], SHOWN_VALUE_CHARS)})"
         problems.append(f"{where}: {message}" if where else message)
-    return "; ".join(problems)
+    return first_problems(problems)
 
 
 def path_segment(value: object, what: str) -> str:

@@ -16,6 +16,7 @@ from pydantic import (
 
 from blinkops_provider._inputs import RepeatedMember, describe_errors, unique_members
 from blinkops_provider._names import segment
+from blinkops_provider._text import first_problems
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import BlinkTable, FieldBatch, FieldUpdate, ResponseModel, TableField
 
@@ -87,7 +88,8 @@ def validate_field_updates(updates: Any, *, require_type_and_name: bool = False)
     if problems:
         raise BlinkInputError(
             f"{len(problems)} of {len(entries)} field update(s) are invalid, so none was sent:"
-            + "".join(f"\n  - {problem}" for problem in problems)
+            + "\n  - "
+            + first_problems(problems, sep="\n  - ")
         )
     return FieldBatch(valid, named=require_type_and_name)
 

@@ -33,3 +33,14 @@ def show(value: Any, limit: int = SHOWN) -> str:
     text = repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = escaped(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+SHOWN_PROBLEMS = 20
+"""The most problems an error names one by one (the rest are counted), as the removal gate does."""
+
+
+def first_problems(problems: list[str], sep: str = "; ", limit: int = SHOWN_PROBLEMS) -> str:
+    """``problems`` joined by ``sep``, the first ``limit`` named and the rest counted, so that an
+    error about 10,000 entries stays a few lines long."""
+    more = len(problems) - limit
+    return sep.join(problems[:limit]) + (f"{sep}and {more} more problem(s) like them" if more > 0 else "")

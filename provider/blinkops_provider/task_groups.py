@@ -32,6 +32,7 @@ from airflow.providers.common.compat.sdk import (
 )
 
 from blinkops_provider._assets import TABLES_ALIAS, announce_applied
+from blinkops_provider._inputs import check_concurrency, check_lock_wait
 from blinkops_provider._states import Decision
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError
@@ -203,7 +204,7 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
             )
             if self.review is not None:
                 self.plan >> self.review >> self.apply
-            self.announce = _announce(self.apply.output, blink_conn_id)
+            self.announce = _announce(self.apply.output, blink_conn_id).operator  # the task (as the docs say)
             self.apply >> self.announce.as_teardown()
 
     def _fields(self, schema: Any) -> Any:
@@ -288,6 +289,8 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
         max_concurrency: int = 8,
     ) -> None:
         options = _options(review_policy, assigned_users, notifiers, response_timeout, acknowledge_risks)
+        check_concurrency(max_concurrency)  # (the mapped applies are built only at run time: checked here)
+        check_lock_wait(lock_wait)
         if (tables is None) == (folder is None):
             raise BlinkInputError("give BlinkSchemaFleet either tables (a list of {ws_id, table, fields}) or folder")
         super().__init__(group_id=group_id, tooltip="Blink schema fleet: a plan per table, one review, applies")

@@ -47,3 +47,19 @@ def test_wrong_declarations_say_what_is_wrong_and_what_is_allowed(given: Any, sa
     with pytest.raises(BlinkInputError, match="the schema") as error:
         read_declaration(given, source="the schema")
     assert said in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        (lambda n: {"field": f"f{n}", "type": "nope", "display_name": "x"}, "unknown field type 'nope'"),
+        (lambda n: {"field": f"f{n}", "remove": "yes"}, "'remove' must be true"),
+    ],
+)
+def test_10000_bad_entries_make_an_error_that_names_20_and_counts_the_rest(entry: Any, said: str) -> None:
+    """#63 item 10: not 2.4 million characters in the task log and the UI."""
+    with pytest.raises(BlinkInputError) as raised:
+        read_declaration([entry(n) for n in range(10_000)], source="fields", prefix=False)
+    text = str(raised.value)
+    assert text.count(said) == 20 and "'f19'" in text and "'f20'" not in text
+    assert "and 9980 more problem(s)" in text and len(text) < 6_000

@@ -17,6 +17,7 @@ from typing import Any
 from blinkops_provider._inputs import RepeatedMember, unique_members
 from blinkops_provider._models import validate_field_updates
 from blinkops_provider._names import segment
+from blinkops_provider._text import first_problems
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import FieldBatch
 
@@ -153,7 +154,7 @@ def _split(entries: list[Any], source: str) -> tuple[list[Any], list[str]]:
         else:
             removals.append(str(name))
     if problems:
-        raise BlinkInputError(f"{source}: " + "; ".join(problems))
+        raise BlinkInputError(f"{source}: " + first_problems(problems))
     return fields, removals
 
 
