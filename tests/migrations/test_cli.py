@@ -254,3 +254,53 @@ def test_pull_names_on_stderr_each_attribute_it_leaves_out(
         "blink-schema: field 'due_3' of ws-1/Contracts holds attribute(s) 'color', which a declaration may not set: "
         "left out; every apply keeps them\n"
     )
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_pull_finds_the_connection_in_airflows_metadata_database(blink_sandbox: Any, tmp_path: Path) -> None:
+    """#63 item 6: the documented first form, with ``blink_default`` only in the metadata DB (as
+    ``make airflow-ui`` makes it; ``airflow connections get`` finds it), in a process of its own."""
+    from airflow.models.connection import Connection
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        session.query(Connection).filter(Connection.conn_id == "blink_in_db").delete()
+        session.add(
+            Connection(
+                conn_id="blink_in_db", conn_type="blink", host=blink_sandbox.base_url, password=blink_sandbox.api_key
+            )
+        )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_CONN_", "BLINK_"))}
+    target = tmp_path / "users.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "blinkops_provider.migrations._cli",
+            "pull",
+            "ws-demo",
+            "Users",
+            "-o",
+            str(target),
+            "--conn-id",
+            "blink_in_db",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(target.read_text())["fields"] and blink_sandbox.api_key not in done.stderr
+
+
+def test_a_missing_connection_names_the_commands_flag_and_the_environment_way(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#63 item 11: ``--conn-id`` (not the Python argument ``blink_conn_id``) and BLINK_BASE_URL/BLINK_API_KEY."""
+    monkeypatch.delenv("BLINK_BASE_URL", raising=False)
+    assert main(["pull", "ws-demo", "Users", "--conn-id", "no_such_blink"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "the Airflow connection 'no_such_blink' does not exist" in err
+    assert "--conn-id" in err and "BLINK_BASE_URL and BLINK_API_KEY" in err and "blink_conn_id" not in err

@@ -109,13 +109,38 @@ def _hook(conn_id: str, clock: Any = None) -> Any:
             """``BLINK_BASE_URL`` and ``BLINK_API_KEY`` when both are set (nothing is written to the
             environment), else Airflow's connection."""
             if not _from_env():
-                return super().get_connection(conn_id)
+                return _airflow_connection(conn_id, super().get_connection)
             from airflow.providers.common.compat.sdk import Connection
 
             url, key = os.environ["BLINK_BASE_URL"], os.environ["BLINK_API_KEY"]
             return Connection(conn_id=conn_id, conn_type="blink", host=url, password=key)
 
     return QuietHook(conn_id, clock=clock)
+
+
+def _airflow_connection(conn_id: str, lookup: Any) -> Any:
+    """The Airflow connection ``conn_id``, as ``airflow connections get`` finds it: through the hook's
+    look-up, then, outside a task, in the metadata database (Airflow 3.3's look-up outside a task
+    reads the environment and secrets backends only).
+
+    :raises BlinkConfigurationError: no connection of that id, naming ``--conn-id`` and the
+        ``BLINK_BASE_URL``/``BLINK_API_KEY`` way."""
+    from airflow.providers.common.compat.sdk import AirflowNotFoundException
+
+    try:
+        return lookup(conn_id)
+    except AirflowNotFoundException:
+        pass
+    try:
+        from airflow.models.connection import Connection as StoredConnection  # the metadata DB's, as Airflow's CLI
+
+        return StoredConnection.get_connection_from_secrets(conn_id)
+    except Exception:  # not there either, or no metadata database: said below
+        raise BlinkConfigurationError(
+            f"the Airflow connection {conn_id!r} does not exist (looked up in the environment, the secrets backends "
+            "and Airflow's metadata database); give --conn-id the id of a blink connection, or set BLINK_BASE_URL "
+            "and BLINK_API_KEY"
+        ) from None
 
 
 _QUIET = logging.getLogger("blinkops_provider.migrations.blink_schema")
