@@ -15,9 +15,12 @@ try:
 except ImportError:  # Airflow 2.11
     from airflow.operators.empty import EmptyOperator  # type: ignore[no-redef]
 
+import requests_mock as rm
+
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.task_groups import BlinkSchemaFleet, BlinkTableMigration, review_step_available
 from tests.conftest import FakeTI
+from tests.fake_blink import FakeBlink, blink_field
 
 REVIEW = review_step_available()  # Airflow 3.1+
 SCHEMA = [{"field": "Title", "type": "text", "display_name": "Title"}]
@@ -27,20 +30,19 @@ def dag() -> DAG:
     return DAG("groups", schedule=None, start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
 
 
-def test_a_table_migration_is_plan_review_apply_announce_with_stable_ids() -> None:
+def test_a_table_migration_is_plan_apply_announce_with_stable_ids_and_the_apply_asks() -> None:
     with dag() as d:
         group = BlinkTableMigration("migrate", ws_id="ws", table="T", schema=SCHEMA)
         after = EmptyOperator(task_id="after")
         group >> after
-    expected = ["migrate.plan", *(["migrate.review"] if REVIEW else []), "migrate.apply", "migrate.announce"]
+    expected = ["migrate.plan", "migrate.apply", "migrate.announce"]
     assert [t.task_id for t in d.tasks if t.task_id.startswith("migrate.")] == expected
     assert (group.plan.task_id, group.apply.task_id) == ("migrate.plan", "migrate.apply")
-    assert group.apply.review_task_id == ("migrate.review" if REVIEW else None)
+    assert group.apply.review_task_id is None  # no other task's answer is read
+    assert group.review is (group.apply if REVIEW else None)  # the task that asks is the one that applies
     assert group.plan.plan_only is True and group.apply.plan_only is False
     assert "migrate.apply" in after.upstream_task_ids or "migrate.announce" in after.upstream_task_ids
-    if REVIEW:
-        assert group.apply.trigger_rule == "none_failed_min_one_success"  # runs when the review was not asked
-        assert group.review.fail_on_reject is True and "migrate.review" in group.apply.upstream_task_ids
+    assert group.apply.trigger_rule == "all_success" and group.apply.upstream_task_ids == {"migrate.plan"}
     assert group.announce.is_teardown and group.announce.task_id == "migrate.announce"  # a task (#63 item 8)
     assert group.announce.upstream_task_ids == {"migrate.apply"}
 
@@ -62,7 +64,8 @@ def test_a_schema_file_is_read_by_a_task_of_its_own_relative_to_the_dag_file(tmp
 def test_policy_never_builds_no_review() -> None:
     with dag() as d:
         group = BlinkTableMigration("m", ws_id="ws", table="T", schema=SCHEMA, review_policy="never")
-    assert "m.review" not in d.task_ids and group.apply.review_task_id is None
+    assert "m.review" not in d.task_ids and group.review is None
+    assert type(group.apply).__name__ == "UpdateTableFieldsOperator"  # asks no one
 
 
 @pytest.mark.parametrize(
@@ -85,31 +88,18 @@ def test_a_fleet_plans_each_table_asks_once_and_applies_each() -> None:
     expected = ["fleet.tables", "fleet.plan", *(["fleet.review"] if REVIEW else []), "fleet.to_apply"]
     assert [t.task_id for t in d.tasks][: 4 if REVIEW else 3] == expected
     assert fleet.apply.partial_kwargs["pool"] == "p" and fleet.summary.operator.trigger_rule == "all_done"
-    assert fleet.apply.partial_kwargs["review_task_id"] == ("fleet.review" if REVIEW else None)
+    assert "review_task_id" not in fleet.apply.partial_kwargs  # no other task's answer is read
+    assert fleet.apply.partial_kwargs.get("removals_only") is (True if REVIEW else None)
 
 
-def test_a_templated_policy_is_checked_when_the_review_runs() -> None:
+def test_a_templated_policy_is_checked_when_the_review_runs(blink_conn: None) -> None:
     with dag():
         group = BlinkTableMigration("m", ws_id="ws", table="T", schema=SCHEMA, review_policy="{{ params.p }}")
     if REVIEW:
         group.review.review_policy = "risky"  # as rendered
-        with pytest.raises(BlinkInputError, match="review_policy must be one of"):
-            group.review.execute({"ti": FakeTI({"*": plan(ADD)})})
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "why"),
-    [
-        ({"max_concurrency": 0}, "max_concurrency must be an integer from 1 to 32, got 0"),
-        ({"max_concurrency": 33}, "max_concurrency must be an integer from 1 to 32, got 33"),
-        ({"lock_wait": -1}, "lock_wait must be a number of seconds from 0 to 3600, got -1"),
-        ({"lock_wait": 3601}, "lock_wait must be a number of seconds from 0 to 3600, got 3601"),
-    ],
-)
-def test_a_fleets_ranges_are_refused_when_the_dag_is_parsed(kwargs: dict[str, Any], why: str) -> None:
-    """#63 item 9: not in each mapped apply, after the plans and a person's review."""
-    with dag(), pytest.raises(BlinkInputError, match=why):
-        BlinkSchemaFleet("fleet", tables=[{"ws_id": "ws", "table": "T", "fields": SCHEMA}], **kwargs)
+        with pytest.raises(BlinkInputError, match="review_policy must be one of"), rm.Mocker() as m:
+            group.review.execute({"ti": FakeTI()})
+        assert m.call_count == 0
 
 
 def test_a_fleet_needs_tables_or_a_folder() -> None:
@@ -131,10 +121,11 @@ ADD = {"field": "New", "action": "add"}
 
 
 def review(policy: str, acknowledge: Any = False) -> Any:
+    """A fleet's one review of every plan (PlanReview)."""
     with dag():
-        group = BlinkTableMigration("m", ws_id="ws", table="T", schema=SCHEMA, review_policy=policy,
-                                    acknowledge_risks=acknowledge)  # fmt: skip
-    return group.review
+        fleet = BlinkSchemaFleet("f", tables=[{"ws_id": "ws", "table": "T", "fields": SCHEMA}], review_policy=policy,
+                                 acknowledge_risks=acknowledge)  # fmt: skip
+    return fleet.review
 
 
 @needs_review
@@ -149,7 +140,7 @@ def review(policy: str, acknowledge: Any = False) -> Any:
         ("destructive", False, [ADD], False),
     ],
 )
-def test_the_review_asks_only_when_the_policy_says_so(
+def test_the_fleets_review_asks_only_when_the_policy_says_so(
     policy: str, acknowledge: Any, rows: Any, asked: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from airflow.providers.standard.operators.hitl import HITLOperator
@@ -169,7 +160,7 @@ def test_the_review_asks_only_when_the_policy_says_so(
 
 
 @needs_review
-def test_a_reject_fails_the_review_naming_who_rejected_which_plan_and_when() -> None:
+def test_a_reject_fails_the_fleets_review_naming_who_rejected_which_plan_and_when() -> None:
     step = review("changes")
     ti = FakeTI({"*": plan(ADD)})
     event = {
@@ -187,9 +178,146 @@ def test_a_reject_fails_the_review_naming_who_rejected_which_plan_and_when() -> 
     assert ti.pushed["return_value"]["responded_by_user"]["name"] == "carol"
 
 
+# -- the apply that asks (ReviewedApply, #63 item 1) --------------------------------------------------
+
+HELD = {"T": [blink_field("fld_title", "text", "Title"), blink_field("fld_old", "text", "Old notes")]}
+GONE = {"field": "fld_old", "remove": True}
+
+
+def asking_apply(policy: str = "changes", acknowledge: Any = False, **kwargs: Any) -> Any:
+    with dag():
+        group = BlinkTableMigration("m", ws_id="ws-1", table="T", schema=[*SCHEMA, GONE], review_policy=policy,
+                                    acknowledge_risks=acknowledge, **kwargs)  # fmt: skip
+    group.apply.plan = None  # (the plan task's XCom, rendered: here, no plan to hold the apply to)
+    return group.apply
+
+
+def waiting() -> tuple[type[BaseException], ...]:
+    """How a task waits for a person: Airflow 3.3 parks it awaiting input; 3.1 and 3.2 defer it."""
+    from airflow.providers.common.compat.sdk import TaskDeferred
+
+    try:
+        from airflow.sdk.exceptions import TaskAwaitingInput
+    except ImportError:
+        return (TaskDeferred,)
+    return (TaskDeferred, TaskAwaitingInput)
+
+
+class AskedFor:
+    """What the apply wrote as its review request (Airflow's own upsert_hitl_detail, recorded)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from airflow.sdk.execution_time import hitl
+
+        self.requests: list[dict[str, Any]] = []
+        monkeypatch.setattr(hitl, "upsert_hitl_detail", lambda **request: self.requests.append(request))
+
+
+class Ti(FakeTI):
+    id = "0199aaaa-0000-7000-8000-000000000001"
+
+
 @needs_review
-def test_an_approve_returns_airflows_answer() -> None:
-    step = review("changes")
-    event = {"chosen_options": ["Approve"], "params_input": {}, "responded_at": dt.datetime.now(dt.UTC),
-             "responded_by_user": {"id": "9", "name": "carol"}}  # fmt: skip
-    assert step.execute_complete({"ti": FakeTI({"*": plan(ADD)}), "task": step}, event)["chosen_options"] == ["Approve"]
+@pytest.mark.parametrize(("policy", "acknowledge", "asked"), [("changes", False, True), ("destructive", True, False)])
+def test_the_apply_asks_showing_the_plan_it_made_or_applies_when_no_one_is_asked(
+    blink_conn: None, monkeypatch: pytest.MonkeyPatch, policy: str, acknowledge: bool, asked: bool
+) -> None:
+    asked_for = AskedFor(monkeypatch)
+    apply = asking_apply(policy, acknowledge, assigned_users=[{"id": "7", "name": "alice"}])
+    ti = Ti()
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        if not asked:
+            assert apply.execute({"ti": ti, "task_instance": ti})["outcomes"]["fld_old"] == "removed"
+            assert asked_for.requests == [] and blink.deletes == [("T", "fld_old")]
+            return
+        with pytest.raises(waiting()) as waits:
+            apply.execute({"ti": ti, "task_instance": ti})
+    [request] = asked_for.requests
+    fingerprint = waits.value.kwargs["shown"]
+    assert request["ti_id"] == ti.id and request["assigned_users"] == [{"id": "7", "name": "alice"}]
+    assert request["subject"] == f"Apply plan {fingerprint} of ws-1/T?" and request["options"] == ["Approve", "Reject"]
+    assert f"**Plan `{fingerprint}`** for ws-1/T" in request["body"] and "fld_old" in request["body"]
+    assert blink.deletes == [] and [r.method for r in m.request_history if r.method != "GET"] == []
+
+
+class Record:
+    """Airflow's record of an answer, as the Task SDK serves it (HITLDetailResponse's members)."""
+
+    def __init__(self, option: str | None, user: tuple[str, str] = ("7", "alice")) -> None:
+        self.response_received = option is not None
+        self.chosen_options = [option] if option else None
+        self.responded_by_user = type("User", (), {"id": user[0], "name": user[1]})() if option else None
+        self.responded_at = dt.datetime(2026, 11, 28, 1, 2, 3, tzinfo=dt.UTC) if option else None
+
+
+def answered(monkeypatch: pytest.MonkeyPatch, record: Record) -> list[Any]:
+    """Airflow's record of this task's answer (``get_hitl_detail_content_detail``), and the ids asked about."""
+    from airflow.sdk.execution_time import hitl
+
+    asked: list[Any] = []
+    monkeypatch.setattr(hitl, "get_hitl_detail_content_detail", lambda ti_id: asked.append(ti_id) or record)
+    return asked
+
+
+APPROVE_EVENT = {"chosen_options": ["Approve"], "params_input": {}, "responded_at": dt.datetime.now(dt.UTC),
+                 "responded_by_user": {"id": "7", "name": "alice"}}  # fmt: skip
+
+
+@needs_review
+@pytest.mark.parametrize(
+    ("record", "said"),
+    [
+        (Record("Reject"), "rejected in review: nothing was applied: alice rejected plan"),
+        (Record(None), "Airflow records no answer to the review of plan"),
+        (
+            Record("Approve", ("8", "mallory")),
+            r"answered by 'mallory' \(id 8\), who is not among its assigned_users \(alice \(id 7\)\)",
+        ),
+    ],
+)
+def test_only_airflows_record_of_an_assigned_users_approve_applies_whatever_the_event_says(
+    blink_conn: None, monkeypatch: pytest.MonkeyPatch, record: Record, said: str
+) -> None:
+    asked = answered(monkeypatch, record)
+    apply = asking_apply(assigned_users=[{"id": "7", "name": "alice"}])
+    ti = Ti()
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        with pytest.raises(AirflowFailException, match=said):
+            apply.execute_complete({"ti": ti, "task_instance": ti}, APPROVE_EVENT, shown="0123456789abcdef")
+    assert asked == [ti.id] and blink.deletes == [] and m.call_count == 0
+
+
+@needs_review
+def test_an_assigned_users_approve_in_airflows_record_applies_the_plan_shown_naming_them(
+    blink_conn: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answered(monkeypatch, Record("Approve"))
+    AskedFor(monkeypatch)
+    apply = asking_apply(assigned_users=[{"id": "7", "name": "alice"}])
+    ti = Ti()
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        with pytest.raises(waiting()) as waits:
+            apply.execute({"ti": ti, "task_instance": ti})
+        shown = waits.value.kwargs["shown"]
+        result = apply.execute_complete({"ti": ti, "task_instance": ti}, {"chosen_options": ["Reject"]}, shown=shown)
+    assert result["outcomes"]["fld_old"] == "removed" and blink.deletes == [("T", "fld_old")]
+    assert (result["approved_by"], result["approved_at"]) == ("alice", "2026-11-28T01:02:03+00:00")
+
+
+@needs_review
+def test_a_plan_that_changed_after_it_was_shown_is_stale_and_nothing_is_sent(
+    blink_conn: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from blinkops_provider.exceptions import BlinkStalePlanError
+
+    answered(monkeypatch, Record("Approve"))
+    apply = asking_apply()
+    ti = Ti()
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        with pytest.raises(BlinkStalePlanError):
+            apply.execute_complete({"ti": ti, "task_instance": ti}, APPROVE_EVENT, shown="0123456789abcdef")
+    assert blink.deletes == [] and blink.puts == []

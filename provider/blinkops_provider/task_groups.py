@@ -1,13 +1,15 @@
 """A reviewed migration in one line: task groups that plan, ask a person, and apply.
 
-- :class:`BlinkTableMigration`: one table. ``plan`` → ``review`` (Airflow 3.1+, when the review
-  policy asks) → ``apply`` → ``announce``.
+- :class:`BlinkTableMigration`: one table. ``plan`` → ``apply`` (on Airflow 3.1+ it asks a person
+  first, when the review policy says so) → ``announce``.
 - :class:`BlinkSchemaFleet`: many tables. ``tables`` → ``plan`` (one mapped task per table) →
-  ``review`` (one for all) → ``to_apply`` → ``apply`` (one mapped task per table) → ``summary``.
+  ``review`` (one for all) → ``to_apply`` → ``apply`` (one mapped task per table; each asks again
+  only for removals not acknowledged) → ``summary``.
 
 Each is a ``TaskGroup``: build it inside ``with DAG(...)``, and wire it like a task
-(``group >> downstream``, or ``group.apply >> downstream``). The apply lets a removal through
-only on the answer Airflow recorded for the group's own review (``review_task_id``), or with
+(``group >> downstream``, or ``group.apply >> downstream``). The apply lets a removal through only
+on a person's Approve read from Airflow's record of the answer to the review the apply itself
+asked (a task may read no other task's record, and an XCom is a copy others may edit), or with
 ``acknowledge_risks``. On Airflow 2.11, which has no review step, the group is plan → apply, and a
 removal needs ``acknowledge_risks``.
 """
@@ -81,22 +83,37 @@ def _read_file(path: Path) -> Any:
     return declared_schema(text, source=f"schema file {str(path)!r}")
 
 
+def _asks(options: Mapping[str, Any]) -> bool:
+    """Whether the group has a review step: Airflow 3.1+, and a policy other than ``never`` (a
+    templated policy is checked when the review runs)."""
+    return options["review_policy"] != "never" and review_step_available()
+
+
 def _review(plan_task_id: str, options: Mapping[str, Any]) -> Any:
-    """The group's review task, or None where there is none (Airflow 2.11, or policy ``never``;
-    a templated policy is checked when the review runs)."""
-    if options["review_policy"] == "never" or not review_step_available():
+    """A fleet's one review of every plan, or None where there is none."""
+    if not _asks(options):
         return None
     from blinkops_provider.operators._review import PlanReview
 
-    return PlanReview(
-        task_id="review",
-        plan_task_id=plan_task_id,
-        review_policy=options["review_policy"],
-        acknowledge_risks=options["acknowledge_risks"],
-        assigned_users=options["assigned_users"],
-        notifiers=options["notifiers"],
-        response_timeout=options["response_timeout"],
-    )
+    return PlanReview(task_id="review", plan_task_id=plan_task_id, **_asking(options))
+
+
+def _asking(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The review's arguments, for the task that asks."""
+    keys = ("review_policy", "acknowledge_risks", "assigned_users", "notifiers", "response_timeout")
+    return {key: options[key] for key in keys}
+
+
+def _apply_operator(options: Mapping[str, Any]) -> tuple[type[UpdateTableFieldsOperator], dict[str, Any]]:
+    """The apply's operator, and its review arguments: where the group asks, the apply that asks a
+    person itself and reads Airflow's record of the answer (a task may read no other task's)."""
+    if not _asks(options):
+        return UpdateTableFieldsOperator, {}
+    from blinkops_provider.operators._review import ReviewedApply
+
+    asking = _asking(options)
+    asking.pop("acknowledge_risks")  # (the apply's own argument)
+    return ReviewedApply, asking
 
 
 def _options(
@@ -127,11 +144,13 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
 
     Tasks (ids inside the group): ``schema`` (only when ``schema`` is a file: reads and checks
     it), ``plan`` (:class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator` with
-    ``plan_only``), ``review`` (Airflow 3.1+, unless ``review_policy="never"``: Airflow's
-    ``ApprovalOperator``, which asks a person when the policy says so and is skipped otherwise,
-    and fails on a Reject, naming who rejected which plan and when), ``apply`` (exactly the
-    planned plan, the review's answer read from Airflow as ``review_task_id``) and ``announce``
-    (a teardown: the table's asset event for what a failed apply did change).
+    ``plan_only``), ``apply`` (exactly the planned plan; on Airflow 3.1+, unless
+    ``review_policy="never"``, it first asks a person in Required Actions when the policy says so,
+    showing the plan it will apply, and reads Airflow's record of the answer to its own review:
+    a Reject fails it, naming who rejected which plan and when; an answer from someone not among
+    ``assigned_users`` counts for nothing) and ``announce`` (a teardown: the table's asset event
+    for what a failed apply did change). ``group.review`` is the task that asks: the apply
+    itself, or None where there is no review step.
 
     :param group_id: the group's id.
     :param ws_id: the workspace id (templated).
@@ -190,20 +209,21 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
         with self:
             fields = self._fields(schema)
             self.plan = UpdateTableFieldsOperator(task_id="plan", fields=fields, plan_only=True, **common, **connection)
-            self.review = _review(self.plan.task_id, options)
-            self.apply = UpdateTableFieldsOperator(
+            applying, asking = _apply_operator(options)
+            self.apply = applying(
                 task_id="apply",
                 fields=fields,
                 plan=cast(Any, self.plan.output),  # the plan, and nothing else: the apply plans again, refuses another
-                review_task_id=self.review.task_id if self.review is not None else None,
                 acknowledge_risks=acknowledge_risks,
                 lock_wait=lock_wait,
-                trigger_rule=_AFTER_REVIEW if self.review is not None else "all_success",
+                **asking,
                 **common,
                 **connection,
             )
-            if self.review is not None:
-                self.plan >> self.review >> self.apply
+            self.review = self.apply if asking else None
+            """The task that asks a person: the apply itself (it reads Airflow's record of the answer to
+            its own review), or None where there is no review step."""
+            self.plan >> self.apply
             self.announce = _announce(self.apply.output, blink_conn_id).operator  # the task (as the docs say)
             self.apply >> self.announce.as_teardown()
 
@@ -252,8 +272,10 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
 
     Tasks (ids inside the group): ``tables`` (the declarations, checked), ``plan`` (one mapped
     task per table), ``review`` (Airflow 3.1+, unless ``review_policy="never"``: one review of
-    every plan), ``to_apply`` (each table with its plan), ``apply`` (one mapped task per table,
-    each reading the review's answer as ``review_task_id``), ``summary`` (applied, unchanged,
+    every plan; a Reject applies nothing), ``to_apply`` (each table with its plan), ``apply`` (one
+    mapped task per table; one whose plan removes fields that ``acknowledge_risks`` does not
+    acknowledge asks a person to approve them itself and reads Airflow's record of that answer,
+    since a task may read no other task's), ``summary`` (applied, unchanged,
     failed, stale or rejected; fails the run when a table failed or went stale, or the review
     rejected the plans).
 
@@ -307,12 +329,15 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
             if self.review is not None:
                 self.plan >> self.review >> self.to_apply
             extra = {"pool": pool} if pool else {}
-            self.apply = UpdateTableFieldsOperator.partial(
+            applying, asking = _apply_operator(options)
+            if asking:
+                asking["removals_only"] = True  # (after the fleet's review: only removals not acknowledged)
+            self.apply = applying.partial(
                 task_id="apply",
                 max_concurrency=max_concurrency,
                 retries=1,
-                review_task_id=self.review.task_id if self.review is not None else None,
                 acknowledge_risks=acknowledge_risks,
+                **asking,
                 lock_wait=lock_wait,
                 **extra,
                 **common,

@@ -96,14 +96,13 @@ def dag_with_review() -> dict[str, Any]:
 
 
 @needs_approval
-def test_an_approve_names_who_approved_and_when() -> None:
+def test_an_approve_in_a_review_tasks_xcom_approves_nothing() -> None:
+    """#63 item 1: the XCom is a copy that a user allowed to edit XComs may write; it never lets a
+    removal through (only the asking task's own record of the answer does)."""
     tasks = dag_with_review()
     ti = FakeTI({"review": answer("Approve")})
-    assert approval_from_review(tasks["apply"], ti, "review") == {
-        "approved_by": "alice",
-        "approved_at": "2026-11-28T01:02:03+00:00",
-    }
-    assert ti.pulled == [("review", -1)]  # the unmapped review's own XCom, also from a mapped apply
+    assert approval_from_review(tasks["apply"], ti, "review") is None
+    assert ti.pulled == [("review", -1)]  # read, for a Reject only
 
 
 @needs_approval

@@ -4,12 +4,14 @@ fields no one may remove (:func:`removal_refused`, which the plan asks for each 
 whether a plan may be applied (:func:`admit`: the approved plan is the one that would be applied,
 and a removal is approved or acknowledged). Every apply asks :func:`admit` before it sends anything.
 
-The answer is Airflow's own record of the review: the XCom ``return_value`` of an
-``ApprovalOperator`` (Airflow 3.1+), which only that task writes, ``{"chosen_options":
-["Approve"], "params_input": {...}, "responded_at": ..., "responded_by_user": {"id", "name"}}``.
-An apply given ``review_task_id`` reads it (:func:`approval_from_review`); nothing a DAG computes
-or a plan's XCom claims stands in for it. A removal is sent only with a person's Approve of the
-plan, or with ``acknowledge_risks``.
+The evidence of a person's Approve is Airflow's record of the answer (the human-in-the-loop
+detail: chosen options, responded by, responded at), read by the task that asked: the apply of a
+:class:`~blinkops_provider.task_groups.BlinkTableMigration` asks the person itself and reads its
+own record (:func:`approval_from_record`); a task may read no other task's record (Airflow's
+execution API serves a task only its own). An XCom is a copy that a user allowed to edit XComs may
+overwrite, so the answer a review task pushed (``review_task_id``) is read only to stop on a
+Reject (:func:`approval_from_review`); it never lets a removal through. A removal is sent only
+with a person's Approve read from Airflow's record, or with ``acknowledge_risks``.
 """
 
 from __future__ import annotations
@@ -160,10 +162,11 @@ def _review_task(task: Any, review_task_id: str) -> Any:
     return review
 
 
-def approval_from_review(task: Any, ti: Any, review_task_id: str | None) -> dict[str, str] | None:
-    """Who approved this run's plan and when (``{"approved_by", "approved_at"}``), read from the
-    answer Airflow recorded for the approval task ``review_task_id`` (its own XCom); None when no
-    person approved (no review task, or it was not asked).
+def approval_from_review(task: Any, ti: Any, review_task_id: str | None) -> None:
+    """Stop when the approval task ``review_task_id`` rejected this run's plan. Its answer is read
+    from its XCom, a copy anyone allowed to edit XComs may overwrite: it may stop an apply, never
+    let a removal through (:func:`approval_from_record` reads a person's Approve where Airflow
+    records it, in the task that asked).
 
     :param task: the apply's task (the review must be an ``ApprovalOperator`` upstream of it).
     :param review_task_id: as the operator checked it when it was built (a task id, or None).
@@ -172,16 +175,48 @@ def approval_from_review(task: Any, ti: Any, review_task_id: str | None) -> dict
         rejected the plan: nothing may be sent.
     """
     if review_task_id is None:
-        return None
+        return
     _review_task(task, review_task_id)
     answer = ti.xcom_pull(task_ids=review_task_id, map_indexes=-1)
-    options = chosen(answer)
-    if Decision.REJECT in options:
+    if Decision.REJECT in chosen(answer):
         raise BlinkInputError(rejection(answer, "this plan"))
+
+
+def approval_from_record(record: Any, assigned: Sequence[Mapping[str, Any]] | None, what: str) -> dict[str, str]:
+    """Who approved, and when (``{"approved_by", "approved_at"}``), read from Airflow's record of
+    the answer to the review this task asked (its human-in-the-loop detail, as the Task SDK serves
+    it to the task itself: ``response_received``, ``chosen_options``, ``responded_by_user``,
+    ``responded_at``).
+
+    :param record: that detail.
+    :param assigned: the review's ``assigned_users`` (``{"id", "name"}``): when given, only their
+        answer counts.
+    :param what: the plan, as the messages name it.
+    :raises BlinkInputError: no answer recorded, a Reject, or an answer from someone the review
+        was not assigned to: nothing may be sent.
+    """
+    options = [str(option) for option in (getattr(record, "chosen_options", None) or [])]
+    user = getattr(record, "responded_by_user", None)
+    who = {"id": str(getattr(user, "id", "") or ""), "name": str(getattr(user, "name", "") or "")}
+    answer = {"responded_by_user": who, "responded_at": getattr(record, "responded_at", None)}
+    if not getattr(record, "response_received", False) or not options:
+        raise BlinkInputError(f"Airflow records no answer to the review of {what}: nothing was applied")
+    if Decision.REJECT in options:
+        raise BlinkInputError(rejection(answer, what))
+    allowed = {
+        str(entry.get("id")): str(entry.get("name") or "") for entry in assigned or () if isinstance(entry, Mapping)
+    }
+    if allowed and who["id"] not in allowed:
+        named = ", ".join(f"{one_line(name or id_)} (id {one_line(id_)})" for id_, name in sorted(allowed.items()))
+        raise BlinkInputError(
+            f"the review of {what} was answered by {one_line(who['name'] or who['id'])!r} (id {one_line(who['id'])}), "
+            f"who is not among its assigned_users ({named}): their answer counts for nothing, and nothing was "
+            "applied. Trigger the DAG again for a new review"
+        )
     if Decision.APPROVE not in options:
-        return None  # not asked (the policy needed no one): a removal then needs acknowledge_risks
-    who, when = responder(answer)
-    return {"approved_by": who, "approved_at": when}
+        raise BlinkInputError(f"the review of {what} chose {options!r}, not {Decision.APPROVE!r}: nothing was applied")
+    name, when = responder(answer)
+    return {"approved_by": name, "approved_at": when}
 
 
 def who_let_through(approval: Mapping[str, str] | None, acknowledged: bool) -> dict[str, Any]:
@@ -241,8 +276,8 @@ def admit(
 
 def _check_loss(log: Any, planned: Planned, approval: Mapping[str, str] | None, acknowledge_risks: bool) -> None:
     """Say who let the plan through; refuse a plan that removes fields unless a person approved
-    it in review (``approval``, read from Airflow's record of the review:
-    the review task's recorded answer) or the apply was given
+    it in review (``approval``, read from Airflow's record of the answer by the task that asked:
+    :func:`approval_from_record`) or the apply was given
     ``acknowledge_risks=True``. Nothing in the plan's XCom counts as an approval.
 
     :raises BlinkInputError: naming the removals and both ways to go on; nothing was sent.
@@ -256,9 +291,9 @@ def _check_loss(log: Any, planned: Planned, approval: Mapping[str, str] | None, 
     raise BlinkInputError(
         f"plan {planned.fingerprint} of {one_line(planned.ws_id)}/{one_line(planned.table)} removes "
         f"{len(removals)} field(s) with their values: {listed}{more}. Nothing was sent: a removal is applied only "
-        "once a person approved the plan in Airflow's review (give the apply review_task_id, the task id of the "
-        "ApprovalOperator upstream of it, as BlinkTableMigration does; a plan's XCom that claims a review counts "
-        "for nothing), or when the apply is given acknowledge_risks=True"
+        "once a person approved the plan in the review the applying task asked, read from Airflow's record of the "
+        "answer (BlinkTableMigration's apply asks it; an XCom that claims a review, a plan's or a review task's, "
+        "counts for nothing), or when the apply is given acknowledge_risks=True"
     )
 
 

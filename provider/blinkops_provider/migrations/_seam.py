@@ -16,6 +16,7 @@ from blinkops_provider.migrations._report import ApplyReport as ApplyReport
 from blinkops_provider.migrations._report import grouped as grouped
 from blinkops_provider.migrations._report import not_applied as not_applied
 from blinkops_provider.migrations._review import REJECTED_IN_REVIEW as REJECTED_IN_REVIEW
+from blinkops_provider.migrations._review import approval_from_record as approval_from_record
 from blinkops_provider.migrations._review import approval_from_review as approval_from_review
 from blinkops_provider.migrations._review import check_review_policy as check_review_policy
 from blinkops_provider.migrations._review import chosen as chosen

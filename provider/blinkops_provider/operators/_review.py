@@ -1,23 +1,43 @@
-"""The review step of a migration (Airflow 3.1+): Airflow's ``ApprovalOperator``, asked only when
-the review policy says so, showing the plans, and failing itself on a Reject.
+"""The review step of a migration (Airflow 3.1+), asked only when the review policy says so.
+
+- :class:`ReviewedApply`: the apply that asks a person itself and, on an Approve, applies. The
+  evidence of the Approve is Airflow's record of the answer to the review this very task asked
+  (the human-in-the-loop detail the Task SDK serves a task about itself), never an XCom: a task
+  may not read another task's record, and an XCom is a copy that a user allowed to edit XComs may
+  overwrite. :class:`~blinkops_provider.task_groups.BlinkTableMigration`'s ``apply``.
+- :class:`PlanReview`: Airflow's ``ApprovalOperator`` showing the plans of a fleet, one review for
+  every table, failing itself on a Reject (nothing is applied). Each table's apply
+  (a :class:`ReviewedApply`) then asks again only for removals that are not acknowledged, reading
+  its own record of that answer.
 
 Imported only where Airflow has the human-in-the-loop operators (3.1 and later):
-:mod:`blinkops_provider.task_groups` builds it.
+:mod:`blinkops_provider.task_groups` builds them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow.providers.common.compat.sdk import AirflowFailException, AirflowSkipException
 from airflow.providers.standard.operators.hitl import ApprovalOperator
 
 from blinkops_provider._inputs import rendered_flag
-from blinkops_provider._states import Decision
+from blinkops_provider._states import Action, Decision
 from blinkops_provider._text import one_line
+from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations import fleet_review
-from blinkops_provider.migrations._seam import check_review_policy, chosen, rejection, review_needed
+from blinkops_provider.migrations._seam import (
+    approval_from_record,
+    check_review_policy,
+    chosen,
+    plan_request,
+    rejection,
+    review_needed,
+)
+from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
@@ -117,3 +137,126 @@ class PlanReview(ApprovalOperator):  # type: ignore[misc]
             context["ti"].xcom_push(key="return_value", value=answer)  # the answer, for the summary and the UI
             raise AirflowFailException(rejection(event, self._what(self._plans(context))))
         return super().execute_complete(context=context, event=event)
+
+
+class ReviewedApply(UpdateTableFieldsOperator):
+    """An apply that asks a person when ``review_policy`` says so, and applies on an Approve.
+
+    It plans against Blink; when a person must approve (the policy, judged from that plan's rows;
+    with ``removals_only``, only when the plan removes fields that ``acknowledge_risks`` does not
+    acknowledge), it asks in Airflow's Required Actions, showing that plan, and waits. On the
+    answer it reads Airflow's record of it (the human-in-the-loop detail of this task, as the Task
+    SDK serves it; never the event or an XCom) and then applies exactly the plan shown, under the
+    table's lock, or fails: a Reject names who rejected which plan and when, an answer from someone
+    not among ``assigned_users`` counts for nothing, and a plan that changed meanwhile is stale.
+    The apply's XCom and the record name who approved and when.
+
+    :param review_policy: ``always``, ``changes``, ``destructive`` or ``never`` (templated).
+    :param assigned_users: who may answer (Airflow's ``HITLUser`` entries ``{"id", "name"}``).
+    :param notifiers: who is told that a review waits (Airflow notifiers).
+    :param response_timeout: how long the review waits (a ``timedelta``); then the task fails.
+    :param removals_only: ask only for removals not acknowledged (a fleet's apply, after the
+        fleet's one review).
+
+    The other parameters are
+    :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator`'s.
+    """
+
+    template_fields: Sequence[str] = (*UpdateTableFieldsOperator.template_fields, "review_policy")
+
+    def __init__(
+        self,
+        *,
+        review_policy: str = "changes",
+        assigned_users: Any = None,
+        notifiers: Any = None,
+        response_timeout: timedelta | None = None,
+        removals_only: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.review_policy = review_policy  # (templated: checked when the task runs)
+        self.assigned_users = [assigned_users] if isinstance(assigned_users, Mapping) else list(assigned_users or ())
+        self.notifiers = list(notifiers) if isinstance(notifiers, (list, tuple)) else [notifiers] if notifiers else []
+        self.response_timeout = response_timeout
+        self.removals_only = removals_only
+
+    def execute(self, context: Context) -> Any:
+        policy = check_review_policy(self.review_policy)
+        request = self._request(context)
+        self._declared = [{"field": name, **update.to_body()} for name, update in request.declared.fields]  # lineage
+        plan = plan_request(self.hook, request).to_xcom()  # what Blink holds now: the plan a person is shown
+        if not self._asks(plan, policy, request.acknowledge_risks):
+            self.log.info("No review: review policy %r asks no one for %s", policy, _what(plan))
+            return self._apply(context, request, None)
+        self.log.info("Asking for a review of %s in Required Actions (review policy %r)", _what(plan), policy)
+        self._ask(context, plan, request.acknowledge_risks)
+        return None  # (not reached: the task waits for the answer)
+
+    def _asks(self, plan: Mapping[str, Any], policy: str, acknowledged: bool) -> bool:
+        if self.removals_only:
+            removes = any(row.get("action") == Action.REMOVE for row in plan.get("fields") or ())
+            return removes and not acknowledged and policy != "never"
+        return review_needed([plan], policy, acknowledged=acknowledged)
+
+    def _ask(self, context: Context, plan: Mapping[str, Any], acknowledged: bool) -> None:
+        """Write the review request for this task and wait for the answer (Airflow 3.3 parks the task
+        awaiting input; 3.1 and 3.2 defer to the answer's trigger), remembering the plan shown."""
+        from airflow.providers.standard.triggers.hitl import HITLTrigger
+        from airflow.providers.standard.version_compat import AIRFLOW_V_3_3_PLUS
+        from airflow.sdk.execution_time.hitl import upsert_hitl_detail
+
+        ti_id = context["task_instance"].id
+        what = "the removals of " if self.removals_only else ""
+        upsert_hitl_detail(
+            ti_id=ti_id,
+            options=[Decision.APPROVE, Decision.REJECT],
+            subject=f"Apply {what}{_what(plan)}?",
+            body=_plan_body(plan, acknowledged),
+            defaults=None,
+            multiple=False,
+            params={},
+            assigned_users=self.assigned_users,
+        )
+        for notifier in self.notifiers:
+            notifier(context)
+        shown = {"shown": str(plan.get("fingerprint"))}
+        if AIRFLOW_V_3_3_PLUS:
+            from airflow.sdk.exceptions import TaskAwaitingInput
+
+            raise TaskAwaitingInput(method_name="execute_complete", kwargs=shown, timeout=self.response_timeout)
+        from airflow.sdk.timezone import utcnow
+
+        until = utcnow() + self.response_timeout if self.response_timeout else None
+        trigger = HITLTrigger(
+            ti_id=ti_id,
+            options=[Decision.APPROVE, Decision.REJECT],
+            params={},
+            defaults=None,
+            multiple=False,
+            timeout_datetime=until,
+        )
+        self.defer(trigger=trigger, method_name="execute_complete", kwargs=shown)
+
+    def execute_complete(self, context: Context, event: dict[str, Any], shown: str = "") -> Any:
+        """The answer arrived: read Airflow's record of it, then apply the plan shown, or fail."""
+        what = f"plan {one_line(shown)} of {one_line(f'{self.ws_id}/{self.table}')}"
+        if isinstance(event, Mapping) and "error" in event:
+            why = one_line(str(event.get("error")))
+            raise AirflowFailException(f"the review of {what} was not answered ({why}): nothing was applied")
+        from airflow.sdk.execution_time.hitl import get_hitl_detail_content_detail
+
+        record = get_hitl_detail_content_detail(context["task_instance"].id)  # Airflow's record, not the event
+        try:
+            approval = approval_from_record(record, self.assigned_users, what)
+        except BlinkInputError as err:  # a Reject, no answer, or someone not assigned: no retry helps
+            raise AirflowFailException(str(err)) from None
+        who, when = approval["approved_by"], approval["approved_at"]
+        self.log.info("Plan %s approved by %s at %s (Airflow's record of this task's review)", shown, who, when)
+        request = self._request(context)
+        self._declared = [{"field": name, **update.to_body()} for name, update in request.declared.fields]  # lineage
+        return self._apply(context, dataclasses.replace(request, approved=shown), approval)
+
+
+def _what(plan: Mapping[str, Any]) -> str:
+    return f"plan {one_line(str(plan.get('fingerprint')))} of {_name(plan)}"

@@ -198,16 +198,16 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         (``plan=plan_task.output``, or its JSON text) or its ``fingerprint``. The apply plans again
         (under the table's lock with a ``record_path``) and, if anything changed since, fails with
         :class:`~blinkops_provider.exceptions.BlinkStalePlanError` and sends nothing.
-    :param review_task_id: the task id, in the same DAG run, of the ``ApprovalOperator`` (Airflow
-        3.1+) upstream of this task whose answer approves ``plan``. The apply reads that answer
-        where Airflow records it (the review task's own XCom): an Approve lets the plan's removals
-        through, and the apply's XCom and the record name who approved it and when; a Reject
-        fails the task before anything is sent. Nothing a DAG computes or a plan's XCom claims
-        stands in for it. :class:`~blinkops_provider.task_groups.BlinkTableMigration` sets it.
+    :param review_task_id: the task id, in the same DAG run, of an ``ApprovalOperator`` (Airflow
+        3.1+) upstream of this task: a Reject it pushed fails the task before anything is sent. Its
+        answer is read from its XCom, a copy that a user allowed to edit XComs may overwrite, and a
+        task may not read another task's record of the answer: so it never lets a removal through.
+        A removal approved by a person needs the apply to ask itself, as
+        :class:`~blinkops_provider.task_groups.BlinkTableMigration`'s apply does (it reads its own
+        record of the answer), or ``acknowledge_risks``.
     :param acknowledge_risks: apply removals although no person approved the plan in review
         (as Blink's own tool's ``acknowledge_risks``). By default a plan with a removal is
-        refused, before anything is sent, unless the review named by ``review_task_id`` approved
-        it. ``True``/``False``, or a template that renders one.
+        refused, before anything is sent. ``True``/``False``, or a template that renders one.
     :param create_table: create the table with its declared fields when Blink does not have it
         (by default a missing table fails the task, naming this flag).
     :param lock_wait: seconds to wait for another apply of the same table to finish (default 0:
@@ -221,14 +221,15 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         "names": {name: Blink's name of each field, where it is not the declared name}, "outcome",
         "rate_limited"}``, with
         ``"table_name"`` (Blink's name of the table) when it created the table, ``"approved_by"``
-        and ``"approved_at"`` when a person approved the plan, or ``"acknowledged": true`` with
+        and ``"approved_at"`` when a person approved the plan in the review this task asked (see
+        :class:`~blinkops_provider.task_groups.BlinkTableMigration`), or ``"acknowledged": true`` with
         ``acknowledge_risks``; an outcome being
         ``added``, ``changed``, ``removed``, ``unchanged``, ``applied``, ``failed`` or ``unknown``
         (in flight when interrupted); with ``plan_only``, the plan
         (:meth:`~blinkops_provider.migrations.SchemaPlan.to_xcom`).
     :raises BlinkInputError: invalid entries, before any request; a ``review_task_id`` that names
-        no approval task upstream, or whose answer rejected the plan; a removal neither approved
-        nor acknowledged, before anything is sent.
+        no approval task upstream, or whose answer rejected the plan; a removal not acknowledged,
+        before anything is sent.
     :raises BlinkStalePlanError: ``plan`` is not what would be applied now, before anything is sent.
     :raises BlinkLockedError: another apply of the table holds its lock, before anything is sent.
     :raises BlinkNotFoundError: no such table, and ``create_table`` is False, before anything is sent.
@@ -291,7 +292,12 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         self._declared = [{"field": name, **update.to_body()} for name, update in request.declared.fields]  # lineage
         if self.plan_only:
             return self._plan(request)
-        approval = approval_from_review(self, context.get("ti"), self.review_task_id)  # Airflow's record of the review
+        approval_from_review(self, context.get("ti"), self.review_task_id)  # a Reject there stops; it approves nothing
+        return self._apply(context, request, None)
+
+    def _apply(self, context: Context, request: Request, approval: dict[str, str] | None) -> dict[str, Any]:
+        """Apply the request, ``approval`` being a person's Approve read from Airflow's record of the
+        answer (None: none); the XCom is pushed on every way out."""
         let_through = who_let_through(approval, request.acknowledge_risks)
         report = ApplyReport(str(self.ws_id), str(self.table), self.log, self.fail_fast)
         result: ApplyResult | None = None
