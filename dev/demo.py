@@ -209,18 +209,19 @@ def main() -> int:
 
         # Airflow 3.3's `dags test` waits for the review's answer, which the demo gives as a person's is
         # recorded. Airflow 2.11 has no review step, and 3.1's `dags test` cannot run one (its test
-        # supervisor does not serve the review's read of the answer): there, the DAG's param
-        # acknowledges the removal, and the review (3.1) is marked a success unrun.
+        # supervisor does not serve the review's read of the answer): there, the DAG's params ask no
+        # one (review_policy never) and acknowledge the removal.
         line = tuple(int(part) for part in version("apache-airflow").split(".")[:2])
         reviewed = line >= (3, 3)
-        unrun = [] if reviewed or line < (3, 1) else ["--mark-success-pattern", r".*\.review"]
+        unasked = {} if reviewed else {"review_policy": "never"}
+        unrun = [] if reviewed or line < (3, 1) else ["-c", json.dumps(unasked)]
         if ws_id and table:
-            conf = json.dumps({"ws_id": ws_id, "table": table, "acknowledge_risks": not reviewed})
+            conf = json.dumps({"ws_id": ws_id, "table": table, "acknowledge_risks": not reviewed, **unasked})
             now = dt.datetime.now(dt.UTC).replace(microsecond=0)
             for number, when in enumerate((now - dt.timedelta(minutes=1), now), start=1):
                 log = logs / f"{MIGRATION}-{number}.log"
                 # The plan's review is answered here as a person's answer is recorded (Airflow 3.1+).
-                test = [*airflow, "dags", "test", MIGRATION, when.isoformat(), "-c", conf, *unrun]
+                test = [*airflow, "dags", "test", MIGRATION, when.isoformat(), "-c", conf]
                 with approving(reviewed):
                     run(
                         f"Schema migration of {ws_id}/{table}, run {number}: plan, review, apply ({MIGRATION})",

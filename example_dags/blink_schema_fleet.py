@@ -10,8 +10,10 @@ file; the format of `blink_table_schema_migration.json`):
    policy (`review_policy`: `always`, `changes` by default, `destructive` or `never`) says so: a
    summary first, the tables with refused or destructive changes first. Reject fails it.
 4. `fleet.apply` applies each table's plan (one mapped task per table, in the pool
-   `blink_applies`, the fleet's limit on concurrent applies across workers); a removal only on
-   the review's recorded approval. A table whose apply fails does not stop the others.
+   `blink_applies`, the fleet's limit on concurrent applies across workers). A table whose plan
+   removes fields asks a person to approve those removals in its apply (Airflow keeps each task's
+   record of an answer for that task alone), unless `acknowledge_risks`. A table whose apply fails
+   does not stop the others.
 5. `fleet.summary` says which tables were applied, unchanged, failed (and why), stale or rejected,
    and fails the run when any failed or went stale, or the review rejected the plans.
 

@@ -10,14 +10,14 @@ default `blink_table_schema_migration.json` beside this file) to one Blink table
    on), `remove` (a tombstone `{"field": ..., "remove": true}`, with the rows that lose their
    values), `unchanged` or `refused`; it shows what changed in Blink since the last apply (drift).
    It writes nothing.
-3. `migrate.review` (Airflow 3.1 and later) asks a person in Required Actions when the plan adds,
-   changes, removes or refuses anything (the review policy `changes`), showing the plan with its
-   fingerprint, removals and destructive changes first. Reject fails this task, naming who
-   rejected which plan and when: nothing is applied, and the run is red.
-4. `migrate.apply` applies exactly the planned plan: it plans again under the table's lock and
-   refuses a plan that changed since. A removal is sent only on the approval Airflow recorded for
-   `migrate.review` (its XCom and the schema record name who approved and when), or with the
-   param `acknowledge_risks` (Airflow 2.11 has no review step).
+3. `migrate.apply` (on Airflow 3.1 and later) asks a person in Required Actions when the plan adds,
+   changes, removes or refuses anything (the review policy `changes`), showing the plan it made
+   with its fingerprint, removals and destructive changes first. Reject fails this task, naming
+   who rejected which plan and when: nothing is applied, and the run is red.
+4. On the answer, `migrate.apply` reads Airflow's record of it and applies exactly the plan shown:
+   it plans again under the table's lock and refuses a plan that changed since. A removal is sent
+   only on a person's Approve so read (its XCom and the schema record name who approved and when),
+   or with the param `acknowledge_risks` (Airflow 2.11 has no review step).
 5. `migrate.announce` (a teardown) gives the table's asset event for what a failed apply changed.
 
 **Trigger** it with the params `ws_id` and `table`. **Adapt it**: set the Airflow Variable
@@ -46,6 +46,12 @@ with DAG(
             type="string",
             description="The declared schema (a JSON file): a path relative to this DAG file's folder, or absolute",
         ),
+        "review_policy": Param(
+            "changes",
+            enum=["always", "changes", "destructive", "never"],
+            description="When a person approves: always; when anything changes; only when a change is refused or "
+            "destructive; or never (a removal then needs acknowledge_risks)",
+        ),
         "acknowledge_risks": Param(
             False,
             type="boolean",
@@ -64,6 +70,7 @@ with DAG(
         table="{{ params.table }}",
         schema="{{ params.schema_file }}",  # by default blink_table_schema_migration.json, beside this file
         record_path="{{ var.value.get('blink_schema_records', '/tmp/blink_schema_records') }}/",
+        review_policy="{{ params.review_policy }}",
         acknowledge_risks="{{ params.acknowledge_risks }}",
     )
     # [END howto_task_group_table_migration]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -38,9 +38,15 @@ def waiting_reviews(session: Any) -> list[tuple[str, str, str, int]]:
 
 def answer(dag_id: str, run_id: str, task_id: str, map_index: int, *, option: str, user: str, session: Any) -> None:
     """Answer one review with ``option`` as ``user``, through the REST API's own handler."""
+    from airflow.api_fastapi.app import get_auth_manager, init_auth_manager
     from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
     from airflow.api_fastapi.core_api.datamodels.hitl import UpdateHITLDetailPayload
     from airflow.api_fastapi.core_api.routes.public.hitl import update_hitl_detail
+
+    try:
+        get_auth_manager()  # (the handler asks it whether the user may answer a review with assigned users)
+    except RuntimeError:  # not made yet in this process, as the API server makes it when it starts
+        init_auth_manager()
 
     update_hitl_detail(
         dag_id=dag_id,
@@ -88,8 +94,34 @@ def resume_stranded(session: Any, now: Any) -> int:
     return len(rows)
 
 
+def time_out(session: Any, run_id: str, task_id: str, map_index: int) -> None:
+    """A review nobody answered, ended as Airflow's scheduler ends one whose ``response_timeout``
+    passed without an answer or defaults: resumed with its timeout event."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.models.trigger import handle_event_submit
+    from airflow.triggers.base import TriggerEvent
+
+    ti = session.query(TaskInstance).filter_by(run_id=run_id, task_id=task_id, map_index=map_index).one()
+    event = {"error": "The Human-in-the-loop response timeout has passed without a response.", "error_type": "timeout"}
+    handle_event_submit(TriggerEvent(event), task_instance=ti, session=session)
+    session.commit()
+
+
+Act = Callable[[Any, str, str, str, int], None]
+"""What a reviewer does with one waiting review: ``act(session, dag_id, run_id, task_id, map_index)``."""
+
+
 def answer_waiting(*, option: str = "Approve", user: str = "reviewer") -> list[str]:
     """Answer every review waiting now, and resume any answered one left waiting; the task ids answered."""
+
+    def act(session: Any, dag_id: str, run_id: str, task_id: str, map_index: int) -> None:
+        answer(dag_id, run_id, task_id, map_index, option=option, user=user, session=session)
+
+    return act_on_waiting(act)
+
+
+def act_on_waiting(act: Act) -> list[str]:
+    """``act`` on every review waiting now, and resume any answered one left waiting; the task ids acted on."""
     import datetime as dt
 
     from airflow.utils.session import create_session
@@ -97,7 +129,7 @@ def answer_waiting(*, option: str = "Approve", user: str = "reviewer") -> list[s
     done = []
     with create_session() as session:
         for dag_id, run_id, task_id, map_index in waiting_reviews(session):
-            answer(dag_id, run_id, task_id, map_index, option=option, user=user, session=session)
+            act(session, dag_id, run_id, task_id, map_index)
             done.append(task_id)
         resume_stranded(session, dt.datetime.now(dt.UTC))
     return done
@@ -108,19 +140,39 @@ def reviewing(*, option: str = "Approve", user: str = "reviewer", every: float =
     """While the block runs, a thread answers each review that waits (``every`` seconds between
     looks, on an event that the block's end sets); yields the task ids answered so far. Where
     Airflow has no review step (before 3.1), nothing."""
+
+    def act(session: Any, dag_id: str, run_id: str, task_id: str, map_index: int) -> None:
+        answer(dag_id, run_id, task_id, map_index, option=option, user=user, session=session)
+
+    with reviewing_with(act, every=every) as answered:
+        yield answered
+
+
+@contextmanager
+def reviewing_with(act: Act, *, every: float = 0.2) -> Iterator[list[str]]:
+    """While the block runs, a thread does ``act`` with each review that waits (``every`` seconds
+    between looks, on an event that the block's end sets); yields the task ids acted on so far.
+    Where Airflow has no review step (before 3.1), nothing."""
     if importlib.util.find_spec("airflow.models.hitl") is None:  # Airflow before 3.1: no review to answer
         yield []
         return
-    answered: list[str] = answer_waiting(option=option, user=user)  # (imports Airflow's models here, not in the thread)
+    answered: list[str] = act_on_waiting(act)  # (imports Airflow's models here, not in the thread)
     stop = threading.Event()
     errors: list[BaseException] = []
+    failed: list[BaseException] = []
 
     def loop() -> None:
+        from sqlalchemy.exc import OperationalError
+
         while not stop.wait(every):
             try:
-                answered.extend(answer_waiting(option=option, user=user))
-            except Exception as err:  # a locked SQLite DB: looked at again next time
+                answered.extend(act_on_waiting(act))
+            except OperationalError as err:  # a locked SQLite DB: looked at again next time
                 errors.append(err)
+            except Exception as err:  # a mistake of the test's own: end the run's waiting reviews, say it
+                failed.append(err)
+                act_on_waiting(lambda session, _, run_id, task_id, index: time_out(session, run_id, task_id, index))
+                return
 
     thread = threading.Thread(target=loop, name="reviewer", daemon=True)
     thread.start()
@@ -129,5 +181,7 @@ def reviewing(*, option: str = "Approve", user: str = "reviewer", every: float =
     finally:
         stop.set()
         thread.join(timeout=30)
+    if failed:
+        raise AssertionError(f"the reviewer failed (the waiting reviews were timed out): {failed[0]!r}") from failed[0]
     if errors and not answered:
         raise AssertionError(f"no review was answered; the reviewer met: {errors[-1]!r}") from errors[-1]

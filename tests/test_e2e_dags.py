@@ -76,6 +76,16 @@ review task is marked a success unrun, and a removal needs ``acknowledge_risks``
 the review itself is tested on 3.3 (here, and in the browser test)."""
 
 
+@pytest.fixture(autouse=True)
+def no_review_step_where_dag_test_cannot_run_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before Airflow 3.3, dag.test() cannot run a task that asks a person (above): the groups are
+    built as on 2.11, without the review step (a removal needs ``acknowledge_risks``)."""
+    if not REVIEWS_IN_DAG_TEST:
+        from blinkops_provider import task_groups
+
+        monkeypatch.setattr(task_groups, "review_step_available", lambda: False)
+
+
 def run_reviewed(dag: Any, *, user: str, option: str = "Approve", **kwargs: Any) -> tuple[Any, list[str]]:
     """``dag.test(**kwargs)``, each review answered ``option`` by ``user`` as a person's answer is
     recorded (tests/reviewer.py); where dag.test() cannot run a review, it is marked a success."""
@@ -222,8 +232,13 @@ def test_the_plan_is_made_against_blink_then_all_unchanged(blink_sandbox: BlinkS
     assert "The baseline is the table as Blink holds it" in plan["text"]
     assert xcom_of(task_of(second, "migrate.apply"), dag)["outcomes"] == dict.fromkeys(names, "unchanged")
     if REVIEWS_IN_DAG_TEST:  # a person is asked only when there is something to review
-        reviews = (state(task_of(first, "migrate.review")), state(task_of(second, "migrate.review")))
-        assert reviews == ("success", "skipped")
+        from airflow.models.hitl import HITLDetail
+        from airflow.models.taskinstance import TaskInstance
+        from airflow.utils.session import create_session
+
+        with create_session() as session:
+            asked = {ti.run_id for ti in (session.get(TaskInstance, row.ti_id) for row in session.query(HITLDetail))}
+        assert (first.run_id in asked, second.run_id in asked) == (True, False)
         applied = xcom_of(task_of(first, "migrate.apply"), dag)
         assert applied["approved_by"] == "alice" and applied["approved_at"].startswith("20")
         record = json.loads((records / "ws-demo" / "Incidents.json").read_text())
@@ -273,14 +288,13 @@ needs_review = pytest.mark.skipif(
 def test_a_reject_fails_the_review_naming_who_and_sends_nothing(
     blink_sandbox: BlinkSandbox, records: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """#55: a person rejects the plan: the review task is red and says who rejected which plan and
-    when; the apply never runs, nothing is written to Blink, and the run is failed."""
+    """#55: a person rejects the plan: the apply, which asked, is red and says who rejected which
+    plan and when; nothing is written to Blink, and the run is failed."""
     dag = load_dag("blink_table_schema_migration.py")
     run = migrate(dag, option="Reject")
     printed = "".join(capfd.readouterr())
     assert state(run) == "failed"
-    assert state(task_of(run, "migrate.review")) == "failed"
-    assert state(task_of(run, "migrate.apply")) in ("upstream_failed", "skipped")
+    assert state(task_of(run, "migrate.apply")) == "failed"
     fingerprint = xcom_of(task_of(run, "migrate.plan"), dag)["fingerprint"]
     assert (
         f"rejected in review: nothing was applied: alice rejected plan {fingerprint} of ws-demo/Incidents at "
@@ -300,8 +314,7 @@ def test_an_acknowledged_removal_skips_the_review_only_under_destructive(
     dag = migration_dag(dags_folder, [{"field": "Affected hosts", "remove": True}], policy=policy)
     run, answered = run_reviewed(dag, user="dave", run_conf={"acknowledge_risks": True})
     assert state(run) == "success"
-    assert answered == (["migrate.review"] if asked else [])
-    assert state(task_of(run, "migrate.review")) == ("success" if asked else "skipped")
+    assert answered == (["migrate.apply"] if asked else [])  # the apply asks, and reads its own record
     applied = xcom_of(task_of(run, "migrate.apply"), dag)
     assert applied["outcomes"] == {"Affected hosts": "removed"}
     assert (applied.get("approved_by"), applied.get("acknowledged")) == (("dave", None) if asked else (None, True))
@@ -744,11 +757,12 @@ def test_the_docs_one_line_dag_runs_as_written(
 def test_the_docs_dag_wired_by_hand_runs_as_written(
     blink_sandbox: BlinkSandbox, records: Path, dags_folder: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """#55 item 5: the operators wired by hand with review_task_id, as the page shows them."""
+    """#55 item 5: the operators wired by hand with review_task_id, as the page shows them: the
+    review's Approve lets the apply run; its XCom, a copy, names no approver (#63 item 1)."""
     (dags_folder / "incidents_by_hand.py").write_text(docs_code("## Wiring the operators yourself") + "\n")
     printed = docs_dag_test(dags_folder, capfd, "incidents_by_hand.py")
     assert "Schema of ws-demo/Incidents: 1 of 1 fields applied (1 changed)" in printed, printed[-3000:]
-    assert re.search(r"Plan [0-9a-f]{16} approved by erin at 20\S+ in review", printed), printed[-3000:]
+    assert not re.search(r"approved by erin", printed), printed[-3000:]
 
 
 def test_tables_pulled_into_a_folder_plan_all_unchanged_in_the_fleet_asking_no_review(
@@ -823,3 +837,115 @@ def test_an_answer_overwritten_by_dag_tests_own_write_is_resumed_not_waited_on_f
     assert state(run) == "success"
     apply = xcom_of(task_of(run, "migrate.apply"), load_dag("blink_table_schema_migration.py"))
     assert apply["approved_by"] == "alice"
+
+
+# -- #63 item 1: an approval that an XCom edit cannot forge ------------------------------------------
+
+ASSIGNED_DAG = """
+import pendulum
+from airflow.providers.common.compat.sdk import DAG
+from blinkops_provider.task_groups import BlinkTableMigration
+
+with DAG("blink_assigned_review", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC")) as dag:
+    BlinkTableMigration(
+        "migrate",
+        ws_id="ws-demo",
+        table="Incidents",
+        schema=[{"field": "Affected hosts", "remove": True}],
+        record_path="{{ var.value.blink_schema_records }}/",
+        assigned_users=[{"id": "alice", "name": "alice"}],
+    )
+"""
+FORGED_APPROVE = {
+    "chosen_options": ["Approve"],
+    "params_input": {},
+    "responded_at": "2026-11-28T01:02:03+00:00",
+    "responded_by_user": {"id": "alice", "name": "alice"},
+}
+
+
+def forge_xcoms(session: Any, dag_id: str, run_id: str) -> None:
+    """What a user allowed to edit XComs (not to answer reviews) can do through Airflow's REST API
+    (its handlers, called as the API server calls them): an "Approve" as the asking task's return
+    value, and a plan XCom that claims a review."""
+    from airflow.api_fastapi.common.dagbag import create_dag_bag
+    from airflow.api_fastapi.core_api.datamodels.xcom import XComCreateBody, XComUpdateBody
+    from airflow.api_fastapi.core_api.routes.public.xcom import create_xcom_entry, update_xcom_entry
+
+    body = XComCreateBody(key="return_value", value=FORGED_APPROVE)
+    create_xcom_entry(dag_id, "migrate.apply", run_id, body, session=session, dag_bag=create_dag_bag())
+    claim = {"review": {"reviewed": True}, "approved_by": "alice", **FORGED_APPROVE}
+    update_xcom_entry(dag_id, "migrate.plan", run_id, "return_value", XComUpdateBody(value=claim), session=session)
+    session.commit()
+
+
+def review_as(act: Any) -> Any:
+    """While the block runs, ``act(session, dag_id, run_id, task_id, map_index)`` on each review that
+    waits (tests/reviewer.py's loop, with another answer)."""
+    from tests import reviewer
+
+    return reviewer.reviewing_with(act)
+
+
+@needs_review
+@pytest.mark.parametrize("then", ["Reject", "no answer"])
+def test_an_approve_written_into_xcoms_through_the_rest_api_removes_nothing(
+    blink_sandbox: BlinkSandbox, records: Path, dags_folder: Path, then: str
+) -> None:
+    from tests import reviewer
+
+    (dags_folder / "assigned.py").write_text(ASSIGNED_DAG)
+    dag = load_dag("assigned.py", dags_folder)
+    seen: list[tuple[str, int]] = []
+
+    def act(session: Any, dag_id: str, run_id: str, task_id: str, map_index: int) -> None:
+        forge_xcoms(session, dag_id, run_id)
+        waiting = [task for _, run, task, _ in reviewer.waiting_reviews(session) if run == run_id]
+        seen.append((task_id, len([r for r in blink_sandbox.requests if r["method"] != "GET"])))
+        assert waiting == ["migrate.apply"]  # the forged answer resumed nothing: the apply still waits
+        if then == "Reject":
+            reviewer.answer(dag_id, run_id, task_id, map_index, option="Reject", user="alice", session=session)
+        else:  # no one answers: the review times out, as a person's silence does
+            reviewer.time_out(session, run_id, task_id, map_index)
+
+    with reviewer.reviewing_with(act):
+        run = dag.test()
+    assert seen == [("migrate.apply", 0)]
+    assert state(run) == "failed" and state(task_of(run, "migrate.apply")) == "failed"
+    assert [r for r in blink_sandbox.requests if r["method"] == "DELETE"] == []
+    assert "Affected hosts" in {f["name"] for f in blink_sandbox.store.fields("ws-demo", "Incidents")}
+
+
+@needs_review
+@pytest.mark.parametrize(("user", "removed"), [("mallory", False), ("alice", True)])
+def test_only_an_assigned_users_answer_through_the_rest_api_lets_the_removal_through(
+    blink_sandbox: BlinkSandbox,
+    records: Path,
+    dags_folder: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    user: str,
+    removed: bool,
+) -> None:
+    """Airflow's handler lets anyone answer when its auth manager says so (the simple one's
+    all-admins mode, as ``make airflow-ui`` runs): then only an answer from one of the review's
+    ``assigned_users`` lets the removal through."""
+    from tests import reviewer
+
+    monkeypatch.setenv("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS", "True")
+    (dags_folder / "assigned.py").write_text(ASSIGNED_DAG)
+    dag = load_dag("assigned.py", dags_folder)
+
+    def act(session: Any, dag_id: str, run_id: str, task_id: str, map_index: int) -> None:
+        reviewer.answer(dag_id, run_id, task_id, map_index, option="Approve", user=user, session=session)
+
+    with reviewer.reviewing_with(act):
+        run = dag.test()
+    printed = "".join(capfd.readouterr())
+    deletes = [r for r in blink_sandbox.requests if r["method"] == "DELETE"]
+    assert (state(run) == "success", len(deletes)) == (removed, int(removed)), printed[-3000:]
+    if removed:
+        applied = xcom_of(task_of(run, "migrate.apply"), dag)
+        assert applied["outcomes"] == {"Affected hosts": "removed"} and applied["approved_by"] == "alice"
+    else:
+        assert "answered by 'mallory' (id mallory), who is not among its assigned_users (alice (id alice))" in printed

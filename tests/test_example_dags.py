@@ -82,12 +82,11 @@ EXPECTED = {
         "tasks": {
             "migrate.schema": "_PythonDecoratedOperator",
             "migrate.plan": "UpdateTableFieldsOperator",
-            "migrate.apply": "UpdateTableFieldsOperator",
+            "migrate.apply": "ReviewedApply" if HAS_APPROVAL else "UpdateTableFieldsOperator",  # it asks itself
             "migrate.announce": "_PythonDecoratedOperator",
-            **({"migrate.review": "PlanReview"} if HAS_APPROVAL else {}),
         },
         "schedule": "None",
-        "params": ["acknowledge_risks", "schema_file", "table", "ws_id"],
+        "params": ["acknowledge_risks", "review_policy", "schema_file", "table", "ws_id"],
     },
     "blink_connection_types_nightly_sync.py": {
         "dag_id": "blink_connection_types_nightly_sync",

@@ -52,11 +52,11 @@ def test_the_migration_emits_the_table_with_its_schema(blink_sandbox: BlinkSandb
     from tests.test_e2e_dags import REVIEWS_IN_DAG_TEST
 
     # Airflow 3.3: the review is answered as a person's is; before, `dags test` cannot run it (3.1)
-    # or there is none (2.11): the review is marked a success unrun, and the removal acknowledged.
-    conf = json.dumps({"ws_id": "ws-demo", "table": "Incidents", "acknowledge_risks": not REVIEWS_IN_DAG_TEST})
-    unrun = [] if REVIEWS_IN_DAG_TEST else ["--mark-success-pattern", r".*\.review"]
+    # or there is none (2.11): no one is asked (review_policy never), and the removal acknowledged.
+    conf = {"ws_id": "ws-demo", "table": "Incidents", "acknowledge_risks": not REVIEWS_IN_DAG_TEST}
+    conf.update({} if REVIEWS_IN_DAG_TEST else {"review_policy": "never"})
     with reviewing(user="lineage") if REVIEWS_IN_DAG_TEST else contextlib.nullcontext():
-        events = run_with_lineage("blink_table_schema_migration", tmp_path, "-c", conf, *unrun)
+        events = run_with_lineage("blink_table_schema_migration", tmp_path, "-c", json.dumps(conf))
     (output,) = completed(events, "migrate.apply")["outputs"]
     assert (output["namespace"], output["name"]) == (
         f"blink://{asset_host(blink_sandbox.base_url)}",

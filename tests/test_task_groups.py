@@ -241,59 +241,46 @@ def test_the_apply_asks_showing_the_plan_it_made_or_applies_when_no_one_is_asked
     assert blink.deletes == [] and [r.method for r in m.request_history if r.method != "GET"] == []
 
 
-class Record:
-    """Airflow's record of an answer, as the Task SDK serves it (HITLDetailResponse's members)."""
-
-    def __init__(self, option: str | None, user: tuple[str, str] = ("7", "alice")) -> None:
-        self.response_received = option is not None
-        self.chosen_options = [option] if option else None
-        self.responded_by_user = type("User", (), {"id": user[0], "name": user[1]})() if option else None
-        self.responded_at = dt.datetime(2026, 11, 28, 1, 2, 3, tzinfo=dt.UTC) if option else None
-
-
-def answered(monkeypatch: pytest.MonkeyPatch, record: Record) -> list[Any]:
-    """Airflow's record of this task's answer (``get_hitl_detail_content_detail``), and the ids asked about."""
-    from airflow.sdk.execution_time import hitl
-
-    asked: list[Any] = []
-    monkeypatch.setattr(hitl, "get_hitl_detail_content_detail", lambda ti_id: asked.append(ti_id) or record)
-    return asked
-
-
-APPROVE_EVENT = {"chosen_options": ["Approve"], "params_input": {}, "responded_at": dt.datetime.now(dt.UTC),
-                 "responded_by_user": {"id": "7", "name": "alice"}}  # fmt: skip
+def record(option: str | None, user: tuple[str, str] = ("7", "alice")) -> dict[str, Any]:
+    """Airflow's record of an answer as it resumes the task that asked (``HITLDetail``'s resume
+    payload): ``responded_by_user`` None when no person answered (a timeout)."""
+    return {
+        "chosen_options": [option] if option else [],
+        "params_input": {},
+        "responded_at": dt.datetime(2026, 11, 28, 1, 2, 3, tzinfo=dt.UTC),
+        "responded_by_user": {"id": user[0], "name": user[1]} if option else None,
+        "timedout": option is None,
+    }
 
 
 @needs_review
 @pytest.mark.parametrize(
-    ("record", "said"),
+    ("answer", "said"),
     [
-        (Record("Reject"), "rejected in review: nothing was applied: alice rejected plan"),
-        (Record(None), "Airflow records no answer to the review of plan"),
+        (record("Reject"), "rejected in review: nothing was applied: alice rejected plan"),
+        (record(None), "Airflow records no person's answer to the review of plan"),
         (
-            Record("Approve", ("8", "mallory")),
+            record("Approve", ("8", "mallory")),
             r"answered by 'mallory' \(id 8\), who is not among its assigned_users \(alice \(id 7\)\)",
         ),
     ],
 )
-def test_only_airflows_record_of_an_assigned_users_approve_applies_whatever_the_event_says(
-    blink_conn: None, monkeypatch: pytest.MonkeyPatch, record: Record, said: str
+def test_only_an_assigned_persons_approve_in_airflows_record_applies(
+    blink_conn: None, answer: dict[str, Any], said: str
 ) -> None:
-    asked = answered(monkeypatch, record)
     apply = asking_apply(assigned_users=[{"id": "7", "name": "alice"}])
     ti = Ti()
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
         with pytest.raises(AirflowFailException, match=said):
-            apply.execute_complete({"ti": ti, "task_instance": ti}, APPROVE_EVENT, shown="0123456789abcdef")
-    assert asked == [ti.id] and blink.deletes == [] and m.call_count == 0
+            apply.execute_complete({"ti": ti, "task_instance": ti}, answer, shown="0123456789abcdef")
+    assert blink.deletes == [] and m.call_count == 0 and "return_value" not in ti.pushed
 
 
 @needs_review
 def test_an_assigned_users_approve_in_airflows_record_applies_the_plan_shown_naming_them(
     blink_conn: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    answered(monkeypatch, Record("Approve"))
     AskedFor(monkeypatch)
     apply = asking_apply(assigned_users=[{"id": "7", "name": "alice"}])
     ti = Ti()
@@ -302,7 +289,7 @@ def test_an_assigned_users_approve_in_airflows_record_applies_the_plan_shown_nam
         with pytest.raises(waiting()) as waits:
             apply.execute({"ti": ti, "task_instance": ti})
         shown = waits.value.kwargs["shown"]
-        result = apply.execute_complete({"ti": ti, "task_instance": ti}, {"chosen_options": ["Reject"]}, shown=shown)
+        result = apply.execute_complete({"ti": ti, "task_instance": ti}, record("Approve"), shown=shown)
     assert result["outcomes"]["fld_old"] == "removed" and blink.deletes == [("T", "fld_old")]
     assert (result["approved_by"], result["approved_at"]) == ("alice", "2026-11-28T01:02:03+00:00")
 
@@ -313,11 +300,10 @@ def test_a_plan_that_changed_after_it_was_shown_is_stale_and_nothing_is_sent(
 ) -> None:
     from blinkops_provider.exceptions import BlinkStalePlanError
 
-    answered(monkeypatch, Record("Approve"))
     apply = asking_apply()
     ti = Ti()
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
         with pytest.raises(BlinkStalePlanError):
-            apply.execute_complete({"ti": ti, "task_instance": ti}, APPROVE_EVENT, shown="0123456789abcdef")
+            apply.execute_complete({"ti": ti, "task_instance": ti}, record("Approve"), shown="0123456789abcdef")
     assert blink.deletes == [] and blink.puts == []

@@ -246,7 +246,9 @@ def test_a_plan_xcom_that_claims_a_review_never_removes_a_field(
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
         plan = {**plan_schema(hook, "ws-1", "Incidents", removing, record_path=records).to_xcom(), **claim}
-        with pytest.raises(BlinkInputError, match=r"the review the applying task asked.*acknowledge_risks=True") as refused:
+        with pytest.raises(
+            BlinkInputError, match=r"the review the applying task asked.*acknowledge_risks=True"
+        ) as refused:
             apply_schema(hook, "ws-1", "Incidents", removing, record_path=records, plan=plan)
         assert "Nothing was sent" in str(refused.value)
         assert m.request_history and all(r.method == "GET" for r in m.request_history)

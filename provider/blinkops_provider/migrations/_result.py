@@ -46,14 +46,18 @@ class ApplyResult(FieldUpdates):
         """Blink's name of each declared field where it is not the declared name, by declared name:
         of a field this apply added (where Blink's answer or read gave it), and of one the plan found
         under another name (by its display name, or the record's note), whatever its outcome."""
+        names = {row.field: row.blink_name for row in self.plan.fields if row.blink_name} if self.plan else {}
+        names.update(self._added_names())
+        return {name: names[name] for name in self.order if name in names}
+
+    def _added_names(self) -> dict[str, str]:
+        """Blink's name of each field this apply added, where Blink's answer or read gave it."""
         classify = self._classifier()
-        found = {row.field: row.blink_name for row in self.plan.fields if row.blink_name} if self.plan else {}
-        added = {
+        return {
             name: stored.name
             for name in self.order
             if (stored := self.applied.get(name)) is not None and stored.name and classify(name) == FieldOutcome.ADDED
         }
-        return {name: added.get(name) or found[name] for name in self.order if name in added or name in found}
 
     @property
     def ok(self) -> bool:

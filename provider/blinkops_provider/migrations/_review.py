@@ -5,12 +5,14 @@ whether a plan may be applied (:func:`admit`: the approved plan is the one that 
 and a removal is approved or acknowledged). Every apply asks :func:`admit` before it sends anything.
 
 The evidence of a person's Approve is Airflow's record of the answer (the human-in-the-loop
-detail: chosen options, responded by, responded at), read by the task that asked: the apply of a
-:class:`~blinkops_provider.task_groups.BlinkTableMigration` asks the person itself and reads its
-own record (:func:`approval_from_record`); a task may read no other task's record (Airflow's
-execution API serves a task only its own). An XCom is a copy that a user allowed to edit XComs may
-overwrite, so the answer a review task pushed (``review_task_id``) is read only to stop on a
-Reject (:func:`approval_from_review`); it never lets a removal through. A removal is sent only
+detail: chosen options, responded by, responded at), as Airflow hands it to the task that asked
+when it resumes that task: the apply of a :class:`~blinkops_provider.task_groups.BlinkTableMigration`
+asks the person itself (:func:`approval_from_record`). A task can read no other task's record
+(Airflow 3.3's execution API serves the detail only to the task instance it belongs to, and a
+worker's supervisor does not serve the Task SDK's read of it at all). An XCom is a copy that a
+user allowed to edit XComs may overwrite, so the answer a review task pushed
+(``review_task_id``) is read only to stop on a Reject (:func:`approval_from_review`); it never
+lets a removal through. A removal is sent only
 with a person's Approve read from Airflow's record, or with ``acknowledge_risks``.
 """
 
@@ -182,37 +184,52 @@ def approval_from_review(task: Any, ti: Any, review_task_id: str | None) -> None
         raise BlinkInputError(rejection(answer, "this plan"))
 
 
-def approval_from_record(record: Any, assigned: Sequence[Mapping[str, Any]] | None, what: str) -> dict[str, str]:
-    """Who approved, and when (``{"approved_by", "approved_at"}``), read from Airflow's record of
-    the answer to the review this task asked (its human-in-the-loop detail, as the Task SDK serves
-    it to the task itself: ``response_received``, ``chosen_options``, ``responded_by_user``,
-    ``responded_at``).
+def _who_answered(record: Any) -> dict[str, str] | None:
+    """The person a recorded answer names (``{"id", "name"}``); None when no person answered."""
+    user = record.get("responded_by_user") if isinstance(record, Mapping) else None
+    if not isinstance(user, Mapping):
+        return None
+    return {"id": str(user.get("id") or ""), "name": str(user.get("name") or "")}
 
-    :param record: that detail.
-    :param assigned: the review's ``assigned_users`` (``{"id", "name"}``): when given, only their
-        answer counts.
-    :param what: the plan, as the messages name it.
-    :raises BlinkInputError: no answer recorded, a Reject, or an answer from someone the review
-        was not assigned to: nothing may be sent.
-    """
-    options = [str(option) for option in (getattr(record, "chosen_options", None) or [])]
-    user = getattr(record, "responded_by_user", None)
-    who = {"id": str(getattr(user, "id", "") or ""), "name": str(getattr(user, "name", "") or "")}
-    answer = {"responded_by_user": who, "responded_at": getattr(record, "responded_at", None)}
-    if not getattr(record, "response_received", False) or not options:
-        raise BlinkInputError(f"Airflow records no answer to the review of {what}: nothing was applied")
-    if Decision.REJECT in options:
-        raise BlinkInputError(rejection(answer, what))
+
+def _check_assigned(who: Mapping[str, str], assigned: Sequence[Mapping[str, Any]] | None, what: str) -> None:
+    """:raises BlinkInputError: the review names ``assigned`` users and ``who`` is not one of them."""
     allowed = {
         str(entry.get("id")): str(entry.get("name") or "") for entry in assigned or () if isinstance(entry, Mapping)
     }
-    if allowed and who["id"] not in allowed:
-        named = ", ".join(f"{one_line(name or id_)} (id {one_line(id_)})" for id_, name in sorted(allowed.items()))
-        raise BlinkInputError(
-            f"the review of {what} was answered by {one_line(who['name'] or who['id'])!r} (id {one_line(who['id'])}), "
-            f"who is not among its assigned_users ({named}): their answer counts for nothing, and nothing was "
-            "applied. Trigger the DAG again for a new review"
-        )
+    if not allowed or who["id"] in allowed:
+        return
+    named = ", ".join(f"{one_line(name or id_)} (id {one_line(id_)})" for id_, name in sorted(allowed.items()))
+    raise BlinkInputError(
+        f"the review of {what} was answered by {one_line(who['name'] or who['id'])!r} (id {one_line(who['id'])}), "
+        f"who is not among its assigned_users ({named}): their answer counts for nothing, and nothing was "
+        "applied. Trigger the DAG again for a new review"
+    )
+
+
+def approval_from_record(
+    record: Mapping[str, Any], assigned: Sequence[Mapping[str, Any]] | None, what: str
+) -> dict[str, str]:
+    """Who approved, and when (``{"approved_by", "approved_at"}``), read from Airflow's record of
+    the answer to the review this task asked, as Airflow hands it to that task when it resumes it
+    (the human-in-the-loop detail's ``chosen_options``, ``responded_by_user``, ``responded_at``:
+    Airflow builds it from the record when a person answers; no XCom, and nothing a user allowed
+    to edit XComs can write, reaches it).
+
+    :param record: that answer.
+    :param assigned: the review's ``assigned_users`` (``{"id", "name"}``): when given, only their
+        answer counts.
+    :param what: the plan, as the messages name it.
+    :raises BlinkInputError: no person's answer recorded, a Reject, or an answer from someone the
+        review was not assigned to: nothing may be sent.
+    """
+    options, who = chosen(record), _who_answered(record)
+    if who is None or not options:
+        raise BlinkInputError(f"Airflow records no person's answer to the review of {what}: nothing was applied")
+    answer = {"responded_by_user": who, "responded_at": record.get("responded_at")}
+    if Decision.REJECT in options:
+        raise BlinkInputError(rejection(answer, what))
+    _check_assigned(who, assigned, what)
     if Decision.APPROVE not in options:
         raise BlinkInputError(f"the review of {what} chose {options!r}, not {Decision.APPROVE!r}: nothing was applied")
     name, when = responder(answer)

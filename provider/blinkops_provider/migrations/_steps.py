@@ -116,22 +116,28 @@ class Steps:
         if not removed.applied:
             return removed
         try:
-            listed = {field.name for field in self.hook.get_table_fields(self.plan.ws_id, self.table_name)}
+            listed: set[str] | None = {f.name for f in self.hook.get_table_fields(self.plan.ws_id, self.table_name)}
+            why = ""
         except BlinkApiError as err:
             listed, why = None, f"Blink's fields read that confirms a removal failed: {err}"
         for name in [name for name in removed.applied if listed is None or self.blink[name] in listed]:
             del removed.applied[name]
-            if listed is not None and self.blink[name] in self.not_found:  # a 404 while Blink lists it: no removal
-                removed.failed[name] = self.not_found[self.blink[name]]
-                continue
-            removed.unknown.append(name)
-            removed.unconfirmed[name] = BlinkResponseError(
-                why
-                if listed is None
-                else f"its DELETE was answered with a 2xx (or a 404), but Blink's fields read still lists "
-                f"{self.blink[name]!r}: the answer was not Blink's, and the field and its values are still there"
-            )
+            self._not_removed(removed, name, why)
         return removed
+
+    def _not_removed(self, removed: FieldUpdates, name: str, why: str) -> None:
+        """A removal the fields read contradicts (or could not confirm: ``why``): a 404 of a field
+        Blink still lists failed; any other answer is ``unknown``."""
+        held = self.blink[name]
+        if not why and held in self.not_found:
+            removed.failed[name] = self.not_found[held]
+            return
+        removed.unknown.append(name)
+        removed.unconfirmed[name] = BlinkResponseError(
+            why
+            or f"its DELETE was answered with a 2xx (or a 404), but Blink's fields read still lists {held!r}: the "
+            "answer was not Blink's, and the field and its values are still there"
+        )
 
     def _change(self) -> FieldUpdates:
         """The fields to change (``PUT``), a batch: every planned body but the adds Blink lacks

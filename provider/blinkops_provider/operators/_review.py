@@ -2,9 +2,9 @@
 
 - :class:`ReviewedApply`: the apply that asks a person itself and, on an Approve, applies. The
   evidence of the Approve is Airflow's record of the answer to the review this very task asked
-  (the human-in-the-loop detail the Task SDK serves a task about itself), never an XCom: a task
-  may not read another task's record, and an XCom is a copy that a user allowed to edit XComs may
-  overwrite. :class:`~blinkops_provider.task_groups.BlinkTableMigration`'s ``apply``.
+  (the human-in-the-loop detail, which Airflow hands to the task when the person's answer resumes
+  it), never an XCom: a task may not read another task's record, and an XCom is a copy that a
+  user allowed to edit XComs may overwrite. :class:`~blinkops_provider.task_groups.BlinkTableMigration`'s ``apply``.
 - :class:`PlanReview`: Airflow's ``ApprovalOperator`` showing the plans of a fleet, one review for
   every table, failing itself on a Reject (nothing is applied). Each table's apply
   (a :class:`ReviewedApply`) then asks again only for removals that are not acknowledged, reading
@@ -144,9 +144,9 @@ class ReviewedApply(UpdateTableFieldsOperator):
 
     It plans against Blink; when a person must approve (the policy, judged from that plan's rows;
     with ``removals_only``, only when the plan removes fields that ``acknowledge_risks`` does not
-    acknowledge), it asks in Airflow's Required Actions, showing that plan, and waits. On the
-    answer it reads Airflow's record of it (the human-in-the-loop detail of this task, as the Task
-    SDK serves it; never the event or an XCom) and then applies exactly the plan shown, under the
+    acknowledge), it asks in Airflow's Required Actions, showing that plan, and waits. A person's
+    answer resumes it with Airflow's record of that answer (the human-in-the-loop detail of this
+    task; never an XCom), and it then applies exactly the plan shown, under the
     table's lock, or fails: a Reject names who rejected which plan and when, an answer from someone
     not among ``assigned_users`` counts for nothing, and a plan that changed meanwhile is stale.
     The apply's XCom and the record name who approved and when.
@@ -239,16 +239,15 @@ class ReviewedApply(UpdateTableFieldsOperator):
         self.defer(trigger=trigger, method_name="execute_complete", kwargs=shown)
 
     def execute_complete(self, context: Context, event: dict[str, Any], shown: str = "") -> Any:
-        """The answer arrived: read Airflow's record of it, then apply the plan shown, or fail."""
+        """The answer arrived: Airflow resumed this task with its record of the answer (built from the
+        human-in-the-loop detail when the person answered, kept with the task instance; no XCom).
+        Apply the plan shown on a person's Approve, or fail."""
         what = f"plan {one_line(shown)} of {one_line(f'{self.ws_id}/{self.table}')}"
         if isinstance(event, Mapping) and "error" in event:
             why = one_line(str(event.get("error")))
             raise AirflowFailException(f"the review of {what} was not answered ({why}): nothing was applied")
-        from airflow.sdk.execution_time.hitl import get_hitl_detail_content_detail
-
-        record = get_hitl_detail_content_detail(context["task_instance"].id)  # Airflow's record, not the event
-        try:
-            approval = approval_from_record(record, self.assigned_users, what)
+        try:  # the answer as Airflow recorded it and handed it to this task on resuming it
+            approval = approval_from_record(event, self.assigned_users, what)
         except BlinkInputError as err:  # a Reject, no answer, or someone not assigned: no retry helps
             raise AirflowFailException(str(err)) from None
         who, when = approval["approved_by"], approval["approved_at"]
