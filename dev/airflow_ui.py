@@ -168,8 +168,12 @@ def airflow_port(home: Path) -> int:
     port = int(saved.read_text()) if saved.exists() and saved.read_text().strip().isdigit() else 0
     if port:
         with socket.socket() as sock:
+            # As Airflow's server binds (uvicorn sets SO_REUSEADDR): the last run's connections left
+            # in TIME_WAIT after a quick restart do not take the port; a process listening on it does.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 sock.bind(("127.0.0.1", port))
+                sock.listen()
             except OSError:
                 say(f"- Airflow's port {port} is taken: Airflow runs on another port this time")
                 port = 0

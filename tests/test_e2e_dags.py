@@ -557,7 +557,14 @@ def test_two_catalogue_syncs_on_one_day_keep_and_compare_their_own_snapshots(
     blink_sandbox: BlinkSandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """#56 item 1: the nightly and the event-driven sync, in one AIRFLOW_HOME on one day, share a
-    run id; each writes to its own folder, and each diff compares with its own DAG's last look."""
+    run id; each writes to its own folder, and each diff compares with its own DAG's last look.
+    The event-driven page says so (#63 item 11), as the catalogue operator's page does."""
+    page = " ".join((Path(__file__).resolve().parents[1] / "docs" / "event_driven.md").read_text().split())
+    assert "same snapshot folder" not in page
+    assert (
+        "Each DAG keeps its snapshots in a folder of its own, `<blink_snapshot_root>/connection_types/<dag id>/`"
+        in page
+    )
     monkeypatch.setenv("AIRFLOW_VAR_BLINK_SNAPSHOT_ROOT", str(tmp_path))
     spec = importlib.util.spec_from_file_location("e2e_syncs", EXAMPLE_DAGS / "blink_connection_types_nightly_sync.py")
     assert spec is not None and spec.loader is not None

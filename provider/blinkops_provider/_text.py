@@ -44,3 +44,8 @@ def first_problems(problems: list[str], sep: str = "; ", limit: int = SHOWN_PROB
     error about 10,000 entries stays a few lines long."""
     more = len(problems) - limit
     return sep.join(problems[:limit]) + (f"{sep}and {more} more problem(s) like them" if more > 0 else "")
+
+
+def counted(count: int, noun: str) -> str:
+    """``count`` with ``noun`` as a person says it: "1 table", "0 tables", "2 tables"."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

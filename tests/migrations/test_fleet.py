@@ -149,3 +149,12 @@ def test_a_rejected_fleet_lists_a_table_with_nothing_to_apply_as_unchanged() -> 
     assert (summary["rejected"], summary["unchanged"]) == (["ws/A"], ["ws/B"])
     assert summary["text"].splitlines()[1:] == ["Rejected: ws/A", "Unchanged (nothing to apply): ws/B"]
     assert fleet_summary(tables, [None, None], rejected=True)["rejected"] == ["ws/A", "ws/B"]  # no plans: as before
+
+
+def test_a_fleet_of_one_table_is_said_as_a_person_says_it() -> None:
+    """#63 item 11: not "Fleet of 1 tables"."""
+    summary = fleet_summary([{"ws_id": "ws", "table": "A"}], [result("A", "applied")])
+    assert summary["text"].splitlines()[0].startswith("Fleet of 1 table: 1 applied,")
+    review = fleet_review([fleet()[0]])
+    assert review.startswith("Fleet review: 1 table: 1 table to change (0 with refused or destructive changes")
+    assert "0 tables unchanged" in review

@@ -187,6 +187,15 @@ def test_a_removal_whose_count_blink_does_not_give_says_so(hook: Any, tmp_path: 
     assert plan.fields[0].rows is None and "an unknown number of rows" in plan.describe()
 
 
+def test_a_removal_from_a_table_blink_estimates_empty_says_so_not_about_0_rows(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        blink.rows["Incidents"] = 0
+        plan = plan_schema(hook, "ws-1", "Incidents", [GONE], record_path=f"{tmp_path}/")
+    assert "deletes its values in no rows, by Blink's estimate (0)" in plan.describe()
+    assert "about 0 rows" not in plan.describe()
+
+
 def test_a_missing_table_names_the_flag_and_sends_nothing(hook: Any, tmp_path: Path) -> None:
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)

@@ -287,8 +287,8 @@ def migrate_and_approve(
     return run_end(url, api, MIGRATION, run_id, driver, log)
 
 
-REVIEWS = {MIGRATION: "migrate.review", "blink_schema_fleet": "fleet.review"}
-"""Each example's review task (its task group's)."""
+REVIEWS = {MIGRATION: "migrate.apply", "blink_schema_fleet": "fleet.review"}
+"""Each example's task that asks a person (the migration's apply asks itself; the fleet asks once)."""
 
 
 def approve(url: str, api: requests.Session, dag: str, run_id: str, driver: subprocess.Popen[str], log: Path) -> Any:
@@ -503,3 +503,24 @@ def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_
         finally:
             stop_driver(driver, out)
     assert sandboxes[0] == sandboxes[1]  # the same port, every start
+
+
+def test_a_quick_restart_keeps_airflows_port_while_its_last_connections_are_in_time_wait(tmp_path: Path) -> None:
+    """#63 item 11: Ctrl-C, then make airflow-ui again within a minute: the last run's connections
+    are in TIME_WAIT, and Airflow is still at the same URL; a port some process listens on is not."""
+    import socket
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dev"))
+    import airflow_ui
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    accepted, _ = server.accept()
+    accepted.close()  # the server's side closes first: its end of the connection waits in TIME_WAIT
+    client.close()
+    server.close()
+    (tmp_path / "airflow_port").write_text(str(port))
+    assert airflow_ui.airflow_port(tmp_path) == port
+    with socket.create_server(("127.0.0.1", port)):  # now something listens there
+        assert airflow_ui.airflow_port(tmp_path) != port

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from blinkops_provider._states import FIELD_ACTIONS, Action, TableOutcome
-from blinkops_provider._text import one_line
+from blinkops_provider._text import counted, one_line
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations._plan import BASELINE, RECORD_BASELINE
 from blinkops_provider.migrations._review import REJECTED_IN_REVIEW, changes, risky, rows_of
@@ -88,8 +88,8 @@ def fleet_review(plans: Sequence[Mapping[str, Any]], *, max_chars: int = MAX_REV
     unchanged = sorted(_name(p) for p in plans if not changes(p))
     risky_ones = sum(1 for p in changed if _rank(p)[0] < 2)
     lines = [
-        f"Fleet review: {len(plans)} tables: {len(changed)} tables to change ({risky_ones} with refused or "
-        f"destructive changes, listed first), {len(unchanged)} tables unchanged.",
+        f"Fleet review: {counted(len(plans), 'table')}: {counted(len(changed), 'table')} to change ({risky_ones} with "
+        f"refused or destructive changes, listed first), {counted(len(unchanged), 'table')} unchanged.",
         "",
         *_changed_lines(changed, max_chars * 2 // 5),
         *_unchanged_lines(unchanged, max_chars // 10),
@@ -235,9 +235,9 @@ def _summary_text(count: int, summary: Mapping[str, list[str]], errors: Mapping[
     applied, kept, failed, stale, rejected = (summary[outcome] for outcome in OUTCOMES)
     if rejected:
         unchanged = f"\nUnchanged (nothing to apply): {', '.join(kept)}" if kept else ""
-        return f"Fleet of {count} tables: {REJECTED_IN_REVIEW}.\nRejected: {', '.join(rejected)}{unchanged}"
+        return f"Fleet of {counted(count, 'table')}: {REJECTED_IN_REVIEW}.\nRejected: {', '.join(rejected)}{unchanged}"
     lines = [
-        f"Fleet of {count} tables: {len(applied)} applied, {len(kept)} unchanged, {len(failed)} failed, "
+        f"Fleet of {counted(count, 'table')}: {len(applied)} applied, {len(kept)} unchanged, {len(failed)} failed, "
         f"{len(stale)} stale; {waits} rate-limit (429) wait(s)."
     ]
     for outcome in OUTCOMES:

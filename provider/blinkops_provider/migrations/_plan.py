@@ -748,7 +748,8 @@ def _removal(name: str, held: TableField | None, rows: int | None) -> FieldPlan:
     why = removal_refused(name, held)  # (the gate says what no one may remove)
     if why:
         return FieldPlan(name, Action.REFUSED, risk=why, blink_name=blink_name)
-    count = f"about {rows} rows" if rows is not None else "an unknown number of rows (Blink does not say how many)"
+    count = "an unknown number of rows (Blink does not say how many)" if rows is None else f"about {rows} rows"
+    count = "no rows, by Blink's estimate (0)" if rows == 0 else count
     why = f"deletes its values in {count}, permanently"
     return FieldPlan(name, Action.REMOVE, risk=why, blink_name=blink_name, rows=rows)
 
