@@ -671,3 +671,12 @@ def test_an_all_unchanged_first_apply_records_blinks_fields_so_a_later_ui_change
     assert writes(blink) == [] and untouched and '"Title": "fld_0000a001"' in recorded
     [row] = plan.fields
     assert row.drift == ("attributes.sla_hours",) and "alice@blink.test" in row.changed_by
+
+
+def test_a_tombstone_of_a_field_blink_lacks_is_listed_once_as_already_gone(hook: Any, tmp_path: Path) -> None:
+    """#63 item 11: not both among the unchanged fields and under "Already gone from Blink"."""
+    with rm.Mocker() as m:
+        FakeBlink(HELD).mount(m)
+        text = plan_schema(hook, "ws-1", "Incidents", [TITLE, {"field": "Affected hosts", "remove": True}]).describe()
+    assert text.count("Affected hosts") == 1 and "Already gone from Blink (nothing to remove): 'Affected hosts'" in text
+    assert "| 1 field | unchanged | Title |" in text

@@ -440,7 +440,7 @@ def _rows(fields: Sequence[FieldPlan], against_blink: bool) -> list[str]:
     same = [
         f"{p.field} (Blink's name {p.blink_name!r})" if p.blink_name else p.field
         for p in fields
-        if p.action == Action.UNCHANGED
+        if p.action == Action.UNCHANGED and not p.risk  # (a tombstone of a field Blink lacks is said apart)
     ]
     if same:
         names = _cell(", ".join(same))
