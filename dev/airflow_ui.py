@@ -30,6 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_DAGS = ROOT / "example_dags"
 """The DAGs this launcher runs (dev/ holds the launchers, apart from the product)."""
 START_TIMEOUT = 300.0
+DAG_REFRESH_SECONDS = 10
+"""How often Airflow's DAG processor looks for new DAG files here (its default, 300 s, hid a new
+file for minutes)."""
 
 
 def free_port() -> int:
@@ -214,6 +217,7 @@ def main() -> int:
         "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
         "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
         "AIRFLOW__CORE__TEST_CONNECTION": "Enabled",  # the Test button of this local UI
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": str(DAG_REFRESH_SECONDS),  # a new DAG file shows within seconds
         "AIRFLOW_VAR_BLINK_SNAPSHOT_ROOT": str(home / "blink_snapshots"),
         "AIRFLOW_VAR_BLINK_SCHEMA_RECORDS": str(home / "blink_schema_records"),
     }
@@ -263,6 +267,7 @@ def main() -> int:
         say("              its first run adds a field to each table and waits for your review in Required Actions),")
         say("            blink_connection_types_nightly_sync (the catalogue's daily snapshot and diff),")
         say("            blink_connection_types_on_change (unpause it: it runs when the catalogue changes)")
+        say(f"  DAG files: a file added to {EXAMPLE_DAGS} appears within about {DAG_REFRESH_SECONDS} s")
         say(f"  Records:  {env['AIRFLOW_VAR_BLINK_SCHEMA_RECORDS']}")
         say(f"  Snapshots: {env['AIRFLOW_VAR_BLINK_SNAPSHOT_ROOT']}")
         if sandbox is None:
@@ -276,9 +281,9 @@ def main() -> int:
             say("  Change its catalogue (the event-driven sync then runs):")
             say(f"            {blink_sandbox} put-connection-type {sandbox.url} --admin-token {sandbox.admin_token} \\")
             say("              --id ct-demo --name demo-type")
-            say("  Change a field as in Blink's UI (the migration's next plan shows it as drift, with who):")
+            say("  Change a field as in Blink's UI, against its declaration (the next review shows it as drift):")
             say(f"            {blink_sandbox} update-field {sandbox.url} --admin-token {sandbox.admin_token} \\")
-            say("              --ws-id ws-demo --table Incidents --field Description --attribute required=true \\")
+            say("              --ws-id ws-demo --table Incidents --field Severity --attribute default_value=High \\")
             say("              --by you@example.com")
             blink_schema = Path(sys.executable).with_name("blink-schema")
             say("  Bring a table under code (its declaration as Blink holds it: its first plan is all unchanged):")

@@ -114,10 +114,12 @@ class PlanReview(ApprovalOperator):  # type: ignore[misc]
         acknowledged = rendered_flag(self.acknowledge_risks, "acknowledge_risks")
         policy = check_review_policy(self.review_policy)
         if not review_needed(plans, policy, acknowledged=acknowledged):
-            raise AirflowSkipException(
-                f"No review: review policy {self.review_policy!r} asks no one for {self._what(plans)}; the apply runs "
-                "(a removal is sent only with acknowledge_risks)"
+            why = (
+                f"No review: review policy {self.review_policy!r} asks no one for {self._what(plans)}; the applies run "
+                "(a removal is sent only with a person's approval in its apply, or acknowledge_risks)"
             )
+            self.log.info("%s", why)  # (in the task's main log lines, not only in the skip's)
+            raise AirflowSkipException(why)
         if len(plans) == 1:
             self.subject = f"Apply {self._what(plans)}?"
             self.body = _plan_body(plans[0], acknowledged)
