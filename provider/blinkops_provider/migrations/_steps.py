@@ -116,7 +116,8 @@ class Steps:
         if not removed.applied:
             return removed
         try:
-            listed: set[str] | None = {f.name for f in self.hook.get_table_fields(self.plan.ws_id, self.table_name)}
+            fields = self.hook.get_table_fields(self.plan.ws_id, self.table_name)
+            listed: set[str | None] | None = {field.name for field in fields}
             why = ""
         except BlinkApiError as err:
             listed, why = None, f"Blink's fields read that confirms a removal failed: {err}"

@@ -218,7 +218,7 @@ class ReviewedApply(UpdateTableFieldsOperator):
             defaults=None,
             multiple=False,
             params={},
-            assigned_users=self.assigned_users,
+            assigned_users=[{"id": str(user.get("id")), "name": str(user.get("name"))} for user in self.assigned_users],
         )
         for notifier in self.notifiers:
             notifier(context)
