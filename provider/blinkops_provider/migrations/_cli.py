@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from blinkops_provider._names import segment
+from blinkops_provider._schema_cli import parser
 from blinkops_provider.exceptions import BlinkApiError, BlinkConfigurationError, BlinkInputError, BlinkLockedError
 from blinkops_provider.migrations._lock import LockInfo, force_unlock, held_locks
 from blinkops_provider.migrations._pull import pull_table, pull_workspace, record_pulled
@@ -186,28 +187,14 @@ def _write(pulled: Any, output: Path | None) -> None:
     print(f"blink-schema: {pulled.ws_id}/{pulled.table} ({fields} fields) written to {output}", file=sys.stderr)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="blink-schema", description="Blink schema migrations from a shell.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    pull = commands.add_parser("pull", help="write a live table's declaration, which then plans all unchanged")
-    pull.add_argument("ws_id", help="the workspace, e.g. ws-demo")
-    pull.add_argument("table", nargs="?", help="Blink's name of the table (or its display name); or --all")
-    pull.add_argument("--all", action="store_true", help="every table of the workspace (needs -o FOLDER)")
-    pull.add_argument("-o", "--output", help="the file to write (default: stdout); with --all, a folder")
-    pull.add_argument("--conn-id", default="blink_default", help="the Airflow connection (default blink_default)")
-    pull.add_argument("--record-path", help="also write each table's record there (a folder ending in '/', or a file)")
-    pull.add_argument("--force", action="store_true", help="replace files that exist")
-    listing = commands.add_parser("locks", help="list the locks held under a records location")
-    listing.add_argument("records", help="the record_path of the applies (a folder ending in '/', or a record)")
-    unlock = commands.add_parser("unlock", help="release one lock by its id (its apply is gone)")
-    unlock.add_argument("records", help="the record_path of the applies (a folder ending in '/', or a record)")
-    unlock.add_argument("table", help="WS_ID/TABLE, as the refusal or 'blink-schema locks' prints it")
-    unlock.add_argument("lock_id", help="the lock's id, as the refusal or 'blink-schema locks' prints it")
-    return parser
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    """The command, as ``blink-schema`` runs it (:mod:`blinkops_provider._schema_cli` parses its
+    arguments first, without importing Airflow)."""
+    return run(parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """One parsed command: its exit status (2: a mistake, said in one line on stderr)."""
     if args.command == "pull":
         return pull(args)
     try:

@@ -1,0 +1,37 @@
+"""``blink-schema``'s entry point: its arguments are parsed, and ``--help`` or a mistake in them
+answered, before anything heavy is imported (Airflow takes seconds to import, and more on a busy
+machine); the command itself is :mod:`blinkops_provider.migrations._cli`."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command's arguments (imports nothing but argparse)."""
+    parser = argparse.ArgumentParser(prog="blink-schema", description="Blink schema migrations from a shell.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    pull = commands.add_parser("pull", help="write a live table's declaration, which then plans all unchanged")
+    pull.add_argument("ws_id", help="the workspace, e.g. ws-demo")
+    pull.add_argument("table", nargs="?", help="Blink's name of the table (or its display name); or --all")
+    pull.add_argument("--all", action="store_true", help="every table of the workspace (needs -o FOLDER)")
+    pull.add_argument("-o", "--output", help="the file to write (default: stdout); with --all, a folder")
+    pull.add_argument("--conn-id", default="blink_default", help="the Airflow connection (default blink_default)")
+    pull.add_argument("--record-path", help="also write each table's record there (a folder ending in '/', or a file)")
+    pull.add_argument("--force", action="store_true", help="replace files that exist")
+    listing = commands.add_parser("locks", help="list the locks held under a records location")
+    listing.add_argument("records", help="the record_path of the applies (a folder ending in '/', or a record)")
+    unlock = commands.add_parser("unlock", help="release one lock by its id (its apply is gone)")
+    unlock.add_argument("records", help="the record_path of the applies (a folder ending in '/', or a record)")
+    unlock.add_argument("table", help="WS_ID/TABLE, as the refusal or 'blink-schema locks' prints it")
+    unlock.add_argument("lock_id", help="the lock's id, as the refusal or 'blink-schema locks' prints it")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``blink-schema``: the arguments parsed here, then the command run."""
+    args = parser().parse_args(argv)
+    from blinkops_provider.migrations._cli import run  # (Airflow is imported only now)
+
+    return run(args)
