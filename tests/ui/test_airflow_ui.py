@@ -471,10 +471,11 @@ def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_
     and the printed command changes the catalogue, which queues the event-driven sync."""
     home = tmp_path / "airflow-ui"
     schema = json.loads((EXAMPLE_DAGS / "blink_table_schema_migration.json").read_text())
-    sandboxes = []
+    sandboxes, urls = [], []
     for start in (1, 2):
         out = tmp_path / f"driver-{start}.out"
         driver, url, api = start_driver(home, out)
+        urls.append(url)  # (the second start follows the first's stop at once: its connections in TIME_WAIT)
         log = home / "standalone.log"
         try:
             printed = out.read_text()
@@ -503,6 +504,7 @@ def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_
         finally:
             stop_driver(driver, out)
     assert sandboxes[0] == sandboxes[1]  # the same port, every start
+    assert urls[0] == urls[1]  # Airflow at the same URL too: open tabs keep working (#63 item 11)
 
 
 def test_a_quick_restart_keeps_airflows_port_while_its_last_connections_are_in_time_wait(tmp_path: Path) -> None:
