@@ -36,8 +36,11 @@ def waiting_reviews(session: Any) -> list[tuple[str, str, str, int]]:
     return [tuple(row) for row in rows]  # type: ignore[misc]
 
 
-def answer(dag_id: str, run_id: str, task_id: str, map_index: int, *, option: str, user: str, session: Any) -> None:
-    """Answer one review with ``option`` as ``user``, through the REST API's own handler."""
+def answer(
+    dag_id: str, run_id: str, task_id: str, map_index: int, *, option: str, user: str, session: Any, commit: bool = True
+) -> None:
+    """Answer one review with ``option`` as ``user``, through the REST API's own handler (committed
+    unless ``commit`` is False: the caller's transaction then goes on)."""
     from airflow.api_fastapi.app import get_auth_manager, init_auth_manager
     from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
     from airflow.api_fastapi.core_api.datamodels.hitl import UpdateHITLDetailPayload
@@ -57,7 +60,8 @@ def answer(dag_id: str, run_id: str, task_id: str, map_index: int, *, option: st
         session=session,
         map_index=map_index,
     )
-    session.commit()
+    if commit:
+        session.commit()
 
 
 STRANDED_AFTER = 3.0

@@ -833,11 +833,11 @@ def test_an_answer_overwritten_by_dag_tests_own_write_is_resumed_not_waited_on_f
     answered = reviewer.answer
 
     def answer_then_overwritten(dag_id: str, run_id: str, task_id: str, map_index: int, **kwargs: Any) -> None:
-        answered(dag_id, run_id, task_id, map_index, **kwargs)
+        answered(dag_id, run_id, task_id, map_index, **{**kwargs, "commit": False})
         session = kwargs["session"]
         stored = update(TaskInstance).where(TaskInstance.run_id == run_id, TaskInstance.task_id == task_id)
         session.execute(stored.values(state="awaiting_input"))  # as dag.test()'s late write does
-        session.commit()
+        session.commit()  # (one transaction: dag.test() never sees the answer's resume before the overwrite)
 
     monkeypatch.setattr(reviewer, "answer", answer_then_overwritten)
     run = migrate()
