@@ -5,6 +5,7 @@ machine); the command itself is :mod:`blinkops_provider.migrations._cli`."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 
@@ -35,3 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from blinkops_provider.migrations._cli import run  # (Airflow is imported only now)
 
     return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

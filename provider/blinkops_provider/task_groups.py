@@ -311,10 +311,7 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
         max_concurrency: int = 8,
     ) -> None:
         options = _options(review_policy, assigned_users, notifiers, response_timeout, acknowledge_risks)
-        check_concurrency(max_concurrency)  # (the mapped applies are built only at run time: checked here)
-        check_lock_wait(lock_wait)
-        if (tables is None) == (folder is None):
-            raise BlinkInputError("give BlinkSchemaFleet either tables (a list of {ws_id, table, fields}) or folder")
+        _check_fleet(tables, folder, max_concurrency, lock_wait)
         super().__init__(group_id=group_id, tooltip="Blink schema fleet: a plan per table, one review, applies")
         common: dict[str, Any] = {"record_path": record_path, "create_table": create_table}
         connection: dict[str, Any] = {"blink_conn_id": blink_conn_id, "hook_params": hook_params}
@@ -346,6 +343,17 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
             review_id = self.review.task_id if self.review is not None else None
             self.summary = _summary(self.tables, self.plan.output, self.apply.task_id, review_id)
             self.apply >> self.summary
+
+
+def _check_fleet(tables: Any, folder: Any, max_concurrency: Any, lock_wait: Any) -> None:
+    """A fleet's own arguments, checked when the DAG is parsed (its mapped applies are built only
+    when they run, after the plans and a person's review).
+
+    :raises BlinkInputError: neither or both of ``tables`` and ``folder``; a range not kept."""
+    check_concurrency(max_concurrency)
+    check_lock_wait(lock_wait)
+    if (tables is None) == (folder is None):
+        raise BlinkInputError("give BlinkSchemaFleet either tables (a list of {ws_id, table, fields}) or folder")
 
 
 def _tables(given: list[dict[str, Any]] | None, folder: str | None, dag_folder: str) -> Any:

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import requests_mock as rm
 
+from blinkops_provider._schema_cli import main
 from blinkops_provider.exceptions import BlinkLockedError
 from blinkops_provider.migrations import apply_schema
-from blinkops_provider.migrations._cli import main
 from tests.fake_blink import without_table_reads
 
 LOCKS = pytest.mark.usefixtures("blink_without_table_reads")
@@ -227,7 +227,7 @@ def test_an_unreachable_blink_is_one_line_and_exit_2(
 def test_the_command_as_installed_prints_no_traceback(blink_sandbox: Any, tmp_path: Path) -> None:
     env = {**os.environ, "BLINK_BASE_URL": blink_sandbox.base_url, "BLINK_API_KEY": "refused-key-98765"}
     done = subprocess.run(
-        [sys.executable, "-m", "blinkops_provider.migrations._cli", "pull", "ws-demo", "Incidents"],
+        [sys.executable, "-m", "blinkops_provider._schema_cli", "pull", "ws-demo", "Incidents"],
         capture_output=True,
         text=True,
         env=env,
@@ -276,7 +276,7 @@ def test_pull_finds_the_connection_in_airflows_metadata_database(blink_sandbox: 
         [
             sys.executable,
             "-m",
-            "blinkops_provider.migrations._cli",
+            "blinkops_provider._schema_cli",
             "pull",
             "ws-demo",
             "Users",

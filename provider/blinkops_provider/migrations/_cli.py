@@ -25,13 +25,11 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 from blinkops_provider._names import segment
-from blinkops_provider._schema_cli import parser
 from blinkops_provider.exceptions import BlinkApiError, BlinkConfigurationError, BlinkInputError, BlinkLockedError
 from blinkops_provider.migrations._lock import LockInfo, force_unlock, held_locks
 from blinkops_provider.migrations._pull import pull_table, pull_workspace, record_pulled
@@ -187,14 +185,10 @@ def _write(pulled: Any, output: Path | None) -> None:
     print(f"blink-schema: {pulled.ws_id}/{pulled.table} ({fields} fields) written to {output}", file=sys.stderr)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command, as ``blink-schema`` runs it (:mod:`blinkops_provider._schema_cli` parses its
-    arguments first, without importing Airflow)."""
-    return run(parser().parse_args(argv))
-
-
 def run(args: argparse.Namespace) -> int:
-    """One parsed command: its exit status (2: a mistake, said in one line on stderr)."""
+    """One command, its arguments parsed by ``blink-schema``'s entry point
+    (:mod:`blinkops_provider._schema_cli`, which imports no Airflow): its exit status (2: a
+    mistake, said in one line on stderr)."""
     if args.command == "pull":
         return pull(args)
     try:
@@ -229,7 +223,3 @@ def _unlock(args: argparse.Namespace) -> int:
     released = force_unlock(args.records, ws_id, table, args.lock_id)
     print(f"Released the {released.describe()}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
