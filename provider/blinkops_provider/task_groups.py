@@ -104,16 +104,19 @@ def _asking(options: Mapping[str, Any]) -> dict[str, Any]:
     return {key: options[key] for key in keys}
 
 
-def _apply_operator(options: Mapping[str, Any]) -> tuple[type[UpdateTableFieldsOperator], dict[str, Any]]:
+def _apply_operator(
+    options: Mapping[str, Any], removals_only: bool = False
+) -> tuple[type[UpdateTableFieldsOperator], dict[str, Any]]:
     """The apply's operator, and its review arguments: where the group asks, the apply that asks a
-    person itself and reads Airflow's record of the answer (a task may read no other task's)."""
+    person itself and reads Airflow's record of the answer (a task may read no other task's);
+    ``removals_only``: it asks only for removals not acknowledged (a fleet's, after its review)."""
     if not _asks(options):
         return UpdateTableFieldsOperator, {}
     from blinkops_provider.operators._review import ReviewedApply
 
     asking = _asking(options)
     asking.pop("acknowledge_risks")  # (the apply's own argument)
-    return ReviewedApply, asking
+    return ReviewedApply, {**asking, **({"removals_only": True} if removals_only else {})}
 
 
 def _options(
@@ -326,9 +329,7 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
             if self.review is not None:
                 self.plan >> self.review >> self.to_apply
             extra = {"pool": pool} if pool else {}
-            applying, asking = _apply_operator(options)
-            if asking:
-                asking["removals_only"] = True  # (after the fleet's review: only removals not acknowledged)
+            applying, asking = _apply_operator(options, removals_only=True)  # (after the fleet's review)
             self.apply = applying.partial(
                 task_id="apply",
                 max_concurrency=max_concurrency,
