@@ -186,7 +186,6 @@ class ReviewedApply(UpdateTableFieldsOperator):
     def execute(self, context: Context) -> Any:
         policy = check_review_policy(self.review_policy)
         request = self._request(context)
-        self._declared = [{"field": name, **update.to_body()} for name, update in request.declared.fields]  # lineage
         plan = plan_request(self.hook, request).to_xcom()  # what Blink holds now: the plan a person is shown
         if not self._asks(plan, policy, request.acknowledge_risks):
             self.log.info("No review: review policy %r asks no one for %s", policy, _what(plan))
@@ -255,7 +254,6 @@ class ReviewedApply(UpdateTableFieldsOperator):
         who, when = approval["approved_by"], approval["approved_at"]
         self.log.info("Plan %s approved by %s at %s (Airflow's record of this task's review)", shown, who, when)
         request = self._request(context)
-        self._declared = [{"field": name, **update.to_body()} for name, update in request.declared.fields]  # lineage
         return self._apply(context, dataclasses.replace(request, approved=shown), approval)
 
 

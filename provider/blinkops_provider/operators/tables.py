@@ -289,7 +289,6 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         request = self._request(context)  # every argument checked (the static ones when the operator was built)
-        self._declared = [{"field": name, **update.to_body()} for name, update in request.declared.fields]  # lineage
         if self.plan_only:
             return self._plan(request)
         approval_from_review(self, context.get("ti"), self.review_task_id)  # a Reject there stops; it approves nothing
@@ -319,6 +318,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         any request; the others were checked when the operator was built."""
         declared = read_declaration(self.fields, source="fields", prefix=False)
         check_names(self.ws_id, self.table)
+        self._declared = [{"field": name, **update.to_body()} for name, update in declared.fields]  # for lineage
         return Request(
             self.ws_id,
             self.table,
