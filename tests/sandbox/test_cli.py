@@ -335,14 +335,14 @@ def test_update_field_makes_drift_that_the_next_plan_names_with_who(
     before = blink_sandbox.store.get_field("ws-demo", "Incidents", "Title")
     args = ["update-field", blink_sandbox.url, "--admin-token", blink_sandbox.admin_token, "--ws-id", "ws-demo"]
     edit = [*args, "--table", "Incidents", "--field", "Title"]
-    assert main([*edit, "--description", "What happened", "--attribute", "is_unique=true", "--by", "alice@x.io"]) == 0
+    assert main([*edit, "--description", "What happened", "--attribute", "default_value=n/a", "--by", "alice@x.io"]) == 0
     assert "Field 'Title' of ws-demo/Incidents changed (attributes, description)" in capsys.readouterr().out
     after = blink_sandbox.store.get_field("ws-demo", "Incidents", "Title")
     assert after["description"] == "What happened" and after["updated_by"] == "alice@x.io"
-    assert after["attributes"] == {**before["attributes"], "is_unique": True}  # the rest kept
+    assert after["attributes"] == {**before["attributes"], "default_value": "n/a"}  # the rest kept
     assert after["display_name"] == before["display_name"]
     text = plan_schema(hook, "ws-demo", "Incidents", declared, record_path=record).describe()
-    assert "- Title: description, attributes.is_unique (changed in Blink by alice@x.io" in text
+    assert "- Title: description, attributes.default_value (changed in Blink by alice@x.io" in text
 
     assert main(edit) == 2  # nothing to change
     assert "give what to change: --display-name, --description or --attribute" in capsys.readouterr().err
@@ -353,3 +353,25 @@ def test_update_field_makes_drift_that_the_next_plan_names_with_who(
     with pytest.raises(SystemExit):
         main([*edit, "--attribute", "=1"])
     assert "give an attribute as NAME=VALUE" in capsys.readouterr().err
+
+
+def test_put_records_loads_a_files_rows_all_or_none(
+    blink_sandbox: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#64 item 2: ``blink-sandbox put-records`` writes a JSON file's rows, each checked as Blink
+    checks a new record; one it would refuse writes none."""
+    args = ["put-records", blink_sandbox.url, "--admin-token", blink_sandbox.admin_token, "--ws-id", "ws-demo"]
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps([{"Name": "Ada"}, {"Name": "Bob", "Email": "bob@x.io"}]))
+    bad.write_text(json.dumps([{"Name": "Cy"}, {"Email": "no name?", "Age": 3}]))
+    before = blink_sandbox.store.find_records("ws-demo", "Users", "{}")["total"]
+    assert main([*args, "--table", "Users", "--file", str(good)]) == 0
+    assert "2 row(s) written to ws-demo/Users" in capsys.readouterr().out
+    assert main([*args, "--table", "Users", "--file", str(bad)]) == 2
+    assert "record 1: the record names ['Age']" in capsys.readouterr().err
+    after = blink_sandbox.store.find_records("ws-demo", "Users", json.dumps({"limit": 1000}))
+    assert after["total"] == before + 2
+    assert [row["Name"] for row in after["results"][-2:]] == ["Ada", "Bob"]
+    (tmp_path / "object.json").write_text("{}")
+    assert main([*args, "--table", "Users", "--file", str(tmp_path / "object.json")]) == 2
+    assert "must hold a JSON list of rows" in capsys.readouterr().err

@@ -82,7 +82,11 @@ TABLE_READS = {"/api/v1/workspace/{ws_id}/tables", "/api/v1/workspace/{ws_id}/ta
 def test_paths_and_methods_match_the_spec_and_blinks_table_reads(spec: str, openapi: dict[str, Any]) -> None:
     put_path = re.search(r"\| Path \| `([^`]+)` \|", section(spec, "4.1")).group(1)  # type: ignore[union-attr]
     get_path = re.search(r"\| Path \| `([^`]+)` \|", section(spec, "4.2")).group(1)  # type: ignore[union-attr]
-    writes = {"/api/v1/workspace/{ws_id}/table": {"post"}, "/api/v1/workspace/{ws_id}/table/{table}": {"put"}}
+    writes = {
+        "/api/v1/workspace/{ws_id}/table": {"post"},
+        "/api/v1/workspace/{ws_id}/table/{table}": {"put", "get", "post"},  # the table's edit; records: #64
+        "/api/v1/workspace/{ws_id}/table/{table}/{record_id}": {"get", "put", "delete"},  # api-notes.md, records
+    }
     assert set(openapi["paths"]) == {f"/api/v1{put_path}", f"/api/v1{get_path}", *TABLE_READS, *writes}
     assert set(openapi["paths"][f"/api/v1{put_path}"]) == {"put", "delete"}  # DELETE: api-notes.md (#48)
     for path, methods in writes.items():

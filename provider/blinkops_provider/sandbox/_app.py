@@ -231,6 +231,7 @@ def _api_router(sandbox: Served) -> APIRouter:
             raise ApiError(400, "invalid RQL query", str(err), "INVALID_QUERY") from None
         return Response(sandbox.store.list_connection_types(query), media_type="application/json")
 
+    _records_routes(api, sandbox)  # last: ``.../fields`` is the fields read, never a record id
     return api
 
 
@@ -290,6 +291,43 @@ def _table_writes(api: APIRouter, sandbox: Served) -> None:
             unquote(ws_id), unquote(table), body.display_name, body.description or "", body.settings or {}
         )
         return {"table": made}
+
+
+def _records_routes(api: APIRouter, sandbox: Served) -> None:
+    """Blink's table records: find (with ``q``), create, get, update (the whole record) and delete.
+    Registered after the fields routes, so ``.../fields`` is never taken for a record id."""
+    tags = ["Table records"]
+
+    @api.get("/workspace/{ws_id}/table/{table}", operation_id="TableFindRecord", tags=tags, summary="Find records")
+    def find_records(
+        ws_id: str,
+        table: str,
+        q: Annotated[str, Query(description='{"limit": 25, "offset": 0, "filter": {...}}; filter is optional')],
+    ) -> Any:
+        """The rows matching ``filter``, one page: ``{limit, offset, results, total}``, ``total``
+        counting every matching row."""
+        return sandbox.store.find_records(unquote(ws_id), unquote(table), q)
+
+    @api.post("/workspace/{ws_id}/table/{table}", operation_id="TableCreateRecord", tags=tags, summary="Add a record")
+    def create_record(ws_id: str, table: str, body: Annotated[Any, Body()]) -> Any:
+        """A new row; its values by field name."""
+        return sandbox.store.create_records(unquote(ws_id), unquote(table), [body], SANDBOX_USER)[0]
+
+    @api.get("/workspace/{ws_id}/table/{table}/{record_id}", operation_id="TableGetRecord", tags=tags)
+    def get_record(ws_id: str, table: str, record_id: str) -> Any:
+        """One row."""
+        return sandbox.store.get_record(unquote(ws_id), unquote(table), unquote(record_id))
+
+    @api.put("/workspace/{ws_id}/table/{table}/{record_id}", operation_id="TableUpdateRecord", tags=tags)
+    def update_record(ws_id: str, table: str, record_id: str, body: Annotated[Any, Body()]) -> Any:
+        """Replace the whole row: a field the body leaves out is emptied."""
+        return sandbox.store.update_record(unquote(ws_id), unquote(table), unquote(record_id), body, SANDBOX_USER)
+
+    @api.delete("/workspace/{ws_id}/table/{table}/{record_id}", operation_id="TableDeleteRecord", tags=tags)
+    def delete_record(ws_id: str, table: str, record_id: str) -> Any:
+        """Remove one row."""
+        sandbox.store.delete_record(unquote(ws_id), unquote(table), unquote(record_id))
+        return {}
 
 
 def _admin_router(sandbox: Served) -> APIRouter:
@@ -368,6 +406,13 @@ def _admin_tables(admin: APIRouter, sandbox: Served) -> None:
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ApiError(400, 'give {"estimated_records_count": n}, n a whole number of 0 or more')
         return sandbox.store.set_records(unquote(ws_id), unquote(table), count)
+
+    @admin.post("/workspace/{ws_id}/table/{table}/rows")
+    def put_rows(ws_id: str, table: str, given: list[Any]) -> Any:
+        """Rows loaded at once (``blink-sandbox put-records``), each checked as Blink checks a new
+        record: all written, or none."""
+        made = sandbox.store.create_records(unquote(ws_id), unquote(table), given, UI_USER)
+        return {"written": len(made), "ids": [row["id"] for row in made]}
 
     @admin.get("/workspace/{ws_id}/table/{table}/fields")
     def table_fields(ws_id: str, table: str) -> Any:

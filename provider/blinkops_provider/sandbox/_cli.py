@@ -126,6 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--ws-id", required=True, help="the workspace (made when new)")
     table.add_argument("--table", required=True, help="the table's name")
     table.add_argument("--schema", required=True, help='a declared schema file: {"fields": [{"field", "type", ...}]}')
+    rows = commands.add_parser("put-records", help="load rows into a table of a running sandbox, all or none")
+    rows.add_argument("url", type=_url, help="the sandbox's URL, as 'serve' or make airflow-ui prints it")
+    rows.add_argument("--admin-token", type=_credential, required=True, help="the sandbox's admin token, as printed")
+    rows.add_argument("--ws-id", required=True, help="the workspace, e.g. ws-demo")
+    rows.add_argument("--table", required=True, help="Blink's name of the table, e.g. Incidents")
+    rows.add_argument("--file", required=True, help='a JSON file: a list of rows, [{"Title": "...", ...}, ...]')
     edit = commands.add_parser(
         "update-field",
         help="change a field of a running sandbox as a person in Blink's UI would: the next plan shows it as drift",
@@ -183,15 +189,10 @@ def _admin(args: argparse.Namespace, path: str, body: Any, done: str, method: st
 
 def create_table(args: argparse.Namespace) -> int:
     """``create-table``: a table with the fields a declared-schema file names."""
-    import json
-    from pathlib import Path
     from urllib.parse import quote
 
-    try:
-        declared = json.loads(Path(args.schema).read_text())
-    except (OSError, ValueError, RecursionError) as err:
-        why = "it nests too deeply" if isinstance(err, RecursionError) else str(err)
-        print(f"blink-sandbox: the schema file {args.schema!r} cannot be read as JSON: {why}", file=sys.stderr)
+    declared = _json_file(args.schema, "schema")
+    if declared is None:
         return 2
     try:
         path = f"workspace/{quote(args.ws_id, safe='')}/table/{quote(args.table, safe='')}"
@@ -199,6 +200,38 @@ def create_table(args: argparse.Namespace) -> int:
         print("blink-sandbox: --ws-id and --table must be text (they hold bytes that are not)", file=sys.stderr)
         return 2
     return _admin(args, path, declared, f"Table {args.ws_id}/{args.table} created in the sandbox at {args.url}")
+
+
+def _json_file(path: str, what: str) -> Any:
+    """A JSON file's content; None (said on stderr) when it cannot be read."""
+    import json
+    from pathlib import Path
+
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError, RecursionError) as err:
+        why = "it nests too deeply" if isinstance(err, RecursionError) else str(err)
+        print(f"blink-sandbox: the {what} file {path!r} cannot be read as JSON: {why}", file=sys.stderr)
+        return None
+
+
+def put_records(args: argparse.Namespace) -> int:
+    """``put-records``: the rows of a JSON file written to a table, each checked as Blink checks a
+    new record (a required field empty, a unique value taken, an option not offered): all or none."""
+    from urllib.parse import quote
+
+    rows = _json_file(args.file, "records")
+    if not isinstance(rows, list):
+        if rows is not None:
+            print(f'blink-sandbox: {args.file!r} must hold a JSON list of rows, [{{"Title": "..."}}]', file=sys.stderr)
+        return 2
+    try:
+        path = f"workspace/{quote(args.ws_id, safe='')}/table/{quote(args.table, safe='')}/rows"
+    except UnicodeEncodeError:
+        print("blink-sandbox: --ws-id and --table must be text (they hold bytes that are not)", file=sys.stderr)
+        return 2
+    done = f"{len(rows)} row(s) written to {args.ws_id}/{args.table} in the sandbox at {args.url}"
+    return _admin(args, path, rows, done, method="POST")
 
 
 def update_field(args: argparse.Namespace) -> int:
@@ -259,7 +292,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda signum, frame: stop.set())
     args = build_parser().parse_args(argv)
-    admin = {"put-connection-type": put_connection_type, "create-table": create_table, "update-field": update_field}
+    admin = {
+        "put-connection-type": put_connection_type,
+        "create-table": create_table,
+        "update-field": update_field,
+        "put-records": put_records,
+    }
     if args.command in admin:
         return admin[args.command](args)
     try:

@@ -185,7 +185,61 @@ DEMO_FIELDS: list[dict[str, Any]] = [
 ]
 
 DEMO_RECORDS = {DEMO_TABLE: 128, "Users": 12}
-"""The demo tables' ``estimated_records_count`` (the sandbox keeps counts, not rows)."""
+"""The demo tables' ``estimated_records_count``: Blink's estimate, not the rows' count (:data:`DEMO_ROWS`)."""
+
+_PEOPLE = [
+    "Ada Byron",
+    "Alan Turing",
+    "Grace Hopper",
+    "Linus Torvalds",
+    "Margaret Hamilton",
+    "Ken Thompson",
+    "Barbara Liskov",
+    "Dennis Ritchie",
+    "Frances Allen",
+    "Edsger Dijkstra",
+]
+_TITLES = [
+    "Phishing email reported",
+    "Malware on laptop",
+    "Suspicious login",
+    "Data exfiltration alert",
+    "Ransomware note found",
+    "Leaked API key",
+    "DDoS on the edge",
+    "Insider download spike",
+]
+
+
+def _incident(number: int, pick: random.Random) -> dict[str, Any]:
+    """One seeded incident: some fields left empty, titles repeated, every select option in use."""
+    row: dict[str, Any] = {"Title": _TITLES[number % len(_TITLES)] if number % 5 else f"Incident {number}"}
+    if number % 9:
+        row["Description"] = f"Case {number}: {pick.choice(['seen by the SOC', 'reported by a user', 'alerted'])}"
+    if number % 6:
+        row["Impact"] = pick.randint(1, 10)
+    row["Risk"] = ["Low", "Medium", "High", "Critical"][number % 4]
+    row["Resolved"] = number % 3 == 0
+    row["Severity"] = ["Low", "Medium", "High"][number % 3]
+    if number % 4:
+        row["Tags"] = sorted(pick.sample(["phishing", "malware", "insider"], 1 + number % 2))
+    if number % 4 != 1:
+        row["Affected hosts"] = [f"host-{pick.randint(1, 40):02d}" for _ in range(1 + number % 3)]
+    if number % 7:
+        row["Due"] = f"2026-{1 + number % 12:02d}-{1 + number % 28:02d}"
+    return row
+
+
+def _rows() -> dict[str, list[dict[str, Any]]]:
+    pick = random.Random(7)
+    users = [{"Name": name, "Email": f"{name.split()[0].lower()}@example.com"} for name in _PEOPLE]
+    users[-1] = {"Name": _PEOPLE[-1]}  # one user without an email
+    return {DEMO_TABLE: [_incident(number, pick) for number in range(120)], "Users": users}
+
+
+DEMO_ROWS: dict[str, list[dict[str, Any]]] = _rows()
+"""The demo tables' rows (120 incidents and 10 users, fewer than Blink's estimate says): some values
+empty, some repeated, every select option in use."""
 
 DEMO_TABLES: dict[str, list[dict[str, Any]]] = {
     DEMO_TABLE: DEMO_FIELDS,

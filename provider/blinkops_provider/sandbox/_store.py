@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from blinkops_provider.sandbox import _records as record_rows
 from blinkops_provider.sandbox import _seed as seed_data
 from blinkops_provider.sandbox._blink_models import MARKERS, SYSTEM_FIELDS, FieldUpdate, field_problems, type_change
 from blinkops_provider.sandbox._rql_sql import SQLQuery
@@ -121,7 +122,7 @@ class SandboxStore:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA case_sensitive_like = ON")
         self._db.execute("PRAGMA journal_mode = WAL" if path != ":memory:" else "PRAGMA journal_mode = MEMORY")
-        self._db.executescript(_SCHEMA)
+        self._db.executescript(_SCHEMA + record_rows.SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(tables)")}
         for column, declared in _TABLE_COLUMNS_ADDED.items():  # a state file from before these columns
             if column not in columns:
@@ -140,7 +141,7 @@ class SandboxStore:
     def reset(self, connection_types: int = 200, seed: int = 0) -> None:
         """Wipe everything and load the seed data: the demo workspace and ``connection_types`` types."""
         with self._lock, self._transaction():
-            for table in ("fields", "tables", "workspaces", "connection_types"):
+            for table in ("records", "fields", "tables", "workspaces", "connection_types"):
                 self._db.execute(f"DELETE FROM {table}")
             self._add_workspace(seed_data.DEMO_WORKSPACE, seed_data.DEMO_TABLES)
             self._insert_connection_types(seed_data.connection_type_rows(connection_types, seed))
@@ -163,6 +164,11 @@ class SandboxStore:
             table_id = self._insert_table(ws_id, table_name, table_name, "", records)
             for field in fields:
                 self._insert_field(table_id, ws_id, field, seed_data.SEED_TIME_MS, seed_data.SEED_USER)
+            rows = seed_data.DEMO_ROWS.get(table_name, []) if ws_id == seed_data.DEMO_WORKSPACE else []
+            for number, values in enumerate(rows):
+                made = seed_data.SEED_TIME_MS + number * 60_000
+                seeded = f"rec-{uuid.uuid5(uuid.NAMESPACE_URL, f'{table_id}/{number}').hex[:16]}"
+                record_rows.insert(self._db, table_id, values, made, seed_data.SEED_USER, lambda seeded=seeded: seeded)
 
     def _insert_table(self, ws_id: str, name: str, display_name: str, description: str, records: int) -> str:
         """A table with Blink's five system fields; its id."""
@@ -433,6 +439,7 @@ class SandboxStore:
                     "SYSTEM_FIELD",
                 )
             self._db.execute("DELETE FROM fields WHERE id = ?", (current["id"],))
+            record_rows.drop_values(self._db, current["table_id"], field)
 
     def update_field(self, ws_id: str, table: str, field: str, update: FieldUpdate, user: str) -> dict[str, Any]:
         """Apply a field update as Blink does: it replaces the whole field and may not change its type.
@@ -458,6 +465,13 @@ class SandboxStore:
             for marker in MARKERS:
                 attributes.pop(marker, None)
             self._one_reference_per_target(current, attributes)
+            if attributes.get("is_unique") and record_rows.repeated(self._db, current["table_id"], field):
+                raise StoreError(
+                    400,
+                    f"field {field!r} cannot be unique: rows hold the same value",
+                    f"{record_rows.repeated(self._db, current['table_id'], field)} rows hold a value another row holds",
+                    "NOT_UNIQUE",
+                )
             self._db.execute(
                 "UPDATE fields SET display_name = ?, description = ?, attributes = ?, updated_at = ?, updated_by = ? "
                 "WHERE id = ?",
@@ -488,3 +502,96 @@ class SandboxStore:
                     "a table has at most one reference field per target table",
                     "DUPLICATE_REFERENCE",
                 )
+
+    # -- records ----------------------------------------------------------------------------
+
+    def _user_fields(self, table_id: str) -> dict[str, dict[str, Any]]:
+        rows = self._db.execute(
+            f"SELECT {', '.join(_FIELD_COLUMNS)} FROM fields WHERE table_id = ? ORDER BY rowid", (table_id,)
+        ).fetchall()
+        fields = [self._field_dict(row) for row in rows]
+        return {f["name"]: f for f in fields if not any(f["attributes"].get(m) for m in MARKERS)}
+
+    def find_records(self, ws_id: str, table: str, q: str) -> dict[str, Any]:
+        """``GET .../table/{table}?q=``: ``{limit, offset, results, total}`` of the rows matching the filter.
+
+        :raises StoreError: 404 for an unknown workspace or table; 400 for a query Blink refuses.
+        """
+        with self._lock:
+            table_id = self._table_id(ws_id, table)
+            try:
+                where, params, limit, offset = record_rows.parse_find(q, self._user_fields(table_id))
+            except record_rows.RecordError as err:
+                raise StoreError(err.status, "invalid records query", err.message, "INVALID_QUERY") from None
+            condition = f"table_id = ? AND ({where})"
+            total = self._db.execute(f"SELECT count(*) FROM records WHERE {condition}", (table_id, *params)).fetchone()
+            rows = self._db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM records WHERE {condition} ORDER BY seq LIMIT ? OFFSET ?",
+                (table_id, *params, limit, offset),
+            ).fetchall()
+        return {"limit": limit, "offset": offset, "results": [record_rows.answer(r) for r in rows], "total": total[0]}
+
+    def get_record(self, ws_id: str, table: str, record_id: str) -> dict[str, Any]:
+        """``GET .../table/{table}/{id}``. :raises StoreError: 404 for an unknown table or record."""
+        with self._lock:
+            return record_rows.answer(self._record_row(self._table_id(ws_id, table), record_id))
+
+    def _record_row(self, table_id: str, record_id: str) -> tuple[Any, ...]:
+        row = self._db.execute(
+            f"SELECT {_RECORD_COLUMNS} FROM records WHERE table_id = ? AND id = ?", (table_id, record_id)
+        ).fetchone()
+        if row is None:
+            raise StoreError(404, "Can not find record", f"no record {record_id!r}", "RECORD_NOT_FOUND")
+        return tuple(row)
+
+    def create_records(self, ws_id: str, table: str, bodies: list[Any], user: str) -> list[dict[str, Any]]:
+        """``POST .../table/{table}`` (one body), or the admin's load of many, in one transaction.
+
+        :raises StoreError: 404 for an unknown table; 400 for a record Blink would refuse (none written).
+        """
+        with self._lock, self._transaction():
+            table_id = self._table_id(ws_id, table)
+            fields = self._user_fields(table_id)
+            made = []
+            for position, body in enumerate(bodies):
+                values = self._checked(table_id, fields, body, "", position if len(bodies) > 1 else None)
+                made.append(
+                    record_rows.insert(self._db, table_id, values, self.clock(), user, record_rows.new_record_id)
+                )
+            return [record_rows.answer(self._record_row(table_id, record_id)) for record_id in made]
+
+    def _checked(
+        self, table_id: str, fields: dict[str, dict[str, Any]], body: Any, own: str, position: int | None
+    ) -> dict[str, Any]:
+        try:
+            values = record_rows.checked_values(body, fields)
+            record_rows.check_unique(self._db, table_id, fields, values, own)
+        except record_rows.RecordError as err:
+            where = f"record {position}: " if position is not None else ""
+            raise StoreError(err.status, "the record is invalid", where + err.message, err.identifier) from None
+        return values
+
+    def update_record(self, ws_id: str, table: str, record_id: str, body: Any, user: str) -> dict[str, Any]:
+        """``PUT .../table/{table}/{id}``: the whole record replaced; a field left out is emptied.
+
+        :raises StoreError: 404 for an unknown table or record; 400 for a record Blink would refuse.
+        """
+        with self._lock, self._transaction():
+            table_id = self._table_id(ws_id, table)
+            self._record_row(table_id, record_id)
+            values = self._checked(table_id, self._user_fields(table_id), body, record_id, None)
+            self._db.execute(
+                "UPDATE records SET doc = ?, updated_at = ?, updated_by = ? WHERE table_id = ? AND id = ?",
+                (json.dumps(values), self.clock(), user, table_id, record_id),
+            )
+            return record_rows.answer(self._record_row(table_id, record_id))
+
+    def delete_record(self, ws_id: str, table: str, record_id: str) -> None:
+        """``DELETE .../table/{table}/{id}``. :raises StoreError: 404 for an unknown table or record."""
+        with self._lock, self._transaction():
+            table_id = self._table_id(ws_id, table)
+            self._record_row(table_id, record_id)
+            self._db.execute("DELETE FROM records WHERE table_id = ? AND id = ?", (table_id, record_id))
+
+
+_RECORD_COLUMNS = "id, doc, created_at, created_by, updated_at, updated_by"

@@ -1,0 +1,154 @@
+"""The sandbox's table records over raw HTTP: find with Blink's query object, whole-record updates,
+Blink's checks on a write, the seeded rows, and a removed field's values gone."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+import requests
+
+from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_provider.sandbox._seed import DEMO_RECORDS, DEMO_ROWS
+from tests.sandbox.test_api import admin
+
+TABLE = "/workspace/ws-demo/table/Incidents"
+
+
+def call(sandbox: BlinkSandbox, method: str, path: str, **kwargs: Any) -> requests.Response:
+    headers = {"BLINK-API-KEY": sandbox.api_key}
+    return requests.request(method, f"{sandbox.base_url}{path}", headers=headers, timeout=30, **kwargs)
+
+
+def find(sandbox: BlinkSandbox, **query: Any) -> dict[str, Any]:
+    response = call(sandbox, "GET", TABLE, params={"q": json.dumps(query)})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def every_row(sandbox: BlinkSandbox, **query: Any) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    while True:
+        page = find(sandbox, limit=50, offset=len(rows), **query)
+        rows += page["results"]
+        if len(rows) >= page["total"]:
+            return rows
+
+
+def test_the_seeded_rows_are_found_with_the_exact_total_while_the_estimate_stays_an_estimate(
+    blink_sandbox: BlinkSandbox,
+) -> None:
+    page = find(blink_sandbox, limit=25, offset=0)
+    assert (page["limit"], page["offset"], page["total"]) == (25, 0, len(DEMO_ROWS["Incidents"]))
+    assert len(page["results"]) == 25
+    listed = call(blink_sandbox, "GET", "/workspace/ws-demo/tables").json()["results"]
+    estimate = next(t["estimated_records_count"] for t in listed if t["name"] == "Incidents")
+    assert estimate == DEMO_RECORDS["Incidents"] != page["total"]
+    rows = every_row(blink_sandbox)
+    assert len({row["id"] for row in rows}) == len(DEMO_ROWS["Incidents"])
+    assert {"id", "created_at", "updated_at", "created_by", "updated_by", "Title"} <= set(rows[0])
+
+
+def test_the_seeded_rows_hold_empty_and_repeated_values_and_every_option(blink_sandbox: BlinkSandbox) -> None:
+    rows = every_row(blink_sandbox)
+    assert 0 < sum("Affected hosts" in row for row in rows) < len(rows)
+    assert max(Counter(row["Title"] for row in rows).values()) > 1
+    assert {row["Severity"] for row in rows} == {"Low", "Medium", "High"}
+    assert {tag for row in rows for tag in row.get("Tags", [])} == {"phishing", "malware", "insider"}
+
+
+def test_a_filter_counts_in_total_and_pages_by_offset(blink_sandbox: BlinkSandbox) -> None:
+    high = [row for row in DEMO_ROWS["Incidents"] if row["Severity"] == "High"]
+    page = find(blink_sandbox, limit=10, offset=5, filter={"Severity": "High"})
+    assert page["total"] == len(high)
+    assert [row["Title"] for row in page["results"]] == [row["Title"] for row in high[5:15]]
+    either = find(blink_sandbox, limit=1, filter={"$or": [{"Severity": "High"}, {"Severity": {"$eq": "Low"}}]})
+    assert either["total"] == sum(row["Severity"] in ("High", "Low") for row in DEMO_ROWS["Incidents"])
+    impact = find(blink_sandbox, limit=1, filter={"Impact": {"$gte": 5}})
+    assert impact["total"] == sum(row.get("Impact", 0) >= 5 for row in DEMO_ROWS["Incidents"])
+
+
+@pytest.mark.parametrize(
+    "query",
+    [{"limit": 1001}, {"offset": -1}, {"filter": {"Nope": 1}}, {"filter": {"Title": {"$in": ["a"]}}}, {"page": 2}],
+)
+def test_a_query_blink_would_refuse_is_a_400_saying_why(blink_sandbox: BlinkSandbox, query: dict[str, Any]) -> None:
+    response = call(blink_sandbox, "GET", TABLE, params={"q": json.dumps(query)})
+    assert response.status_code == 400
+    assert response.json()["message"] == "invalid records query"
+
+
+def test_an_update_replaces_the_whole_record(blink_sandbox: BlinkSandbox) -> None:
+    row = find(blink_sandbox, limit=1, filter={"Severity": "High"})["results"][0]
+    assert "Risk" in row
+    answer = call(blink_sandbox, "PUT", f"{TABLE}/{row['id']}", json={"Title": "Renamed", "Severity": "Low"})
+    assert answer.status_code == 200, answer.text
+    again = call(blink_sandbox, "GET", f"{TABLE}/{row['id']}").json()
+    assert again["Title"] == "Renamed" and again["Severity"] == "Low"
+    assert "Risk" not in again  # left out: emptied
+    assert again["created_at"] == row["created_at"] and again["updated_by"] != "seed@sandbox.blink"
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ({"Severity": "Low"}, "'Title' is required"),
+        ({"Title": "x", "Severity": "Urgent"}, "not among its options"),
+        ({"Title": "x", "Nope": 1}, "not fields of the table"),
+    ],
+)
+def test_a_record_blink_would_refuse_is_a_400(blink_sandbox: BlinkSandbox, body: dict[str, Any], why: str) -> None:
+    response = call(blink_sandbox, "POST", TABLE, json=body)
+    assert response.status_code == 400
+    assert why in response.json()["details"]
+
+
+def test_a_unique_fields_value_held_by_another_row_is_refused(blink_sandbox: BlinkSandbox) -> None:
+    taken = next(row["Description"] for row in DEMO_ROWS["Incidents"] if "Description" in row)
+    response = call(blink_sandbox, "POST", TABLE, json={"Title": "x", "Description": taken})
+    assert response.status_code == 400 and "unique" in response.json()["details"]
+
+
+def test_turning_is_unique_on_over_repeated_values_is_refused(blink_sandbox: BlinkSandbox) -> None:
+    body = {"type": "text", "display_name": "Title", "attributes": {"required": True, "is_unique": True}}
+    response = call(blink_sandbox, "PUT", f"{TABLE}/fields/Title", json=body)
+    assert response.status_code == 400 and "cannot be unique" in response.json()["message"]
+
+
+def test_a_removed_fields_values_are_gone_from_every_row(blink_sandbox: BlinkSandbox) -> None:
+    assert call(blink_sandbox, "DELETE", f"{TABLE}/fields/Affected hosts").status_code == 200
+    assert not any("Affected hosts" in row for row in every_row(blink_sandbox))
+    again = {"type": "list", "display_name": "Affected hosts"}
+    assert call(blink_sandbox, "POST", f"{TABLE}/fields", json=again).status_code == 200
+    assert not any("affected_hosts" in row for row in every_row(blink_sandbox))
+
+
+def test_create_get_and_delete_a_record(blink_sandbox: BlinkSandbox) -> None:
+    made = call(blink_sandbox, "POST", TABLE, json={"Title": "New", "Tags": ["malware"]})
+    assert made.status_code == 200, made.text
+    record_id = made.json()["id"]
+    assert call(blink_sandbox, "GET", f"{TABLE}/{record_id}").json()["Tags"] == ["malware"]
+    assert call(blink_sandbox, "DELETE", f"{TABLE}/{record_id}").status_code == 200
+    gone = call(blink_sandbox, "GET", f"{TABLE}/{record_id}")
+    assert gone.status_code == 404 and gone.json()["message"] == "Can not find record"
+
+
+def test_the_admin_loads_rows_all_or_none(blink_sandbox: BlinkSandbox) -> None:
+    path = "/workspace/ws-demo/table/Users/rows"
+    loaded = admin(blink_sandbox, "POST", path, json=[{"Name": "A"}, {"Name": "B", "Email": "b@x"}])
+    assert loaded.status_code == 200 and loaded.json()["written"] == 2
+    refused = admin(blink_sandbox, "POST", path, json=[{"Name": "C"}, {"Nope": 1}])
+    assert refused.status_code == 400 and "record 1" in refused.json()["details"]
+    names = [
+        row["Name"]
+        for row in call(blink_sandbox, "GET", "/workspace/ws-demo/table/Users", params={"q": "{}"}).json()["results"]
+    ]
+    assert names[-2:] == ["A", "B"] and "C" not in names
+
+
+def test_faults_apply_to_the_record_routes(blink_sandbox: BlinkSandbox) -> None:
+    blink_sandbox.set_faults(sequence=[503])
+    assert call(blink_sandbox, "GET", TABLE, params={"q": "{}"}).status_code == 503
+    assert call(blink_sandbox, "GET", TABLE, params={"q": "{}"}).status_code == 200
