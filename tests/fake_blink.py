@@ -25,6 +25,12 @@ The tables (:class:`FakeBlink`):
 ``(table, field, body)``, ``posts``, ``deletes``, ``created`` and ``table_puts`` the other writes;
 ``fields_status`` makes the fields read answer 404 or 405; ``rows`` holds each table's
 ``estimated_records_count`` (absent: Blink does not say).
+
+The records (#64): ``records`` holds each table's rows (``{"id": ..., field: value}``), served by
+``GET .../table/{t}?q=`` (``{limit, offset, results, total}``; equality filters only; no ``total``
+with ``give_total=False``; ``records_status`` answers the find with it), ``GET`` and ``PUT
+.../table/{t}/{id}`` (the whole row replaced; ``record_puts`` logs each). ``after_find`` runs after
+each find is answered: a test changes a row there, between a reader's walk and its write.
 """
 
 from __future__ import annotations
@@ -81,6 +87,12 @@ class FakeBlink:
         self.answer_names = True
         self.post_status: int | None = None
         self.rows: dict[str, int] = {}
+        self.records: dict[str, list[dict[str, Any]]] = {name: [] for name in self.tables}
+        self.record_puts: list[tuple[str, str, dict[str, Any]]] = []
+        self.finds = 0
+        self.records_status: int | None = None
+        self.give_total = True
+        self.after_find: Callable[[], None] | None = None
         self.meta: dict[str, dict[str, Any]] = {
             name: {"display_name": name, "description": "", "settings": {"color": "blue"}} for name in self.tables
         }
@@ -94,7 +106,47 @@ class FakeBlink:
         m.delete(re.compile(rf"{re.escape(BASE)}/workspace/{ws}/table/[^/]+/fields/[^/]+$"), json=self._delete)
         m.post(re.compile(rf"{re.escape(BASE)}/workspace/{ws}/table$"), json=self._create)
         m.put(re.compile(rf"{re.escape(BASE)}/workspace/{ws}/table/[^/]+$"), json=self._edit)
+        m.get(re.compile(rf"{re.escape(BASE)}/workspace/{ws}/table/[^/?]+(\?.*)?$"), json=self._find)
+        one = re.compile(rf"{re.escape(BASE)}/workspace/{ws}/table/[^/]+/(?!fields$)[^/?]+$")
+        m.get(one, json=self._record)
+        m.put(one, json=self._put_record)
         return self
+
+    def _find(self, request: Any, context: Any) -> dict[str, Any]:
+        self.finds += 1
+        table = self._segments(request)[-1]
+        if self.records_status is not None:
+            context.status_code = self.records_status
+            return {"status": self.records_status, "message": "not served"}
+        q = json.loads(parse_qs(urlsplit(request.url).query)["q"][0])
+        wanted = {k: v["$eq"] if isinstance(v, dict) else v for k, v in (q.get("filter") or {}).items()}
+        rows = [r for r in self.records[table] if all(r.get(k) == v for k, v in wanted.items())]
+        limit, offset = q.get("limit") or 25, q.get("offset") or 0
+        page = {"limit": limit, "offset": offset, "results": copy.deepcopy(rows[offset : offset + limit])}
+        if self.after_find is not None:
+            self.after_find()
+        return {**page, "total": len(rows)} if self.give_total else page
+
+    def _record(self, request: Any, context: Any) -> dict[str, Any]:
+        *_, table, record_id = self._segments(request)
+        row = next((r for r in self.records.get(table, []) if r["id"] == record_id), None)
+        if row is None:
+            context.status_code = 404
+            return {"status": 404, "message": "Can not find record"}
+        return copy.deepcopy(row)
+
+    def _put_record(self, request: Any, context: Any) -> dict[str, Any]:
+        *_, table, record_id = self._segments(request)
+        body = request.json()
+        self.record_puts.append((table, record_id, body))
+        rows = self.records.get(table, [])
+        at = next((n for n, r in enumerate(rows) if r["id"] == record_id), None)
+        if at is None:
+            context.status_code = 404
+            return {"status": 404, "message": "Can not find record"}
+        kept = {k: v for k, v in body.items() if k in self.tables[table] and v not in (None, "", [])}
+        rows[at] = {"id": record_id, **kept}
+        return copy.deepcopy(rows[at])
 
     def _name(self, display_name: str, taken: Any) -> str:
         """This fake's naming rule (not the sandbox's): the letters, lower case, and a count."""
@@ -130,6 +182,8 @@ class FakeBlink:
             context.status_code = 400
             return {"status": 400, "message": "a system field cannot be removed"}
         del self.tables[table][field]
+        for row in self.records.get(table, []):
+            row.pop(field, None)
         return {}
 
     def _create(self, request: Any, context: Any) -> dict[str, Any]:

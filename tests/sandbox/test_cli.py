@@ -335,7 +335,9 @@ def test_update_field_makes_drift_that_the_next_plan_names_with_who(
     before = blink_sandbox.store.get_field("ws-demo", "Incidents", "Title")
     args = ["update-field", blink_sandbox.url, "--admin-token", blink_sandbox.admin_token, "--ws-id", "ws-demo"]
     edit = [*args, "--table", "Incidents", "--field", "Title"]
-    assert main([*edit, "--description", "What happened", "--attribute", "default_value=n/a", "--by", "alice@x.io"]) == 0
+    assert (
+        main([*edit, "--description", "What happened", "--attribute", "default_value=n/a", "--by", "alice@x.io"]) == 0
+    )
     assert "Field 'Title' of ws-demo/Incidents changed (attributes, description)" in capsys.readouterr().out
     after = blink_sandbox.store.get_field("ws-demo", "Incidents", "Title")
     assert after["description"] == "What happened" and after["updated_by"] == "alice@x.io"
