@@ -207,9 +207,12 @@ def test_turning_checks_on_or_dropping_required_is_destructive(
         held = {"T": [blink_field("A", "text")]}
     declared = [{"field": "A", "type": "text", "display_name": "A", "attributes": attributes}]
     with rm.Mocker() as m:
-        FakeBlink(held).mount(m)
+        blink = FakeBlink(held).mount(m)
+        blink.records_status = 403  # the rows cannot be read: the check is judged blind, and said so
         (row,) = plan_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/").fields
     assert row.destructive and risk in row.risk
+    if attributes.get("required") is not False:
+        assert "not checked: the rows could not be read: 403" in row.risk
 
 
 @pytest.mark.parametrize(
@@ -245,6 +248,7 @@ def test_a_plan_xcom_that_claims_a_review_never_removes_a_field(
     records = f"{tmp_path}/"
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
+        blink.records["Incidents"] = [{"id": "r1", "Stage": "triage"}]  # a value the removal would lose
         plan = {**plan_schema(hook, "ws-1", "Incidents", removing, record_path=records).to_xcom(), **claim}
         with pytest.raises(
             BlinkInputError, match=r"the review the applying task asked.*acknowledge_risks=True"

@@ -97,7 +97,8 @@ def test_an_answer_without_the_name_is_read_back_once(hook: Any, tmp_path: Path)
 def test_a_removal_is_refused_unapproved_and_nothing_at_all_is_sent(hook: Any, tmp_path: Path) -> None:
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
-        blink.rows["Incidents"] = 40
+        blink.rows["Incidents"] = 40  # Blink's estimate: the plan counts the rows instead
+        blink.records["Incidents"] = [{"id": f"r{n}", **({"Legacy": f"v{n}"} if n % 4 else {})} for n in range(36)]
         plan = plan_schema(hook, "ws-1", "Incidents", [TITLE, IMPACT, GONE], record_path=f"{tmp_path}/")
         with pytest.raises(BlinkInputError) as refused:
             apply_schema(
@@ -105,11 +106,12 @@ def test_a_removal_is_refused_unapproved_and_nothing_at_all_is_sent(hook: Any, t
             )
         assert writes(blink) == []
     row = plan.fields[-1]
-    assert (row.action, row.rows, row.destructive) == ("remove", 40, True)
-    assert "deletes its values in about 40 rows" in plan.describe()
+    assert (row.action, row.rows, row.destructive) == ("remove", 27, True)
+    assert row.to_xcom()["counts"] == {"rows": 36, "with_value": 27}
+    assert "deletes values in 27 of 36 rows, permanently" in plan.describe()
     assert plan.describe().index("**Destructive**") < plan.describe().index("| field |")
     said = str(refused.value)
-    assert "'Legacy'" in said and "about 40 rows" in said and "acknowledge_risks=True" in said and "review" in said
+    assert "'Legacy'" in said and "27 of 36 rows" in said and "acknowledge_risks=True" in said and "review" in said
 
 
 @pytest.mark.parametrize("how", ["acknowledged", "approved in review"])
@@ -143,6 +145,7 @@ def test_a_removal_goes_last_once_acknowledged_or_approved(
 def test_a_review_the_plan_xcom_claims_never_lets_a_removal_through(hook: Any, tmp_path: Path) -> None:
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
+        blink.records["Incidents"] = [{"id": "r1", "Legacy": "L-1"}]
         plan = plan_schema(hook, "ws-1", "Incidents", [GONE], record_path=f"{tmp_path}/").to_xcom()
         for policy in ("always", "changes", "destructive"):
             with pytest.raises(BlinkInputError):
@@ -182,17 +185,20 @@ def test_tombstones_of_a_system_field_and_of_a_field_blink_lacks(hook: Any, tmp_
 
 def test_a_removal_whose_count_blink_does_not_give_says_so(hook: Any, tmp_path: Path) -> None:
     with rm.Mocker() as m:
-        FakeBlink(HELD).mount(m)
+        blink = FakeBlink(HELD).mount(m)
+        blink.records_status = 404
         plan = plan_schema(hook, "ws-1", "Incidents", [GONE], record_path=f"{tmp_path}/")
-    assert plan.fields[0].rows is None and "an unknown number of rows" in plan.describe()
+    assert plan.fields[0].rows is None
+    assert "an unknown number of rows (Blink does not say how many) (the rows could not be read: 404" in plan.describe()
 
 
 def test_a_removal_from_a_table_blink_estimates_empty_says_so_not_about_0_rows(hook: Any, tmp_path: Path) -> None:
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
         blink.rows["Incidents"] = 0
+        blink.records_status = 405
         plan = plan_schema(hook, "ws-1", "Incidents", [GONE], record_path=f"{tmp_path}/")
-    assert "deletes its values in no rows, by Blink's estimate (0)" in plan.describe()
+    assert "deletes its values in no rows, by Blink's estimate (0) (the rows could not be read: 405" in plan.describe()
     assert "about 0 rows" not in plan.describe()
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -25,6 +26,7 @@ from typing import Any
 
 from blinkops_provider._inputs import DEFAULT_UPDATE_CONCURRENCY, check_concurrency, check_flag, check_lock_wait
 from blinkops_provider._names import segment
+from blinkops_provider._states import Action
 from blinkops_provider._storage import storage_path
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import (
@@ -41,6 +43,7 @@ from blinkops_provider.migrations._plan import SchemaPlan, TablePlan, make_plan,
 from blinkops_provider.migrations._record import SchemaRecord, check_shared, record_location
 from blinkops_provider.migrations._result import ApplyResult
 from blinkops_provider.migrations._review import admit, check_approval
+from blinkops_provider.migrations._rows import needs_of, read_rows
 from blinkops_provider.migrations._steps import Steps as _Steps
 from blinkops_provider.models import BlinkTable, FieldBatch, FieldUpdate, TableField
 
@@ -239,7 +242,8 @@ def _plan(
             "update as given (Blink then resets what it leaves out), or a record_path plans against the last apply",
             status=int(unread) if unread.isdigit() else None,
         )
-    plan = make_plan(
+    planning = functools.partial(
+        make_plan,
         target=(record.host, record.ws_id, record.table),
         record=record.location,
         declared=declared.fields,
@@ -252,7 +256,12 @@ def _plan(
         notes=record.names,
         table_plan=table_plan,
         declared_table=(declared.display_name, declared.description),
+        backfills=declared.backfills,
     )
+    plan = planning()
+    needs = needs_of(plan.fields, declared.backfills) if live is not None and table_plan.action != Action.CREATE else []
+    if needs:  # judged again with the rows the changes touch, counted
+        plan = planning(facts=read_rows(hook, record.ws_id, table_plan.name or record.table, needs, table_plan.rows))
     return plan, recorded
 
 

@@ -3,7 +3,8 @@
 A declaration is a list of entries, or an object ``{"display_name": ..., "description": ...,
 "fields": [...]}`` that also declares the table's display name and description. An entry is a
 field, ``{"field": name, "type": ..., "display_name": ..., "description": ..., "attributes":
-{...}}``, or a tombstone, ``{"field": "Old", "remove": true}``: the repository says what goes,
+{...}}`` (with ``"backfill": VALUE`` to fill its empty rows when it is added or turns
+``required`` on), or a tombstone, ``{"field": "Old", "remove": true}``: the repository says what goes,
 and a field that is not declared is never removed.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from blinkops_provider._inputs import RepeatedMember, unique_members
@@ -34,11 +35,20 @@ class Declaration:
     removals: tuple[str, ...] = ()
     display_name: str | None = None
     description: str | None = None
+    backfills: Mapping[str, Any] = field(default_factory=dict)
+    """The declared ``backfill`` value of each field that has one."""
 
     def to_json(self) -> list[dict[str, Any]] | dict[str, Any]:
         """The declaration as JSON-ready data, in the form it was given (a list, or an object
         when it declares the table's display name or description)."""
-        entries = [{"field": name, **update.to_body()} for name, update in self.fields]
+        entries = [
+            {
+                "field": name,
+                **update.to_body(),
+                **({"backfill": self.backfills[name]} if name in self.backfills else {}),
+            }
+            for name, update in self.fields
+        ]
         entries += [{"field": name, "remove": True} for name in self.removals]
         table = {member: getattr(self, member) for member in ("display_name", "description")}
         table = {member: value for member, value in table.items() if value is not None}
@@ -49,6 +59,7 @@ class Declaration:
         return [
             [[name, update.to_body()] for name, update in self.fields],
             list(self.removals),
+            sorted(self.backfills.items()),
             [self.display_name, self.description],
         ]
 
@@ -68,8 +79,10 @@ def read_declaration(value: Any, *, source: str = "the declared schema", prefix:
     if isinstance(value, (str, bytes)):
         value = _json(value, source)
     table, value = _table_and_fields(value, source)
+    backfills: dict[str, Any] = {}
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
         entries, removals = _split(list(value), source)
+        entries, backfills = _backfills(entries, source)
     else:  # a mapping {field name: update}, or what validate_field_updates names as wrong
         entries, removals = value, []
     try:
@@ -77,7 +90,29 @@ def read_declaration(value: Any, *, source: str = "the declared schema", prefix:
     except BlinkInputError as err:
         raise BlinkInputError(f"{source}: {err}" if prefix else str(err)) from None
     _check_whole(fields, removals, source)
-    return Declaration(fields, tuple(removals), table.get("display_name"), table.get("description"))
+    return Declaration(fields, tuple(removals), table.get("display_name"), table.get("description"), backfills)
+
+
+def _backfills(entries: list[Any], source: str) -> tuple[list[Any], dict[str, Any]]:
+    """The entries without their ``backfill`` member, and each declared backfill by field name.
+
+    :raises BlinkInputError: a backfill that is empty, or not a JSON value a row can hold."""
+    kept, backfills, problems = [], {}, []
+    for position, entry in enumerate(entries, start=1):
+        if not isinstance(entry, Mapping) or "backfill" not in entry:
+            kept.append(entry)
+            continue
+        value = entry["backfill"]
+        if value is None or value == "" or value == [] or isinstance(value, dict):
+            problems.append(
+                f"entry {position} ({entry.get('field')!r}): 'backfill' must be the value to write in its empty rows "
+                f"(text, a number, true/false or a list), not {value!r}"
+            )
+        backfills[str(entry.get("field"))] = value
+        kept.append({key: member for key, member in entry.items() if key != "backfill"})
+    if problems:
+        raise BlinkInputError(f"{source}: " + first_problems(problems))
+    return kept, backfills
 
 
 def _table_and_fields(value: Any, source: str) -> tuple[dict[str, Any], Any]:

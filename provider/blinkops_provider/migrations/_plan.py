@@ -28,6 +28,7 @@ from blinkops_provider.exceptions import BlinkStalePlanError
 from blinkops_provider.migrations._identity import Matches, match_fields
 from blinkops_provider.migrations._merge import contradictions, field_body, merge_field
 from blinkops_provider.migrations._review import removal_refused
+from blinkops_provider.migrations._rows import NOTHING_READ, RowFacts, judge_add, judge_change, removal_said
 from blinkops_provider.models import READ_ONLY_ATTRIBUTES, BlinkTable, FieldUpdate, TableField
 
 _DONE: dict[str, FieldOutcome] = {
@@ -86,11 +87,19 @@ class FieldPlan:
     kept: tuple[str, ...] = ()
     """The checks Blink enforces on the field (``required``, ``is_unique``) that the declaration
     leaves out and the merge sends back as Blink holds them: shown to a reviewer."""
+    counts: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False)
+    """What the plan counted in the table's rows for this field (:mod:`._rows`): ``rows``, and
+    ``with_value``, ``empty``, ``repeated``, ``options`` or ``backfill`` as the change needs; or
+    ``estimate`` and ``unread`` when the rows could not be read. None: no row was needed."""
+    backfill: Any = dataclasses.field(default=None, compare=False)
+    """The declared value that fills the field's empty rows (None: none declared)."""
 
     @property
     def destructive(self) -> bool:
-        """A change that can orphan data already in the table, or a removal (its values go)."""
-        return (self.action == Action.CHANGE and bool(self.risk)) or self.action == Action.REMOVE
+        """A change that can orphan data already in the table, or a removal whose field holds values."""
+        if self.action == Action.REMOVE:
+            return not (self.counts and self.counts.get("with_value") == 0)
+        return self.action == Action.CHANGE and bool(self.risk)
 
     @property
     def name_in_blink(self) -> str:
@@ -113,6 +122,10 @@ class FieldPlan:
             row["rows"] = self.rows
         if self.kept:
             row["kept"] = list(self.kept)
+        if self.counts:
+            row["counts"] = dict(self.counts)
+        if self.backfill is not None:
+            row["backfill"] = self.backfill
         return row
 
 
@@ -179,6 +192,8 @@ class SchemaPlan:
     live_digest: str = ""
     unread: str = ""
     table_plan: TablePlan = TablePlan()
+    rows_digest: str = ""
+    """A digest of what the plan counted in the table's rows ("" when nothing was counted)."""
 
     @property
     def fingerprint(self) -> str:
@@ -186,7 +201,8 @@ class SchemaPlan:
         what Blink held. The same inputs give the same fingerprint; an apply given an approved
         plan sends nothing unless its own plan has the same one (a field changed in Blink since
         makes the approved plan stale)."""
-        return _digest([self.schema_digest, self.record_digest, self.live_digest])
+        parts = [self.schema_digest, self.record_digest, self.live_digest]
+        return _digest([*parts, self.rows_digest] if self.rows_digest else parts)
 
     @property
     def against_blink(self) -> bool:
@@ -309,6 +325,7 @@ class SchemaPlan:
             "schema_digest": self.schema_digest,
             "record_digest": self.record_digest,
             "live_digest": self.live_digest,
+            "rows_digest": self.rows_digest,
             "unread": self.unread,
             "ws_id": self.ws_id,
             "table": self.table,
@@ -361,6 +378,7 @@ class SchemaPlan:
             approved.get("record_digest") == self.record_digest,
             approved.get("schema_digest") == self.schema_digest,
             approved.get("live_digest", "") == self.live_digest,
+            approved.get("rows_digest", "") == self.rows_digest,
         )
         reasons = (
             f"it was made for {approved.get('ws_id')}/{approved.get('table')}",
@@ -368,6 +386,7 @@ class SchemaPlan:
             f"{approved.get('recorded_at') or 'none'}; now: {self.recorded_at or 'none'})",
             "the declared schema changed since the plan",
             "the declared fields changed in Blink since the plan (or Blink's read answers differently)",
+            "the table's rows changed since the plan (what it counted is not what they hold now)",
         )
         why = [reason for same, reason in zip(checks, reasons, strict=True) if not same]
         moved = self._moved(approved)
@@ -521,6 +540,8 @@ def make_plan(
     notes: Mapping[str, str] | None = None,
     table_plan: TablePlan | None = None,
     declared_table: Sequence[str | None] = (None, None),
+    facts: RowFacts = NOTHING_READ,
+    backfills: Mapping[str, Any] | None = None,
 ) -> SchemaPlan:
     """The plan of ``declared`` for one table.
 
@@ -535,14 +556,26 @@ def make_plan(
     :param notes: the record's note of the name Blink gave each field this provider added.
     :param table_plan: what happens to the table itself (:func:`plan_table`).
     :param declared_table: the table's declared display name and description.
+    :param facts: what was counted in the table's rows (:func:`~._rows.read_rows`), for the
+        changes that touch data.
+    :param backfills: the declared ``backfill`` value of each field that has one.
     """
     host, ws_id, table = target
     table_plan = table_plan or TablePlan(name=table)
+    facts = facts if facts.counted or facts.unread else dataclasses.replace(facts, estimate=table_plan.rows)
     rows = plan_fields(
-        declared, recorded, live, table=table, replace=replace, removals=removals, notes=notes, rows=table_plan.rows
+        declared,
+        recorded,
+        live,
+        table=table,
+        replace=replace,
+        removals=removals,
+        notes=notes,
+        facts=facts,
+        backfills=backfills or {},
     )
     undeclared = _undeclared(rows, declared, recorded, live)
-    schema = [[name, update.to_body()] for name, update in declared]
+    schema = [[name, update.to_body(), (backfills or {}).get(name)] for name, update in declared]
     return SchemaPlan(
         ws_id=ws_id,
         table=table,
@@ -555,6 +588,7 @@ def make_plan(
         live_digest=_live_digest(live, rows, table_plan),
         unread=unread,
         table_plan=table_plan,
+        rows_digest=_digest([[row.field, row.counts] for row in rows if row.counts]) if facts.counted else "",
     )
 
 
@@ -656,7 +690,8 @@ def plan_fields(
     replace: bool = False,
     removals: Sequence[str] = (),
     notes: Mapping[str, str] | None = None,
-    rows: int | None = None,
+    facts: RowFacts = NOTHING_READ,
+    backfills: Mapping[str, Any] | None = None,
 ) -> list[FieldPlan]:
     """Each declared field against Blink's field (``live``, matched as
     :mod:`~blinkops_provider.migrations._identity` says) or, without a live read, its recorded
@@ -664,7 +699,8 @@ def plan_fields(
     ``change`` (destructive when it can orphan data or loses a check), ``unchanged``, or
     ``refused`` (not sent: a type change, a field Blink keeps to itself, a declaration that
     contradicts itself or cannot be told apart); then each removal: ``remove`` (with ``rows``,
-    the rows that lose their values), ``unchanged`` (Blink has no such field) or ``refused``."""
+    the rows that lose their values), ``unchanged`` (Blink has no such field) or ``refused``. A
+    change that touches data is judged with ``facts``, the rows counted (:mod:`._rows`)."""
     declared = list(declared)
     if live is None:
         return _against_record(declared, recorded, removals)
@@ -672,8 +708,20 @@ def plan_fields(
     held = {field.name: field for field in fields if field.name is not None}
     matches = match_fields(declared, removals, fields, notes or {})
     targets = _referenced(fields)
-    plans = [_one_live(name, update, matches, held, recorded, replace, (targets, table)) for name, update in declared]
-    return plans + [_removal(name, held.get(matches.gone.get(name, "")), rows) for name in removals]
+    context = _Context(targets, table, facts, backfills or {})
+    plans = [_one_live(name, update, matches, held, recorded, replace, context) for name, update in declared]
+    return plans + [_removal(name, held.get(matches.gone.get(name, "")), facts) for name in removals]
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What each field's plan is judged with: the tables Blink's reference fields link to, the
+    table's name, the rows counted, and the declared backfills."""
+
+    targets: dict[str, str]
+    table: str
+    facts: RowFacts
+    backfills: Mapping[str, Any]
 
 
 def _one_live(
@@ -683,18 +731,17 @@ def _one_live(
     held: Mapping[str, TableField],
     recorded: Mapping[str, Any],
     replace: bool,
-    context: tuple[dict[str, str], str],
+    context: _Context,
 ) -> FieldPlan:
-    """One declared field's plan against Blink's fields: refused, an add, or against the field it is.
-
-    :param context: the tables Blink's reference fields link to, and the table's name (for an add)."""
+    """One declared field's plan against Blink's fields: refused, an add, or against the field it is."""
     if name in matches.refused:
         return FieldPlan(name, Action.REFUSED, risk=matches.refused[name])
+    backfill = context.backfills.get(name)
     if name not in matches.found:
-        return _add(name, update, *context)
+        return dataclasses.replace(_add(name, update, context), backfill=backfill)
     found = matches.found[name]
-    plan = _against_blink(name, update, held[found], recorded.get(name), replace)
-    return dataclasses.replace(plan, blink_name=found if found != name else "")
+    plan = _against_blink(name, update, held[found], recorded.get(name), replace, context)
+    return dataclasses.replace(plan, blink_name=found if found != name else "", backfill=backfill)
 
 
 def _against_record(
@@ -719,8 +766,10 @@ def _referenced(fields: Sequence[TableField]) -> dict[str, str]:
     return targets
 
 
-def _add(name: str, update: FieldUpdate, targets: dict[str, str], table: str) -> FieldPlan:
-    """A declared field Blink lacks: added with its declaration as the ``POST`` body."""
+def _add(name: str, update: FieldUpdate, context: _Context) -> FieldPlan:
+    """A declared field Blink lacks: added with its declaration as the ``POST`` body (refused when
+    required on a table with rows and no backfill)."""
+    targets, table = context.targets, context.table
     problems = contradictions(update)
     if problems:
         return FieldPlan(name, Action.REFUSED, risk=f"the declaration contradicts itself: {'; '.join(problems)}")
@@ -736,10 +785,13 @@ def _add(name: str, update: FieldUpdate, targets: dict[str, str], table: str) ->
         targets[reference.table_name] = name
     after = update.to_body()
     shown = tuple((member, None, _member(after, member)) for member in differing_members(after, {}))
-    return FieldPlan(name, Action.ADD, values=shown, body=update)
+    judged = judge_add(after, context.facts, context.backfills.get(name))
+    if judged.refusal:
+        return FieldPlan(name, Action.REFUSED, values=shown, risk=judged.refusal, counts=judged.counts)
+    return FieldPlan(name, Action.ADD, values=shown, body=update, counts=judged.counts or None)
 
 
-def _removal(name: str, held: TableField | None, rows: int | None) -> FieldPlan:
+def _removal(name: str, held: TableField | None, facts: RowFacts) -> FieldPlan:
     """A tombstone: the field removed with its values, refused for Blink's own fields, or
     ``unchanged`` when Blink has no such field."""
     if held is None:
@@ -748,13 +800,17 @@ def _removal(name: str, held: TableField | None, rows: int | None) -> FieldPlan:
     why = removal_refused(name, held)  # (the gate says what no one may remove)
     if why:
         return FieldPlan(name, Action.REFUSED, risk=why, blink_name=blink_name)
-    count = "an unknown number of rows (Blink does not say how many)" if rows is None else f"about {rows} rows"
-    count = "no rows, by Blink's estimate (0)" if rows == 0 else count
-    why = f"deletes its values in {count}, permanently"
-    return FieldPlan(name, Action.REMOVE, risk=why, blink_name=blink_name, rows=rows)
+    why, rows, _ = removal_said(facts, str(held.name))
+    if facts.counted:
+        counts: dict[str, Any] = {"rows": facts.total, "with_value": rows}
+    else:
+        counts = {"estimate": facts.estimate, **({"unread": facts.unread} if facts.unread else {})}
+    return FieldPlan(name, Action.REMOVE, risk=why, blink_name=blink_name, rows=rows, counts=counts)
 
 
-def _against_blink(name: str, update: FieldUpdate, held: TableField, recorded: Any, replace: bool) -> FieldPlan:
+def _against_blink(
+    name: str, update: FieldUpdate, held: TableField, recorded: Any, replace: bool, context: _Context
+) -> FieldPlan:
     """One declared field against Blink's: the merged body (unless ``replace``), with its drift."""
     markers = held.attributes or {}
     if any(markers.get(marker) is True for marker in READ_ONLY_ATTRIBUTES):
@@ -764,7 +820,7 @@ def _against_blink(name: str, update: FieldUpdate, held: TableField, recorded: A
     drift = tuple(differing_members(before, recorded)) if isinstance(recorded, Mapping) else ()
     changed_by = _changed_by(held) if drift else ""
     body = update if replace else merge_field(update, held, name=name)
-    plan = _against(name, update, before, body)
+    plan = _against(name, update, before, body, (str(held.name), context))
     kept = () if replace else _kept_checks(update, markers)
     return dataclasses.replace(plan, drift=drift, changed_by=changed_by, kept=kept)
 
@@ -780,8 +836,15 @@ _ENFORCED = ("required", "is_unique")
 """The checks Blink enforces on a field's values."""
 
 
-def _against(name: str, update: FieldUpdate, before: Mapping[str, Any] | None, body: FieldUpdate) -> FieldPlan:
-    """One field's plan: ``body`` (what would be sent) against ``before`` (None: nothing known)."""
+def _against(
+    name: str,
+    update: FieldUpdate,
+    before: Mapping[str, Any] | None,
+    body: FieldUpdate,
+    held: tuple[str, _Context] | None = None,
+) -> FieldPlan:
+    """One field's plan: ``body`` (what would be sent) against ``before`` (None: nothing known),
+    judged with the rows of Blink's field ``held`` names (none without a live read)."""
     problems = contradictions(body)
     if problems:
         return FieldPlan(name, Action.REFUSED, risk=f"the declaration contradicts itself: {'; '.join(problems)}")
@@ -800,7 +863,12 @@ def _against(name: str, update: FieldUpdate, before: Mapping[str, Any] | None, b
             f'remove this one with a tombstone {{"field": {name!r}, "remove": true}}'
         )
         return FieldPlan(name, Action.REFUSED, tuple(members), values, why)
-    return FieldPlan(name, Action.CHANGE, tuple(members), values, _destruction(after, before), body=body)
+    blink_name, context = held or (name, _Context({}, "", NOTHING_READ, {}))
+    judged = judge_change(after, before, blink_name, context.facts, context.backfills.get(name))
+    counts = dict(judged.counts) or None
+    if judged.refusal:
+        return FieldPlan(name, Action.REFUSED, tuple(members), values, judged.refusal, counts=counts)
+    return FieldPlan(name, Action.CHANGE, tuple(members), values, judged.risk, body=body, counts=counts)
 
 
 def _changed_by(held: TableField) -> str:
@@ -820,41 +888,6 @@ def _member(body: Mapping[str, Any], member: str) -> Any:
         attributes = body.get("attributes")
         return attributes.get(member.split(".", 1)[1]) if isinstance(attributes, Mapping) else None
     return body.get(member)
-
-
-def _destruction(after: Mapping[str, Any], before: Mapping[str, Any]) -> str:
-    """Why a change can orphan values already in the table: options removed from a select, or
-    another table referenced; empty when it cannot."""
-    risks = [*_orphaning(after, before)]
-    risks += [why for member, why in _CHECKS if _member(after, member) is True and _member(before, member) is not True]
-    if _member(before, "attributes.required") is True and _member(after, "attributes.required") is not True:
-        risks.append("required dropped (a check is lost: rows may be saved without a value)")
-    return "; ".join(risks)
-
-
-def _orphaning(after: Mapping[str, Any], before: Mapping[str, Any]) -> list[str]:
-    """Options removed from a select, and a reference moved to another table."""
-    risks = []
-    old_options, new_options = _member(before, "attributes.options"), _member(after, "attributes.options")
-    kept = new_options if isinstance(new_options, list) else []
-    removed = [option for option in old_options if option not in kept] if isinstance(old_options, list) else []
-    if removed:
-        risks.append(f"options removed: {', '.join(map(show, removed))} (values using them are orphaned)")
-    old_ref, new_ref = _member(before, "attributes.table_reference"), _member(after, "attributes.table_reference")
-    if old_ref is not None and _target(new_ref) != _target(old_ref):  # the displayed field alone breaks nothing
-        risks.append(f"the reference moves from {show(old_ref)} to {show(new_ref)} (existing links break)")
-    return risks
-
-
-_CHECKS = (
-    ("attributes.required", "required turned on (rows without a value no longer pass)"),
-    ("attributes.is_unique", "is_unique turned on (rows with duplicate values conflict)"),
-)
-
-
-def _target(reference: Any) -> Any:
-    """The table a ``table_reference`` links to."""
-    return reference.get("table_name") if isinstance(reference, Mapping) else reference
 
 
 def differing_members(declared: Mapping[str, Any], recorded: Mapping[str, Any]) -> list[str]:

@@ -80,10 +80,10 @@ def rows_of(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def risky(plan: Mapping[str, Any], *, acknowledged: bool = False) -> bool:
     """Whether a plan refuses or destroys anything, by its rows (not its stored counts); a removal
-    the DAG acknowledged does not count."""
+    the DAG acknowledged, or of a field the plan counted empty in every row, does not count."""
     return any(
         row.get("action") == Action.REFUSED
-        or (row.get("action") == Action.REMOVE and not acknowledged)
+        or (row.get("action") == Action.REMOVE and row.get("destructive") is not False and not acknowledged)
         or (row.get("destructive") is True and row.get("action") != Action.REMOVE)
         for row in rows_of(plan)
     )
@@ -297,9 +297,11 @@ def _check_loss(log: Any, planned: Planned, approval: Mapping[str, str] | None, 
     :func:`approval_from_record`) or the apply was given
     ``acknowledge_risks=True``. Nothing in the plan's XCom counts as an approval.
 
+    A removal of a field the plan counted empty in every row loses nothing and needs neither.
+
     :raises BlinkInputError: naming the removals and both ways to go on; nothing was sent.
     """
-    removals = planned.removals
+    removals = [row for row in planned.removals if row.destructive]
     _say_who(log, planned, approval, acknowledge_risks)
     if not removals or acknowledge_risks or approval:
         return

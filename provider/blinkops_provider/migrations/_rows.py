@@ -1,0 +1,297 @@
+"""What a plan knows of the table's rows, and the risk rules judged with them.
+
+A change that touches data is judged from the rows, counted, never from Blink's estimate:
+
+- a removal deletes the values of the rows that hold one (a field empty in every row loses
+  nothing, and is not destructive);
+- ``required`` turned on fails the rows without a value: refused unless the entry declares a
+  ``backfill`` that fills them first; a new required field on a table with rows, likewise;
+- ``is_unique`` turned on fails the rows whose values repeat: refused, the repeats named;
+- an option dropped from a select orphans the rows that use it: destructive, counted;
+- a reference moved to another table breaks the links, and ``required`` dropped loses a check:
+  destructive, whatever the rows hold.
+
+The rows are read once per plan (:func:`read_rows`: one walk of the table, or one request per
+dropped option of a single select, counted from Blink's ``total``). Where Blink does not serve the
+records read (404, 403, 405), a removal falls back to the table's ``estimated_records_count`` and
+says so, and a check turned on stays destructive, said as not checked: a plan never says a count
+it did not make.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from blinkops_provider._text import show
+from blinkops_provider.exceptions import BlinkAuthError, BlinkReadUnavailableError
+
+SHOWN_REPEATS = 20
+"""The most repeated values a refusal of ``is_unique`` names."""
+
+
+def empty(value: Any) -> bool:
+    """Whether a record's value counts as empty: missing, null, ``""`` or an empty list (Blink
+    does not publish which it stores; all three are read as empty)."""
+    return value is None or value == "" or value == []
+
+
+@dataclass(frozen=True)
+class Need:
+    """What the plan must know of one field's rows: ``name`` is Blink's name of the field."""
+
+    name: str
+    filled: bool = False
+    unique: bool = False
+    options: tuple[Any, ...] = ()
+    multi: bool = False
+
+
+@dataclass
+class Tally:
+    """One field's rows, counted: how many hold a value, the repeated values, the dropped options' use."""
+
+    filled: int = 0
+    values: Counter[str] = field(default_factory=Counter)
+    shown: dict[str, Any] = field(default_factory=dict)
+    options: Counter[Any] = field(default_factory=Counter)
+
+    def repeats(self) -> list[tuple[Any, int]]:
+        """The values held by more than one row, the most held first."""
+        return [(self.shown[key], n) for key, n in self.values.most_common() if n > 1]
+
+
+@dataclass(frozen=True)
+class RowFacts:
+    """The table's rows as the plan counted them.
+
+    :ivar total: the rows counted (None: the rows could not be read, ``unread`` says why).
+    :ivar estimate: Blink's ``estimated_records_count`` (None: Blink does not say).
+    """
+
+    total: int | None = None
+    tallies: Mapping[str, Tally] = field(default_factory=dict)
+    unread: str = ""
+    estimate: int | None = None
+
+    @property
+    def counted(self) -> bool:
+        return self.total is not None
+
+    def of(self, name: str) -> Tally:
+        return self.tallies.get(name) or Tally()
+
+
+NOTHING_READ = RowFacts()
+"""No row read: nothing in the plan needed them."""
+
+
+def tally(records: Iterable[Mapping[str, Any]], needs: Sequence[Need]) -> tuple[int, dict[str, Tally]]:
+    """Count every need over the records in one pass; the rows seen and each field's tally."""
+    tallies = {need.name: Tally() for need in needs}
+    total = 0
+    for record in records:
+        total += 1
+        for need in needs:
+            value = record.get(need.name)
+            if empty(value):
+                continue
+            counted = tallies[need.name]
+            counted.filled += 1
+            if need.unique:
+                key = repr(value)
+                counted.values[key] += 1
+                counted.shown.setdefault(key, value)
+            if need.options:
+                held = value if isinstance(value, list) else [value]
+                counted.options.update(option for option in need.options if option in held)
+    return total, tallies
+
+
+def read_rows(hook: Any, ws_id: str, table: str, needs: Sequence[Need], estimate: int | None) -> RowFacts:
+    """The rows the needs ask about: counted from Blink's ``total`` (one request per option)
+    when every need is a dropped option of a single select, else by one walk of the table.
+    Blink not serving the read (404, 403, 405) gives facts that say why, with the estimate."""
+    if not needs:
+        return NOTHING_READ
+    try:
+        if all(not (need.filled or need.unique or (need.options and need.multi)) for need in needs):
+            return _by_totals(hook, ws_id, table, needs, estimate)
+        total, tallies = tally(hook.iter_records(ws_id, table), needs)
+    except (BlinkReadUnavailableError, BlinkAuthError) as err:
+        if isinstance(err, BlinkAuthError) and err.status != 403:
+            raise
+        return RowFacts(
+            unread=f"{err.status}: {'no role to read them' if err.status == 403 else 'not served'}", estimate=estimate
+        )
+    return RowFacts(total, tallies, estimate=estimate)
+
+
+def _by_totals(hook: Any, ws_id: str, table: str, needs: Sequence[Need], estimate: int | None) -> RowFacts:
+    total = hook.count_records(ws_id, table)
+    tallies = {}
+    for need in needs:
+        counted = Tally()
+        for option in need.options:
+            counted.options[option] = hook.count_records(ws_id, table, {need.name: option})
+        tallies[need.name] = counted
+    return RowFacts(total, tallies, estimate=estimate)
+
+
+def removal_said(facts: RowFacts, name: str) -> tuple[str, int | None, bool]:
+    """A removal's risk, its rows, and whether it loses anything (a field empty in every row does not)."""
+    if facts.counted:
+        filled = facts.of(name).filled
+        if not filled:
+            return f"holds no value in any of the {facts.total} rows (counted): nothing is lost", 0, False
+        return f"deletes values in {filled} of {facts.total} rows, permanently", filled, True
+    rows = facts.estimate
+    count = "an unknown number of rows (Blink does not say how many)" if rows is None else f"about {rows} rows"
+    count = "no rows, by Blink's estimate (0)" if rows == 0 else count
+    unread = f" (the rows could not be read: {facts.unread}; {'an estimate' if rows is not None else 'not counted'})"
+    return f"deletes its values in {count}{unread if facts.unread else ''}, permanently", rows, True
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A change judged with the rows: why it is destructive (""), why refused (""), what was counted."""
+
+    risk: str = ""
+    refusal: str = ""
+    counts: Mapping[str, Any] = field(default_factory=dict)
+
+
+def judge_change(
+    after: Mapping[str, Any], before: Mapping[str, Any], name: str, facts: RowFacts, backfill: Any = None
+) -> Judged:
+    """The risk rules of a change (``after`` the body sent, ``before`` Blink's field), with the rows."""
+    risks, refusals, counts = _options_removed(after, before, name, facts)
+    risks += _reference_moved(after, before)
+    for check, said in (("required", _required_on), ("is_unique", _unique_on)):
+        if _member(after, check) is True and _member(before, check) is not True:
+            risk, refusal, counted = said(name, facts, backfill)
+            risks += [risk] if risk else []
+            refusals += [refusal] if refusal else []
+            counts.update(counted)
+    if _member(before, "required") is True and _member(after, "required") is not True:
+        risks.append("required dropped (a check is lost: rows may be saved without a value)")
+    return Judged("; ".join(risks), "; ".join(refusals), counts)
+
+
+def judge_add(update_body: Mapping[str, Any], facts: RowFacts, backfill: Any = None) -> Judged:
+    """A new field: required on a table with rows needs a backfill."""
+    counts: dict[str, Any] = {}
+    if facts.counted and backfill is not None:
+        counts["backfill"] = facts.total
+    if _member(update_body, "required") is True and facts.counted and facts.total and backfill is None:
+        why = (
+            f"a new required field on a table with {facts.total} rows (counted): each would be left without a "
+            'value. Declare "backfill": VALUE on the entry to fill them, or leave required out'
+        )
+        return Judged(refusal=why, counts={"rows": facts.total, "empty": facts.total})
+    return Judged(counts={"rows": facts.total, **counts} if counts else {})
+
+
+def _required_on(name: str, facts: RowFacts, backfill: Any) -> tuple[str, str, dict[str, Any]]:
+    if not facts.counted:
+        return f"required turned on (not checked: the rows could not be read: {facts.unread})", "", {}
+    missing = facts.total - facts.of(name).filled  # type: ignore[operator]
+    counts: dict[str, Any] = {"rows": facts.total, "empty": missing}
+    if not missing:
+        return "", "", counts
+    if backfill is not None:
+        counts["backfill"] = missing
+        return "", "", counts
+    why = (
+        f"required turned on, but {missing} of {facts.total} rows have no value (counted). Declare "
+        '"backfill": VALUE on the entry to fill them first, fill them in Blink, or leave required out'
+    )
+    return "", why, counts
+
+
+def _unique_on(name: str, facts: RowFacts, backfill: Any) -> tuple[str, str, dict[str, Any]]:
+    if not facts.counted:
+        return f"is_unique turned on (not checked: the rows could not be read: {facts.unread})", "", {}
+    repeats = facts.of(name).repeats()
+    counts: dict[str, Any] = {
+        "rows": facts.total,
+        "repeated": [{"value": v, "rows": n} for v, n in repeats[:SHOWN_REPEATS]],
+    }
+    if not repeats:
+        return "", "", counts
+    named = ", ".join(f"{show(value)} ×{n}" for value, n in repeats[:SHOWN_REPEATS])  # noqa: RUF001
+    more = f" and {len(repeats) - SHOWN_REPEATS} more" if len(repeats) > SHOWN_REPEATS else ""
+    rows = sum(n for _, n in repeats)
+    why = (
+        f"is_unique turned on, but {len(repeats)} value(s) repeat in {rows} of {facts.total} rows (counted): "
+        f"{named}{more}. Make them unique in Blink first, or leave is_unique out"
+    )
+    return "", why, counts
+
+
+def _options_removed(
+    after: Mapping[str, Any], before: Mapping[str, Any], name: str, facts: RowFacts
+) -> tuple[list[str], list[str], dict[str, Any]]:
+    removed = options_removed(after, before)
+    if not removed:
+        return [], [], {}
+    if not facts.counted:
+        said = ", ".join(map(show, removed))
+        why = f"the rows could not be read: {facts.unread}" if facts.unread else "the rows were not read"
+        return [f"options removed: {said} (values using them are orphaned; not counted: {why})"], [], {}
+    use = facts.of(name).options
+    counts = {"rows": facts.total, "options": {str(option): use[option] for option in removed}}
+    used = [option for option in removed if use[option]]
+    if not used:
+        return [], [], counts
+    said = ", ".join(f"{show(option)} (in {use[option]} of {facts.total} rows)" for option in used)
+    return [f"options removed: {said}: those values are orphaned"], [], counts
+
+
+def options_removed(after: Mapping[str, Any], before: Mapping[str, Any]) -> list[Any]:
+    """The options of a select that the change drops."""
+    old, new = _member(before, "options"), _member(after, "options")
+    kept = new if isinstance(new, list) else []
+    return [option for option in old if option not in kept] if isinstance(old, list) else []
+
+
+def _reference_moved(after: Mapping[str, Any], before: Mapping[str, Any]) -> list[str]:
+    old_ref, new_ref = _member(before, "table_reference"), _member(after, "table_reference")
+    if old_ref is not None and _target(new_ref) != _target(old_ref):  # the displayed field alone breaks nothing
+        return [f"the reference moves from {show(old_ref)} to {show(new_ref)} (existing links break)"]
+    return []
+
+
+def _target(reference: Any) -> Any:
+    return reference.get("table_name") if isinstance(reference, Mapping) else reference
+
+
+def _member(body: Mapping[str, Any], attribute: str) -> Any:
+    attributes = body.get("attributes")
+    return attributes.get(attribute) if isinstance(attributes, Mapping) else None
+
+
+def needs_of(rows: Iterable[Any], backfills: Mapping[str, Any]) -> list[Need]:
+    """What each planned row needs to know of the rows (``rows``: the schema-only plan's field rows)."""
+    needs = []
+    for row in rows:
+        body = row.body.to_body() if row.body is not None else {}
+        if row.action == "remove":
+            needs.append(Need(row.name_in_blink, filled=True))
+        elif row.action == "add" and (_member(body, "required") is True or row.field in backfills):
+            needs.append(Need(row.name_in_blink))
+        elif row.action == "change":
+            before = {m.split(".", 1)[1]: b for m, b, _ in row.values if m.startswith("attributes.")}
+            after = {m.split(".", 1)[1]: a for m, _, a in row.values if m.startswith("attributes.")}
+            on = [
+                check
+                for check in ("required", "is_unique")
+                if after.get(check) is True and before.get(check) is not True
+            ]
+            dropped = options_removed({"attributes": after}, {"attributes": before}) if "options" in after else []
+            if on or dropped:
+                multi = body.get("type") == "multi-select"
+                needs.append(Need(row.name_in_blink, "required" in on, "is_unique" in on, tuple(dropped), multi))
+    return needs
