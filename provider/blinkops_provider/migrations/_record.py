@@ -184,16 +184,20 @@ class SchemaRecord:
         names: Mapping[str, str] | None = None,
         table_name: str | None = None,
         approval: Mapping[str, Any] | None = None,
+        backfilled: Mapping[str, int] | None = None,
     ) -> None:
         """Replace the record with ``fields`` (name -> body sent), in one move; with ``names``
         (declared name -> Blink's name, where they differ), ``table_name`` (Blink's name of a
         table this provider created) and ``approval`` (who approved this apply's plan and when,
-        ``{"approved_by", "approved_at"}``, or ``{"acknowledged": true}``) noted when given."""
+        ``{"approved_by", "approved_at"}``, or ``{"acknowledged": true}``) and ``backfilled``
+        (the rows this apply's backfills filled, by field) noted when given."""
         notes: dict[str, Any] = {"names": dict(names)} if names else {}
         if table_name:
             notes["table_name"] = table_name
         if approval:
             notes["approval"] = dict(approval)
+        if backfilled:
+            notes["backfilled"] = dict(backfilled)
         data = {
             "format": RECORD_FORMAT,
             "blink": self.host,

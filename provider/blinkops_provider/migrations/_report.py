@@ -103,6 +103,7 @@ class ApplyReport:
         if counts[FieldOutcome.UNCHANGED]:
             self.log.info("  (%d field(s) unchanged)", counts[FieldOutcome.UNCHANGED])
         named = {"names": result.names(), **({"table_name": result.table_name} if result.table_name else {})}
+        named |= {"backfilled": dict(result.backfilled)} if result.backfilled else {}
         return {
             **self._head([name for name in result.order if name in result.applied], failed, list(result.unknown)),
             "outcomes": {name: str(outcome) for name, outcome in outcomes.items()},  # plain text: JSON

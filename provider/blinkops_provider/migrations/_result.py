@@ -24,11 +24,14 @@ class ApplyResult(FieldUpdates):
         a record to plan against), so that a confirmed field is ``applied``.
     :ivar skipped: fields not sent because the plan found them unchanged.
     :ivar table_name: Blink's name of the table this apply created (empty when it created none).
+    :ivar backfilled: the rows each declared field's backfill filled, by declared name.
     """
 
     plan: SchemaPlan | None = None
     skipped: list[str] = field(default_factory=list)
     table_name: str = ""
+    backfilled: dict[str, int] = field(default_factory=dict)
+    """The rows each declared field's backfill filled."""
 
     def merge(self, parts: Iterable[FieldUpdates]) -> ApplyResult:
         """Add the outcomes of ``parts``: the batches' reports, or other results."""

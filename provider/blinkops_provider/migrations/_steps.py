@@ -21,7 +21,7 @@ from typing import Any
 
 from blinkops_provider._batch import FieldUpdates, Send, run_batch, workers
 from blinkops_provider._states import Action
-from blinkops_provider._text import one_line
+from blinkops_provider._text import one_line, show
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkBadRequestError,
@@ -31,6 +31,7 @@ from blinkops_provider.exceptions import (
     BlinkResponseError,
 )
 from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.migrations._fill import Fill
 from blinkops_provider.migrations._merge import field_body
 from blinkops_provider.migrations._plan import FieldPlan, SchemaPlan
 from blinkops_provider.migrations._record import SchemaRecord
@@ -76,6 +77,8 @@ class Steps:
         self.unsent = frozenset(self.skipped)  # (looked up once per field)
         self.blink = {row.field: row.name_in_blink for row in plan.fields}
         """Blink's name of each declared field."""
+        self.backfilled: dict[str, int] = {}
+        """The rows each declared field's backfill wrote."""
         self.not_found: dict[str, BlinkNotFoundError] = {}
         """Blink's names of the fields whose removal Blink answered with a 404."""
 
@@ -99,6 +102,7 @@ class Steps:
         if self.plan.table_plan.action == Action.CREATE:
             done.append(self._create())
         done.append(self._add())
+        self._backfill(done[-1])
         done.append(self._change())
         self._change_table()
         removals = [(row.field, FieldUpdate()) for row in self._rows(Action.REMOVE)]
@@ -139,6 +143,27 @@ class Steps:
             or f"its DELETE was answered with a 2xx (or a 404), but Blink's fields read still lists {held!r}: the "
             "answer was not Blink's, and the field and its values are still there"
         )
+
+    def _backfill(self, added: FieldUpdates) -> None:
+        """Fill the empty rows of each field the plan backfills (:mod:`._fill`): an added one under
+        the name Blink gave it, once its add is confirmed; one turning ``required`` on, before its
+        change is sent."""
+        assert self.pool is not None
+        for row in self.plan.fields:
+            rows = (row.counts or {}).get("backfill")
+            if row.backfill is None or not rows:
+                continue
+            name = self.blink[row.field]
+            if row.action == Action.ADD:
+                stored = added.applied.get(row.field)
+                if stored is None or not stored.name:
+                    continue  # not added (its failure is reported), or not named: nothing to fill
+                name = stored.name
+            fill = Fill(self.hook, self.plan.ws_id, self.table_name, name, row.backfill, rows)
+            self.backfilled[row.field] = fill.run(self.pool)
+            self.hook.log.info(
+                "%s: backfilled %d row(s) with %s", one_line(row.field), self.backfilled[row.field], show(row.backfill)
+            )
 
     def _change(self) -> FieldUpdates:
         """The fields to change (``PUT``), a batch: every planned body but the adds Blink lacks
@@ -243,6 +268,7 @@ class Steps:
         blind = bool(self.plan.unread) and not self.record.location
         order = [row.field for row in self.plan.fields]
         report = ApplyResult(failed=refused, order=order, plan=None if blind else self.plan, skipped=self.skipped)
+        report.backfilled = self.backfilled
         return report.merge(parts)
 
     def complete(self, result: ApplyResult, now: Any, *, raising: bool) -> ApplyResult:
@@ -284,9 +310,11 @@ class Steps:
             if self.record.found
             else ({}, {}, None)
         )
-        if not result.applied and (fields, names, table_name or None) == held:
+        if not result.applied and not self.backfilled and (fields, names, table_name or None) == held:
             return  # the record already says what Blink confirmed (or there is nothing to say)
-        self.record.write(fields, now=now, names=names, table_name=table_name, approval=self.let_through)
+        self.record.write(
+            fields, now=now, names=names, table_name=table_name, approval=self.let_through, backfilled=self.backfilled
+        )
 
     def _content(self, result: ApplyResult) -> tuple[dict[str, Any], dict[str, str]]:
         """The record's fields and notes of Blink's names after this apply."""

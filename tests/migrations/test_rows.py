@@ -1,0 +1,164 @@
+"""#64 items 3-4: a plan that touches data counts the rows exactly, says an estimate as one, and
+refuses before any write a change that would leave rows outside their schema; against the tests'
+own fake Blink (its own naming rule) and the sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests_mock as rm
+
+from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.migrations import apply_schema, plan_schema
+from blinkops_provider.migrations._review import review_needed
+from blinkops_provider.migrations._rows import SHOWN_REPEATS, Need, tally
+from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_provider.sandbox._seed import DEMO_ROWS
+from tests.fake_blink import FakeBlink, blink_field
+
+HELD = {
+    "T": [
+        blink_field("Name", "text"),
+        blink_field("Code", "text"),
+        blink_field("Stage", "single-select", options=["new", "open", "done"]),
+        blink_field("Tags", "multi-select", options=["a", "b", "c"]),
+    ]
+}
+
+
+def entry(name: str, kind: str = "text", **attributes: Any) -> dict[str, Any]:
+    return {"field": name, "type": kind, "display_name": name, "attributes": attributes}
+
+
+def rows(blink: FakeBlink, *values: dict[str, Any]) -> None:
+    blink.records["T"] = [{"id": f"r{n}", **value} for n, value in enumerate(values)]
+
+
+def writes(blink: FakeBlink) -> list[Any]:
+    return [*blink.puts, *blink.posts, *blink.deletes, *blink.record_puts]
+
+
+def test_tally_counts_values_repeats_and_options_in_one_pass() -> None:
+    records = [{"A": "x", "B": ["a"]}, {"A": "x", "B": ["a", "b"]}, {"A": "", "B": []}, {"A": None}, {"A": "y"}]
+    total, tallies = tally(records, [Need("A", filled=True, unique=True), Need("B", options=("a", "c"), multi=True)])
+    assert total == 5
+    assert tallies["A"].filled == 3 and tallies["A"].repeats() == [("x", 2)]
+    assert tallies["B"].filled == 2 and dict(tallies["B"].options) == {"a": 2}
+
+
+def test_a_removal_counts_the_rows_that_hold_a_value(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        blink.rows["T"] = 500  # Blink's estimate, not used
+        rows(blink, *([{"Code": "c"}] * 3), {"Code": ""}, {"Name": "x"})
+        plan = plan_schema(hook, "ws-1", "T", [{"field": "Code", "remove": True}], record_path=f"{tmp_path}/")
+    (row,) = plan.fields
+    assert row.risk == "deletes values in 3 of 5 rows, permanently" and row.destructive
+    assert row.to_xcom()["counts"] == {"rows": 5, "with_value": 3}
+
+
+def test_a_removal_of_a_field_empty_everywhere_loses_nothing_and_asks_no_one(hook: Any, tmp_path: Path) -> None:
+    removing = [{"field": "Code", "remove": True}]
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        rows(blink, {"Name": "a"}, {"Name": "b", "Code": ""})
+        plan = plan_schema(hook, "ws-1", "T", removing, record_path=f"{tmp_path}/")
+        assert not plan.fields[0].destructive
+        assert "holds no value in any of the 2 rows (counted): nothing is lost" in plan.describe()
+        assert not review_needed([plan.to_xcom()], "destructive")
+        done = apply_schema(hook, "ws-1", "T", removing, record_path=f"{tmp_path}/")  # no approval needed
+    assert done.outcomes() == {"Code": "removed"}
+
+
+def test_a_row_that_gains_a_value_since_the_plan_makes_it_stale(hook: Any, tmp_path: Path) -> None:
+    removing = [{"field": "Code", "remove": True}]
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        rows(blink, {"Name": "a"})
+        plan = plan_schema(hook, "ws-1", "T", removing, record_path=f"{tmp_path}/").to_xcom()
+        blink.records["T"][0]["Code"] = "written since"
+        with pytest.raises(Exception, match="the table's rows changed since the plan"):
+            apply_schema(hook, "ws-1", "T", removing, record_path=f"{tmp_path}/", plan=plan, acknowledge_risks=True)
+        assert blink.deletes == []
+
+
+def test_required_turned_on_over_empty_rows_is_refused_before_any_write(hook: Any, tmp_path: Path) -> None:
+    declared = [entry("Name", required=True), entry("Code", is_unique=True)]
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        rows(blink, {"Name": "a", "Code": "1"}, {"Code": "2"}, {"Name": "", "Code": "3"})
+        result = apply_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/")
+        assert [field for _, field, _ in blink.puts] == ["Code"] and blink.record_puts == []  # distinct: sent
+    assert result.outcomes() == {"Name": "failed", "Code": "changed"}
+    said = str(result.failed["Name"])
+    assert "required turned on, but 2 of 3 rows have no value (counted)" in said and '"backfill": VALUE' in said
+
+
+def test_is_unique_turned_on_over_repeats_is_refused_naming_them(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        rows(blink, *({"Code": f"v{n % 25}"} for n in range(60)), {"Code": "solo"})
+        plan = plan_schema(hook, "ws-1", "T", [entry("Code", is_unique=True)], record_path=f"{tmp_path}/")
+    (row,) = plan.fields
+    assert row.action == "refused"
+    assert "25 value(s) repeat in 60 of 61 rows (counted): 'v0' ×3" in row.risk
+    assert f"and {25 - SHOWN_REPEATS} more" in row.risk
+    assert len(row.counts["repeated"]) == SHOWN_REPEATS  # type: ignore[index]
+
+
+def test_a_dropped_option_counts_its_rows_from_blinks_total(hook: Any, tmp_path: Path) -> None:
+    declared = [entry("Stage", "single-select", options=["open", "done"])]
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        rows(blink, {"Stage": "new"}, {"Stage": "new"}, {"Stage": "open"}, {})
+        plan = plan_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/")
+        assert blink.finds == 2  # the table's rows and the option's: one request each, from Blink's total
+    (row,) = plan.fields
+    assert row.destructive and "options removed: 'new' (in 2 of 4 rows): those values are orphaned" in row.risk
+    assert row.counts == {"rows": 4, "options": {"new": 2}}
+
+
+def test_a_dropped_option_no_row_uses_is_not_destructive(hook: Any, tmp_path: Path) -> None:
+    declared = [entry("Tags", "multi-select", options=["a", "b"])]
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        rows(blink, {"Tags": ["a", "b"]}, {"Tags": ["a"]})
+        (row,) = plan_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/").fields
+    assert row.action == "change" and not row.destructive and row.counts == {"rows": 2, "options": {"c": 0}}
+
+
+def test_a_new_required_field_on_a_table_with_rows_needs_a_backfill(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        rows(blink, {"Name": "a"}, {"Name": "b"})
+        result = apply_schema(hook, "ws-1", "T", [entry("Owner", required=True)], record_path=f"{tmp_path}/")
+        assert blink.posts == []
+    assert "a new required field on a table with 2 rows" in str(result.failed["Owner"])
+
+
+@pytest.mark.parametrize("status", [403, 404, 405])
+def test_rows_that_cannot_be_read_give_the_estimate_said_as_one(hook: Any, tmp_path: Path, status: int) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(HELD).mount(m)
+        blink.rows["T"] = 128
+        blink.records_status = status
+        plan = plan_schema(hook, "ws-1", "T", [{"field": "Code", "remove": True}], record_path=f"{tmp_path}/")
+    (row,) = plan.fields
+    assert row.risk.startswith(f"deletes its values in about 128 rows (the rows could not be read: {status}")
+    assert "an estimate" in row.risk and row.destructive
+    assert row.counts == {"estimate": 128, "unread": row.counts["unread"]}  # type: ignore[index]
+
+
+def test_the_sandbox_plan_counts_the_seeded_rows(blink_sandbox: BlinkSandbox, tmp_path: Path) -> None:
+    seeded = DEMO_ROWS["Incidents"]
+    hosts = sum(bool(row.get("Affected hosts")) for row in seeded)
+    plan = plan_schema(BlinkHook(), "ws-demo", "Incidents", [{"field": "Affected hosts", "remove": True}])
+    assert f"deletes values in {hosts} of {len(seeded)} rows, permanently" in plan.describe()
+    titles = plan_schema(BlinkHook(), "ws-demo", "Incidents", [entry("Title", required=True, is_unique=True)])
+    assert titles.fields[0].action == "refused" and "'Malware on laptop' ×" in titles.fields[0].risk
+    with pytest.raises(BlinkInputError):
+        apply_schema(BlinkHook(), "ws-demo", "Incidents", [{"field": "Affected hosts", "remove": True}])
+    assert not [e for e in blink_sandbox.requests if e["method"] in ("PUT", "POST", "DELETE")]
