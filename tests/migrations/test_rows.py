@@ -104,7 +104,7 @@ def test_is_unique_turned_on_over_repeats_is_refused_naming_them(hook: Any, tmp_
         plan = plan_schema(hook, "ws-1", "T", [entry("Code", is_unique=True)], record_path=f"{tmp_path}/")
     (row,) = plan.fields
     assert row.action == "refused"
-    assert "25 value(s) repeat in 60 of 61 rows (counted): 'v0' ×3" in row.risk
+    assert "25 value(s) repeat in 60 of 61 rows (counted): 'v0' ×3" in row.risk  # noqa: RUF001
     assert f"and {25 - SHOWN_REPEATS} more" in row.risk
     assert len(row.counts["repeated"]) == SHOWN_REPEATS  # type: ignore[index]
 
@@ -158,7 +158,21 @@ def test_the_sandbox_plan_counts_the_seeded_rows(blink_sandbox: BlinkSandbox, tm
     plan = plan_schema(BlinkHook(), "ws-demo", "Incidents", [{"field": "Affected hosts", "remove": True}])
     assert f"deletes values in {hosts} of {len(seeded)} rows, permanently" in plan.describe()
     titles = plan_schema(BlinkHook(), "ws-demo", "Incidents", [entry("Title", required=True, is_unique=True)])
-    assert titles.fields[0].action == "refused" and "'Malware on laptop' ×" in titles.fields[0].risk
+    assert titles.fields[0].action == "refused" and "'Malware on laptop' ×" in titles.fields[0].risk  # noqa: RUF001
     with pytest.raises(BlinkInputError):
         apply_schema(BlinkHook(), "ws-demo", "Incidents", [{"field": "Affected hosts", "remove": True}])
     assert not [e for e in blink_sandbox.requests if e["method"] in ("PUT", "POST", "DELETE")]
+
+
+def test_the_migrating_data_pages_examples_print_what_they_say(blink_sandbox: BlinkSandbox, capsys: Any) -> None:
+    """The docs page "Migrating data": each Python example runs against the sandbox and prints
+    what its closing comment says."""
+    import re
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "migrating_data.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert len(blocks) == 2
+    for block in blocks:
+        exec(compile(block, "migrating_data.md", "exec"), {})
+        said = re.findall(r"print\(.*\)\s+# (.*)", block)[0].removesuffix(", ...")
+        assert capsys.readouterr().out.strip().splitlines()[-1].startswith(said)  # (the log goes before it)

@@ -116,6 +116,11 @@ class Walk:
         raise self._error(f"it did not end within {self.max_pages} pages")
 
     def _check(self, page: RecordPage, number: int) -> None:
+        self._check_paging(page, number)
+        self._check_ids(page, number)
+
+    def _check_paging(self, page: RecordPage, number: int) -> None:
+        """The limit and offset answered, the rows no more than asked, and the same ``total``."""
         asked = (self.page_size, self.returned)
         if (page.limit not in (None, asked[0])) or (page.offset not in (None, asked[1])):
             raise self._error(f"page {number} answered limit {page.limit} offset {page.offset}, asked {asked}")
@@ -128,6 +133,9 @@ class Walk:
                 f"the table changed while it was read: {self.total} rows matched at the first page, "
                 f"{page.total} at page {number} (a walk by offset would skip or double rows)"
             )
+
+    def _check_ids(self, page: RecordPage, number: int) -> None:
+        """Every row has an id, none twice in the page or in the page before."""
         ids = [row.get("id") for row in page.results]
         if any(isinstance(i, bool) or not isinstance(i, (str, int)) or i == "" for i in ids):
             raise self._error(f"page {number} holds a row without an id")

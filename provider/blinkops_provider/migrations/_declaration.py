@@ -103,7 +103,7 @@ def _backfills(entries: list[Any], source: str) -> tuple[list[Any], dict[str, An
             kept.append(entry)
             continue
         value = entry["backfill"]
-        if value is None or value == "" or value == [] or isinstance(value, dict):
+        if _not_a_value(value):
             problems.append(
                 f"entry {position} ({entry.get('field')!r}): 'backfill' must be the value to write in its empty rows "
                 f"(text, a number, true/false or a list), not {value!r}"
@@ -113,6 +113,11 @@ def _backfills(entries: list[Any], source: str) -> tuple[list[Any], dict[str, An
     if problems:
         raise BlinkInputError(f"{source}: " + first_problems(problems))
     return kept, backfills
+
+
+def _not_a_value(value: Any) -> bool:
+    """Whether a backfill cannot fill a row: empty, or an object."""
+    return value is None or value == "" or value == [] or isinstance(value, dict)
 
 
 def _table_and_fields(value: Any, source: str) -> tuple[dict[str, Any], Any]:

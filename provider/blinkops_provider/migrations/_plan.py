@@ -857,18 +857,34 @@ def _against(
         return FieldPlan(name, Action.UNCHANGED, body=body)
     values = tuple((member, _member(before, member), _member(after, member)) for member in members)
     if "type" in members and before.get("type") is not None:
-        why = (
-            f"the type would change from {before['type']!r} to {after.get('type')!r}; Blink refuses type changes: "
-            f"add a new field of the new type (another name and display name), copy the values over, then "
-            f'remove this one with a tombstone {{"field": {name!r}, "remove": true}}'
-        )
-        return FieldPlan(name, Action.REFUSED, tuple(members), values, why)
+        return FieldPlan(name, Action.REFUSED, tuple(members), values, _retyped(name, before, after))
+    return _judged(name, (tuple(members), values), (before, after, body), held)
+
+
+def _retyped(name: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """Why a type change is refused, and what to do instead."""
+    return (
+        f"the type would change from {before['type']!r} to {after.get('type')!r}; Blink refuses type changes: "
+        f"add a new field of the new type (another name and display name), copy the values over, then "
+        f'remove this one with a tombstone {{"field": {name!r}, "remove": true}}'
+    )
+
+
+def _judged(
+    name: str,
+    shown: tuple[tuple[str, ...], tuple[tuple[str, Any, Any], ...]],
+    sides: tuple[Mapping[str, Any], Mapping[str, Any], FieldUpdate],
+    held: tuple[str, _Context] | None,
+) -> FieldPlan:
+    """A change, judged with the rows (:func:`._rows.judge_change`): refused, or sent with its risk."""
+    members, values = shown
+    before, after, body = sides
     blink_name, context = held or (name, _Context({}, "", NOTHING_READ, {}))
     judged = judge_change(after, before, blink_name, context.facts, context.backfills.get(name))
     counts = dict(judged.counts) or None
     if judged.refusal:
-        return FieldPlan(name, Action.REFUSED, tuple(members), values, judged.refusal, counts=counts)
-    return FieldPlan(name, Action.CHANGE, tuple(members), values, judged.risk, body=body, counts=counts)
+        return FieldPlan(name, Action.REFUSED, members, values, judged.refusal, counts=counts)
+    return FieldPlan(name, Action.CHANGE, members, values, judged.risk, body=body, counts=counts)
 
 
 def _changed_by(held: TableField) -> str:

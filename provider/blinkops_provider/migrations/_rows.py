@@ -112,7 +112,7 @@ def tally(records: Iterable[Mapping[str, Any]], needs: Sequence[Need]) -> tuple[
 
 def read_rows(hook: Any, ws_id: str, table: str, needs: Sequence[Need], estimate: int | None) -> RowFacts:
     """The rows the needs ask about: counted from Blink's ``total`` (one request per option)
-    when every need is a dropped option of a single select, else by one walk of the table.
+    when no need asks what only the rows' values tell, else by one walk of the table.
     Blink not serving the read (404, 403, 405) gives facts that say why, with the estimate."""
     if not needs:
         return NOTHING_READ
@@ -121,12 +121,16 @@ def read_rows(hook: Any, ws_id: str, table: str, needs: Sequence[Need], estimate
             return _by_totals(hook, ws_id, table, needs, estimate)
         total, tallies = tally(hook.iter_records(ws_id, table), needs)
     except (BlinkReadUnavailableError, BlinkAuthError) as err:
-        if isinstance(err, BlinkAuthError) and err.status != 403:
-            raise
-        return RowFacts(
-            unread=f"{err.status}: {'no role to read them' if err.status == 403 else 'not served'}", estimate=estimate
-        )
+        return _unreadable(err, estimate)
     return RowFacts(total, tallies, estimate=estimate)
+
+
+def _unreadable(err: BlinkReadUnavailableError | BlinkAuthError, estimate: int | None) -> RowFacts:
+    """Facts that say why the rows could not be read (a 401 is not that: it goes on up)."""
+    if isinstance(err, BlinkAuthError) and err.status != 403:
+        raise err
+    why = "no role to read them" if err.status == 403 else "not served"
+    return RowFacts(unread=f"{err.status}: {why}", estimate=estimate)
 
 
 def _by_totals(hook: Any, ws_id: str, table: str, needs: Sequence[Need], estimate: int | None) -> RowFacts:
@@ -275,23 +279,30 @@ def _member(body: Mapping[str, Any], attribute: str) -> Any:
 
 def needs_of(rows: Iterable[Any], backfills: Mapping[str, Any]) -> list[Need]:
     """What each planned row needs to know of the rows (``rows``: the schema-only plan's field rows)."""
-    needs = []
-    for row in rows:
-        body = row.body.to_body() if row.body is not None else {}
-        if row.action == "remove":
-            needs.append(Need(row.name_in_blink, filled=True))
-        elif row.action == "add" and (_member(body, "required") is True or row.field in backfills):
-            needs.append(Need(row.name_in_blink))
-        elif row.action == "change":
-            before = {m.split(".", 1)[1]: b for m, b, _ in row.values if m.startswith("attributes.")}
-            after = {m.split(".", 1)[1]: a for m, _, a in row.values if m.startswith("attributes.")}
-            on = [
-                check
-                for check in ("required", "is_unique")
-                if after.get(check) is True and before.get(check) is not True
-            ]
-            dropped = options_removed({"attributes": after}, {"attributes": before}) if "options" in after else []
-            if on or dropped:
-                multi = body.get("type") == "multi-select"
-                needs.append(Need(row.name_in_blink, "required" in on, "is_unique" in on, tuple(dropped), multi))
-    return needs
+    return [need for row in rows if (need := _need(row, backfills)) is not None]
+
+
+def _need(row: Any, backfills: Mapping[str, Any]) -> Need | None:
+    body = row.body.to_body() if row.body is not None else {}
+    if row.action == "remove":
+        return Need(row.name_in_blink, filled=True)
+    if row.action == "add":
+        return Need(row.name_in_blink) if _member(body, "required") is True or row.field in backfills else None
+    return _change_need(row, body) if row.action == "change" else None
+
+
+def _sides(values: Iterable[tuple[str, Any, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The attributes that differ, before and after, from a plan row's ``values``."""
+    changed = [(m.split(".", 1)[1], b, a) for m, b, a in values if m.startswith("attributes.")]
+    return {m: b for m, b, _ in changed}, {m: a for m, _, a in changed}
+
+
+def _change_need(row: Any, body: Mapping[str, Any]) -> Need | None:
+    """A change's need: the checks it turns on, and the options it drops."""
+    before, after = _sides(row.values)
+    on = [check for check in ("required", "is_unique") if after.get(check) is True and before.get(check) is not True]
+    dropped = options_removed({"attributes": after}, {"attributes": before}) if "options" in after else []
+    if not (on or dropped):
+        return None
+    multi = body.get("type") == "multi-select"
+    return Need(row.name_in_blink, "required" in on, "is_unique" in on, tuple(dropped), multi)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+from enum import Enum
 from typing import Annotated, Any, Protocol
 from urllib.parse import unquote
 
@@ -296,7 +297,7 @@ def _table_writes(api: APIRouter, sandbox: Served) -> None:
 def _records_routes(api: APIRouter, sandbox: Served) -> None:
     """Blink's table records: find (with ``q``), create, get, update (the whole record) and delete.
     Registered after the fields routes, so ``.../fields`` is never taken for a record id."""
-    tags = ["Table records"]
+    tags: list[str | Enum] = ["Table records"]
 
     @api.get("/workspace/{ws_id}/table/{table}", operation_id="TableFindRecord", tags=tags, summary="Find records")
     def find_records(

@@ -5,6 +5,7 @@ Timestamps (``created_at``, ``updated_at``) are integer milliseconds since the U
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sqlite3
@@ -168,7 +169,9 @@ class SandboxStore:
             for number, values in enumerate(rows):
                 made = seed_data.SEED_TIME_MS + number * 60_000
                 seeded = f"rec-{uuid.uuid5(uuid.NAMESPACE_URL, f'{table_id}/{number}').hex[:16]}"
-                record_rows.insert(self._db, table_id, values, made, seed_data.SEED_USER, lambda seeded=seeded: seeded)
+                record_rows.insert(
+                    self._db, table_id, values, made, seed_data.SEED_USER, functools.partial(str, seeded)
+                )
 
     def _insert_table(self, ws_id: str, name: str, display_name: str, description: str, records: int) -> str:
         """A table with Blink's five system fields; its id."""
