@@ -30,12 +30,19 @@ class Action(_State):
     UNCHANGED = "unchanged"
     REFUSED = "refused"
     REMOVE = "remove"
+    RETYPE = "retype"
+    """A type change done as Blink says: a new field of the new type, the values copied, the old
+    field removed, the new one given the old one's display name."""
     CREATE = "create"
     """The table's action when Blink does not have it and ``create_table=True``."""
 
 
-FIELD_ACTIONS = (Action.ADD, Action.CHANGE, Action.UNCHANGED, Action.REFUSED, Action.REMOVE)
+FIELD_ACTIONS = (Action.ADD, Action.CHANGE, Action.UNCHANGED, Action.REFUSED, Action.REMOVE, Action.RETYPE)
 """The actions a plan gives a field."""
+
+REMOVING = (Action.REMOVE, Action.RETYPE)
+"""The actions that remove a field from Blink: they pass the removal gate (an approval in review,
+or ``acknowledge_risks``)."""
 
 
 class FieldOutcome(_State):
@@ -44,6 +51,7 @@ class FieldOutcome(_State):
     ADDED = "added"
     CHANGED = "changed"
     REMOVED = "removed"
+    RETYPED = "retyped"
     UNCHANGED = "unchanged"
     APPLIED = "applied"
     """Confirmed by Blink, with no plan to say how (sent blind)."""

@@ -257,6 +257,7 @@ def _plan(
         table_plan=table_plan,
         declared_table=(declared.display_name, declared.description),
         backfills=declared.backfills,
+        type_changes=declared.type_changes,
     )
     plan = planning()
     needs = needs_of(plan.fields, declared.backfills) if live is not None and table_plan.action != Action.CREATE else []
@@ -429,6 +430,14 @@ def apply_request(hook: BlinkHook, request: Request) -> ApplyResult:
         who = admit(hook.log, planned, request.approved, request.approval, request.acknowledge_risks)  # before sending
         planned.log_to(hook.log)
         sender = _Steps(
-            hook, record, recorded, planned, request.only_changed, request.max_concurrency, request.fail_fast, who
+            hook,
+            record,
+            recorded,
+            planned,
+            request.only_changed,
+            request.max_concurrency,
+            request.fail_fast,
+            who,
+            request.declared.type_changes,
         )
         return sender.run()

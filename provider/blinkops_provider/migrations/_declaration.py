@@ -37,6 +37,8 @@ class Declaration:
     description: str | None = None
     backfills: Mapping[str, Any] = field(default_factory=dict)
     """The declared ``backfill`` value of each field that has one."""
+    type_changes: Mapping[str, str] = field(default_factory=dict)
+    """The declared ``type_change`` of each field that has one: ``copy`` or ``copy_or_empty``."""
 
     def to_json(self) -> list[dict[str, Any]] | dict[str, Any]:
         """The declaration as JSON-ready data, in the form it was given (a list, or an object
@@ -60,6 +62,7 @@ class Declaration:
             [[name, update.to_body()] for name, update in self.fields],
             list(self.removals),
             sorted(self.backfills.items()),
+            sorted(self.type_changes.items()),
             [self.display_name, self.description],
         ]
 
@@ -80,9 +83,10 @@ def read_declaration(value: Any, *, source: str = "the declared schema", prefix:
         value = _json(value, source)
     table, value = _table_and_fields(value, source)
     backfills: dict[str, Any] = {}
+    type_changes: dict[str, str] = {}
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
         entries, removals = _split(list(value), source)
-        entries, backfills = _backfills(entries, source)
+        entries, backfills, type_changes = _extras(entries, source)
     else:  # a mapping {field name: update}, or what validate_field_updates names as wrong
         entries, removals = value, []
     try:
@@ -90,29 +94,49 @@ def read_declaration(value: Any, *, source: str = "the declared schema", prefix:
     except BlinkInputError as err:
         raise BlinkInputError(f"{source}: {err}" if prefix else str(err)) from None
     _check_whole(fields, removals, source)
-    return Declaration(fields, tuple(removals), table.get("display_name"), table.get("description"), backfills)
+    shown = (table.get("display_name"), table.get("description"))
+    return Declaration(fields, tuple(removals), *shown, backfills, type_changes)
 
 
-def _backfills(entries: list[Any], source: str) -> tuple[list[Any], dict[str, Any]]:
-    """The entries without their ``backfill`` member, and each declared backfill by field name.
+TYPE_CHANGES = {
+    "copy": "add a new field of the new type, copy every value (refused if one does not convert), remove the old",
+    "copy_or_empty": "as copy, leaving empty the rows whose value does not convert (destructive, counted)",
+}
+"""What an entry's ``type_change`` may say."""
 
-    :raises BlinkInputError: a backfill that is empty, or not a JSON value a row can hold."""
-    kept, backfills, problems = [], {}, []
+
+def _extras(entries: list[Any], source: str) -> tuple[list[Any], dict[str, Any], dict[str, str]]:
+    """The entries without their ``backfill`` and ``type_change`` members, and each one declared,
+    by field name.
+
+    :raises BlinkInputError: a backfill that is empty or not a JSON value a row can hold; a
+        type_change that is not one of :data:`TYPE_CHANGES`."""
+    kept, backfills, type_changes, problems = [], {}, {}, []
     for position, entry in enumerate(entries, start=1):
-        if not isinstance(entry, Mapping) or "backfill" not in entry:
+        if not isinstance(entry, Mapping) or not {"backfill", "type_change"} & set(entry):
             kept.append(entry)
             continue
-        value = entry["backfill"]
-        if _not_a_value(value):
-            problems.append(
-                f"entry {position} ({entry.get('field')!r}): 'backfill' must be the value to write in its empty rows "
-                f"(text, a number, true/false or a list), not {value!r}"
-            )
-        backfills[str(entry.get("field"))] = value
-        kept.append({key: member for key, member in entry.items() if key != "backfill"})
+        where = f"entry {position} ({entry.get('field')!r})"
+        if "backfill" in entry:
+            problems += [_backfill_problem(where, entry["backfill"])] if _not_a_value(entry["backfill"]) else []
+            backfills[str(entry.get("field"))] = entry["backfill"]
+        if "type_change" in entry:
+            how = entry["type_change"]
+            if how not in TYPE_CHANGES:
+                allowed = "; ".join(f"{name!r} ({meaning})" for name, meaning in TYPE_CHANGES.items())
+                problems.append(f"{where}: 'type_change' must be one of: {allowed}; got {how!r}")
+            type_changes[str(entry.get("field"))] = str(how)
+        kept.append({key: member for key, member in entry.items() if key not in ("backfill", "type_change")})
     if problems:
         raise BlinkInputError(f"{source}: " + first_problems(problems))
-    return kept, backfills
+    return kept, backfills, type_changes
+
+
+def _backfill_problem(where: str, value: Any) -> str:
+    return (
+        f"{where}: 'backfill' must be the value to write in its empty rows (text, a number, true/false or a list), "
+        f"not {value!r}"
+    )
 
 
 def _not_a_value(value: Any) -> bool:

@@ -1,4 +1,5 @@
-"""How a migration writes values into the table's rows: a backfill fills a field's empty rows.
+"""How a migration writes values into the table's rows: a backfill fills a field's empty rows,
+and a retype's copy writes each row's old value, converted, into the new field.
 
 The table is walked page by page (:meth:`~blinkops_provider.hooks.blink.BlinkHook.iter_records`);
 each row that holds no value for the field is read again just before its write
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+from blinkops_provider.migrations._convert import convert
 from blinkops_provider.migrations._rows import empty
 
 PROGRESS_EVERY = 500
@@ -31,7 +33,7 @@ PROGRESS_EVERY = 500
 
 @dataclass
 class Fill:
-    """One field's backfill in one table.
+    """One field's backfill in one table (the same steps as a copy's, below).
 
     :param name: Blink's name of the field.
     :param value: what its empty rows get.
@@ -69,3 +71,70 @@ class Fill:
 def _pages(rows: Iterator[Mapping[str, Any]], size: int) -> Iterator[list[Mapping[str, Any]]]:
     while page := list(islice(rows, size)):
         yield page
+
+
+@dataclass
+class Copy:
+    """One pass of a retype's copy: each row's old value, converted, written to the new field.
+
+    A row is due when its new field does not hold what its old value converts to (or holds a value
+    while the old one is empty): rows copied already are not written again, so a rerun after a
+    killed worker writes only what is left, and a pass after rows were edited during the copy
+    writes exactly the edited ones.
+
+    :param old: Blink's name of the field being retyped; ``new`` of the field replacing it.
+    :param types: the old type, the new type, and the new field's options.
+    :param strict: a value that does not convert stops the copy (``type_change: copy``); else
+        (``copy_or_empty``) its row's new field is left empty.
+    """
+
+    hook: Any
+    ws_id: str
+    table: str
+    old: str
+    new: str
+    types: tuple[str, str, tuple[Any, ...]]
+    strict: bool = True
+    expected: int = 0
+
+    def run(self, pool: Executor, page_size: int = 500) -> tuple[int, int, int]:
+        """One pass over every row: ``(rows written, rows that hold the converted value, values
+        that do not convert)``."""
+        written = holding = failing = seen = 0
+        for page in _pages(self.hook.iter_records(self.ws_id, self.table, page_size=page_size), page_size):
+            due = []
+            for row in page:
+                ok, want = self.wanted(row)
+                failing += 0 if ok else 1
+                holding += 1 if ok and want is not None else 0
+                due += [row["id"]] if ok and _differs(row.get(self.new), want) else []
+            written += sum(pool.map(self._copy_one, due))
+            before, seen = seen, seen + len(page)
+            if due and seen // PROGRESS_EVERY != before // PROGRESS_EVERY:
+                self.hook.log.info("copied %s/%s rows", f"{written:,}", f"{self.expected:,}")
+        return written, holding, failing
+
+    def wanted(self, row: Mapping[str, Any]) -> tuple[bool, Any]:
+        """What the row's new field should hold: ``(True, value or None)``, or ``(False, None)``
+        when its old value does not convert and the copy is strict."""
+        old = row.get(self.old)
+        if empty(old):
+            return True, None
+        ok, value = convert(old, *self.types)
+        if ok:
+            return True, value
+        return (not self.strict), None
+
+    def _copy_one(self, record_id: Any) -> int:
+        """One row, read again and written whole with its converted value, if still due: 1, else 0."""
+        fresh = self.hook.get_record(self.ws_id, self.table, record_id)
+        ok, want = self.wanted(fresh)
+        if not ok or not _differs(fresh.get(self.new), want):
+            return 0
+        self.hook.update_record(self.ws_id, self.table, record_id, {**fresh, self.new: want})
+        return 1
+
+
+def _differs(held: Any, want: Any) -> bool:
+    """Whether the new field's value is not the one wanted (empty forms being one)."""
+    return bool((None if empty(held) else held) != want)

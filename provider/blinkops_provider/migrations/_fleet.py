@@ -46,6 +46,7 @@ def _line(plan: Mapping[str, Any]) -> str:
     count = {action: sum(row.get("action") == action for row in rows) for action in FIELD_ACTIONS}
     destructive = sum(row.get("destructive") is True for row in rows if row.get("action") != Action.REMOVE)
     removing = f", {count[Action.REMOVE]} to remove" if count[Action.REMOVE] else ""
+    removing += f", {count[Action.RETYPE]} to retype" if count[Action.RETYPE] else ""
     flags = [
         word
         for word, n in (("refused", count[Action.REFUSED]), ("destructive", destructive + count[Action.REMOVE]))

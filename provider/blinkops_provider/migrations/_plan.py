@@ -22,13 +22,20 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from blinkops_provider._states import FIELD_ACTIONS, Action, FieldOutcome
+from blinkops_provider._states import FIELD_ACTIONS, REMOVING, Action, FieldOutcome
 from blinkops_provider._text import one_line, show
 from blinkops_provider.exceptions import BlinkStalePlanError
 from blinkops_provider.migrations._identity import Matches, match_fields
 from blinkops_provider.migrations._merge import contradictions, field_body, merge_field
 from blinkops_provider.migrations._review import removal_refused
-from blinkops_provider.migrations._rows import NOTHING_READ, RowFacts, judge_add, judge_change, removal_said
+from blinkops_provider.migrations._rows import (
+    NOTHING_READ,
+    RowFacts,
+    judge_add,
+    judge_change,
+    judge_retype,
+    removal_said,
+)
 from blinkops_provider.models import READ_ONLY_ATTRIBUTES, BlinkTable, FieldUpdate, TableField
 
 _DONE: dict[str, FieldOutcome] = {
@@ -37,6 +44,7 @@ _DONE: dict[str, FieldOutcome] = {
     Action.UNCHANGED: FieldOutcome.UNCHANGED,
     Action.REFUSED: FieldOutcome.CHANGED,
     Action.REMOVE: FieldOutcome.REMOVED,
+    Action.RETYPE: FieldOutcome.RETYPED,
 }
 
 RECORD_FALLBACK = "planned against the record of the last apply"
@@ -99,7 +107,7 @@ class FieldPlan:
         """A change that can orphan data already in the table, or a removal whose field holds values."""
         if self.action == Action.REMOVE:
             return not (self.counts and self.counts.get("with_value") == 0)
-        return self.action == Action.CHANGE and bool(self.risk)
+        return self.action == Action.RETYPE or (self.action == Action.CHANGE and bool(self.risk))
 
     @property
     def name_in_blink(self) -> str:
@@ -248,8 +256,9 @@ class SchemaPlan:
 
     @property
     def removals(self) -> list[FieldPlan]:
-        """The rows that remove a field and its values."""
-        return [plan for plan in self.fields if plan.action == Action.REMOVE]
+        """The rows that remove a field from Blink: its removal, or a retype (which copies the
+        values to a new field first): both pass the removal gate."""
+        return [plan for plan in self.fields if plan.action in REMOVING]
 
     @property
     def has_changes(self) -> bool:
@@ -282,6 +291,7 @@ class SchemaPlan:
         counts = self.counts
         since = f"recorded {self.recorded_at}" if self.recorded_at else "none recorded yet"
         removing = f", {counts[Action.REMOVE]} to remove" if counts[Action.REMOVE] else ""
+        removing += f", {counts[Action.RETYPE]} to retype" if counts[Action.RETYPE] else ""
         where = f"last apply: {since}, at {one_line(self.record)}" if self.record else "no record kept"
         return (
             f"Plan {self.fingerprint} for {one_line(self.ws_id)}/{one_line(self.table)}: {counts['add']} to add, "
@@ -423,7 +433,7 @@ _FLAGS: tuple[tuple[str, Callable[[FieldPlan], bool], Callable[[FieldPlan], str]
         "**Destructive** (removals first: each deletes the field's values in every row, irreversibly; then the "
         "changes that can orphan values already in the table or drop a check Blink enforces):",
         lambda plan: plan.destructive,
-        lambda plan: f"remove: {plan.risk}" if plan.action == Action.REMOVE else plan.risk,
+        lambda plan: f"{plan.action}: {plan.risk}" if plan.action in REMOVING else plan.risk,
     ),
     (
         "**Changed in Blink since the last apply** (the plan is made against Blink's values):",
@@ -435,7 +445,7 @@ _FLAGS: tuple[tuple[str, Callable[[FieldPlan], bool], Callable[[FieldPlan], str]
 
 
 def _removals_first(plan: FieldPlan) -> bool:
-    return plan.action != Action.REMOVE
+    return plan.action not in REMOVING
 
 
 def _flagged(fields: Sequence[FieldPlan]) -> list[str]:
@@ -502,7 +512,7 @@ def _details(plan: FieldPlan, against_blink: bool) -> str:
         return _cell(f"POST {_posted(plan.body)}")
     if plan.action == Action.ADD:
         return _cell(", ".join(f"{member} {show(after)}" for member, _, after in plan.values))
-    if plan.action == Action.REMOVE:
+    if plan.action in REMOVING:
         return _cell(f"{named}{plan.risk}")
     return _cell(named + _changed(plan))
 
@@ -542,6 +552,7 @@ def make_plan(
     declared_table: Sequence[str | None] = (None, None),
     facts: RowFacts = NOTHING_READ,
     backfills: Mapping[str, Any] | None = None,
+    type_changes: Mapping[str, str] | None = None,
 ) -> SchemaPlan:
     """The plan of ``declared`` for one table.
 
@@ -559,6 +570,7 @@ def make_plan(
     :param facts: what was counted in the table's rows (:func:`~._rows.read_rows`), for the
         changes that touch data.
     :param backfills: the declared ``backfill`` value of each field that has one.
+    :param type_changes: the declared ``type_change`` of each field that has one.
     """
     host, ws_id, table = target
     table_plan = table_plan or TablePlan(name=table)
@@ -573,9 +585,13 @@ def make_plan(
         notes=notes,
         facts=facts,
         backfills=backfills or {},
+        type_changes=type_changes or {},
     )
     undeclared = _undeclared(rows, declared, recorded, live)
-    schema = [[name, update.to_body(), (backfills or {}).get(name)] for name, update in declared]
+    schema = [
+        [name, update.to_body(), (backfills or {}).get(name), (type_changes or {}).get(name)]
+        for name, update in declared
+    ]
     return SchemaPlan(
         ws_id=ws_id,
         table=table,
@@ -692,6 +708,7 @@ def plan_fields(
     notes: Mapping[str, str] | None = None,
     facts: RowFacts = NOTHING_READ,
     backfills: Mapping[str, Any] | None = None,
+    type_changes: Mapping[str, str] | None = None,
 ) -> list[FieldPlan]:
     """Each declared field against Blink's field (``live``, matched as
     :mod:`~blinkops_provider.migrations._identity` says) or, without a live read, its recorded
@@ -708,7 +725,7 @@ def plan_fields(
     held = {field.name: field for field in fields if field.name is not None}
     matches = match_fields(declared, removals, fields, notes or {})
     targets = _referenced(fields)
-    context = _Context(targets, table, facts, backfills or {})
+    context = _Context(targets, table, facts, backfills or {}, type_changes or {})
     plans = [_one_live(name, update, matches, held, recorded, replace, context) for name, update in declared]
     return plans + [_removal(name, held.get(matches.gone.get(name, "")), facts) for name in removals]
 
@@ -722,6 +739,7 @@ class _Context:
     table: str
     facts: RowFacts
     backfills: Mapping[str, Any]
+    type_changes: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 def _one_live(
@@ -857,8 +875,30 @@ def _against(
         return FieldPlan(name, Action.UNCHANGED, body=body)
     values = tuple((member, _member(before, member), _member(after, member)) for member in members)
     if "type" in members and before.get("type") is not None:
-        return FieldPlan(name, Action.REFUSED, tuple(members), values, _retyped(name, before, after))
+        how = held[1].type_changes.get(name) if held is not None else None
+        if how is None:
+            return FieldPlan(name, Action.REFUSED, tuple(members), values, _retyped(name, before, after))
+        return _retype(name, (tuple(members), values), (before, update), held, how)
     return _judged(name, (tuple(members), values), (before, after, body), held)
+
+
+def _retype(
+    name: str,
+    shown: tuple[tuple[str, ...], tuple[tuple[str, Any, Any], ...]],
+    sides: tuple[Mapping[str, Any], FieldUpdate],
+    held: tuple[str, _Context] | None,
+    how: str,
+) -> FieldPlan:
+    """A declared type change (``type_change``): a ``retype`` whose body is the new field's
+    declaration, judged with the rows (:func:`._rows.judge_retype`), or refused."""
+    members, values = shown
+    before, update = sides
+    blink_name, context = held or (name, _Context({}, "", NOTHING_READ, {}))
+    judged = judge_retype(blink_name, before, update.to_body(), context.facts, how)
+    counts = dict(judged.counts) or None
+    if judged.refusal:
+        return FieldPlan(name, Action.REFUSED, members, values, judged.refusal, counts=counts)
+    return FieldPlan(name, Action.RETYPE, members, values, judged.risk, body=update, counts=counts)
 
 
 def _retyped(name: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
@@ -866,7 +906,8 @@ def _retyped(name: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> 
     return (
         f"the type would change from {before['type']!r} to {after.get('type')!r}; Blink refuses type changes: "
         f"add a new field of the new type (another name and display name), copy the values over, then "
-        f'remove this one with a tombstone {{"field": {name!r}, "remove": true}}'
+        f'remove this one with a tombstone {{"field": {name!r}, "remove": true}}; or declare "type_change": "copy" '
+        "on the entry, and the migration does it"
     )
 
 

@@ -104,6 +104,8 @@ class SchemaRecord:
         this provider added it (only where they differ)."""
         self.table_name: str | None = None
         """What :meth:`read` found noted: the name Blink gave the table when this provider created it."""
+        self.retyping: dict[str, str] = {}
+        """What :meth:`read` found noted: the new field of each retype in progress (a checkpoint)."""
         self.found = False
         """Whether :meth:`read` found a record."""
 
@@ -134,6 +136,10 @@ class SchemaRecord:
         names = data.get("names")
         self.names = {
             str(k): v for k, v in (names.items() if isinstance(names, dict) else ()) if isinstance(v, str) and v
+        }
+        retyping = data.get("retyping")
+        self.retyping = {
+            str(k): v for k, v in (retyping.items() if isinstance(retyping, dict) else ()) if isinstance(v, str) and v
         }
         table_name = data.get("table_name")
         self.table_name = table_name if isinstance(table_name, str) and table_name else None
@@ -185,6 +191,7 @@ class SchemaRecord:
         table_name: str | None = None,
         approval: Mapping[str, Any] | None = None,
         backfilled: Mapping[str, int] | None = None,
+        retyping: Mapping[str, str] | None = None,
     ) -> None:
         """Replace the record with ``fields`` (name -> body sent), in one move; with ``names``
         (declared name -> Blink's name, where they differ), ``table_name`` (Blink's name of a
@@ -198,6 +205,8 @@ class SchemaRecord:
             notes["approval"] = dict(approval)
         if backfilled:
             notes["backfilled"] = dict(backfilled)
+        if retyping:
+            notes["retyping"] = dict(retyping)
         data = {
             "format": RECORD_FORMAT,
             "blink": self.host,

@@ -44,7 +44,7 @@ def _table_outcome(counts: Counter[str], exc: BaseException | None) -> str:
     ``applied`` (a field sent), else ``unchanged``."""
     if exc is not None or counts[FieldOutcome.FAILED] or counts[FieldOutcome.UNKNOWN]:
         return TableOutcome.FAILED
-    sent = (FieldOutcome.ADDED, FieldOutcome.CHANGED, FieldOutcome.REMOVED, FieldOutcome.APPLIED)
+    sent = (FieldOutcome.ADDED, FieldOutcome.CHANGED, FieldOutcome.REMOVED, FieldOutcome.RETYPED, FieldOutcome.APPLIED)
     return TableOutcome.APPLIED if any(counts[outcome] for outcome in sent) else TableOutcome.UNCHANGED
 
 
@@ -188,6 +188,9 @@ class ApplyReport:
         stored = result.applied[name]
         if outcome == FieldOutcome.REMOVED:
             self.log.info("  %s: removed, with its values", one_line(name))
+            return
+        if outcome == FieldOutcome.RETYPED and stored is not None:
+            self.log.info("  %s: retyped to %s (Blink's name is now %r)", one_line(name), stored.type, stored.name)
             return
         if outcome == FieldOutcome.ADDED and stored is not None and stored.name != name:
             self.log.info(

@@ -59,7 +59,9 @@ class ApplyResult(FieldUpdates):
         return {
             name: stored.name
             for name in self.order
-            if (stored := self.applied.get(name)) is not None and stored.name and classify(name) == FieldOutcome.ADDED
+            if (stored := self.applied.get(name)) is not None
+            and stored.name
+            and classify(name) in (FieldOutcome.ADDED, FieldOutcome.RETYPED)
         }
 
     @property

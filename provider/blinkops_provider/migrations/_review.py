@@ -22,7 +22,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from blinkops_provider._states import Action, Decision
+from blinkops_provider._states import REMOVING, Action, Decision
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import READ_ONLY_ATTRIBUTES, TableField
@@ -83,8 +83,8 @@ def risky(plan: Mapping[str, Any], *, acknowledged: bool = False) -> bool:
     the DAG acknowledged, or of a field the plan counted empty in every row, does not count."""
     return any(
         row.get("action") == Action.REFUSED
-        or (row.get("action") == Action.REMOVE and row.get("destructive") is not False and not acknowledged)
-        or (row.get("destructive") is True and row.get("action") != Action.REMOVE)
+        or (row.get("action") in REMOVING and row.get("destructive") is not False and not acknowledged)
+        or (row.get("destructive") is True and row.get("action") not in REMOVING)
         for row in rows_of(plan)
     )
 

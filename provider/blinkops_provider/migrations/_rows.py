@@ -27,6 +27,7 @@ from typing import Any
 
 from blinkops_provider._text import show
 from blinkops_provider.exceptions import BlinkAuthError, BlinkReadUnavailableError
+from blinkops_provider.migrations._convert import convert, rule
 
 SHOWN_REPEATS = 20
 """The most repeated values a refusal of ``is_unique`` names."""
@@ -47,6 +48,8 @@ class Need:
     unique: bool = False
     options: tuple[Any, ...] = ()
     multi: bool = False
+    retype: tuple[str, str, tuple[Any, ...]] | None = None
+    """For a retype: the field's type, the new type, and the new field's options."""
 
 
 @dataclass
@@ -57,6 +60,12 @@ class Tally:
     values: Counter[str] = field(default_factory=Counter)
     shown: dict[str, Any] = field(default_factory=dict)
     options: Counter[Any] = field(default_factory=Counter)
+    failed: Counter[str] = field(default_factory=Counter)
+    """For a retype: the values that do not convert (by ``repr``), with their rows."""
+
+    def unconverted(self) -> list[tuple[Any, int]]:
+        """The values that do not convert, the most held first."""
+        return [(self.shown[key], n) for key, n in self.failed.most_common()]
 
     def repeats(self) -> list[tuple[Any, int]]:
         """The values held by more than one row, the most held first."""
@@ -107,7 +116,18 @@ def tally(records: Iterable[Mapping[str, Any]], needs: Sequence[Need]) -> tuple[
             if need.options:
                 held = value if isinstance(value, list) else [value]
                 counted.options.update(option for option in need.options if option in held)
+            if need.retype is not None:
+                _try(counted, value, need.retype)
     return total, tallies
+
+
+def _try(counted: Tally, value: Any, retype: tuple[str, str, tuple[Any, ...]]) -> None:
+    """Count ``value`` among the failures when it does not convert."""
+    source, target, options = retype
+    if not convert(value, source, target, options)[0]:
+        key = repr(value)
+        counted.failed[key] += 1
+        counted.shown.setdefault(key, value)
 
 
 def read_rows(hook: Any, ws_id: str, table: str, needs: Sequence[Need], estimate: int | None) -> RowFacts:
@@ -117,7 +137,7 @@ def read_rows(hook: Any, ws_id: str, table: str, needs: Sequence[Need], estimate
     if not needs:
         return NOTHING_READ
     try:
-        if all(not (need.filled or need.unique or (need.options and need.multi)) for need in needs):
+        if all(not (need.filled or need.unique or need.retype or (need.options and need.multi)) for need in needs):
             return _by_totals(hook, ws_id, table, needs, estimate)
         total, tallies = tally(hook.iter_records(ws_id, table), needs)
     except (BlinkReadUnavailableError, BlinkAuthError) as err:
@@ -286,6 +306,10 @@ def _need(row: Any, backfills: Mapping[str, Any]) -> Need | None:
     body = row.body.to_body() if row.body is not None else {}
     if row.action == "remove":
         return Need(row.name_in_blink, filled=True)
+    if row.action == "retype":
+        types = next((before, after) for member, before, after in row.values if member == "type")
+        retype = (str(types[0]), str(types[1]), tuple(_member(body, "options") or ()))
+        return Need(row.name_in_blink, filled=True, retype=retype)
     if row.action == "add":
         return Need(row.name_in_blink) if _member(body, "required") is True or row.field in backfills else None
     return _change_need(row, body) if row.action == "change" else None
@@ -306,3 +330,42 @@ def _change_need(row: Any, body: Mapping[str, Any]) -> Need | None:
         return None
     multi = body.get("type") == "multi-select"
     return Need(row.name_in_blink, "required" in on, "is_unique" in on, tuple(dropped), multi)
+
+
+def judge_retype(name: str, before: Mapping[str, Any], after: Mapping[str, Any], facts: RowFacts, how: str) -> Judged:
+    """A declared type change: refused when the pair never converts, when the rows cannot be read,
+    or (``copy``) when a value does not convert; else the retype's plan, counted."""
+    source, target = str(before.get("type")), str(after.get("type"))
+    said, converter = rule(source, target)
+    if converter is None:
+        return Judged(refusal=f"{source} → {target} is {said} (docs: Migrating data, the conversion table)")
+    if not facts.counted:
+        why = f"the rows could not be read: {facts.unread}" if facts.unread else "the rows were not read yet"
+        return (
+            Judged(risk=f"{source} → {target}: {said}; not counted ({why})")
+            if not facts.unread
+            else Judged(refusal=f"{source} → {target} copies the values, which needs the rows read ({why})")
+        )
+    counted = facts.of(name)
+    failing = counted.unconverted()
+    failed = sum(n for _, n in failing)
+    named = ", ".join(f"{show(value)}" + (f" ×{n}" if n > 1 else "") for value, n in failing[:SHOWN_REPEATS])  # noqa: RUF001
+    counts: dict[str, Any] = {
+        "rows": facts.total,
+        "with_value": counted.filled,
+        "converted": counted.filled - failed,
+        "not_converted": failed,
+        "values": [{"value": value, "rows": n} for value, n in failing[:SHOWN_REPEATS]],
+    }
+    if failed and how == "copy":
+        why = (
+            f"{source} → {target}: {failed} of {counted.filled} rows hold a value that does not convert ({said}): "
+            f'{named}. Fix them in Blink, or declare "type_change": "copy_or_empty" to leave those rows empty'
+        )
+        return Judged(refusal=why, counts=counts)
+    lost = f" ({failed} do not convert: {named}; left empty)" if failed else ""
+    risk = (
+        f"{source} → {target}: add the new field, copy {counted.filled - failed} rows{lost}, remove the old field, "
+        f"give the new one its display name. Workflows that use the field's name {name!r} must use Blink's new name"
+    )
+    return Judged(risk=risk, counts=counts)

@@ -31,7 +31,7 @@ from blinkops_provider.exceptions import (
     BlinkResponseError,
 )
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.migrations._fill import Fill
+from blinkops_provider.migrations._fill import Copy, Fill
 from blinkops_provider.migrations._merge import field_body
 from blinkops_provider.migrations._plan import FieldPlan, SchemaPlan
 from blinkops_provider.migrations._record import SchemaRecord
@@ -39,6 +39,14 @@ from blinkops_provider.migrations._result import ApplyResult
 from blinkops_provider.models import FieldUpdate, NewTable, TableField
 
 Batch = list[tuple[str, FieldUpdate]]
+COPY_PASSES = 5
+"""The most passes a retype's copy makes before it gives up on rows that keep changing."""
+
+
+def _options(body: Mapping[str, Any]) -> list[Any]:
+    attributes = body.get("attributes")
+    options = attributes.get("options") if isinstance(attributes, Mapping) else None
+    return list(options) if isinstance(options, list) else []
 
 
 class Steps:
@@ -64,6 +72,7 @@ class Steps:
         max_concurrency: int,
         fail_fast: bool,
         let_through: Mapping[str, Any] | None = None,
+        type_changes: Mapping[str, str] | None = None,
     ) -> None:
         self.hook, self.record, self.recorded, self.plan = hook, record, recorded, plan
         self.let_through = dict(let_through or {})
@@ -77,6 +86,9 @@ class Steps:
         self.unsent = frozenset(self.skipped)  # (looked up once per field)
         self.blink = {row.field: row.name_in_blink for row in plan.fields}
         """Blink's name of each declared field."""
+        self.type_changes: Mapping[str, str] = type_changes or {}
+        self.retyping: dict[str, str] = dict(record.retyping)
+        """The new field of each retype in progress: the record's checkpoint."""
         self.backfilled: dict[str, int] = {}
         """The rows each declared field's backfill wrote."""
         self.not_found: dict[str, BlinkNotFoundError] = {}
@@ -106,12 +118,111 @@ class Steps:
         done.append(self._change())
         self._change_table()
         removals = [(row.field, FieldUpdate()) for row in self._rows(Action.REMOVE)]
-        if removals and any(not part.ok for part in done):
+        retypes = self._rows(Action.RETYPE)
+        if (removals or retypes) and any(not part.ok for part in done):
             why = "not sent: an earlier step of the apply failed, and a removal is only sent after every other step"
+            done.append(_not_sent([name for name, _ in removals] + [row.field for row in retypes], why))
+            return
+        done.append(self._retypes(retypes))
+        if removals and not done[-1].ok:
+            why = "not sent: a retype failed, and a removal is only sent after every other step"
             done.append(_not_sent([name for name, _ in removals], why))
             return
         removed = self._batch(removals, lambda name, _: self._remove(self.blink[name]), "removed")
         done.append(self._confirm_removed(removed))
+
+    def _retypes(self, rows: Sequence[FieldPlan]) -> FieldUpdates:
+        """Each retype in turn (:meth:`_retype`): its rows copied on the apply's threads."""
+        report = FieldUpdates(order=[row.field for row in rows])
+        for row in rows:
+            try:
+                stored = self._retype(row)
+            except BlinkApiError as err:
+                report.failed[row.field] = err
+                continue
+            report.applied[row.field] = stored
+            report.updated.append(stored)
+        return report
+
+    def _retype(self, row: FieldPlan) -> TableField:
+        """A type change as Blink says: a new field of the new type (shown as ``<display name>
+        (retyping)`` until the end), every value copied and converted, the copy checked by a pass
+        that finds nothing left to write, the new field given the declared checks, the old field
+        removed (confirmed by a read), then the new one given the declared display name. The new
+        field's name is kept in the record as a checkpoint, so a retry resumes with it."""
+        assert row.body is not None
+        ws_id, table, old = self.plan.ws_id, self.table_name, row.name_in_blink
+        source = next(str(before) for member, before, _ in row.values if member == "type")
+        target = row.body.to_body()
+        temporary = {**target, "display_name": f"{target.get('display_name')} (retyping)"}
+        new = self._new_field(row.field, temporary)
+        copy = Copy(self.hook, ws_id, table, old, new, (source, str(target["type"]), tuple(_options(target))))
+        copy.strict = self.type_changes.get(row.field) != "copy_or_empty"
+        copy.expected = int((row.counts or {}).get("converted") or 0)
+        holding = self._copy(copy, row.field)
+        self.hook.update_table_field(ws_id, table, new, temporary)  # the declared checks, before the old goes
+        self._remove(old)
+        if old in {field.name for field in self.hook.get_table_fields(ws_id, table)}:
+            raise BlinkResponseError(f"the removal of {old!r} was answered, but Blink still lists it: the retype stops")
+        final = self.hook.update_table_field(ws_id, table, new, row.body)
+        self.retyping.pop(row.field, None)
+        self.hook.log.info(
+            "%s: retyped %s → %s, %d row(s) copied, Blink's name %r",
+            one_line(row.field),
+            source,
+            target["type"],
+            holding,
+            new,
+        )
+        return final
+
+    def _new_field(self, declared: str, body: Mapping[str, Any]) -> str:
+        """The retype's new field: the one the record's checkpoint names, else the one shown as
+        ``body``'s display name with its type (a retry after a lost checkpoint), else added now;
+        its name is checkpointed in the record at once."""
+        fields = self.hook.get_table_fields(self.plan.ws_id, self.table_name)
+        named = self.record.retyping.get(declared)
+        found = [
+            f for f in fields if f.type == body["type"] and (f.name == named or f.display_name == body["display_name"])
+        ]
+        if found:
+            self.hook.log.info("%s: resuming its retype with the new field %r", one_line(declared), found[0].name)
+            name = str(found[0].name)
+        else:
+            made = self.hook.create_table_field(self.plan.ws_id, self.table_name, body)
+            assert made is not None
+            name = str(made.name)
+        self.retyping[declared] = name
+        self.record.write(
+            self.recorded,
+            now=self.hook.clock.now(),
+            names=self.record.names,
+            table_name=self.created or self.record.table_name,
+            approval=self.let_through,
+            retyping=self.retyping,
+        )
+        return name
+
+    def _copy(self, copy: Copy, declared: str) -> int:
+        """Copy until a pass writes nothing (rows edited meanwhile are copied again): the rows that
+        hold their converted value then.
+
+        :raises BlinkInputError: a row now holds a value that does not convert (nothing removed).
+        :raises BlinkApiError: rows kept changing for :data:`COPY_PASSES` passes (nothing removed)."""
+        for _ in range(COPY_PASSES):
+            written, holding, failing = copy.run(self.pool)  # type: ignore[arg-type]
+            if failing:
+                raise BlinkInputError(
+                    f"{declared!r}: {failing} row(s) now hold a value that does not convert (changed since the plan): "
+                    'the old field is kept. Fix them in Blink, or declare "type_change": "copy_or_empty"'
+                )
+            if not written:
+                self.hook.log.info("%s: verified, %d row(s) hold their converted values", one_line(declared), holding)
+                return holding
+        raise BlinkApiError(
+            f"{declared!r}: rows kept changing during {COPY_PASSES} passes of the copy: the old field is kept; "
+            "run the apply again (it resumes with the new field)"
+        )
 
     def _confirm_removed(self, removed: FieldUpdates) -> FieldUpdates:
         """The removals' report, each one Blink answered with a 2xx confirmed by one read of the
@@ -172,7 +283,10 @@ class Steps:
         changes = [
             (row.field, row.body)
             for row in self.plan.fields
-            if row.body is not None and not (created and row.action == Action.ADD) and row.field not in self.unsent
+            if row.body is not None
+            and row.action != Action.RETYPE  # (its own step)
+            and not (created and row.action == Action.ADD)
+            and row.field not in self.unsent
         ]
         ws_id, put, blink = self.plan.ws_id, self.hook.update_table_field, self.blink
         what = "applied" if self.plan.unread else "changed"  # (against the record alone: sent as planned)
@@ -310,10 +424,17 @@ class Steps:
             if self.record.found
             else ({}, {}, None)
         )
-        if not result.applied and not self.backfilled and (fields, names, table_name or None) == held:
+        unchanged = not result.applied and not self.backfilled and self.retyping == self.record.retyping
+        if unchanged and (fields, names, table_name or None) == held:
             return  # the record already says what Blink confirmed (or there is nothing to say)
         self.record.write(
-            fields, now=now, names=names, table_name=table_name, approval=self.let_through, backfilled=self.backfilled
+            fields,
+            now=now,
+            names=names,
+            table_name=table_name,
+            approval=self.let_through,
+            backfilled=self.backfilled,
+            retyping=self.retyping,
         )
 
     def _content(self, result: ApplyResult) -> tuple[dict[str, Any], dict[str, str]]:
@@ -342,7 +463,7 @@ class Steps:
             if row.action == Action.REMOVE:
                 return _GONE, ""
             stored = result.applied[row.field]
-            given = getattr(stored, "name", None) if row.action == Action.ADD else row.blink_name
+            given = getattr(stored, "name", None) if row.action in (Action.ADD, Action.RETYPE) else row.blink_name
             return _confirmed(row, stored), str(given or "")
         if row.field in self.unsent and not self.plan.unread and row.body is not None:
             return row.body.to_body(), row.blink_name  # Blink's read showed it holds exactly this: a baseline
@@ -366,7 +487,7 @@ _GONE = object()
 def _confirmed(row: FieldPlan, stored: TableField | None) -> dict[str, Any] | None:
     """What the record keeps of a field Blink confirmed: an added one as Blink answered or listed
     it (the defaults it filled in too), else the body sent (None: nothing sent)."""
-    if row.action == Action.ADD and stored is not None:
+    if row.action in (Action.ADD, Action.RETYPE) and stored is not None:
         return field_body(stored)
     return row.body.to_body() if row.body is not None else None
 

@@ -25,7 +25,7 @@ from airflow.providers.common.compat.sdk import AirflowFailException, AirflowSki
 from airflow.providers.standard.operators.hitl import ApprovalOperator
 
 from blinkops_provider._inputs import rendered_flag
-from blinkops_provider._states import Action, Decision
+from blinkops_provider._states import REMOVING, Decision
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations import fleet_review
@@ -196,7 +196,7 @@ class ReviewedApply(UpdateTableFieldsOperator):
 
     def _asks(self, plan: Mapping[str, Any], policy: str, acknowledged: bool) -> bool:
         if self.removals_only:
-            removes = any(row.get("action") == Action.REMOVE for row in plan.get("fields") or ())
+            removes = any(row.get("action") in REMOVING for row in plan.get("fields") or ())
             return removes and not acknowledged and policy != "never"
         return review_needed([plan], policy, acknowledged=acknowledged)
 
