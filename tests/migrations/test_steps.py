@@ -5,6 +5,7 @@ behind an approval, tables created and edited, and the order the apply sends in
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from pathlib import Path
@@ -686,3 +687,117 @@ def test_a_tombstone_of_a_field_blink_lacks_is_listed_once_as_already_gone(hook:
         text = plan_schema(hook, "ws-1", "Incidents", [TITLE, {"field": "Affected hosts", "remove": True}]).describe()
     assert text.count("Affected hosts") == 1 and "Already gone from Blink (nothing to remove): 'Affected hosts'" in text
     assert "| 1 field | unchanged | Title |" in text
+
+
+# -- #64 item 6-7: a retype, as Blink says: add, copy, remove, rename ---------------------------------
+
+SCORES = {"T": [blink_field("Name", "text"), blink_field("Score", "text", "Score")]}
+RETYPE = {"field": "Score", "type": "number", "display_name": "Score", "type_change": "copy"}
+
+
+def scored(blink: FakeBlink, *values: Any) -> None:
+    blink.records["T"] = [
+        {"id": f"r{n}", "Name": f"n{n}", **({"Score": v} if v is not None else {})} for n, v in enumerate(values)
+    ]
+
+
+def test_a_retype_copies_every_value_and_then_plans_unchanged(hook: Any, tmp_path: Path) -> None:
+    records = f"{tmp_path}/"
+    with rm.Mocker() as m:
+        blink = FakeBlink(SCORES).mount(m)
+        scored(blink, "3", "4.5", None, "10")
+        plan = plan_schema(hook, "ws-1", "T", [RETYPE], record_path=records)
+        (row,) = plan.fields
+        assert (row.action, row.destructive) == ("retype", True)
+        assert row.risk.startswith("text → number: add the new field, copy 3 rows, remove the old field")
+        assert row.counts == {"rows": 4, "with_value": 3, "converted": 3, "not_converted": 0, "values": []}
+        with pytest.raises(BlinkInputError, match="acknowledge_risks"):  # the removal gate
+            apply_schema(hook, "ws-1", "T", [RETYPE], record_path=records)
+        assert writes(blink) == [] and blink.record_puts == []
+        result = apply_schema(hook, "ws-1", "T", [RETYPE], record_path=records, acknowledge_risks=True)
+        new = result.names()["Score"]
+        assert result.outcomes() == {"Score": "retyped"} and new != "Score"
+        assert [row.get(new) for row in blink.records["T"]] == [3, 4.5, None, 10]
+        assert "Score" not in blink.tables["T"] and blink.field("T", new)["display_name"] == "Score"
+        assert [r["Name"] for r in blink.records["T"]] == ["n0", "n1", "n2", "n3"]  # whole rows went back
+        again = plan_schema(hook, "ws-1", "T", [RETYPE], record_path=records)
+    assert [row.action for row in again.fields] == ["unchanged"]
+    record = json.loads((tmp_path / "ws-1" / "T.json").read_text())
+    assert record["names"] == {"Score": new} and "retyping" not in record
+
+
+def test_a_value_that_does_not_convert_refuses_the_retype_before_any_write(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(SCORES).mount(m)
+        scored(blink, "3", "high", "high", "n/a")
+        result = apply_schema(hook, "ws-1", "T", [RETYPE], record_path=f"{tmp_path}/", acknowledge_risks=True)
+        assert writes(blink) == [] and blink.record_puts == []
+    said = str(result.failed["Score"])
+    assert "3 of 4 rows hold a value that does not convert" in said and "'high' ×2, 'n/a'" in said  # noqa: RUF001
+    assert '"type_change": "copy_or_empty"' in said
+
+
+def test_copy_or_empty_leaves_what_does_not_convert_empty_and_says_so(hook: Any, tmp_path: Path) -> None:
+    declared = [{**RETYPE, "type_change": "copy_or_empty"}]
+    with rm.Mocker() as m:
+        blink = FakeBlink(SCORES).mount(m)
+        scored(blink, "3", "high")
+        (row,) = plan_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/").fields
+        assert "copy 1 rows (1 do not convert: 'high'; left empty)" in row.risk and row.destructive
+        result = apply_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/", acknowledge_risks=True)
+    new = result.names()["Score"]
+    assert [row.get(new) for row in blink.records["T"]] == [3, None]
+
+
+def test_a_row_changed_between_the_walk_and_its_write_keeps_the_change(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(SCORES).mount(m)
+        scored(blink, "1", "2")
+        finds = {"n": 0}
+
+        def person_edits() -> None:  # after the copy's first walk, before its writes
+            finds["n"] += 1
+            if finds["n"] == 2:  # (the plan's walk is the first)
+                blink.records["T"][1]["Score"] = "20"
+
+        blink.after_find = person_edits
+        result = apply_schema(hook, "ws-1", "T", [RETYPE], record_path=f"{tmp_path}/", acknowledge_risks=True)
+    new = result.names()["Score"]
+    assert [row.get(new) for row in blink.records["T"]] == [1, 20]
+
+
+def test_rows_edited_during_the_copy_are_copied_again_before_the_old_field_goes(hook: Any, tmp_path: Path) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(SCORES).mount(m)
+        scored(blink, "1", "2")
+        puts = {"n": 0}
+        real = blink._put_record
+
+        def edit_after_first_copy(request: Any, context: Any) -> Any:
+            answer = real(request, context)
+            puts["n"] += 1
+            if puts["n"] == 2:  # both rows copied; a person then edits the first one's old value
+                blink.records["T"][0]["Score"] = "7"
+            return answer
+
+        m.put(re.compile(r".*/workspace/ws-1/table/T/r\d+$"), json=edit_after_first_copy)
+        result = apply_schema(hook, "ws-1", "T", [RETYPE], record_path=f"{tmp_path}/", acknowledge_risks=True)
+    new = result.names()["Score"]
+    assert [row.get(new) for row in blink.records["T"]] == [7, 2]
+
+
+def test_a_retry_resumes_with_the_checkpointed_field_and_copies_only_what_is_left(hook: Any, tmp_path: Path) -> None:
+    records = f"{tmp_path}/"
+    with rm.Mocker() as m:
+        blink = FakeBlink(SCORES).mount(m)
+        scored(blink, *(str(n) for n in range(6)))
+        m.delete(re.compile(r".*/fields/Score$"), status_code=400, json={"status": 400, "message": "refused now"})
+        first = apply_schema(hook, "ws-1", "T", [RETYPE], record_path=records, acknowledge_risks=True)
+        assert first.outcomes() == {"Score": "failed"}
+        checkpoint = json.loads((tmp_path / "ws-1" / "T.json").read_text())["retyping"]
+        written = len(blink.record_puts)
+        m.delete(re.compile(r".*/fields/Score$"), json=blink._delete)
+        second = apply_schema(hook, "ws-1", "T", [RETYPE], record_path=records, acknowledge_risks=True)
+    assert second.outcomes() == {"Score": "retyped"} and second.names() == checkpoint
+    assert written == 6 and len(blink.record_puts) == 6  # nothing copied twice
+    assert [f["name"] for f in blink.tables["T"].values() if f["type"] == "number"] == list(checkpoint.values())
