@@ -5,6 +5,7 @@ a row a person fills between the walk and the write keeps that value."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +104,68 @@ def test_the_sandbox_backfills_a_new_required_field(blink_sandbox: BlinkSandbox,
     assert (
         plan_schema(hook, "ws-demo", "Incidents", declared, record_path=f"{tmp_path}/").fields[0].action == "unchanged"
     )
+
+
+# -- #64 item 7: a worker killed mid-copy, then a retry ---------------------------------------------
+
+KILLED_APPLY = """
+import sys
+from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.migrations import apply_schema
+declared = [{"field": "Score", "type": "number", "display_name": "Score", "type_change": "copy"}]
+apply_schema(BlinkHook(), "ws-demo", "Scores", declared, record_path=sys.argv[1], acknowledge_risks=True,
+             max_concurrency=4)
+"""
+
+
+def record_puts(sandbox: BlinkSandbox) -> list[str]:
+    prefix = "/api/v1/workspace/ws-demo/table/Scores/"
+    return [
+        e["path"].removeprefix(prefix)
+        for e in sandbox.requests
+        if e["method"] == "PUT" and e["path"].startswith(prefix) and "/fields/" not in e["path"]
+    ]
+
+
+def test_a_worker_killed_mid_copy_then_a_retry_converts_every_row_once(
+    blink_sandbox: BlinkSandbox, tmp_path: Path
+) -> None:
+    """SIGKILL in the middle of a retype's copy (another process), then a retry here: every row
+    converted once, none lost, one new field, at most one page copied twice."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    fields = [{"field": "Name", "type": "text", "display_name": "Name"}]
+    blink_sandbox.create_table(
+        "ws-demo", "Scores", {"fields": [*fields, {**fields[0], "field": "Score", "display_name": "Score"}]}
+    )
+    rows = [{"Name": f"n{n}", "Score": str(n)} for n in range(1500)]
+    blink_sandbox.store.create_records("ws-demo", "Scores", rows, "seed")
+    blink_sandbox.set_faults(latency_ms=2)
+    record = f"{tmp_path}/"
+    worker = subprocess.Popen([sys.executable, "-c", KILLED_APPLY, record], env=os.environ.copy())
+    deadline = time.monotonic() + 120
+    while len(record_puts(blink_sandbox)) < 600:  # bounded: the worker is mid-copy, or the test says why
+        assert worker.poll() is None, "the worker ended before the copy was half done"
+        assert time.monotonic() < deadline, f"only {len(record_puts(blink_sandbox))} rows copied in 120 s"
+        time.sleep(0.02)
+    worker.send_signal(signal.SIGKILL)
+    worker.wait(timeout=30)
+    first = record_puts(blink_sandbox)
+    blink_sandbox.clear_faults()
+    declared = [{"field": "Score", "type": "number", "display_name": "Score", "type_change": "copy"}]
+    result = apply_schema(BlinkHook(), "ws-demo", "Scores", declared, record_path=record, acknowledge_risks=True)
+    assert result.outcomes() == {"Score": "retyped"}
+    new = result.names()["Score"]
+    numbers = [f for f in blink_sandbox.store.fields("ws-demo", "Scores") if f["type"] == "number"]
+    assert [f["name"] for f in numbers] == [new]  # one new field
+    held = blink_sandbox.store.find_records("ws-demo", "Scores", json.dumps({"limit": 1000}))
+    rest = blink_sandbox.store.find_records("ws-demo", "Scores", json.dumps({"limit": 1000, "offset": 1000}))
+    every = held["results"] + rest["results"]
+    assert len(every) == 1500 and all(row[new] == int(row["Name"][1:]) for row in every)  # none lost
+    writes = Counter(record_puts(blink_sandbox))
+    assert 600 <= len(first) < 1500 and len(writes) == 1500
+    assert sum(n > 1 for n in writes.values()) <= 500  # at most one page (500 rows) copied again
