@@ -10,8 +10,8 @@ import pytest
 from blinkops_provider._states import FIELD_ACTIONS, Action, Decision, FieldOutcome, TableOutcome
 
 VALUES = {
-    Action: ["add", "change", "unchanged", "refused", "remove", "create"],
-    FieldOutcome: ["added", "changed", "removed", "unchanged", "applied", "failed", "unknown"],
+    Action: ["add", "change", "unchanged", "refused", "remove", "retype", "create"],
+    FieldOutcome: ["added", "changed", "removed", "retyped", "unchanged", "applied", "failed", "unknown"],
     TableOutcome: ["applied", "unchanged", "failed", "stale", "rejected"],
     Decision: ["Approve", "Reject"],
 }

@@ -103,7 +103,15 @@ def test_after_an_apply_the_plan_is_unchanged_then_names_the_members_that_differ
         ("Severity", "change", ("display_name", "attributes.options")),
         ("Due", "unchanged", ()),
     ]
-    assert plan.counts == {"add": 0, "change": 1, "unchanged": 2, "refused": 0, "remove": 0, "destructive": 0}
+    assert plan.counts == {
+        "add": 0,
+        "change": 1,
+        "unchanged": 2,
+        "refused": 0,
+        "remove": 0,
+        "retype": 0,
+        "destructive": 0,
+    }
 
 
 def test_the_plan_says_its_baseline_is_the_last_recorded_apply(hook: Any, record: Path) -> None:
@@ -272,7 +280,15 @@ def test_plan_only_returns_the_plan_and_sends_nothing(blink_conn: None, record: 
         plan = op.execute({"ti": FakeTI()})
     assert {request.method for request in m.request_history} == {"GET"}  # the key's check and the reads
     assert [f["action"] for f in plan["fields"]] == ["add", "add", "add"]
-    assert plan["counts"] == {"add": 3, "change": 0, "unchanged": 0, "refused": 0, "remove": 0, "destructive": 0}
+    assert plan["counts"] == {
+        "add": 3,
+        "change": 0,
+        "unchanged": 0,
+        "refused": 0,
+        "remove": 0,
+        "retype": 0,
+        "destructive": 0,
+    }
     assert plan["baseline"] == RECORD_BASELINE and RECORD_BASELINE in plan["text"]
 
 

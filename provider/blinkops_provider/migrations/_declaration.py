@@ -116,20 +116,24 @@ def _extras(entries: list[Any], source: str) -> tuple[list[Any], dict[str, Any],
         if not isinstance(entry, Mapping) or not {"backfill", "type_change"} & set(entry):
             kept.append(entry)
             continue
-        where = f"entry {position} ({entry.get('field')!r})"
+        where, name = f"entry {position} ({entry.get('field')!r})", str(entry.get("field"))
         if "backfill" in entry:
             problems += [_backfill_problem(where, entry["backfill"])] if _not_a_value(entry["backfill"]) else []
-            backfills[str(entry.get("field"))] = entry["backfill"]
+            backfills[name] = entry["backfill"]
         if "type_change" in entry:
-            how = entry["type_change"]
-            if how not in TYPE_CHANGES:
-                allowed = "; ".join(f"{name!r} ({meaning})" for name, meaning in TYPE_CHANGES.items())
-                problems.append(f"{where}: 'type_change' must be one of: {allowed}; got {how!r}")
-            type_changes[str(entry.get("field"))] = str(how)
+            problems += _type_change_problem(where, entry["type_change"])
+            type_changes[name] = str(entry["type_change"])
         kept.append({key: member for key, member in entry.items() if key not in ("backfill", "type_change")})
     if problems:
         raise BlinkInputError(f"{source}: " + first_problems(problems))
     return kept, backfills, type_changes
+
+
+def _type_change_problem(where: str, how: Any) -> list[str]:
+    if how in TYPE_CHANGES:
+        return []
+    allowed = "; ".join(f"{name!r} ({meaning})" for name, meaning in TYPE_CHANGES.items())
+    return [f"{where}: 'type_change' must be one of: {allowed}; got {how!r}"]
 
 
 def _backfill_problem(where: str, value: Any) -> str:

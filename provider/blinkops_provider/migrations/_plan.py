@@ -575,6 +575,7 @@ def make_plan(
     host, ws_id, table = target
     table_plan = table_plan or TablePlan(name=table)
     facts = facts if facts.counted or facts.unread else dataclasses.replace(facts, estimate=table_plan.rows)
+    backfills, type_changes = backfills or {}, type_changes or {}
     rows = plan_fields(
         declared,
         recorded,
@@ -584,14 +585,11 @@ def make_plan(
         removals=removals,
         notes=notes,
         facts=facts,
-        backfills=backfills or {},
-        type_changes=type_changes or {},
+        backfills=backfills,
+        type_changes=type_changes,
     )
     undeclared = _undeclared(rows, declared, recorded, live)
-    schema = [
-        [name, update.to_body(), (backfills or {}).get(name), (type_changes or {}).get(name)]
-        for name, update in declared
-    ]
+    schema = [[name, update.to_body(), backfills.get(name), type_changes.get(name)] for name, update in declared]
     return SchemaPlan(
         ws_id=ws_id,
         table=table,
@@ -604,8 +602,13 @@ def make_plan(
         live_digest=_live_digest(live, rows, table_plan),
         unread=unread,
         table_plan=table_plan,
-        rows_digest=_digest([[row.field, row.counts] for row in rows if row.counts]) if facts.counted else "",
+        rows_digest=_rows_digest(rows, facts),
     )
+
+
+def _rows_digest(rows: Sequence[FieldPlan], facts: RowFacts) -> str:
+    """The digest of what the plan counted in the rows ("" when it counted nothing)."""
+    return _digest([[row.field, row.counts] for row in rows if row.counts]) if facts.counted else ""
 
 
 def _undeclared(

@@ -133,14 +133,8 @@ class SchemaRecord:
     def _read_notes(self, data: dict[str, Any]) -> None:
         """The record's notes: Blink's names of the fields and the table this provider made
         (:attr:`names`, :attr:`table_name`); a note of the wrong type is left out."""
-        names = data.get("names")
-        self.names = {
-            str(k): v for k, v in (names.items() if isinstance(names, dict) else ()) if isinstance(v, str) and v
-        }
-        retyping = data.get("retyping")
-        self.retyping = {
-            str(k): v for k, v in (retyping.items() if isinstance(retyping, dict) else ()) if isinstance(v, str) and v
-        }
+        self.names = _names(data.get("names"))
+        self.retyping = _names(data.get("retyping"))
         table_name = data.get("table_name")
         self.table_name = table_name if isinstance(table_name, str) and table_name else None
 
@@ -221,3 +215,8 @@ class SchemaRecord:
                 out.write(json.dumps(data, indent=1, ensure_ascii=False).encode("utf-8") + b"\n")
         except OSError as err:
             raise unusable_location(self.location, err, "written") from None
+
+
+def _names(note: Any) -> dict[str, str]:
+    """A note of names (declared name -> Blink's), its entries of the wrong type left out."""
+    return {str(k): v for k, v in (note.items() if isinstance(note, dict) else ()) if isinstance(v, str) and v}

@@ -105,20 +105,23 @@ def tally(records: Iterable[Mapping[str, Any]], needs: Sequence[Need]) -> tuple[
         total += 1
         for need in needs:
             value = record.get(need.name)
-            if empty(value):
-                continue
-            counted = tallies[need.name]
-            counted.filled += 1
-            if need.unique:
-                key = repr(value)
-                counted.values[key] += 1
-                counted.shown.setdefault(key, value)
-            if need.options:
-                held = value if isinstance(value, list) else [value]
-                counted.options.update(option for option in need.options if option in held)
-            if need.retype is not None:
-                _try(counted, value, need.retype)
+            if not empty(value):
+                _count(tallies[need.name], need, value)
     return total, tallies
+
+
+def _count(counted: Tally, need: Need, value: Any) -> None:
+    """One row's value, counted as the need asks."""
+    counted.filled += 1
+    if need.unique:
+        key = repr(value)
+        counted.values[key] += 1
+        counted.shown.setdefault(key, value)
+    if need.options:
+        held = value if isinstance(value, list) else [value]
+        counted.options.update(option for option in need.options if option in held)
+    if need.retype is not None:
+        _try(counted, value, need.retype)
 
 
 def _try(counted: Tally, value: Any, retype: tuple[str, str, tuple[Any, ...]]) -> None:
@@ -307,9 +310,7 @@ def _need(row: Any, backfills: Mapping[str, Any]) -> Need | None:
     if row.action == "remove":
         return Need(row.name_in_blink, filled=True)
     if row.action == "retype":
-        types = next((before, after) for member, before, after in row.values if member == "type")
-        retype = (str(types[0]), str(types[1]), tuple(_member(body, "options") or ()))
-        return Need(row.name_in_blink, filled=True, retype=retype)
+        return _retype_need(row, body)
     if row.action == "add":
         return Need(row.name_in_blink) if _member(body, "required") is True or row.field in backfills else None
     return _change_need(row, body) if row.action == "change" else None
@@ -319,6 +320,13 @@ def _sides(values: Iterable[tuple[str, Any, Any]]) -> tuple[dict[str, Any], dict
     """The attributes that differ, before and after, from a plan row's ``values``."""
     changed = [(m.split(".", 1)[1], b, a) for m, b, a in values if m.startswith("attributes.")]
     return {m: b for m, b, _ in changed}, {m: a for m, _, a in changed}
+
+
+def _retype_need(row: Any, body: Mapping[str, Any]) -> Need:
+    """A retype's need: every value of the field, tried against the new type."""
+    types = next((before, after) for member, before, after in row.values if member == "type")
+    retype = (str(types[0]), str(types[1]), tuple(_member(body, "options") or ()))
+    return Need(row.name_in_blink, filled=True, retype=retype)
 
 
 def _change_need(row: Any, body: Mapping[str, Any]) -> Need | None:
@@ -340,12 +348,7 @@ def judge_retype(name: str, before: Mapping[str, Any], after: Mapping[str, Any],
     if converter is None:
         return Judged(refusal=f"{source} → {target} is {said} (docs: Migrating data, the conversion table)")
     if not facts.counted:
-        why = f"the rows could not be read: {facts.unread}" if facts.unread else "the rows were not read yet"
-        return (
-            Judged(risk=f"{source} → {target}: {said}; not counted ({why})")
-            if not facts.unread
-            else Judged(refusal=f"{source} → {target} copies the values, which needs the rows read ({why})")
-        )
+        return _uncounted_retype(f"{source} → {target}", said, facts)
     counted = facts.of(name)
     failing = counted.unconverted()
     failed = sum(n for _, n in failing)
@@ -369,3 +372,12 @@ def judge_retype(name: str, before: Mapping[str, Any], after: Mapping[str, Any],
         f"give the new one its display name. Workflows that use the field's name {name!r} must use Blink's new name"
     )
     return Judged(risk=risk, counts=counts)
+
+
+def _uncounted_retype(pair: str, said: str, facts: RowFacts) -> Judged:
+    """A retype whose rows were not read: planned, to be counted (the first look), or refused
+    (Blink does not serve the read: a copy needs it)."""
+    if facts.unread:
+        why = f"the rows could not be read: {facts.unread}"
+        return Judged(refusal=f"{pair} copies the values, which needs the rows read ({why})")
+    return Judged(risk=f"{pair}: {said}; not counted yet")

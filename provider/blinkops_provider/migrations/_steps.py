@@ -117,14 +117,19 @@ class Steps:
         self._backfill(done[-1])
         done.append(self._change())
         self._change_table()
+        self._removing(done)
+
+    def _removing(self, done: list[FieldUpdates]) -> None:
+        """The steps that remove a field, last, only when every other step succeeded: the retypes,
+        then the removals."""
         removals = [(row.field, FieldUpdate()) for row in self._rows(Action.REMOVE)]
         retypes = self._rows(Action.RETYPE)
-        if (removals or retypes) and any(not part.ok for part in done):
+        if any(not part.ok for part in done):
             why = "not sent: an earlier step of the apply failed, and a removal is only sent after every other step"
             done.append(_not_sent([name for name, _ in removals] + [row.field for row in retypes], why))
             return
         done.append(self._retypes(retypes))
-        if removals and not done[-1].ok:
+        if not done[-1].ok:
             why = "not sent: a retype failed, and a removal is only sent after every other step"
             done.append(_not_sent([name for name, _ in removals], why))
             return
