@@ -226,6 +226,8 @@ def test_with_a_record_the_event_extra_has_every_documented_member_zeros_include
         "changed_count": 0,
         "removed": (),
         "removed_count": 0,
+        "retyped": (),
+        "retyped_count": 0,
         "unchanged_count": 0,
     }
     assert second["changed"] == ("b",)

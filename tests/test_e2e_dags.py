@@ -20,14 +20,18 @@ import pytest
 
 from blinkops_provider._assets import asset_host
 from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_provider.sandbox._seed import DEMO_ROWS
 from tests.conftest import EXAMPLE_DAGS
 from tests.reviewer import reviewing
 
 DECLARED = json.loads((EXAMPLE_DAGS / "blink_table_schema_migration.json").read_text())["fields"]
-ADDED = ["Root cause"]  # the example's field the seed lacks (#48)
+ADDED = ["Root cause", "Queue"]  # the example's fields the seed lacks (#48; Queue is backfilled, #64)
 REMOVED = [entry["field"] for entry in DECLARED if entry.get("remove")]
-SCHEMA = [entry for entry in DECLARED if not entry.get("remove") and entry["field"] not in ADDED]
-"""The example's entries for fields the sandbox's seed has."""
+RETYPED = [entry["field"] for entry in DECLARED if entry.get("type_change")]  # (#64)
+SCHEMA = [entry for entry in DECLARED if not entry.get("remove") and entry["field"] not in [*ADDED, *RETYPED]]
+"""The example's entries for fields the sandbox's seed has, of the type it has."""
+NEW_NAMES = {"Root cause": "root_cause", "Queue": "queue", "Risk": "risk_level_retyping"}
+"""The names the sandbox gives the example's added fields, and the retyped one's new field."""
 
 pytestmark = pytest.mark.usefixtures("airflow_db", "one_execution_api")
 
@@ -146,8 +150,11 @@ def test_schema_migration_applies_every_declared_field(
     # The summary is in the task's main log, not in the collapsed group Airflow opens after execute().
     printed = "".join(capfd.readouterr())
     progress = printed.index(f"{len(SCHEMA)}/{len(SCHEMA)} fields changed")  # while execute() runs: a batch's end
-    assert printed.index("1/1 fields added") < progress < printed.index("1/1 fields removed")  # each batch named
-    summary = printed.index("Schema of ws-demo/Incidents: 11 of 11 fields applied (1 added, 9 changed, 1 removed)")
+    assert printed.index("2/2 fields added") < progress < printed.index("1/1 fields removed")  # each batch named
+    counted = "12 of 12 fields applied (2 added, 8 changed, 1 removed, 1 retyped)"
+    summary = printed.index(f"Schema of ws-demo/Incidents: {counted}")
+    assert printed.index("Queue: backfilled 120 row(s) with 'triage'") < progress  # before the changes
+    assert progress < printed.index("Risk: retyped risk-level → single-select, 120 row(s) copied")
     assert progress < summary
     group_after_execute = re.compile(r"::group::Post|Post Execute")
     assert group_after_execute.search(printed, progress, summary) is None
@@ -165,14 +172,23 @@ def test_schema_migration_applies_every_declared_field(
     assert fields["Title"]["attributes"]["required"] is True
     assert fields["Description"]["attributes"]["is_unique"] is True
     writes = [(r["method"], r["raw_path"].rsplit("/", 1)[-1]) for r in blink_sandbox.requests if r["method"] != "GET"]
+    rows = [(method, path) for method, path in writes if path.startswith("rec-")]
+    assert len(rows) == 240  # the backfill's 120 rows and the retype's 120
+    writes = [write for write in writes if write not in rows]
+    retyping = NEW_NAMES["Risk"]
     assert sorted(writes) == sorted(
-        [("POST", "fields"), *(("PUT", e["field"].replace(" ", "%20")) for e in SCHEMA), ("PUT", "Incidents"),
-         ("DELETE", "Affected%20hosts")]
+        [("POST", "fields")] * 3 + [*(("PUT", e["field"].replace(" ", "%20")) for e in SCHEMA), ("PUT", "Incidents"),
+         ("PUT", retyping), ("PUT", retyping), ("DELETE", "Risk"), ("DELETE", "Affected%20hosts")]
     )  # fmt: skip
     assert writes[-1] == ("DELETE", "Affected%20hosts") and writes[0] == ("POST", "fields")  # removals last
     assert fields["root_cause"]["display_name"] == "Root cause" and "Affected hosts" not in fields
+    assert fields["queue"]["attributes"]["required"] is True and "Risk" not in fields
+    assert (fields[retyping]["type"], fields[retyping]["display_name"]) == ("single-select", "Risk level")
+    held = blink_sandbox.store.find_records("ws-demo", "Incidents", json.dumps({"limit": 1000}))["results"]
+    assert [row["queue"] for row in held] == ["triage"] * 120
+    assert [row[retyping] for row in held] == [row["Risk"] for row in DEMO_ROWS["Incidents"]]
     record = json.loads((records / "ws-demo" / "Incidents.json").read_text())
-    assert record["names"] == {"Root cause": "root_cause"}
+    assert record["names"] == NEW_NAMES and record["backfilled"] == {"Queue": 120}
 
 
 def test_a_failing_field_fails_alone(
@@ -217,11 +233,12 @@ def test_the_plan_is_made_against_blink_then_all_unchanged(blink_sandbox: BlinkS
     assert state(first) == "success"
     plan = xcom_of(task_of(first, "migrate.plan"), dag)
     actions = {f["field"]: f["action"] for f in plan["fields"]}
-    assert [actions.pop(name) for name in [*ADDED, *REMOVED]] == ["add", "remove"]
+    assert [actions.pop(name) for name in [*ADDED, *REMOVED, *RETYPED]] == ["add", "add", "remove", "retype"]
     assert set(actions.values()) == {"change"}  # Blink has every other field, each differs from the seed
     assert plan["table_plan"]["action"] == "change" and plan["table_plan"]["members"] == ["description"]
     outcomes = xcom_of(task_of(first, "migrate.apply"), dag)["outcomes"]
-    assert outcomes == {**dict.fromkeys(actions, "changed"), "Root cause": "added", "Affected hosts": "removed"}
+    done = {"Root cause": "added", "Queue": "added", "Affected hosts": "removed", "Risk": "retyped"}
+    assert outcomes == {**dict.fromkeys(actions, "changed"), **done}
     assert (records / "ws-demo" / "Incidents.json").is_file()
 
     second = migrate(dag)
@@ -401,7 +418,8 @@ def test_a_dag_scheduled_on_the_table_asset_is_queued_by_the_migration(
     with settings.engine.connect() as connection:
         assert [row[0] for row in connection.execute(queued, {"uri": uri})] == ["blink_incidents_schema_changed"]
     extra = asset_events(uri)[-1]  # this run's (earlier tests migrated the same table)
-    assert extra["changed_count"] == 9 and extra["changed"][0] == "Title" and "unchanged" not in extra
+    assert extra["changed_count"] == 8 and extra["changed"][0] == "Title" and "unchanged" not in extra
+    assert (list(extra["retyped"]), extra["added_count"]) == (["Risk"], 2)
     assert (extra["ws_id"], extra["table"]) == ("ws-demo", "Incidents")
 
 

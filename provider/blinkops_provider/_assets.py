@@ -157,6 +157,10 @@ EVENT_NAMES = 100
 """The most field names of each outcome an asset event's extra lists (the counts cover all)."""
 
 
+CHANGING = ("added", "changed", "removed", "retyped")
+"""The outcomes of a field that change the table in Blink: an apply with any announces it."""
+
+
 def event_extra(
     ws_id: str, table: str, applied: list[str], planned: dict[str, list[str]] | None = None
 ) -> dict[str, Any]:
@@ -165,9 +169,8 @@ def event_extra(
 
     - always ``ws_id``, ``table``, ``applied`` (the fields Blink confirmed, at most
       :data:`EVENT_NAMES` names) and ``applied_count``;
-    - with a plan: ``added``, ``changed`` and ``removed`` (names, at most :data:`EVENT_NAMES`
-      each), ``added_count``, ``changed_count``, ``removed_count`` and ``unchanged_count``, zeros
-      included.
+    - with a plan: ``added``, ``changed``, ``removed`` and ``retyped`` (names, at most
+      :data:`EVENT_NAMES` each), their ``_count``, and ``unchanged_count``, zeros included.
     """
     extra: dict[str, Any] = {
         "ws_id": ws_id,
@@ -176,7 +179,7 @@ def event_extra(
         "applied_count": len(applied),
     }
     if planned is not None:
-        for outcome in ("added", "changed", "removed"):
+        for outcome in CHANGING:
             names = planned.get(outcome, [])
             extra[outcome] = tuple(names[:EVENT_NAMES])
             extra[f"{outcome}_count"] = len(names)
@@ -202,7 +205,7 @@ def announce_applied(outlet_events: Any, report: Any, *, blink_conn_id: str = "b
     grouped: dict[str, list[str]] = {}
     for name, outcome in report["outcomes"].items():
         grouped.setdefault(outcome, []).append(name)
-    if not (grouped.get("added") or grouped.get("changed") or grouped.get("removed")):
+    if not any(grouped.get(outcome) for outcome in CHANGING):
         return False
     ws_id, table = report["ws_id"], report["table"]
     asset = blink_table_asset(ws_id, table, blink_conn_id=blink_conn_id)

@@ -63,3 +63,31 @@ def test_10000_bad_entries_make_an_error_that_names_20_and_counts_the_rest(entry
     text = str(raised.value)
     assert text.count(said) == 20 and "'f19'" in text and "'f20'" not in text
     assert "and 9980 more problem(s)" in text and len(text) < 6_000
+
+
+def test_backfill_and_type_change_survive_a_round_trip_through_json() -> None:
+    """#64: a declaration read, written as JSON (an XCom between the group's tasks) and read
+    again keeps each entry's backfill and type_change."""
+    from blinkops_provider.migrations._declaration import read_declaration
+
+    entries = [
+        {
+            "field": "Risk",
+            "type": "single-select",
+            "display_name": "Risk",
+            "attributes": {"options": ["a"]},
+            "type_change": "copy_or_empty",
+        },
+        {"field": "Queue", "type": "text", "display_name": "Queue", "backfill": "triage"},
+    ]
+    once = read_declaration(entries)
+    again = read_declaration(once.to_json())
+    assert (again.type_changes, again.backfills) == ({"Risk": "copy_or_empty"}, {"Queue": "triage"})
+    assert again.digest_part() == once.digest_part()
+
+
+def test_a_type_change_that_is_not_one_of_the_two_is_refused_naming_both() -> None:
+    from blinkops_provider.migrations._declaration import read_declaration
+
+    with pytest.raises(BlinkInputError, match=r"entry 1 \('Risk'\): 'type_change' must be one of: 'copy'"):
+        read_declaration([{"field": "Risk", "type": "text", "display_name": "Risk", "type_change": "cast"}])

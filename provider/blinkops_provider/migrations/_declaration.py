@@ -43,14 +43,10 @@ class Declaration:
     def to_json(self) -> list[dict[str, Any]] | dict[str, Any]:
         """The declaration as JSON-ready data, in the form it was given (a list, or an object
         when it declares the table's display name or description)."""
-        entries = [
-            {
-                "field": name,
-                **update.to_body(),
-                **({"backfill": self.backfills[name]} if name in self.backfills else {}),
-            }
-            for name, update in self.fields
-        ]
+        extra: dict[str, dict[str, Any]] = {name: {"backfill": value} for name, value in self.backfills.items()}
+        for name, how in self.type_changes.items():
+            extra.setdefault(name, {})["type_change"] = how
+        entries = [{"field": name, **update.to_body(), **extra.get(name, {})} for name, update in self.fields]
         entries += [{"field": name, "remove": True} for name in self.removals]
         table = {member: getattr(self, member) for member in ("display_name", "description")}
         table = {member: value for member, value in table.items() if value is not None}

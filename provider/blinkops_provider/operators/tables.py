@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from blinkops_provider._assets import TABLES_ALIAS, table_lineage
+from blinkops_provider._assets import CHANGING, TABLES_ALIAS, table_lineage
 from blinkops_provider._inputs import (
     DEFAULT_UPDATE_CONCURRENCY,
     check_concurrency,
@@ -338,7 +338,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     def _announce(self, context: Context, summary: dict[str, Any], *, planned: bool) -> None:
         """The table's asset event, unless a plan found nothing to add, change or remove."""
         groups = grouped(summary["outcomes"]) if planned else None
-        if groups is None or groups.get("added") or groups.get("changed") or groups.get("removed"):
+        if groups is None or any(groups.get(outcome) for outcome in CHANGING):
             self.announce_table(context, self.ws_id, self.table, summary["updated"], groups)
         else:
             where = one_line(f"{self.ws_id}/{self.table}")
