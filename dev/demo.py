@@ -100,11 +100,15 @@ def migration_summary(log: Path, *, per_field: bool) -> list[str]:
     summary: list[str] = []
     patterns = [
         (r"(Plan [0-9a-f]{16} for \S+: .*\))", False),
-        (r"\s{2}([^\s\]|][^:]*: (?:add|change|change \(destructive\)|remove:) .*?)(?:\s+\[airflow|$)", True),
+        (r"\s{2}([^\s\]|][^:]*: (?:add|change|change \(destructive\)|remove:|retype:) .*?)(?:\s+\[airflow|$)", True),
         (r"(The table \(.*?)(?:\s+\[airflow|$)", True),
         (r"(Plan [0-9a-f]{16} (?:approved by .*? in review|removes \d+ field.*?))(?:\s+\[airflow|$)", False),
+        (r"\] ([^\[\]:]+: backfilled \d+ row\(s\) .*?)(?:\s+\[airflow|$)", False),
         (r"(Schema of \S+: \d+ of \d+ fields applied.*?)(?:\s+\[airflow|$)", False),
-        (r"\s{2}([^\s\]|][^:]*: (?:added|changed|removed|unchanged|applied|failed).*?)(?:\s+\[airflow|$)", True),
+        (
+            r"\s{2}([^\s\]|][^:]*: (?:added|changed|removed|retyped|unchanged|applied|failed).*?)(?:\s+\[airflow|$)",
+            True,
+        ),
     ]
     plans, last = 0, None
     for line in log.read_text(errors="replace").splitlines():
@@ -159,7 +163,10 @@ def fields_as_declared(sandbox: Any, ws_id: str, table: str, records: Path) -> d
             for check, word in (("required", "required"), ("is_unique", "unique"))
             if check not in attributes and field["attributes"].get(check) is True
         ]
-    return {"matching": matching, "declared": len(entries), "kept": kept, "named": named, "removed": removed}
+    retyped = [entry["field"] for entry in entries if entry.get("type_change")]
+    found = {"matching": matching, "declared": len(entries), "kept": kept, "named": named, "removed": removed}
+    backfilled = json.loads((records / ws_id / f"{table}.json").read_text()).get("backfilled", {})
+    return {**found, "retyped": retyped, "backfilled": backfilled}
 
 
 def main() -> int:
@@ -284,6 +291,13 @@ def main() -> int:
             said = ", ".join(f"{name} as {blink!r}" for name, blink in held["named"].items()) or "none"
             say(f"  Added, with the name Blink gave it: {said}")
             say(f"  Removed with its values: {', '.join(held['removed']) or 'none'}")
+            rows = sandbox.store.find_records(ws_id, table, json.dumps({"limit": 1000}))["results"]
+            for name in held["retyped"]:
+                new = held["named"][name]
+                copied = sum(row.get(new) is not None for row in rows)
+                say(f"  Retyped: {name}, now Blink's {new!r}, its values copied in {copied} of {len(rows)} rows")
+            for name, count in held["backfilled"].items():
+                say(f"  Backfilled: {name}, in {count} rows")
             say(f"  Kept as Blink held them: {', '.join(held['kept']) or 'nothing'} (the declaration leaves these out)")
         elif ws_id and table:
             say(f"  Fields updated:   see {logs}/{MIGRATION}-*.log")

@@ -3,7 +3,8 @@
 Ends with the side-by-side runs over a latency-injecting proxy: ``catalogue_sync.py`` (the
 provider against a raw requests loop and HttpOperator) and ``field_updates.py`` (the batch
 operator against one-by-one updates), then ``lock_handover.py`` (how soon a waiting apply
-takes a released lock, beside the hold).
+takes a released lock, beside the hold) and ``data_copy.py`` (a count from Blink's total beside a
+walk, a retype's copy beside one row at a time, its time per row and memory as rows grow).
 
     python tests/benchmarks/run.py            # full run (100,000 connection types)
     python tests/benchmarks/run.py --smoke    # a quick run for CI
@@ -184,6 +185,7 @@ def main() -> int:
         ("catalogue_sync.py", "The catalogue sync side by side"),
         ("field_updates.py", "Batch field updates side by side"),
         ("lock_handover.py", "A table lock's handover to a waiting apply"),
+        ("data_copy.py", "Data migrations: counts, a retype's copy, scaling and memory"),
     ):
         print(f"\n== {title} (tests/benchmarks/{script}) ==", flush=True)
         command = [sys.executable, str(Path(__file__).with_name(script)), *(["--smoke"] if args.smoke else [])]

@@ -24,6 +24,7 @@ from selenium.webdriver.common.by import By
 
 from blinkops_provider._assets import asset_host
 from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_provider.sandbox._seed import DEMO_ROWS
 from tests.conftest import EXAMPLE_DAGS
 from tests.test_e2e_dags import DOWNSTREAM_DAG
 from tests.ui.conftest import SHOTS, AirflowUI
@@ -123,18 +124,23 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
         return review
 
     # 1. The seeded table differs from the declaration: a person is asked, and nothing is applied
-    #    before the approval. The plan adds a field and removes one (#48): the review shows the
-    #    removal first, with its row count, and the body the add will POST.
+    #    before the approval. The plan adds two fields, removes one (#48) and retypes one (#64): the
+    #    review shows the removal and the retype first, with the rows they count, and the body the add will POST.
     log = tmp_path / "run-1.log"
-    review = approve(start(log), log, "1 to add, 9 to change (0 destructive), 1 to remove", nothing_sent=True)
-    assert "- Affected hosts: remove: deletes its values in about 128 rows, permanently" in review["body"]
+    counted = "2 to add, 8 to change (0 destructive), 1 to remove, 1 to retype"
+    review = approve(start(log), log, counted, nothing_sent=True)
+    hosts = sum("Affected hosts" in row for row in DEMO_ROWS["Incidents"])
+    assert f"- Affected hosts: remove: deletes values in {hosts} of 120 rows, permanently" in review["body"]
+    assert "- Risk: retype: risk-level → single-select: add the new field, copy 120 rows" in review["body"]
     assert review["body"].index("Affected hosts") < review["body"].index("| field | action | details |")
     assert '| Root cause | add | POST {"description": "Why it happened, once known"' in review["body"]
     writes = [(r["method"], r["raw_path"].rsplit("/", 1)[-1]) for r in sandbox.requests if r["method"] != "GET"]
     assert writes[0] == ("POST", "fields") and writes[-1] == ("DELETE", "Affected%20hosts")  # removals last
-    assert len([method for method, _ in writes if method == "PUT"]) == 10  # nine fields and the table
+    rows = [path for method, path in writes if method == "PUT" and path.startswith("rec-")]
+    assert len(rows) == 240  # the backfill's 120 rows and the retype's 120
+    assert len([method for method, path in writes if method == "PUT" and path not in rows]) == 11  # 8, table, retype 2
     text = log.read_text()
-    assert "Schema of ws-demo/Incidents: 11 of 11 fields applied (1 added, 9 changed, 1 removed)" in text
+    assert "Schema of ws-demo/Incidents: 12 of 12 fields applied (2 added, 8 changed, 1 removed, 1 retyped)" in text
     # the apply read the answer from Airflow's record: who approved it in the browser (#55)
     approved = re.search(r"Plan [0-9a-f]{16} approved by (.+?) at 20\S+ in review", text)
     (answered,) = ui_reviews(airflow_ui)
@@ -147,18 +153,20 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
     assert start(log).wait(timeout=300) == 0, log.read_text()[-3000:]
     reviews = ui_reviews(airflow_ui)
     assert len(reviews) == 1, reviews  # still only run 1's
-    assert "Schema of ws-demo/Incidents: 11 of 11 fields applied (11 unchanged)" in log.read_text()
+    assert "Schema of ws-demo/Incidents: 12 of 12 fields applied (12 unchanged)" in log.read_text()
     assert len([r for r in sandbox.requests if r["method"] != "GET"]) == writes_before
 
-    # 3. An option removed from a select: the review leads with the destructive change.
+    # 3. An option that rows use removed from a select: the review leads with the destructive change, counted.
     schema = json.loads((EXAMPLE_DAGS / "blink_table_schema_migration.json").read_text())
     severity = next(entry for entry in schema["fields"] if entry["field"] == "Severity")
-    removed = severity["attributes"]["options"].pop()
+    removed = "High"
+    severity["attributes"]["options"].remove(removed)
     log = tmp_path / "run-3.log"
     review = approve(start(log, schema=schema), log, "**Destructive**", shot="plan-review.png")
     assert review["body"].index("**Destructive**") < review["body"].index("| field | action | details |")
-    assert f"options removed: {removed!r}" in review["body"]
-    assert "Schema of ws-demo/Incidents: 11 of 11 fields applied (1 changed, 10 unchanged)" in log.read_text()
+    used = sum(row["Severity"] == removed for row in DEMO_ROWS["Incidents"])
+    assert f"options removed: {removed!r} (in {used} of 120 rows): those values are orphaned" in review["body"]
+    assert "Schema of ws-demo/Incidents: 12 of 12 fields applied (1 changed, 11 unchanged)" in log.read_text()
 
     # 4. Rejected in the browser (#44 item 1, #55): nothing is sent; the apply, which asked, is red, saying who
     #    rejected which plan and when, and so is the run.

@@ -319,9 +319,11 @@ def _check_loss(log: Any, planned: Planned, approval: Mapping[str, str] | None, 
 def _say_who(log: Any, planned: Planned, approval: Mapping[str, str] | None, acknowledged: bool) -> None:
     """Log who approved the plan, and who let its removals through."""
     plan, removals = planned.fingerprint, len(planned.removals)
+    retypes = sum(getattr(row, "action", None) == Action.RETYPE for row in planned.removals)
     if approval:
         log.info("Plan %s approved by %s at %s in review", plan, approval["approved_by"], approval["approved_at"])
     if removals and (approval or acknowledged):
         how = "acknowledged by the DAG (acknowledge_risks=True)"
         how = f"approved by {approval['approved_by']}" if approval else how
-        log.warning("Plan %s removes %d field(s) with their values: %s", plan, removals, how)
+        also = f" and retypes {retypes} (the values copied first)" if retypes else ""
+        log.warning("Plan %s removes %d field(s) with their values%s: %s", plan, removals - retypes, also, how)
