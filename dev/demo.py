@@ -289,7 +289,7 @@ def main() -> int:
             as_declared = f"{held['matching']} of {held['declared']} fields of {ws_id}/{table}"
             say(f"  Fields updated:   {as_declared} now as declared")
             said = ", ".join(f"{name} as {blink!r}" for name, blink in held["named"].items()) or "none"
-            say(f"  Added, with the name Blink gave it: {said}")
+            say(f"  Added or retyped, with the name Blink gave it: {said}")
             say(f"  Removed with its values: {', '.join(held['removed']) or 'none'}")
             rows = sandbox.store.find_records(ws_id, table, json.dumps({"limit": 1000}))["results"]
             for name in held["retyped"]:
