@@ -158,3 +158,17 @@ def test_a_fleet_of_one_table_is_said_as_a_person_says_it() -> None:
     review = fleet_review([fleet()[0]])
     assert review.startswith("Fleet review: 1 table: 1 table to change (0 with refused or destructive changes")
     assert "0 tables unchanged" in review
+
+
+def test_a_retype_in_a_fleet_is_counted_and_flagged_like_a_removal() -> None:
+    """#64: the fleet's review names a table's retype, flags it destructive and puts it first."""
+    from blinkops_provider.migrations._review import review_needed
+
+    retyping = plan_of("Eta", [{"field": "S", **SELECT}], {"S": SELECT})
+    retyping["fields"][0].update(action="retype", destructive=True, risk="text → number: copy 3 rows")
+    plans = [*fleet(), retyping]
+    text = fleet_review(plans)
+    assert "- ws/Eta [DESTRUCTIVE]: 0 to add, 0 to change" in text and ", 1 to retype" in text
+    assert text.index("- ws/Eta") < text.index("- ws/Zeta")
+    assert review_needed([retyping], "destructive") and not review_needed([plans[1]], "destructive")
+    assert review_needed([retyping], "destructive", acknowledged=True) is False  # as a removal
