@@ -255,6 +255,13 @@ def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
             timeout=30,
         )
         assert made.ok, made.text
+    rows = requests.post(  # Billing's rows use the option its next declaration drops: destructive, counted (#64)
+        f"{sandbox.url}/_sandbox/workspace/ws-ui/table/Billing/rows",
+        json=[{"Stage": "Done"}, {"Stage": "New"}, {"Stage": "Done"}],
+        headers={ADMIN_HEADER: sandbox.admin_token},
+        timeout=30,
+    )
+    assert rows.ok, rows.text
 
     def fleet_run(name: str, schemas: dict[str, list[dict[str, Any]]], policy: str) -> subprocess.Popen[bytes]:
         folder = tmp_path / name / "ws-ui"
