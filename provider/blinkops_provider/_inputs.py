@@ -14,8 +14,8 @@ from pydantic import BaseModel, ValidationError
 
 from blinkops_provider._blink import MAX_LIMIT
 from blinkops_provider._names import segment
+from blinkops_provider._raising import configuration_error, input_error
 from blinkops_provider._text import first_problems, show
-from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -48,7 +48,7 @@ def validate_input(model: type[ModelT], data: Any, what: str) -> ModelT:
     try:
         return model.model_validate(data)
     except ValidationError as err:
-        raise BlinkInputError(f"invalid {what}: {describe_errors(err.errors())}") from None
+        raise input_error(f"invalid {what}: {describe_errors(err.errors())}") from None
 
 
 def describe_errors(errors: Iterable[Mapping[str, Any]]) -> str:
@@ -71,13 +71,13 @@ def path_segment(value: object, what: str) -> str:
     :raises BlinkInputError: not a non-empty string, or a dot segment.
     """
     if not isinstance(value, str) or not value.strip():
-        raise BlinkInputError(f"{what} must be a non-empty string, got {value!r}")
+        raise input_error(f"{what} must be a non-empty string, got {value!r}")
     if value in (".", ".."):
-        raise BlinkInputError(f"{what} cannot be {value!r}: URL paths resolve it as a directory step")
+        raise input_error(f"{what} cannot be {value!r}: URL paths resolve it as a directory step")
     try:
         return segment(value, what)
     except ValueError as err:
-        raise BlinkInputError(str(err)) from None
+        raise input_error(str(err)) from None
 
 
 class RepeatedMember(ValueError):
@@ -101,7 +101,7 @@ def unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def check_concurrency(value: Any) -> None:
     """:raises BlinkInputError: ``max_concurrency`` is not an integer from 1 to 32."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY:
-        raise BlinkInputError(f"max_concurrency must be an integer from 1 to {MAX_CONCURRENCY}, got {value!r}")
+        raise input_error(f"max_concurrency must be an integer from 1 to {MAX_CONCURRENCY}, got {value!r}")
 
 
 def check_seconds(value: Any, what: str, *, low: float, high: float, low_open: bool = False) -> float:
@@ -113,7 +113,7 @@ def check_seconds(value: Any, what: str, *, low: float, high: float, low_open: b
     number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not number or value > high or value < low or (low_open and value == low):
         bound = f"more than {low:g}" if low_open else f"{low:g} or more"
-        raise BlinkInputError(f"{what} must be a finite number of seconds, {bound} and at most {high:g}, got {value!r}")
+        raise input_error(f"{what} must be a finite number of seconds, {bound} and at most {high:g}, got {value!r}")
     return float(value)
 
 
@@ -124,7 +124,7 @@ def check_lock_wait(value: Any, what: str = "lock_wait") -> float:
     """
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not number or not math.isfinite(value) or not 0 <= value <= MAX_LOCK_WAIT:
-        raise BlinkInputError(f"{what} must be a number of seconds from 0 to {MAX_LOCK_WAIT:g}, got {value!r}")
+        raise input_error(f"{what} must be a number of seconds from 0 to {MAX_LOCK_WAIT:g}, got {value!r}")
     return float(value)
 
 
@@ -134,9 +134,9 @@ def check_paging(page_size: Any, max_items: Any) -> None:
     :raises BlinkInputError: ``page_size`` is not 1 to 1000, or ``max_items`` not None or 0 or more.
     """
     if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_LIMIT:
-        raise BlinkInputError(f"page_size must be an integer from 1 to {MAX_LIMIT}, got {page_size!r}")
+        raise input_error(f"page_size must be an integer from 1 to {MAX_LIMIT}, got {page_size!r}")
     if max_items is not None and (isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0):
-        raise BlinkInputError(f"max_items must be None or an integer of 0 or more, got {max_items!r}")
+        raise input_error(f"max_items must be None or an integer of 0 or more, got {max_items!r}")
 
 
 def parse_json_object(value: Any, what: str) -> Any:
@@ -148,9 +148,9 @@ def parse_json_object(value: Any, what: str) -> Any:
         try:
             return json.loads(text)
         except RecursionError:
-            raise BlinkInputError(f"{what} nests too deeply to read ($or and $and: {MAX_NESTING} deep)") from None
+            raise input_error(f"{what} nests too deeply to read ($or and $and: {MAX_NESTING} deep)") from None
         except ValueError as err:
-            raise BlinkInputError(f"{what} is not valid JSON: {err}") from None
+            raise input_error(f"{what} is not valid JSON: {err}") from None
     return value
 
 
@@ -169,7 +169,7 @@ def check_api_key(key: str, who: str) -> None:
             problem = f"character {position} is a control character (a line break, tab, ...)"
         else:
             continue
-        raise BlinkConfigurationError(
+        raise configuration_error(
             f"the API key of {who} cannot be sent in a header: {problem}; "
             f"paste the key again (the key has {len(key)} characters)"
         )
@@ -184,7 +184,7 @@ def as_bool(value: Any, what: str) -> bool:
         return True
     if text in ("false", "0", "no", "off"):
         return False
-    raise BlinkConfigurationError(f"{what} must be true or false, got {value!r}")
+    raise configuration_error(f"{what} must be true or false, got {value!r}")
 
 
 def as_timeout(value: Any, what: str) -> Timeout:
@@ -202,7 +202,7 @@ def as_timeout(value: Any, what: str) -> Timeout:
             return float(value)
     except (TypeError, ValueError):
         pass
-    raise BlinkConfigurationError(
+    raise configuration_error(
         f"{what} must be a positive number of seconds, or connect and read seconds such as '5, 120', got {value!r}"
     )
 
@@ -222,19 +222,21 @@ def check_hook_options(timeout: Any, retry_limit: Any, retry_delay: Any) -> tupl
         are not an integer of 1 or more, or a negative delay.
     """
     if isinstance(retry_limit, bool) or not isinstance(retry_limit, int) or retry_limit < 1:
-        raise BlinkInputError(f"retry_limit must be an integer of 1 or more (attempts), got {retry_limit!r}")
+        raise input_error(f"retry_limit must be an integer of 1 or more (attempts), got {retry_limit!r}")
     if isinstance(retry_delay, bool) or not isinstance(retry_delay, (int, float)) or retry_delay < 0:
-        raise BlinkInputError(f"retry_delay must be a number of seconds, 0 or more, got {retry_delay!r}")
+        raise input_error(f"retry_delay must be a number of seconds, 0 or more, got {retry_delay!r}")
+    from blinkops_provider.exceptions import BlinkConfigurationError  # (a hook's: Airflow is there)
+
     try:
         return (None if timeout is None else as_timeout(timeout, "timeout")), retry_limit, float(retry_delay)
     except BlinkConfigurationError as err:
-        raise BlinkInputError(str(err)) from None
+        raise input_error(str(err)) from None
 
 
 def check_flag(value: Any, what: str) -> bool:
     """:raises BlinkInputError: ``value`` is not True or False."""
     if not isinstance(value, bool):
-        raise BlinkInputError(f"{what} must be True or False, got {value!r}")
+        raise input_error(f"{what} must be True or False, got {value!r}")
     return value
 
 

@@ -16,8 +16,8 @@ from pydantic import (
 
 from blinkops_provider._inputs import RepeatedMember, describe_errors, unique_members
 from blinkops_provider._names import segment
+from blinkops_provider._raising import Problems, input_error
 from blinkops_provider._text import first_problems
-from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import BlinkTable, FieldBatch, FieldUpdate, ResponseModel, TableField
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -73,6 +73,15 @@ def validate_field_updates(updates: Any, *, require_type_and_name: bool = False)
     :returns: ``(field name, FieldUpdate)`` pairs in the given order.
     :raises BlinkInputError: naming each wrong entry (its position and field) and what is wrong.
     """
+    try:
+        return checked_field_updates(updates, require_type_and_name=require_type_and_name)
+    except Problems as err:
+        raise input_error(err.message) from None
+
+
+def checked_field_updates(updates: Any, *, require_type_and_name: bool = False) -> FieldBatch:
+    """:func:`validate_field_updates`, raising :class:`~blinkops_provider._raising.Problems` (one
+    line per wrong entry), which imports no Airflow."""
     if isinstance(updates, FieldBatch) and updates.named >= require_type_and_name:
         return updates  # checked where it entered
     entries = _field_entries(updates)
@@ -86,10 +95,11 @@ def validate_field_updates(updates: Any, *, require_type_and_name: bool = False)
         else:
             valid.append(checked)
     if problems:
-        raise BlinkInputError(
+        raise Problems(
             f"{len(problems)} of {len(entries)} field update(s) are invalid, so none was sent:"
             + "\n  - "
-            + first_problems(problems, sep="\n  - ")
+            + first_problems(problems, sep="\n  - "),
+            problems,
         )
     return FieldBatch(valid, named=require_type_and_name)
 
@@ -101,14 +111,14 @@ def _field_entries(updates: Any) -> list[Any]:
         try:
             updates = json.loads(updates, object_pairs_hook=unique_members)
         except RepeatedMember as err:
-            raise BlinkInputError(
+            raise Problems(
                 f"the field updates' JSON names {err.args[0]!r} twice in one object; JSON keeps only the last, "
                 "so declare each field (and each member) once"
             ) from None
         except RecursionError:
-            raise BlinkInputError("the field updates' JSON nests too deeply to read") from None
+            raise Problems("the field updates' JSON nests too deeply to read") from None
         except ValueError as err:
-            raise BlinkInputError(f"the field updates are not valid JSON: {err}") from None
+            raise Problems(f"the field updates are not valid JSON: {err}") from None
     if isinstance(updates, Mapping):
         return [
             {"field": name, **dict(update)} if isinstance(update, Mapping) else (name, update)
@@ -116,7 +126,7 @@ def _field_entries(updates: Any) -> list[Any]:
         ]
     if isinstance(updates, Sequence):
         return list(updates)
-    raise BlinkInputError(
+    raise Problems(
         "field updates must be a list of {'field': name, 'type': ..., 'display_name': ..., 'attributes': ...} "
         f"entries or a mapping of field name to update, not {type(updates).__name__}"
     )

@@ -22,10 +22,14 @@ schema record's owner and its place in a records folder, and log messages).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, quote, unquote_to_bytes, urlsplit
 
 from blinkops_provider._blink import API_PREFIX
-from blinkops_provider.exceptions import BlinkConfigurationError
+from blinkops_provider._raising import configuration_error
+
+if TYPE_CHECKING:
+    from blinkops_provider.exceptions import BlinkConfigurationError
 
 DEFAULT_BASE_URL = f"https://app.blinkops.com{API_PREFIX}"
 """Blink's SaaS API, when a connection names no host."""
@@ -159,12 +163,12 @@ _DEFAULT_PORTS = {"https": 443, "http": 80}
 def _with_port(parts: SplitResult, text: str, port: object) -> str:
     """The Base URL's host and port, given the connection's Port field (see :func:`build_base_url`)."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-        raise BlinkConfigurationError(f"the connection's port must be from 1 to 65535, got {port!r}")
+        raise configuration_error(f"the connection's port must be from 1 to 65535, got {port!r}")
     if parts.port is None and "://" not in text:
         return f"{parts.netloc}:{port}"
     named = parts.port or _DEFAULT_PORTS[parts.scheme]
     if port != named:
-        raise BlinkConfigurationError(
+        raise configuration_error(
             f"the connection's Base URL {_masked(text)!r} names port {named}, and its Port field says {port}: "
             f"they disagree. Clear the Port field (the Base URL's port is used), or set it to {named}"
         )
@@ -175,7 +179,7 @@ def _checked(url: str, shown: str) -> SplitResult:
     """``url``, split, once it is shown to be an http(s) base URL that names a Blink."""
 
     def refused(problem: str) -> BlinkConfigurationError:
-        return BlinkConfigurationError(f"the connection's host (Base URL) {shown!r} {problem}")
+        return configuration_error(f"the connection's host (Base URL) {shown!r} {problem}")
 
     if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
         raise refused(f"contains spaces or control characters; {_EXAMPLE}")

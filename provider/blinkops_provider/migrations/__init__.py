@@ -5,8 +5,9 @@ task groups are the usual way in: :class:`~blinkops_provider.task_groups.BlinkTa
 :class:`~blinkops_provider.task_groups.BlinkSchemaFleet` plan, ask for a review and apply, with
 :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator` doing the plan
 (``plan_only``) and the apply. ``blink-schema`` pulls a live table's declaration
-(:func:`pull_schema`), and lists and releases locks. The private modules hold the parts: the
-declaration (``_declaration``), how its entries are matched to Blink's fields (``_identity``),
+(:func:`pull_schema`), and lists and releases locks. The private modules hold the parts (the
+declaration is read and checked by ``blinkops_provider._declaration``, which imports no Airflow):
+how its entries are matched to Blink's fields (``_identity``),
 the plan and its risk rules (``_plan``), the record of the last apply (``_record``), the table's
 lock (``_lock``, kept by ``_lockfiles``), the apply (``_apply``) and the order it sends in
 (``_steps``), who may let a plan through (``_review``: the review policies, and the answer
@@ -16,8 +17,8 @@ Airflow recorded), the fleet's review and summary (``_fleet``), the apply's repo
 
 from __future__ import annotations
 
+from blinkops_provider._declaration import Declaration
 from blinkops_provider.migrations._apply import apply_schema, declared_schema, plan_schema
-from blinkops_provider.migrations._declaration import Declaration
 from blinkops_provider.migrations._fleet import fleet_review, fleet_summary
 from blinkops_provider.migrations._lock import Holder, LockInfo, force_unlock, held_locks
 from blinkops_provider.migrations._plan import FieldPlan, SchemaPlan, TablePlan

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from blinkops_provider._declaration import Declaration, read_declaration
 from blinkops_provider._inputs import DEFAULT_UPDATE_CONCURRENCY, check_concurrency, check_flag, check_lock_wait
 from blinkops_provider._names import segment
 from blinkops_provider._states import Action
@@ -36,7 +37,6 @@ from blinkops_provider.exceptions import (
     BlinkReadUnavailableError,
 )
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.migrations._declaration import Declaration, read_declaration
 from blinkops_provider.migrations._identity import created_as, match_table
 from blinkops_provider.migrations._lock import Holder, TableLock
 from blinkops_provider.migrations._plan import SchemaPlan, TablePlan, make_plan, plan_table

@@ -6,12 +6,12 @@ only"). Nothing here is public API."""
 
 from __future__ import annotations
 
+from blinkops_provider._declaration import read_declaration as read_declaration
 from blinkops_provider.migrations._apply import Request as Request
 from blinkops_provider.migrations._apply import apply_request as apply_request
 from blinkops_provider.migrations._apply import approved_plan as approved_plan
 from blinkops_provider.migrations._apply import check_names as check_names
 from blinkops_provider.migrations._apply import plan_request as plan_request
-from blinkops_provider.migrations._declaration import read_declaration as read_declaration
 from blinkops_provider.migrations._report import ApplyReport as ApplyReport
 from blinkops_provider.migrations._report import grouped as grouped
 from blinkops_provider.migrations._report import not_applied as not_applied

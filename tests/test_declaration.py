@@ -1,4 +1,4 @@
-"""Reading a declaration: entries, tombstones and the table's own members (blinkops_provider.migrations._declaration)."""
+"""Reading a declaration: entries, tombstones and the table's own members (blinkops_provider._declaration)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations import declared_schema
-from blinkops_provider.migrations._declaration import read_declaration
+from blinkops_provider._declaration import read_declaration
 
 TITLE = {"field": "Title", "type": "text", "display_name": "Title"}
 
@@ -68,7 +68,7 @@ def test_10000_bad_entries_make_an_error_that_names_20_and_counts_the_rest(entry
 def test_backfill_and_type_change_survive_a_round_trip_through_json() -> None:
     """#64: a declaration read, written as JSON (an XCom between the group's tasks) and read
     again keeps each entry's backfill and type_change."""
-    from blinkops_provider.migrations._declaration import read_declaration
+    from blinkops_provider._declaration import read_declaration
 
     entries = [
         {
@@ -87,7 +87,7 @@ def test_backfill_and_type_change_survive_a_round_trip_through_json() -> None:
 
 
 def test_a_type_change_that_is_not_one_of_the_two_is_refused_naming_both() -> None:
-    from blinkops_provider.migrations._declaration import read_declaration
+    from blinkops_provider._declaration import read_declaration
 
     with pytest.raises(BlinkInputError, match=r"entry 1 \('Risk'\): 'type_change' must be one of: 'copy'"):
         read_declaration([{"field": "Risk", "type": "text", "display_name": "Risk", "type_change": "cast"}])

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blinkops_provider._inputs import RepeatedMember, unique_members
-from blinkops_provider._models import validate_field_updates
+from blinkops_provider._models import checked_field_updates
 from blinkops_provider._names import segment
+from blinkops_provider._raising import Problems, input_error
 from blinkops_provider._text import first_problems
-from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import FieldBatch
 
 TABLE_MEMBERS = ("display_name", "description", "fields")
@@ -71,6 +71,24 @@ def read_declaration(value: Any, *, source: str = "the declared schema", prefix:
         argument needs no naming: its errors read as before).
     :raises BlinkInputError: naming ``source`` and every wrong entry, before any request.
     """
+    try:
+        return checked_declaration(value, source=source, prefix=prefix)
+    except Problems as err:
+        raise input_error(err.message) from None
+
+
+def declaration_problems(value: Any, *, source: str) -> list[str]:
+    """Every problem :func:`read_declaration` would refuse ``value`` for, one line each (an
+    entry's names its position and field); none when it is valid. Imports no Airflow."""
+    try:
+        checked_declaration(value, source=source)
+    except Problems as err:
+        return err.problems
+    return []
+
+
+def checked_declaration(value: Any, *, source: str = "the declared schema", prefix: bool = True) -> Declaration:
+    """:func:`read_declaration`, raising :class:`~blinkops_provider._raising.Problems`."""
     if isinstance(value, Declaration):
         return value
     if isinstance(value, FieldBatch):
@@ -86,9 +104,9 @@ def read_declaration(value: Any, *, source: str = "the declared schema", prefix:
     else:  # a mapping {field name: update}, or what validate_field_updates names as wrong
         entries, removals = value, []
     try:
-        fields = validate_field_updates(entries, require_type_and_name=True)
-    except BlinkInputError as err:
-        raise BlinkInputError(f"{source}: {err}" if prefix else str(err)) from None
+        fields = checked_field_updates(entries, require_type_and_name=True)
+    except Problems as err:
+        raise Problems(f"{source}: {err.message}" if prefix else err.message, err.problems) from None
     _check_whole(fields, removals, source)
     shown = (table.get("display_name"), table.get("description"))
     return Declaration(fields, tuple(removals), *shown, backfills, type_changes)
@@ -105,7 +123,7 @@ def _extras(entries: list[Any], source: str) -> tuple[list[Any], dict[str, Any],
     """The entries without their ``backfill`` and ``type_change`` members, and each one declared,
     by field name.
 
-    :raises BlinkInputError: a backfill that is empty or not a JSON value a row can hold; a
+    :raises Problems: a backfill that is empty or not a JSON value a row can hold; a
         type_change that is not one of :data:`TYPE_CHANGES`."""
     kept, backfills, type_changes, problems = [], {}, {}, []
     for position, entry in enumerate(entries, start=1):
@@ -121,7 +139,7 @@ def _extras(entries: list[Any], source: str) -> tuple[list[Any], dict[str, Any],
             type_changes[name] = str(entry["type_change"])
         kept.append({key: member for key, member in entry.items() if key not in ("backfill", "type_change")})
     if problems:
-        raise BlinkInputError(f"{source}: " + first_problems(problems))
+        raise Problems(f"{source}: " + first_problems(problems), problems)
     return kept, backfills, type_changes
 
 
@@ -150,19 +168,19 @@ def _table_and_fields(value: Any, source: str) -> tuple[dict[str, Any], Any]:
         return {}, value
     table, fields = _table_members(value, source), value["fields"]
     if not isinstance(fields, list):
-        raise BlinkInputError(f"{source}: 'fields' must be a list of entries, got {type(fields).__name__}")
+        raise Problems(f"{source}: 'fields' must be a list of entries, got {type(fields).__name__}")
     return table, fields
 
 
 def _check_whole(fields: FieldBatch, removals: list[str], source: str) -> None:
-    """:raises BlinkInputError: a field both declared and removed, or nothing declared at all."""
+    """:raises Problems: a field both declared and removed, or nothing declared at all."""
     twice = sorted({name for name, _ in fields} & set(removals))
     if twice:
-        raise BlinkInputError(
+        raise Problems(
             f"{source} both declares and removes {', '.join(map(repr, twice))}: keep the entry or the tombstone"
         )
     if not fields and not removals:
-        raise BlinkInputError(f"{source} declares no field; give at least one (a template that rendered nothing?)")
+        raise Problems(f"{source} declares no field; give at least one (a template that rendered nothing?)")
 
 
 def _json(text: str | bytes, source: str) -> Any:
@@ -170,20 +188,18 @@ def _json(text: str | bytes, source: str) -> Any:
     try:
         return json.loads(text, object_pairs_hook=unique_members)
     except json.JSONDecodeError as err:
-        raise BlinkInputError(
-            f"{source} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
-        ) from None
+        raise Problems(f"{source} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
     except RepeatedMember as err:
-        raise BlinkInputError(f"{source} names {err.args[0]!r} twice in one object; name it once") from None
+        raise Problems(f"{source} names {err.args[0]!r} twice in one object; name it once") from None
     except RecursionError:
-        raise BlinkInputError(f"{source} nests too deeply to read") from None
+        raise Problems(f"{source} nests too deeply to read") from None
 
 
 def _table_members(value: Mapping[str, Any], source: str) -> dict[str, Any]:
     """The table's display name and description of a declaration object, checked."""
     unknown = sorted(str(key) for key in value if key not in TABLE_MEMBERS)
     if unknown:
-        raise BlinkInputError(
+        raise Problems(
             f"{source} names {', '.join(map(repr, unknown))}, which a declaration does not take; allowed: "
             f"{', '.join(TABLE_MEMBERS)} (the table's display name and description, and its fields)"
         )
@@ -192,14 +208,14 @@ def _table_members(value: Mapping[str, Any], source: str) -> dict[str, Any]:
         _check_text(given, f"{source}: the table's {member}")
     shown = table.get("display_name")
     if isinstance(shown, str) and not shown.strip():
-        raise BlinkInputError(f"{source}: the table's display_name must not be blank")
+        raise Problems(f"{source}: the table's display_name must not be blank")
     return table
 
 
 def _check_text(given: Any, what: str) -> None:
-    """:raises BlinkInputError: ``given`` is neither None nor text."""
+    """:raises Problems: ``given`` is neither None nor text."""
     if given is not None and not isinstance(given, str):
-        raise BlinkInputError(f"{what} must be text, got {type(given).__name__}")
+        raise Problems(f"{what} must be text, got {type(given).__name__}")
 
 
 def _split(entries: list[Any], source: str) -> tuple[list[Any], list[str]]:
@@ -218,7 +234,7 @@ def _split(entries: list[Any], source: str) -> tuple[list[Any], list[str]]:
         else:
             removals.append(str(name))
     if problems:
-        raise BlinkInputError(f"{source}: " + first_problems(problems))
+        raise Problems(f"{source}: " + first_problems(problems), problems)
     return fields, removals
 
 
