@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from blinkops_provider._declaration import read_declaration
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations import declared_schema
-from blinkops_provider._declaration import read_declaration
 
 TITLE = {"field": "Title", "type": "text", "display_name": "Title"}
 

@@ -21,6 +21,29 @@ def parser() -> argparse.ArgumentParser:
     pull.add_argument("--conn-id", default="blink_default", help="the Airflow connection (default blink_default)")
     pull.add_argument("--record-path", help="also write each table's record there (a folder ending in '/', or a file)")
     pull.add_argument("--force", action="store_true", help="replace files that exist")
+    check = commands.add_parser(
+        "validate", help="check declaration files (or fleet folders) offline, as a plan would: exit 0 valid, 1 not"
+    )
+    check.add_argument(
+        "paths", nargs="+", metavar="PATH", help="a declaration file, or a folder of <ws_id>/<table>.json"
+    )
+    check.add_argument("--format", choices=("text", "github", "json"), default="text", help="how problems are printed")
+    plan = commands.add_parser(
+        "plan", help="print what applying a declaration would do to a live table (reads only; never writes)"
+    )
+    plan.add_argument("ws_id", nargs="?", help="the workspace, e.g. ws-demo")
+    plan.add_argument("table", nargs="?", help="Blink's name of the table")
+    plan.add_argument("declaration", nargs="?", help="the declaration file")
+    plan.add_argument("--folder", help="every <ws_id>/<table>.json declaration of a fleet's folder, instead")
+    plan.add_argument("--record-path", help="the drift baseline: the applies' record_path (read, never written)")
+    plan.add_argument("--conn-id", default="blink_default", help="the Airflow connection (default blink_default)")
+    plan.add_argument("--format", choices=("text", "markdown", "json"), default="text", help="how the plan is printed")
+    plan.add_argument("--out", help="also write the plan as JSON (the plan's XCom, fingerprint included) to this file")
+    plan.add_argument(
+        "--detailed-exitcode",
+        action="store_true",
+        help="exit 0 when nothing would change, 2 when something would, 1 on error",
+    )
     listing = commands.add_parser("locks", help="list the locks held under a records location")
     listing.add_argument("records", help="the record_path of the applies (a folder ending in '/', or a record)")
     unlock = commands.add_parser("unlock", help="release one lock by its id (its apply is gone)")
@@ -33,6 +56,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """``blink-schema``: the arguments parsed here, then the command run."""
     args = parser().parse_args(argv)
+    if args.command == "validate":  # offline: no Airflow, no connection
+        from blinkops_provider._validate import validate
+
+        return validate(args.paths, args.format)
     from blinkops_provider.migrations._cli import run  # (Airflow is imported only now)
 
     return run(args)

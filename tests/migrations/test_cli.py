@@ -19,6 +19,7 @@ import requests_mock as rm
 
 from blinkops_provider._schema_cli import main
 from blinkops_provider.exceptions import BlinkLockedError
+from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations import apply_schema
 from tests.fake_blink import without_table_reads
 
@@ -304,3 +305,94 @@ def test_a_missing_connection_names_the_commands_flag_and_the_environment_way(
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "the Airflow connection 'no_such_blink' does not exist" in err
     assert "--conn-id" in err and "BLINK_BASE_URL and BLINK_API_KEY" in err and "blink_conn_id" not in err
+
+
+# -- #65: blink-schema plan ------------------------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "example_dags" / "blink_table_schema_migration.json"
+
+
+def writes_of(sandbox: Any) -> list[Any]:
+    return [entry for entry in sandbox.requests if entry["method"] != "GET"]
+
+
+def test_plan_prints_the_plan_and_says_with_its_exit_code_whether_anything_would_change(
+    blink_sandbox: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = tmp_path / "records"
+    args = ["plan", "ws-demo", "Incidents", str(EXAMPLE), "--record-path", f"{records}/"]
+    assert main(args) == 0  # without --detailed-exitcode: 0 whatever the plan
+    text = capsys.readouterr().out
+    assert "2 to add, 8 to change (0 destructive), 1 to remove, 1 to retype" in text
+    assert "- Affected hosts: remove: deletes values in 90 of 120 rows, permanently" in text
+    assert main([*args, "--detailed-exitcode"]) == 2
+    capsys.readouterr()
+    assert writes_of(blink_sandbox) == [] and not records.exists()  # it reads; it never writes
+    apply_schema(BlinkHook(), "ws-demo", "Incidents", json.loads(EXAMPLE.read_text()), record_path=f"{records}/",
+                 acknowledge_risks=True)  # fmt: skip
+    recorded = (records / "ws-demo" / "Incidents.json").read_bytes()
+    assert main([*args, "--detailed-exitcode"]) == 0
+    assert "12 unchanged" in capsys.readouterr().out
+    assert (records / "ws-demo" / "Incidents.json").read_bytes() == recorded  # the baseline is read, not written
+
+
+def test_plan_markdown_is_the_review_body_and_json_is_the_plans_xcom(
+    blink_sandbox: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from blinkops_provider.migrations import plan_schema
+    from blinkops_provider.operators._review import _plan_body
+
+    out = tmp_path / "plan.json"
+    args = ["plan", "ws-demo", "Incidents", str(EXAMPLE), "--out", str(out)]
+    assert main([*args, "--format", "markdown"]) == 0
+    markdown = capsys.readouterr().out
+    planned = plan_schema(BlinkHook(), "ws-demo", "Incidents", json.loads(EXAMPLE.read_text())).to_xcom()
+    assert _plan_body(planned, False).startswith(markdown.rstrip("\n"))  # the review shows exactly this
+    assert markdown.startswith(f"**Plan `{planned['fingerprint']}`** for ws-demo/Incidents")
+    assert main([*args, "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["fingerprint"] == planned["fingerprint"] and shown["fields"] == planned["fields"]
+    assert json.loads(out.read_text()) == shown
+
+
+def test_plan_of_a_folder_plans_every_table_as_the_fleet(
+    blink_sandbox: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = Path(__file__).resolve().parents[2] / "example_dags" / "blink_schema_fleet"
+    for path in sorted(folder.glob("*/*.json")):  # the fleet's tables, made as a user would
+        blink_sandbox.create_table(path.parent.name, path.stem, json.loads(path.read_text()))
+    assert main(["plan", "--folder", str(folder), "--detailed-exitcode", "--format", "markdown"]) == 0
+    said = capsys.readouterr().out
+    count = len(list(folder.glob("*/*.json")))
+    assert said.startswith(f"Fleet review: {count} tables: ") and "unchanged" in said
+    assert main(["plan", "--folder", str(folder), "--format", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == count
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["plan", "ws-demo", "Incidents"], "give WS_ID TABLE DECLARATION"),
+        (["plan", "ws-demo", "Nope", "EXAMPLE"], "no table 'Nope' in workspace 'ws-demo'"),
+        (["plan", "ws-demo", "Incidents", "/no/such.json"], "No such file or directory"),
+        (["plan", "--folder", "/nowhere", "ws-demo"], "not both"),
+    ],
+)
+def test_each_mistake_of_plan_is_one_line_and_exit_1(
+    blink_sandbox: Any, capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    argv = [str(EXAMPLE) if part == "EXAMPLE" else part for part in argv]
+    assert main([*argv, "--detailed-exitcode"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.splitlines()) == 1 and said in captured.err, captured.err
+    assert writes_of(blink_sandbox) == []
+
+
+def test_plan_with_a_refused_key_never_prints_it(
+    blink_sandbox: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BLINK_BASE_URL", blink_sandbox.base_url)
+    monkeypatch.setenv("BLINK_API_KEY", "wrong-key-123456")
+    assert main(["plan", "ws-demo", "Incidents", str(EXAMPLE)]) == 1
+    err = capsys.readouterr().err
+    assert "401" in err and "wrong-key" not in err and "123456" not in err

@@ -6,6 +6,8 @@
     blink-schema pull WS_ID --all -o FOLDER       every table of the workspace, as FOLDER/<ws_id>/<table>.json
     blink-schema locks RECORDS                    the locks held under a records location
     blink-schema unlock RECORDS WS_ID/TABLE ID    release one lock, by its id, left by an apply that is gone
+    blink-schema plan WS_ID TABLE DECLARATION     what applying it would do (reads only; --folder for a fleet)
+    blink-schema validate PATH...                 the declarations checked offline (blinkops_provider._validate)
 
 ``pull`` reads Blink through the Airflow connection ``--conn-id`` (``blink_default``), or through
 ``BLINK_BASE_URL`` and ``BLINK_API_KEY`` when both are set; ``--record-path`` also writes each
@@ -31,6 +33,7 @@ from urllib.parse import unquote
 
 from blinkops_provider._names import segment
 from blinkops_provider.exceptions import BlinkApiError, BlinkConfigurationError, BlinkInputError, BlinkLockedError
+from blinkops_provider.migrations._apply import plan_schema
 from blinkops_provider.migrations._lock import LockInfo, force_unlock, held_locks
 from blinkops_provider.migrations._pull import pull_table, pull_workspace, record_pulled
 from blinkops_provider.migrations._record import record_location
@@ -185,12 +188,79 @@ def _write(pulled: Any, output: Path | None) -> None:
     print(f"blink-schema: {pulled.ws_id}/{pulled.table} ({fields} fields) written to {output}", file=sys.stderr)
 
 
+def plan(args: argparse.Namespace) -> int:
+    """``plan``: what applying each declaration would do, printed; it reads Blink and the record,
+    and writes nothing to either. Exit 0 (with ``--detailed-exitcode``: 0 nothing would change, 2
+    something would), or 1 on a mistake, said in one line on stderr, the API key never shown."""
+    key = os.environ.get("BLINK_API_KEY") or ""
+    logging.getLogger("airflow.hooks.base").setLevel(logging.WARNING)
+    try:
+        targets = _plan_targets(args)
+        with contextlib.redirect_stdout(sys.stderr):  # stdout carries the plan alone, whatever logs
+            hook = _hook(args.conn_id)
+            plans = [
+                plan_schema(hook, ws_id, table, _declared(path), record_path=args.record_path)
+                for ws_id, table, path in targets
+            ]
+        _print_plans([one.to_xcom() for one in plans], args)
+    except (BlinkApiError, BlinkInputError, BlinkConfigurationError, BlinkLockedError, OSError) as err:
+        given = " (BLINK_BASE_URL and BLINK_API_KEY are that connection here)" if _from_env() else ""
+        print(f"blink-schema: {_hidden(' '.join(str(err).split()), key)}{given}", file=sys.stderr)
+        return 1
+    except Exception as err:  # Airflow's own, a library's: one line, never a traceback
+        why = " ".join(str(err).split())[:300] or "no detail"
+        print(f"blink-schema: plan failed ({type(err).__name__}: {_hidden(why, key)})", file=sys.stderr)
+        return 1
+    return 2 if args.detailed_exitcode and any(one.has_changes for one in plans) else 0
+
+
+def _plan_targets(args: argparse.Namespace) -> list[tuple[str, str, Path]]:
+    """``(ws_id, table, declaration file)`` of each table to plan: the three arguments, or each
+    ``<ws_id>/<table>.json`` of ``--folder``."""
+    given = [args.ws_id, args.table, args.declaration]
+    if args.folder:
+        if any(given):
+            raise BlinkInputError("give WS_ID TABLE DECLARATION, or --folder FOLDER (not both)")
+        found = sorted(Path(args.folder).glob("*/*.json"))
+        if not found:
+            raise BlinkInputError(f"{args.folder} holds no <ws_id>/<table>.json declaration (the fleet's layout)")
+        return [(path.parent.name, path.stem, path) for path in found]
+    if not all(given):
+        raise BlinkInputError("give WS_ID TABLE DECLARATION (the workspace, Blink's name of the table, the file)")
+    return [(args.ws_id, args.table, Path(args.declaration))]
+
+
+def _declared(path: Path) -> Any:
+    """A declaration file's content, read as JSON by the plan (which names the file in its errors)."""
+    from blinkops_provider._declaration import read_declaration
+
+    return read_declaration(path.read_bytes(), source=f"declaration file {str(path)!r}")
+
+
+def _print_plans(plans: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """The plans in ``--format``, on stdout; with ``--out``, their JSON in that file too."""
+    from blinkops_provider.migrations._fleet import fleet_review
+    from blinkops_provider.migrations._review import plan_markdown
+
+    shown: Any = plans[0] if len(plans) == 1 else plans
+    if args.out:
+        Path(args.out).write_text(json.dumps(shown, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if args.format == "json":
+        sys.stdout.write(json.dumps(shown, indent=2, ensure_ascii=False) + "\n")
+    elif args.format == "markdown":
+        sys.stdout.write((plan_markdown(plans[0]) if len(plans) == 1 else fleet_review(plans)) + "\n")
+    else:
+        sys.stdout.write("\n\n".join(str(one["text"]) for one in plans) + "\n")
+
+
 def run(args: argparse.Namespace) -> int:
     """One command, its arguments parsed by ``blink-schema``'s entry point
     (:mod:`blinkops_provider._schema_cli`, which imports no Airflow): its exit status (2: a
     mistake, said in one line on stderr)."""
     if args.command == "pull":
         return pull(args)
+    if args.command == "plan":
+        return plan(args)
     try:
         return _locks(args) if args.command == "locks" else _unlock(args)
     except (BlinkInputError, BlinkConfigurationError) as err:

@@ -327,3 +327,21 @@ def _say_who(log: Any, planned: Planned, approval: Mapping[str, str] | None, ack
         how = f"approved by {approval['approved_by']}" if approval else how
         also = f" and retypes {retypes} (the values copied first)" if retypes else ""
         log.warning("Plan %s removes %d field(s) with their values%s: %s", plan, removals - retypes, also, how)
+
+
+def plan_markdown(plan: Mapping[str, Any], acknowledged: bool = False) -> str:
+    """One table's plan (its XCom) as Markdown, as the review shows it and ``blink-schema plan
+    --format markdown`` prints it for a pull request: the fingerprint and the table first, then
+    the plan's text (its summary line, refused and destructive rows first, removals first with
+    their row counts, then the table of every field, the unchanged ones folded into one row)."""
+    removes = any(row.get("action") in REMOVING for row in rows_of(plan))
+    said = ["", "The DAG already acknowledged the removals below (acknowledge_risks=True)."]
+    name = one_line(f"{plan.get('ws_id')}/{plan.get('table')}")
+    return "\n".join(
+        [
+            f"**Plan `{one_line(str(plan.get('fingerprint')))}`** for {name}",
+            *(said if acknowledged and removes else []),
+            "",
+            str(plan.get("text", "")),
+        ]
+    )

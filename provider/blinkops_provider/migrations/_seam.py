@@ -20,6 +20,7 @@ from blinkops_provider.migrations._review import approval_from_record as approva
 from blinkops_provider.migrations._review import approval_from_review as approval_from_review
 from blinkops_provider.migrations._review import check_review_policy as check_review_policy
 from blinkops_provider.migrations._review import chosen as chosen
+from blinkops_provider.migrations._review import plan_markdown as plan_markdown
 from blinkops_provider.migrations._review import rejection as rejection
 from blinkops_provider.migrations._review import review_needed as review_needed
 from blinkops_provider.migrations._review import who_let_through as who_let_through

@@ -33,6 +33,7 @@ from blinkops_provider.migrations._seam import (
     approval_from_record,
     check_review_policy,
     chosen,
+    plan_markdown,
     plan_request,
     rejection,
     review_needed,
@@ -50,24 +51,9 @@ def _name(plan: Mapping[str, Any]) -> str:
 
 
 def _plan_body(plan: Mapping[str, Any], acknowledged: bool) -> str:
-    """One table's review: the fingerprint first, then the plan's text (its refused and destructive
-    rows first, removals first with their row counts, then the table of every field)."""
-    removes = any(row.get("action") == "remove" for row in plan.get("fields") or () if isinstance(row, Mapping))
-    said = (
-        ["", "The DAG already acknowledged the removals below (acknowledge_risks=True)."]
-        if acknowledged and removes
-        else []
-    )
-    return "\n".join(
-        [
-            f"**Plan `{one_line(str(plan.get('fingerprint')))}`** for {_name(plan)}",
-            *said,
-            "",
-            str(plan.get("text", "")),
-            "",
-            ENDING.format(what="this plan"),
-        ]
-    )
+    """One table's review: the plan as ``blink-schema plan --format markdown`` prints it (the
+    fingerprint first, then the plan's text), and what Approve and Reject do."""
+    return f"{plan_markdown(plan, acknowledged)}\n\n{ENDING.format(what='this plan')}"
 
 
 def _iso(when: Any) -> str:
