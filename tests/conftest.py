@@ -56,6 +56,7 @@ COMPAT = frozenset(
         "test_review.py",
         "test_task_groups.py",
         "test_record.py",
+        "test_schema_cli.py",
     }
 )
 """The test modules that depend on Airflow's version (the operators, the hook and its transport, the

@@ -3,8 +3,11 @@ mistake in the arguments are answered without importing Airflow; the command its
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,3 +36,25 @@ def test_the_parsed_command_runs_the_migrations_command(monkeypatch: pytest.Monk
     ran: list[str] = []
     monkeypatch.setattr(_cli, "run", lambda args: ran.append(args.command) or 0)
     assert _schema_cli.main(["locks", "/nowhere/"]) == 0 and ran == ["locks"]
+
+
+def test_the_commands_print_only_their_own_output_on_any_airflow(blink_sandbox: Any, tmp_path: Path) -> None:
+    """#65 item 4: validate, plan and pull, run as a user runs them (another process), print their
+    own output and nothing else: no Airflow import warning, no "empty cryptography key" (2.11 printed
+    both); a mistake is one line."""
+    example = Path(__file__).resolve().parents[1] / "example_dags" / "blink_table_schema_migration.json"
+    env = {**os.environ, "BLINK_BASE_URL": blink_sandbox.base_url, "BLINK_API_KEY": blink_sandbox.api_key}
+    env |= {"AIRFLOW_HOME": str(tmp_path / "airflow")}
+    command = [sys.executable, "-m", "blinkops_provider._schema_cli"]
+    for argv in (
+        ["validate", str(example)],
+        ["plan", "ws-demo", "Incidents", str(example), "--format", "json"],
+        ["pull", "ws-demo", "Users"],
+    ):
+        done = subprocess.run([*command, *argv], capture_output=True, text=True, timeout=300, env=env)
+        assert (done.returncode, done.stderr) == (0, ""), (argv, done.stderr[-2000:])
+        assert done.stdout.strip()
+    mistake = subprocess.run(
+        [*command, "plan", "ws-demo", "Nope", str(example)], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert mistake.returncode == 1 and mistake.stderr.count("\n") == 1 and "no table 'Nope'" in mistake.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 
 
@@ -60,7 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from blinkops_provider._validate import validate
 
         return validate(args.paths, args.format)
-    from blinkops_provider.migrations._cli import run  # (Airflow is imported only now)
+    with warnings.catch_warnings():  # Airflow's import-time deprecation warnings (2.11's) are not the command's output
+        warnings.simplefilter("ignore")
+        from blinkops_provider.migrations._cli import run  # (Airflow is imported only now)
 
     return run(args)
 

@@ -74,7 +74,7 @@ def check_file(path: Path) -> list[Finding]:
     except (OSError, UnicodeDecodeError) as err:
         return [Finding(str(path), None, None, f"cannot be read: {err}")]
     problems = declaration_problems(text, source=str(path))
-    starts = _entry_lines(text)
+    starts = _entry_lines(text) if problems else []  # (a valid file needs no line: not looked for)
     findings = []
     for problem in problems:
         said = problem.removeprefix(f"{path}: ").removeprefix(f"{path} ")
@@ -129,6 +129,6 @@ def validate(paths: Sequence[str], output_format: str = "text", out: TextIO | No
     else:
         for finding in findings:
             out.write((finding.github() if output_format == "github" else finding.text()) + "\n")
-        if output_format == "text" and not findings:
-            out.write(f"{len(files)} declaration(s) valid\n")
+        if not findings:
+            out.write(f"{'::notice::' if output_format == 'github' else ''}{len(files)} declaration(s) valid\n")
     return 1 if findings else 0

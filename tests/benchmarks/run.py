@@ -186,6 +186,7 @@ def main() -> int:
         ("field_updates.py", "Batch field updates side by side"),
         ("lock_handover.py", "A table lock's handover to a waiting apply"),
         ("data_copy.py", "Data migrations: counts, a retype's copy, scaling and memory"),
+        ("schema_cli.py", "blink-schema in CI: validate and plan"),
     ):
         print(f"\n== {title} (tests/benchmarks/{script}) ==", flush=True)
         command = [sys.executable, str(Path(__file__).with_name(script)), *(["--smoke"] if args.smoke else [])]

@@ -257,6 +257,7 @@ def run(args: argparse.Namespace) -> int:
     """One command, its arguments parsed by ``blink-schema``'s entry point
     (:mod:`blinkops_provider._schema_cli`, which imports no Airflow): its exit status (2: a
     mistake, said in one line on stderr)."""
+    logging.getLogger("airflow.models.crypto").setLevel(logging.ERROR)  # "empty cryptography key": nothing is stored
     if args.command == "pull":
         return pull(args)
     if args.command == "plan":

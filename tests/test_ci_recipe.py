@@ -1,0 +1,82 @@
+"""docs/ci.md's GitHub Actions recipe (#65 item 3): its shell lines, as written, run against the
+sandbox in a repository of the test's own, with a pull request's base branch."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import EXAMPLE_DAGS
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "ci.md"
+
+
+def steps() -> dict[str, str]:
+    workflow = yaml.safe_load(re.search(r"```yaml\n(.*?)```", PAGE.read_text(), re.S).group(1))  # type: ignore[union-attr]
+    return {step["name"]: step["run"] for step in workflow["jobs"]["plan"]["steps"] if "run" in step}
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def pull_request(tmp_path: Path) -> Path:
+    """A repository whose base branch holds the fleet's declarations, and whose pull request
+    changes one table's and adds another."""
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE_DAGS / "blink_schema_fleet", repo / "blink_schemas")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qam", "base", "--allow-empty")
+    git(repo, "add", ".")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "the fleet")
+    git(repo, "update-ref", "refs/remotes/origin/main", "HEAD")
+    git(repo, "checkout", "-qb", "change")
+    (repo / "blink_schemas" / "ws-demo").mkdir(exist_ok=True)
+    shutil.copy(
+        EXAMPLE_DAGS / "blink_table_schema_migration.json", repo / "blink_schemas" / "ws-demo" / "Incidents.json"
+    )
+    git(repo, "add", ".")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "declare Incidents")
+    return repo
+
+
+def run(script: str, repo: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-e", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_the_recipes_commands_validate_and_post_the_plan_of_each_changed_table(
+    blink_sandbox: Any, tmp_path: Path
+) -> None:
+    repo = pull_request(tmp_path)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "GITHUB_BASE_REF": "main",
+        "BLINK_BASE_URL": blink_sandbox.base_url,
+        "BLINK_API_KEY": blink_sandbox.api_key,
+    }
+    env.pop("AIRFLOW_CONN_BLINK_DEFAULT", None)  # the recipe's connection is BLINK_BASE_URL/BLINK_API_KEY
+    commands = steps()
+    validated = run(commands["Validate every declaration"], repo, env)
+    assert validated.returncode == 0 and validated.stdout.endswith("declaration(s) valid\n"), validated.stderr
+    planned = run(commands["Plan each changed table"], repo, env)
+    assert planned.returncode == 0, planned.stderr
+    comment = (repo / "plan.md").read_text()
+    assert comment.startswith("## Blink schema plans\n\n**Plan `")
+    assert "for ws-demo/Incidents" in comment and "deletes values in 90 of 120 rows" in comment
+    assert comment.count("**Plan `") == 1  # the changed table only
+    assert [e for e in blink_sandbox.requests if e["method"] != "GET"] == []  # a read-only key would do
+
+    broken = repo / "blink_schemas" / "ws-demo" / "Incidents.json"
+    broken.write_text(broken.read_text().replace('"type": "long-text"', '"type": "longtext"', 1))
+    failed = run(commands["Validate every declaration"], repo, env)
+    assert failed.returncode == 1
+    (line,) = failed.stdout.splitlines()
+    assert line.startswith("::error file=blink_schemas/ws-demo/Incidents.json,line=5::entry 2 ('Description'): type:")
