@@ -203,15 +203,20 @@ def plan(args: argparse.Namespace) -> int:
                 for ws_id, table, path in targets
             ]
         _print_plans([one.to_xcom() for one in plans], args)
-    except (BlinkApiError, BlinkInputError, BlinkConfigurationError, BlinkLockedError, OSError) as err:
-        given = " (BLINK_BASE_URL and BLINK_API_KEY are that connection here)" if _from_env() else ""
-        print(f"blink-schema: {_hidden(' '.join(str(err).split()), key)}{given}", file=sys.stderr)
-        return 1
-    except Exception as err:  # Airflow's own, a library's: one line, never a traceback
-        why = " ".join(str(err).split())[:300] or "no detail"
-        print(f"blink-schema: plan failed ({type(err).__name__}: {_hidden(why, key)})", file=sys.stderr)
+    except Exception as err:  # one line, never a traceback, never the key
+        print(f"blink-schema: {_mistake(err, key)}", file=sys.stderr)
         return 1
     return 2 if args.detailed_exitcode and any(one.has_changes for one in plans) else 0
+
+
+def _mistake(err: Exception, key: str) -> str:
+    """What went wrong, in one line: the provider's error as it says it (with how the connection
+    was given), or Airflow's or a library's, named."""
+    if isinstance(err, (BlinkApiError, BlinkInputError, BlinkConfigurationError, BlinkLockedError, OSError)):
+        given = " (BLINK_BASE_URL and BLINK_API_KEY are that connection here)" if _from_env() else ""
+        return f"{_hidden(' '.join(str(err).split()), key)}{given}"
+    why = " ".join(str(err).split())[:300] or "no detail"
+    return f"plan failed ({type(err).__name__}: {_hidden(why, key)})"
 
 
 def _plan_targets(args: argparse.Namespace) -> list[tuple[str, str, Path]]:
