@@ -396,3 +396,26 @@ def test_plan_with_a_refused_key_never_prints_it(
     assert main(["plan", "ws-demo", "Incidents", str(EXAMPLE)]) == 1
     err = capsys.readouterr().err
     assert "401" in err and "wrong-key" not in err and "123456" not in err
+
+
+def test_plan_against_a_blink_with_its_own_naming_rule(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """#65: plan's exit codes against the tests' own fake Blink (opaque names, its own rule), the
+    connection given as BLINK_BASE_URL/BLINK_API_KEY; nothing is written."""
+    from tests.fake_blink import FakeBlink, blink_field
+
+    monkeypatch.setenv("BLINK_BASE_URL", "https://blink.test")
+    monkeypatch.setenv("BLINK_API_KEY", "fake-key-0123456789")
+    held = {"T": [blink_field("fld_0001", "text", "Title")]}
+    declared = tmp_path / "T.json"
+    declared.write_text(json.dumps([{"field": "fld_0001", "type": "text", "display_name": "Title"}]))
+    with rm.Mocker() as m:
+        blink = FakeBlink(held).mount(m)
+        assert main(["plan", "ws-1", "T", str(declared), "--detailed-exitcode"]) == 0
+        assert "1 unchanged" in capsys.readouterr().out
+        declared.write_text(json.dumps([{"field": "fld_0001", "type": "text", "display_name": "Title!"}]))
+        assert main(["plan", "ws-1", "T", str(declared), "--detailed-exitcode", "--format", "json"]) == 2
+        (row,) = json.loads(capsys.readouterr().out)["fields"]
+        assert (row["action"], row["members"]) == ("change", ["display_name"])
+        assert [r.method for r in m.request_history if r.method != "GET"] == [] and blink.puts == []
