@@ -362,7 +362,7 @@ CHECKS = (
     ("blinkops_provider._inputs", "check_flag"),
     ("blinkops_provider._inputs", "rendered_flag"),
     ("blinkops_provider._inputs", "check_lock_wait"),
-    ("blinkops_provider._models", "validate_field_updates"),
+    ("blinkops_provider._models", "checked_field_updates"),
     ("blinkops_provider.migrations._apply", "approved_plan"),
     ("blinkops_provider.migrations._apply", "check_names"),
     ("blinkops_provider.migrations._review", "check_approval"),
@@ -394,7 +394,7 @@ def _counted(monkeypatch: Any) -> dict[str, int]:
 
 AT_RUN_TIME = {
     "rendered_flag": 1,
-    "validate_field_updates": 1,
+    "checked_field_updates": 1,
     "read_declaration": 1,
     "check_names": 1,
     "approved_plan": 1,
@@ -431,7 +431,7 @@ def test_each_argument_is_checked_once_where_it_enters(blink_conn: None, tmp_pat
         "check_concurrency": 1,
         "check_flag": 4,  # replace, create_table, only_changed, acknowledge_risks: one check each
         "check_lock_wait": 1,
-        "validate_field_updates": 1,
+        "checked_field_updates": 1,
         "read_declaration": 1,
         "check_names": 1,
         "approved_plan": 1,
