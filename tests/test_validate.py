@@ -48,17 +48,24 @@ def test_a_broken_copy_fails_with_one_line_per_problem_and_its_json_line(
     assert validate([str(folder)]) == 1
     lines = capsys.readouterr().out.splitlines()
     where = folder / "ws-broken" / "Incidents.json"
-    assert lines == [
+    assert len(lines) == 3  # every problem at once, in the entries' order, each on its entry's line
+    assert lines[0].startswith(f"{where}:3: entry 2 ('Stage'): type: unknown field type 'dropdown'; allowed: text,")
+    assert lines[1] == f"{where}:4: entry 3 ('Title'): field 'Title' is declared twice (entries 1 and 3)"
+    assert lines[2] == (
         f"{where}:5: entry 4 ('Tags'): 'type_change' must be one of: 'copy' (add a new field of the new type, copy "
         "every value (refused if one does not convert), remove the old); 'copy_or_empty' (as copy, leaving empty the "
         "rows whose value does not convert (destructive, counted)); got 'cast'"
-    ]  # (the declaration's own keys are checked first: fix it, and the entries' problems come next)
-    (folder / "ws-broken" / "Incidents.json").write_text(BROKEN.replace(',\n   "type_change": "cast"', ""))
-    assert validate([str(folder)]) == 1
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith(f"{where}:3: entry 2 ('Stage'): type: unknown field type 'dropdown'; allowed: text,")
-    assert lines[1] == f"{where}:4: entry 3 ('Title'): field 'Title' is declared twice (entries 1 and 3)"
-    assert len(lines) == 2
+    )
+
+
+def test_an_entry_is_named_by_its_place_in_the_file_tombstones_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t.json"
+    path.write_text('[\n {"field": "Old", "remove": true},\n {"field": "New", "type": "nope", "display_name": "N"}\n]')
+    assert validate([str(path)]) == 1
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith(f"{path}:3: entry 2 ('New'): type: unknown field type 'nope'")
 
 
 def test_github_annotations_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

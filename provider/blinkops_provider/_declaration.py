@@ -11,6 +11,7 @@ and a field that is not declared is never removed.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,15 +99,15 @@ def checked_declaration(value: Any, *, source: str = "the declared schema", pref
     table, value = _table_and_fields(value, source)
     backfills: dict[str, Any] = {}
     type_changes: dict[str, str] = {}
+    problems: list[str] = []
+    positions: list[int] | None = None
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
-        entries, removals = _split(list(value), source)
-        entries, backfills, type_changes = _extras(entries, source)
+        positions, entries, removals, problems = _split(list(value))
+        entries, backfills, type_changes, extra = _extras(entries, positions)
+        problems += extra
     else:  # a mapping {field name: update}, or what validate_field_updates names as wrong
         entries, removals = value, []
-    try:
-        fields = checked_field_updates(entries, require_type_and_name=True)
-    except Problems as err:
-        raise Problems(f"{source}: {err.message}" if prefix else err.message, err.problems) from None
+    fields = _fields(entries, positions, problems, (source, prefix))
     _check_whole(fields, removals, source)
     shown = (table.get("display_name"), table.get("description"))
     return Declaration(fields, tuple(removals), *shown, backfills, type_changes)
@@ -119,14 +120,46 @@ TYPE_CHANGES = {
 """What an entry's ``type_change`` may say."""
 
 
-def _extras(entries: list[Any], source: str) -> tuple[list[Any], dict[str, Any], dict[str, str]]:
-    """The entries without their ``backfill`` and ``type_change`` members, and each one declared,
-    by field name.
+def _fields(entries: Any, positions: list[int] | None, problems: list[str], named: tuple[str, bool]) -> Any:
+    """The declared fields, checked, once the tombstones and the extras were (their ``problems``):
+    every problem raised at once, each entry named by its position in the declaration.
 
-    :raises Problems: a backfill that is empty or not a JSON value a row can hold; a
-        type_change that is not one of :data:`TYPE_CHANGES`."""
+    :param named: the source, and whether the entries' own problems begin with it (an operator's
+        own argument needs no naming)."""
+    source, prefix = named
+    try:
+        fields = checked_field_updates(entries, require_type_and_name=True)
+    except Problems as err:
+        found = [_renumbered(problem, positions) for problem in err.problems]
+        if not problems:  # (the entries' own problems alone: said as the batch check says them)
+            message = _renumbered(err.message, positions, every=True)
+            raise Problems(f"{source}: {message}" if prefix else message, found) from None
+        problems = problems + found
+    if problems:
+        ordered = sorted(problems, key=_entry_number)
+        raise Problems(f"{source}: " + first_problems(ordered), ordered)
+    return fields
+
+
+def _entry_number(problem: str) -> int:
+    found = re.match(r"entry (\d+)\b", problem)
+    return int(found.group(1)) if found else 0
+
+
+def _renumbered(text: str, positions: list[int] | None, *, every: bool = False) -> str:
+    """``entry N`` of the fields alone, as the entry's position among every entry (tombstones too)."""
+    if positions is None:
+        return text
+    pattern = r"\bentry (\d+)\b" if every else r"^entry (\d+)\b"
+    return re.sub(pattern, lambda m: f"entry {positions[int(m.group(1)) - 1]}", text, flags=re.M)
+
+
+def _extras(entries: list[Any], positions: list[int]) -> tuple[list[Any], dict[str, Any], dict[str, str], list[str]]:
+    """The entries without their ``backfill`` and ``type_change`` members, each one declared by
+    field name, and the problems: a backfill that is empty or not a JSON value a row can hold, a
+    type_change that is not one of :data:`TYPE_CHANGES`."""
     kept, backfills, type_changes, problems = [], {}, {}, []
-    for position, entry in enumerate(entries, start=1):
+    for position, entry in zip(positions, entries, strict=True):
         if not isinstance(entry, Mapping) or not {"backfill", "type_change"} & set(entry):
             kept.append(entry)
             continue
@@ -138,9 +171,7 @@ def _extras(entries: list[Any], source: str) -> tuple[list[Any], dict[str, Any],
             problems += _type_change_problem(where, entry["type_change"])
             type_changes[name] = str(entry["type_change"])
         kept.append({key: member for key, member in entry.items() if key not in ("backfill", "type_change")})
-    if problems:
-        raise Problems(f"{source}: " + first_problems(problems), problems)
-    return kept, backfills, type_changes
+    return kept, backfills, type_changes, problems
 
 
 def _type_change_problem(where: str, how: Any) -> list[str]:
@@ -218,13 +249,16 @@ def _check_text(given: Any, what: str) -> None:
         raise Problems(f"{what} must be text, got {type(given).__name__}")
 
 
-def _split(entries: list[Any], source: str) -> tuple[list[Any], list[str]]:
-    """The field entries and the removed names (tombstones ``{"field": name, "remove": true}``)."""
+def _split(entries: list[Any]) -> tuple[list[int], list[Any], list[str], list[str]]:
+    """The field entries with their positions, the removed names (tombstones ``{"field": name,
+    "remove": true}``), and the tombstones' problems."""
+    positions: list[int] = []
     fields: list[Any] = []
     removals: list[str] = []
     problems: list[str] = []
     for position, entry in enumerate(entries, start=1):
         if not isinstance(entry, Mapping) or "remove" not in entry:
+            positions.append(position)
             fields.append(entry)
             continue
         name = entry.get("field")
@@ -233,9 +267,7 @@ def _split(entries: list[Any], source: str) -> tuple[list[Any], list[str]]:
             problems.append(f"entry {position} ({name!r}): {problem}")
         else:
             removals.append(str(name))
-    if problems:
-        raise Problems(f"{source}: " + first_problems(problems), problems)
-    return fields, removals
+    return positions, fields, removals, problems
 
 
 def _tombstone_problem(name: Any, entry: Mapping[str, Any], removals: list[str]) -> str:
