@@ -136,6 +136,7 @@ def counted_from_total() -> None:
     with BlinkSandbox(connection_types=0) as sandbox:
         os.environ["AIRFLOW_CONN_BLINK_DEFAULT"] = sandbox.connection_json()
         hook = BlinkHook()
+        hook.list_tables("ws-demo")  # the connection read and the session opened first, for both
         for label, count in (
             ("count_records (total)", lambda: hook.count_records("ws-demo", "Incidents", {"Severity": "High"})),
             ("a walk of the rows", lambda: sum(1 for _ in hook.iter_records("ws-demo", "Incidents", page_size=25))),
