@@ -5,6 +5,7 @@ machine); the command itself is :mod:`blinkops_provider.migrations._cli`."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -61,7 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from blinkops_provider._validate import validate
 
         return validate(args.paths, args.format)
-    with warnings.catch_warnings():  # Airflow's import-time deprecation warnings (2.11's) are not the command's output
+    # The command prints its own output only: Airflow's import-time warnings (2.11's deprecations) and
+    # its info logs (3.1's alembic plugins) are not that; this process's Airflow logs errors only.
+    os.environ["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "ERROR"
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from blinkops_provider.migrations._cli import run  # (Airflow is imported only now)
 
