@@ -164,6 +164,7 @@ class Steps:
         copy = Copy(self.hook, ws_id, table, old, new, (source, str(target["type"]), tuple(_options(target))))
         copy.strict = self.type_changes.get(row.field) != "copy_or_empty"
         copy.expected = int((row.counts or {}).get("converted") or 0)
+        copy.workers = self.max_concurrency
         holding = self._copy(copy, row.field)
         self.hook.update_table_field(ws_id, table, new, temporary)  # the declared checks, before the old goes
         self._remove(old)
@@ -275,7 +276,7 @@ class Steps:
                 if stored is None or not stored.name:
                     continue  # not added (its failure is reported), or not named: nothing to fill
                 name = stored.name
-            fill = Fill(self.hook, self.plan.ws_id, self.table_name, name, row.backfill, rows)
+            fill = Fill(self.hook, self.plan.ws_id, self.table_name, name, row.backfill, rows, self.max_concurrency)
             self.backfilled[row.field] = fill.run(self.pool)
             self.hook.log.info(
                 "%s: backfilled %d row(s) with %s", one_line(row.field), self.backfilled[row.field], show(row.backfill)
