@@ -136,14 +136,15 @@ def _fields(entries: Any, positions: list[int] | None, problems: list[str], name
             raise Problems(f"{source}: {message}" if prefix else message, found) from None
         problems = problems + found
     if problems:
-        ordered = sorted(problems, key=_entry_number)
+        ordered = sorted(problems, key=lambda problem: entry_number(problem) or 0)
         raise Problems(f"{source}: " + first_problems(ordered), ordered)
     return fields
 
 
-def _entry_number(problem: str) -> int:
+def entry_number(problem: str) -> int | None:
+    """The position of the entry a problem names (``entry 3 ('Tags'): ...``), or None."""
     found = re.match(r"entry (\d+)\b", problem)
-    return int(found.group(1)) if found else 0
+    return int(found.group(1)) if found else None
 
 
 def _renumbered(text: str, positions: list[int] | None, *, every: bool = False) -> str:

@@ -67,7 +67,7 @@ def declaration_files(paths: Iterable[str]) -> tuple[list[Path], list[Finding]]:
 
 def check_file(path: Path) -> list[Finding]:
     """Every problem of one declaration file."""
-    from blinkops_provider._declaration import declaration_problems
+    from blinkops_provider._declaration import declaration_problems, entry_number
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -78,15 +78,10 @@ def check_file(path: Path) -> list[Finding]:
     findings = []
     for problem in problems:
         said = problem.removeprefix(f"{path}: ").removeprefix(f"{path} ")
-        entry = _entry_of(said)
+        entry = entry_number(said)
         line = starts[entry - 1] if entry is not None and entry <= len(starts) else _json_line(said)
         findings.append(Finding(str(path), line, entry, said))
     return findings
-
-
-def _entry_of(problem: str) -> int | None:
-    found = re.match(r"entry (\d+)\b", problem)
-    return int(found.group(1)) if found else None
 
 
 def _json_line(problem: str) -> int | None:

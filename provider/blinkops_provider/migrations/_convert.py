@@ -15,26 +15,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-USER_TYPES = (
-    "text",
-    "long-text",
-    "number",
-    "duration",
-    "risk-level",
-    "checkbox",
-    "single-select",
-    "multi-select",
-    "list",
-    "reference",
-    "status",
-    "user",
-    "date",
-    "button",
-    "attachment",
-    "sla",
-    "vendor",
-    "vendors",
-)
+from blinkops_provider.models import FieldType
+
+USER_TYPES = tuple(kind.value for kind in FieldType)
 """The field types a user can create, as Blink's tool lists them."""
 
 OPAQUE = frozenset({"reference", "status", "user", "button", "attachment", "sla", "vendor", "vendors"})

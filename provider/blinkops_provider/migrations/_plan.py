@@ -576,18 +576,8 @@ def make_plan(
     table_plan = table_plan or TablePlan(name=table)
     facts = facts if facts.counted or facts.unread else dataclasses.replace(facts, estimate=table_plan.rows)
     backfills, type_changes = backfills or {}, type_changes or {}
-    rows = plan_fields(
-        declared,
-        recorded,
-        live,
-        table=table,
-        replace=replace,
-        removals=removals,
-        notes=notes,
-        facts=facts,
-        backfills=backfills,
-        type_changes=type_changes,
-    )
+    judged: dict[str, Any] = {"facts": facts, "backfills": backfills, "type_changes": type_changes}
+    rows = plan_fields(declared, recorded, live, table=table, replace=replace, removals=removals, notes=notes, **judged)
     undeclared = _undeclared(rows, declared, recorded, live)
     schema = [[name, update.to_body(), backfills.get(name), type_changes.get(name)] for name, update in declared]
     return SchemaPlan(

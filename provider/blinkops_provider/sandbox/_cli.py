@@ -112,34 +112,22 @@ def build_parser() -> argparse.ArgumentParser:
         choices=(404, 405),
         help="answer every GET .../fields with it, as a Blink or proxy that does not serve the read",
     )
-    put = commands.add_parser(
-        "put-connection-type", help="add or change a connection type of a running sandbox (its admin API)"
-    )
-    put.add_argument("url", type=_url, help="the sandbox's URL, as 'serve' or make airflow-ui prints it")
-    put.add_argument("--admin-token", type=_credential, required=True, help="the sandbox's admin token, as printed")
+    put = _admin_command(commands, "put-connection-type", "add or change a connection type of a running sandbox")
     put.add_argument("--id", required=True, help="the connection type's id, e.g. ct-demo (an existing id changes it)")
     put.add_argument("--name", required=True, help="its name")
     put.add_argument("--display-name", help="its display name (default: the name)")
-    table = commands.add_parser("create-table", help="create a table with its fields in a running sandbox")
-    table.add_argument("url", type=_url, help="the sandbox's URL, as 'serve' or make airflow-ui prints it")
-    table.add_argument("--admin-token", type=_credential, required=True, help="the sandbox's admin token, as printed")
-    table.add_argument("--ws-id", required=True, help="the workspace (made when new)")
-    table.add_argument("--table", required=True, help="the table's name")
-    table.add_argument("--schema", required=True, help='a declared schema file: {"fields": [{"field", "type", ...}]}')
-    rows = commands.add_parser("put-records", help="load rows into a table of a running sandbox, all or none")
-    rows.add_argument("url", type=_url, help="the sandbox's URL, as 'serve' or make airflow-ui prints it")
-    rows.add_argument("--admin-token", type=_credential, required=True, help="the sandbox's admin token, as printed")
-    rows.add_argument("--ws-id", required=True, help="the workspace, e.g. ws-demo")
-    rows.add_argument("--table", required=True, help="Blink's name of the table, e.g. Incidents")
-    rows.add_argument("--file", required=True, help='a JSON file: a list of rows, [{"Title": "...", ...}, ...]')
-    edit = commands.add_parser(
-        "update-field",
-        help="change a field of a running sandbox as a person in Blink's UI would: the next plan shows it as drift",
+    table = _admin_command(
+        commands, "create-table", "create a table with its fields in a running sandbox", "made when new"
     )
-    edit.add_argument("url", type=_url, help="the sandbox's URL, as 'serve' or make airflow-ui prints it")
-    edit.add_argument("--admin-token", type=_credential, required=True, help="the sandbox's admin token, as printed")
-    edit.add_argument("--ws-id", required=True, help="the workspace, e.g. ws-demo")
-    edit.add_argument("--table", required=True, help="Blink's name of the table, e.g. Incidents")
+    table.add_argument("--schema", required=True, help='a declared schema file: {"fields": [{"field", "type", ...}]}')
+    rows = _admin_command(commands, "put-records", "load rows into a table of a running sandbox, all or none", "")
+    rows.add_argument("--file", required=True, help='a JSON file: a list of rows, [{"Title": "...", ...}, ...]')
+    edit = _admin_command(
+        commands,
+        "update-field",
+        "change a field of a running sandbox as a person in Blink's UI would: the next plan shows it as drift",
+        "",
+    )
     edit.add_argument("--field", required=True, help="Blink's name of the field, e.g. Title")
     edit.add_argument("--display-name", help="its new display name")
     edit.add_argument("--description", help="its new description")
@@ -154,6 +142,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     edit.add_argument("--by", help="who the change is recorded as (default: ui-user@sandbox.blink)")
     return parser
+
+
+def _admin_command(commands: Any, name: str, help_text: str, workspace: str | None = None) -> argparse.ArgumentParser:
+    """A command of a running sandbox's admin API: its URL and admin token, and (``workspace``
+    given: what to say of it, "" for the usual) the workspace and table it acts on."""
+    command: argparse.ArgumentParser = commands.add_parser(name, help=help_text)
+    command.add_argument("url", type=_url, help="the sandbox's URL, as 'serve' or make airflow-ui prints it")
+    command.add_argument("--admin-token", type=_credential, required=True, help="the sandbox's admin token, as printed")
+    if workspace is not None:
+        command.add_argument("--ws-id", required=True, help=f"the workspace ({workspace or 'e.g. ws-demo'})")
+        command.add_argument("--table", required=True, help="Blink's name of the table, e.g. Incidents")
+    return command
 
 
 def _attribute(text: str) -> tuple[str, Any]:
