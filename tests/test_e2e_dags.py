@@ -452,13 +452,35 @@ def test_a_filter_template_that_renders_to_no_condition_lists_everything(
     assert all("name" not in json.dumps(q.get("filter")) for q in sent)  # only the walk's own id ranges
 
 
+def test_the_apply_links_to_its_table_in_blinks_ui(blink_sandbox: BlinkSandbox, records: Path) -> None:
+    """#63 item 11: the migration's tasks carry a "Blink table" link built from the connection's host."""
+    import requests
+
+    dag = load_dag("blink_table_schema_migration.py")
+    run = migrate(dag)
+    assert state(run) == "success"
+    apply = task_of(run, "migrate.apply")
+    task = dag.get_task("migrate.apply")
+    (link,) = [link for link in task.operator_extra_links if link.name == "Blink table"]
+    if AIRFLOW >= (3, 0):  # the worker computed the link when the task ended; the UI reads it from here
+        url = xcom_of(apply, dag, key=link.xcom_key, raw=True)
+    else:  # Airflow 2's webserver asks the link itself
+        url = link.get_link(task, ti_key=apply.key)
+    assert url == f"{blink_sandbox.url}/_sandbox/ui/ws-demo/tables/Incidents"
+    page = requests.get(url, timeout=10)
+    assert page.status_code == 200 and "<h1>Incidents</h1>" in page.text
+    assert "120 rows" in page.text and "root_cause" in page.text  # the field the apply added
+    assert blink_sandbox.api_key not in page.text
+
+
 def task_of(run: Any, task_id: str) -> Any:
     (ti,) = [ti for ti in run.get_task_instances() if ti.task_id == task_id]
     return ti
 
 
-def xcom_of(ti: Any, dag: Any) -> Any:
-    """A task instance's return_value from the metadata DB (Airflow 2.11 and 3)."""
+def xcom_of(ti: Any, dag: Any, key: str = "return_value", *, raw: bool = False) -> Any:
+    """A task instance's XCom (its return_value unless ``key``) from the metadata DB (Airflow 2.11 and 3);
+    ``raw``: the text stored (as Airflow 3 keeps an extra link's address)."""
     try:
         from airflow.models.xcom import XComModel as XCom  # Airflow 3
     except ImportError:
@@ -466,12 +488,10 @@ def xcom_of(ti: Any, dag: Any) -> Any:
     from airflow.utils.session import create_session
 
     with create_session() as session:
-        row = (
-            session.query(XCom)
-            .filter_by(dag_id=dag.dag_id, task_id=ti.task_id, run_id=ti.run_id, key="return_value")
-            .one()
-        )
+        row = session.query(XCom).filter_by(dag_id=dag.dag_id, task_id=ti.task_id, run_id=ti.run_id, key=key).one()
         value = row.value
+    if raw:
+        return value
     return (
         json.loads(value)
         if isinstance(value, str)

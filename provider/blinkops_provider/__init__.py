@@ -44,6 +44,7 @@ def get_provider_info() -> dict[str, Any]:
                 ],
             }
         ],
+        "extra-links": ["blinkops_provider.operators.tables.BlinkTableLink"],
         # The blink:// scheme: "asset-uris" on Airflow 3, "dataset-uris" on 2.11.
         "asset-uris": [_BLINK_URIS],
         "dataset-uris": [_BLINK_URIS],
@@ -66,6 +67,12 @@ def get_provider_info() -> dict[str, Any]:
                         "label": "Timeout (seconds)",
                         "description": "Seconds to connect and to read, e.g. 30; or both apart, e.g. 5, 120. "
                         "Empty: 10, 60.",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "table_page": {
+                        "label": "Table page",
+                        "description": "Where Blink's UI shows a table, a path with {ws_id} and {table}, for the "
+                        "tasks' 'Blink table' link. Empty: Blink's UI at the Base URL's host.",
                         "schema": {"type": ["string", "null"]},
                     },
                 },

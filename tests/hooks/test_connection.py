@@ -247,7 +247,7 @@ def test_airflow2_form_widgets() -> None:
             BlinkHook.get_connection_form_widgets()
     else:
         widgets = BlinkHook.get_connection_form_widgets()
-        assert set(widgets) == {"header_name", "verify_ssl", "timeout"}
+        assert set(widgets) == {"header_name", "verify_ssl", "timeout", "table_page"}
 
 
 def test_uri_form_of_the_docs(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -267,6 +267,21 @@ def test_no_conn_field_is_one_the_airflow_ui_masks() -> None:
 
     (connection_type,) = get_provider_info()["connection-types"]
     names = list(connection_type["conn-fields"])
-    assert names == ["header_name", "verify_ssl", "timeout"]
+    assert names == ["header_name", "verify_ssl", "timeout", "table_page"]
     assert [name for name in names if should_hide_value_for_key(name)] == []
     assert should_hide_value_for_key("api_key_header")  # why the extra was renamed
+
+
+def test_the_table_page_is_the_hosts_root_unless_the_extra_names_a_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """#63 item 11: the "Blink table" link is built from the connection's host, never another."""
+    set_connection(monkeypatch, host="https://blink.test/tenant")
+    assert BlinkHook().table_page("ws-1", "Incidents") == "https://blink.test/tenant/"
+    set_connection(monkeypatch, host="https://blink.test", extra={"table_page": "/t/{ws_id}/{table}"})
+    assert BlinkHook().table_page("ws 1", "Q1/Q2 plans") == "https://blink.test/t/ws%201/Q1%2FQ2%20plans"
+
+
+@pytest.mark.parametrize("page", ["https://evil.test/{table}", "//evil.test/{table}", "/t/{name}", "/t/{", "t/{table}"])
+def test_a_table_page_that_is_not_a_path_on_the_host_is_refused(monkeypatch: pytest.MonkeyPatch, page: str) -> None:
+    set_connection(monkeypatch, extra={"table_page": page})
+    with pytest.raises(BlinkConfigurationError, match=r"extra 'table_page' must be a path on the connection's host"):
+        BlinkHook().table_page("ws-1", "Incidents")

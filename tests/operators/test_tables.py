@@ -458,3 +458,34 @@ def test_the_field_operator_run_twice_names_blinks_field_both_times(blink_conn: 
         FakeBlink(held).mount(m)
         first, second = operator().execute({}), operator().execute({})
     assert first["name"] == second["name"] == "fld_0000a007"
+
+
+def test_the_batch_operator_keeps_its_tables_page_for_the_blink_table_link(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """#63 item 11: the link is the connection's table page, kept when the task runs; only http(s) is shown."""
+    from blinkops_provider.operators import _base, tables
+    from tests.conftest import set_connection
+
+    set_connection(monkeypatch, extra={"table_page": "/t/{ws_id}/{table}"})
+    held = {"Q1/Q2 plans": [blink_field("fld_0000a007", "text", "Summary")]}
+    op = UpdateTableFieldsOperator(
+        task_id="apply",
+        ws_id="ws-1",
+        table="Q1/Q2 plans",
+        fields=[{"field": "Summary", "type": "text", "display_name": "Summary"}],
+    )
+    ti = FakeTI()
+    with rm.Mocker() as m:
+        FakeBlink(held).mount(m)
+        op.execute({"ti": ti})
+    assert ti.pushed[_base.TABLE_PAGE_KEY] == "https://blink.test/t/ws-1/Q1%2FQ2%20plans"
+    (link,) = op.operator_extra_links
+    for kept, shown in [
+        (ti.pushed[_base.TABLE_PAGE_KEY], ti.pushed[_base.TABLE_PAGE_KEY]),
+        ("javascript:alert(1)", ""),
+    ]:
+        monkeypatch.setattr(
+            tables.XCom, "get_value", lambda *, ti_key, key, value=kept: value if key == _base.TABLE_PAGE_KEY else None
+        )
+        assert link.get_link(op, ti_key=None) == shown

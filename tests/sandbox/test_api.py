@@ -402,3 +402,18 @@ def test_a_table_is_created_and_edited_with_its_settings_and_count_kept(blink_sa
     assert listed["incident_reviews"] == {**made, "display_name": "Reviews", "description": "Post-mortems",
                                           "settings": settings, "estimated_records_count": 7}  # fmt: skip
     assert listed["Incidents"]["estimated_records_count"] == 128
+
+
+def test_a_tables_page_shows_its_fields_and_row_count_and_names_a_missing_one(blink_sandbox: BlinkSandbox) -> None:
+    """The page the tasks' "Blink table" link opens (the connection's extra ``table_page``)."""
+    page = json.loads(blink_sandbox.connection_json())["extra"]["table_page"]
+    blink_sandbox.create_table(
+        "ws-1", "Q1/Q2 plans", {"fields": [{"field": "due", "type": "date", "display_name": "Due <b>"}]}
+    )
+    url = blink_sandbox.url + page.format(ws_id="ws-1", table="Q1%2FQ2%20plans")
+    answer = requests.get(url, timeout=10)
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
+    assert "<h1>Q1/Q2 plans</h1>" in answer.text and "0 rows" in answer.text
+    assert "Due &lt;b&gt;" in answer.text and "<b>" not in answer.text  # names are escaped
+    missing = requests.get(blink_sandbox.url + page.format(ws_id="ws-1", table="Nope"), timeout=10)
+    assert "No table &#x27;Nope&#x27; in workspace &#x27;ws-1&#x27;" in missing.text

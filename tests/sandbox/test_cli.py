@@ -45,7 +45,9 @@ def test_serve_prints_url_and_key_and_stops_cleanly(stop_signal: signal.Signals)
         assert base_url.endswith("/api/v1")
         assert printed["API key"].split()[0] == "cli-test-key-123"
         conn = json.loads(printed["connection"].split("=", 1)[1].strip("'"))
-        assert conn == {"conn_type": "blink", "host": base_url.removesuffix("/api/v1"), "password": "cli-test-key-123"}
+        host = base_url.removesuffix("/api/v1")
+        page = {"table_page": "/_sandbox/ui/{ws_id}/tables/{table}"}  # its tables' pages, for the tasks' link
+        assert conn == {"conn_type": "blink", "host": host, "password": "cli-test-key-123", "extra": page}
         url = f"{base_url}/connection_types"
         headers = {"BLINK-API-KEY": "cli-test-key-123"}
         assert requests.get(url, params={"q": "{}"}, headers=headers, timeout=30).status_code == 503

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -371,6 +372,41 @@ def a_partly_applied_migration_is_announced(
     browser.save_screenshot(str(SHOTS / "airflow-ui-partly-applied-announced.png"))
 
 
+def the_apply_links_to_its_table_and_says_who_approved(browser: Any, url: str, api: requests.Session) -> None:
+    """#63 item 11: the last migration's apply, in the browser: its log's first lines say who
+    approved, and its "Blink table" button opens the table's page in the sandbox."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.ui.conftest import SHOTS
+
+    runs = api.get(f"{url}/api/v2/dags/{MIGRATION}/dagRuns?order_by=-run_after", timeout=API_TIMEOUT).json()
+    run_id = runs["dag_runs"][0]["dag_run_id"]
+    task = f"{url}/api/v2/dags/{MIGRATION}/dagRuns/{run_id}/taskInstances/migrate.apply"
+    links = api.get(f"{task}/links", timeout=API_TIMEOUT).json()["extra_links"]
+    assert links["Blink table"].endswith("/_sandbox/ui/ws-demo/tables/Incidents"), links
+    browser.get(f"{url}/api/v2/monitor/health")
+    browser.add_cookie({"name": "_token", "value": api.cookies["_token"]})
+    browser.get(f"{url}/dags/{MIGRATION}/runs/{run_id}/tasks/migrate.apply")
+    WebDriverWait(browser, 90).until(
+        lambda page: re.search(r"approved by \S+ at 20", page.page_source), "the apply's log does not say who approved"
+    )
+
+    def button(page: Any) -> Any:
+        found = [a for a in page.find_elements(By.TAG_NAME, "a") if a.get_attribute("textContent") == "Blink table"]
+        return found[0] if found else False
+
+    browser.get(f"{url}/dags/{MIGRATION}/runs/{run_id}/tasks/migrate.apply/details")  # (its Extra Links)
+    link = WebDriverWait(browser, 60).until(button, "no 'Blink table' button on the apply's Details tab")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SHOTS / "airflow-ui-apply-log-and-link.png"))
+    href = link.get_attribute("href")
+    assert href == links["Blink table"], href
+    browser.get(href)  # as its click opens it (in a new tab)
+    WebDriverWait(browser, 30).until(lambda page: "<h1>Incidents</h1>" in page.page_source, "the table's page")
+    assert "Table <code>Incidents</code> in workspace <code>ws-demo</code>" in browser.page_source
+
+
 def printed_command(printed: str, after: str) -> list[str]:
     """The command the banner prints after the line ``after`` (its lines joined), as a shell splits it."""
     import shlex
@@ -497,6 +533,7 @@ def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_
             drift = change_a_field_as_printed(printed) if start == 2 else ""  # the review then says so
             assert migrate_and_approve(url, api, schema, driver, log, drift) == "success", log.read_text()[-3000:]
             if start == 2:
+                the_apply_links_to_its_table_and_says_who_approved(browser, url, api)
                 the_fleet_runs_to_green(url, api, driver, log)
                 the_printed_change_queues_the_event_driven_sync(url, api, printed, driver, log, home)
                 in_the_browser(browser, url, api, driver, log)

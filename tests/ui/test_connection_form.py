@@ -120,7 +120,12 @@ def test_a_connection_made_in_the_form_works(airflow_ui: AirflowUI, sandbox: Bli
     stored = stored_connection(airflow_ui, "blink_ui")
     assert (stored["conn_type"], stored["host"]) == ("blink", sandbox.url)
     assert (stored["login"], stored["schema"], stored["port"]) == (None, None, None)
-    assert json.loads(stored["extra"]) == {"header_name": DEFAULT_HEADER, "verify_ssl": True, "timeout": None}
+    assert json.loads(stored["extra"]) == {
+        "header_name": DEFAULT_HEADER,
+        "verify_ssl": True,
+        "timeout": None,
+        "table_page": None,
+    }
 
     # The stored key is the one typed: the test of the saved connection reaches Blink with it.
     tested = airflow_ui.api("POST", "/connections/test", json={"connection_id": "blink_ui", "conn_type": "blink"})

@@ -21,6 +21,34 @@ whose name contains ``api_key`` (or ``token``, ``secret``, ``password``, ``auth`
 ``***`` from the form."""
 
 
+PAGE_EXTRA = "table_page"
+"""The extra that says where Blink's UI shows a table: a path on the connection's host with
+``{ws_id}`` and ``{table}`` in it (``/tables/{ws_id}/{table}``). Blink publishes no such address,
+so without it the tasks' "Blink table" link opens Blink's UI at the host's root."""
+
+
+def _page(given: Any) -> str:
+    """The extra :data:`PAGE_EXTRA`, checked: a path (never another host) naming only ``{ws_id}``
+    and ``{table}``; "" when not set.
+
+    :raises BlinkConfigurationError: not such a path.
+    """
+    if given is None:
+        return ""
+    text = str(given).strip()
+    try:
+        text.format(ws_id="w", table="t")
+        well_formed = True
+    except (KeyError, IndexError, ValueError):
+        well_formed = False
+    if not well_formed or not text.startswith("/") or text.startswith("//") or not text.isprintable():
+        raise BlinkConfigurationError(
+            f"extra '{PAGE_EXTRA}' must be a path on the connection's host naming only {{ws_id}} and "
+            f"{{table}}, such as /tables/{{ws_id}}/{{table}}, got {text!r}"
+        )
+    return text
+
+
 def _header(name: Any) -> str:
     """The key's header name, from the extra :data:`HEADER_EXTRA`.
 
@@ -47,6 +75,8 @@ class ConnectionSettings:
     """The connection's host named no scheme, so ``https://`` was assumed."""
     who: str = "the connection"
     """How messages name the connection (``the connection 'blink_default'``)."""
+    table_page: str = ""
+    """Where Blink's UI shows a table, the extra :data:`PAGE_EXTRA` ("" when not set)."""
 
     @property
     def deadline(self) -> float:
@@ -83,6 +113,7 @@ class ConnectionSettings:
             header=_header(option(HEADER_EXTRA)),
             verify=True if verify is None else as_bool(verify, "extra 'verify_ssl'"),
             timeout=timeout or _timeout(conn_timeout),
+            table_page=_page(option(PAGE_EXTRA)),
         )
 
 

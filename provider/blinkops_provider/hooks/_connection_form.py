@@ -35,4 +35,5 @@ def connection_form_widgets() -> dict[str, Any]:
         "header_name": StringField(**text("header_name"), widget=BS3TextFieldWidget(), default=DEFAULT_HEADER),
         "verify_ssl": BooleanField(**text("verify_ssl"), default=True),
         "timeout": StringField(**text("timeout"), widget=BS3TextFieldWidget(), validators=[Optional()]),
+        "table_page": StringField(**text("table_page"), widget=BS3TextFieldWidget(), validators=[Optional()]),
     }

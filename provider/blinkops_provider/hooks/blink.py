@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, ClassVar, TypeVar
+from urllib.parse import quote
 
 import requests
 from airflow.providers.common.compat.sdk import AirflowNotFoundException, BaseHook, mask_secret
 from pydantic import BaseModel
 
 from blinkops_provider._batch import FieldUpdates, run_batch
-from blinkops_provider._blink import MAX_LIMIT
+from blinkops_provider._blink import API_PREFIX, MAX_LIMIT
 from blinkops_provider._inputs import (
     DEFAULT_UPDATE_CONCURRENCY,
     Timeout,
@@ -178,6 +179,16 @@ class BlinkHook(BaseHook):
     def base_url(self) -> str:
         """The API's base URL, ending in ``/api/v1``."""
         return self.settings.base_url
+
+    def table_page(self, ws_id: str, table: str) -> str:
+        """Where Blink's UI shows the table: the connection's extra ``table_page`` on the base
+        URL's host (names percent-encoded), or Blink's UI at that host's root when it has none
+        (Blink publishes no address for a table's page). No request is sent."""
+        origin = self.base_url.removesuffix(API_PREFIX)
+        page = self.settings.table_page
+        if not page:
+            return f"{origin}/"
+        return origin + page.format(ws_id=quote(str(ws_id), safe=""), table=quote(str(table), safe=""))
 
     def get_conn(self) -> requests.Session:
         """The calling thread's HTTP session, which this hook's calls go through (each thread has its own)."""

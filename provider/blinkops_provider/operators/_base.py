@@ -33,6 +33,10 @@ def with_alias(declared: Any, name: str) -> list[Any]:
     return items
 
 
+TABLE_PAGE_KEY = "blink_table_page"
+"""The XCom key under which a table task keeps the address of its table in Blink's UI."""
+
+
 class BaseBlinkOperator(BaseOperator):
     """Base of the Blink operators.
 
@@ -68,6 +72,18 @@ class BaseBlinkOperator(BaseOperator):
     def hook(self) -> BlinkHook:
         """The hook, made on first use (never at DAG-parse time)."""
         return BlinkHook(blink_conn_id=self.blink_conn_id, **self.hook_params)
+
+    def keep_table_page(self, context: Any, ws_id: str, table: str) -> None:
+        """Keep the table's address in Blink's UI for the "Blink table" link
+        (:class:`~blinkops_provider.operators.tables.BlinkTableLink`). Never fails the task: a
+        connection that cannot be read fails it in its first request, with its own message."""
+        ti = context.get("ti")
+        if ti is None:  # a bare execute() outside Airflow
+            return
+        try:
+            ti.xcom_push(key=TABLE_PAGE_KEY, value=self.hook.table_page(ws_id, table))
+        except Exception as err:
+            self.log.warning("No link to the table in Blink's UI (%s: %s)", type(err).__name__, err)
 
     def announce_table(
         self,

@@ -172,6 +172,7 @@ class ReviewedApply(UpdateTableFieldsOperator):
     def execute(self, context: Context) -> Any:
         policy = check_review_policy(self.review_policy)
         request = self._request(context)
+        self.keep_table_page(context, self.ws_id, self.table)
         plan = plan_request(self.hook, request).to_xcom()  # what Blink holds now: the plan a person is shown
         if not self._asks(plan, policy, request.acknowledge_risks):
             self.log.info("No review: review policy %r asks no one for %s", policy, _what(plan))
@@ -230,6 +231,7 @@ class ReviewedApply(UpdateTableFieldsOperator):
         human-in-the-loop detail when the person answered, kept with the task instance; no XCom).
         Apply the plan shown on a person's Approve, or fail."""
         what = f"plan {one_line(shown)} of {one_line(f'{self.ws_id}/{self.table}')}"
+        self.keep_table_page(context, self.ws_id, self.table)  # (a resumed task's XComs may be new)
         if isinstance(event, Mapping) and "error" in event:
             why = one_line(str(event.get("error")))
             raise AirflowFailException(f"the review of {what} was not answered ({why}): nothing was applied")

@@ -6,6 +6,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow.providers.common.compat.sdk import BaseOperatorLink, XCom
+
 from blinkops_provider._assets import CHANGING, TABLES_ALIAS, table_lineage
 from blinkops_provider._inputs import (
     DEFAULT_UPDATE_CONCURRENCY,
@@ -34,12 +36,25 @@ from blinkops_provider.migrations._seam import (
     who_let_through,
 )
 from blinkops_provider.models import FieldBatch, FieldType, FieldUpdate
-from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
+from blinkops_provider.operators._base import TABLE_PAGE_KEY, BaseBlinkOperator, with_alias
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
 
-__all__ = ["UpdateTableFieldOperator", "UpdateTableFieldsOperator"]
+__all__ = ["BlinkTableLink", "UpdateTableFieldOperator", "UpdateTableFieldsOperator"]
+
+
+class BlinkTableLink(BaseOperatorLink):
+    """The "Blink table" button of a table task: the table in Blink's UI, built from the
+    connection's host (see :meth:`~blinkops_provider.hooks.blink.BlinkHook.table_page`) when the
+    task ran; no button before."""
+
+    name = "Blink table"
+
+    def get_link(self, operator: Any, *, ti_key: Any) -> str:
+        """The address the task kept (an ``http(s)`` URL), else ""."""
+        page = XCom.get_value(ti_key=ti_key, key=TABLE_PAGE_KEY)
+        return page if isinstance(page, str) and page.startswith(("https://", "http://")) else ""
 
 
 class UpdateTableFieldOperator(BaseBlinkOperator):
@@ -82,6 +97,7 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
     )
     template_fields_renderers = {"attributes": "json"}
     ui_color = "#d8e9ff"
+    operator_extra_links = (BlinkTableLink(),)
 
     def __init__(
         self,
@@ -131,6 +147,7 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         update = self.build_update()
+        self.keep_table_page(context, self.ws_id, self.table)
         self._declared = [{"field": self.field, **update.to_body()}]  # for lineage
         entry = FieldBatch([(self.field, update)], named=True)
         result = apply_schema(self.hook, self.ws_id, self.table, entry, replace=self.replace, max_concurrency=1)
@@ -241,6 +258,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     template_fields: Sequence[str] = ("ws_id", "table", "fields", "record_path", "plan", "acknowledge_risks")
     template_fields_renderers = {"fields": "json", "plan": "json"}
     ui_color = "#d8e9ff"
+    operator_extra_links = (BlinkTableLink(),)
 
     def __init__(
         self,
@@ -289,6 +307,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         request = self._request(context)  # every argument checked (the static ones when the operator was built)
+        self.keep_table_page(context, self.ws_id, self.table)
         if self.plan_only:
             return self._plan(request)
         approval_from_review(self, context.get("ti"), self.review_task_id)  # a Reject there stops; it approves nothing

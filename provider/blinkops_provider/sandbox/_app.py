@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hmac
 from enum import Enum
+from html import escape
 from typing import Annotated, Any, Protocol
 from urllib.parse import unquote
 
 from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import APIKeyHeader
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -93,6 +94,37 @@ def _as_json(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     ]
 
 
+TABLE_PAGE = "/_sandbox/ui/{ws_id}/tables/{table}"
+"""The sandbox's page of a table (Blink's UI shows a table; Blink publishes no address for it)."""
+
+_RAW_PATHS = ("/_sandbox/workspace/", "/_sandbox/ui/")
+
+
+def _table_html(store: SandboxStore, ws_id: str, table: str) -> str:
+    """A table's page: its display name, its fields and how many rows it holds (no values)."""
+    try:
+        entry = next((t for t in store.tables(ws_id) if t["name"] == table), None)
+    except StoreError:
+        entry = None
+    if entry is None:
+        title = f"No table {table!r} in workspace {ws_id!r}"
+        return f"<!doctype html><title>{escape(title)}</title><h1>{escape(title)}</h1>"
+    rows = store.find_records(ws_id, table, '{"limit": 1}')["total"]
+    lines = "".join(
+        f"<tr><td>{escape(f['name'])}</td><td>{escape(str(f.get('display_name') or ''))}</td>"
+        f"<td>{escape(str(f.get('type') or ''))}</td>"
+        f"<td>{'yes' if f.get('attributes', {}).get('required') else ''}</td></tr>"
+        for f in store.fields(ws_id, table)
+    )
+    title = f"{entry['display_name']} ({ws_id}/{table}): Blink sandbox"
+    return (
+        f"<!doctype html><title>{escape(title)}</title><h1>{escape(entry['display_name'])}</h1>"
+        f"<p>Table <code>{escape(table)}</code> in workspace <code>{escape(ws_id)}</code>: {rows} rows.</p>"
+        "<table><tr><th>Field</th><th>Display name</th><th>Type</th><th>Required</th></tr>"
+        f"{lines}</table>"
+    )
+
+
 class ApiGate:
     """In front of the API routes: the key check, then routing on the undecoded path.
 
@@ -106,7 +138,7 @@ class ApiGate:
         self.sandbox = sandbox
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"].startswith("/_sandbox/workspace/") and scope.get("raw_path"):
+        if scope["type"] == "http" and scope["path"].startswith(_RAW_PATHS) and scope.get("raw_path"):
             scope = {**scope, "path": scope["raw_path"].decode("latin-1").split("?", 1)[0]}  # '/' in a name stays
         if scope["type"] == "http" and scope["path"].startswith(API_PREFIX) and not scope["path"].startswith(_DOCS):
             key = dict(scope["headers"]).get(KEY_HEADER.lower().encode())
@@ -158,6 +190,10 @@ def create_app(sandbox: Served) -> FastAPI:
     @app.get("/_sandbox/health", include_in_schema=False)
     def health() -> Any:
         return {"status": "ok", "base_url": sandbox.base_url}
+
+    @app.get(TABLE_PAGE.format(ws_id="{ws_id}", table="{table}"), include_in_schema=False)
+    def table_page(ws_id: str, table: str) -> Any:
+        return HTMLResponse(_table_html(sandbox.store, unquote(ws_id), unquote(table)))
 
     app.add_middleware(ApiGate, sandbox=sandbox)
     app.openapi = lambda: _openapi_without_422(app)  # type: ignore[method-assign]

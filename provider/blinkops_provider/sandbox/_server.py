@@ -105,7 +105,11 @@ class BlinkSandbox:
 
     def connection_json(self) -> str:
         """An Airflow connection pointing at this sandbox, for ``AIRFLOW_CONN_BLINK_DEFAULT``."""
-        return json.dumps({"conn_type": "blink", "host": self.url, "password": self.api_key})
+        from blinkops_provider.sandbox._app import TABLE_PAGE
+
+        return json.dumps(
+            {"conn_type": "blink", "host": self.url, "password": self.api_key, "extra": {"table_page": TABLE_PAGE}}
+        )
 
     # -- state ----------------------------------------------------------------------------
 
