@@ -61,8 +61,8 @@ endif
 
 # The layers (pyproject.toml's [tool.importlinter]) are checked with the installed package.
 lint: env
-	$(VENV)/bin/ruff check provider tests dev $(wildcard example_dags)
-	$(VENV)/bin/ruff format --check provider tests dev $(wildcard example_dags)
+	$(VENV)/bin/ruff check provider tests dev benchmarks $(wildcard example_dags)
+	$(VENV)/bin/ruff format --check provider tests dev benchmarks $(wildcard example_dags)
 	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: env
@@ -144,11 +144,11 @@ docs: env
 	@echo "Documentation: docs/_build/html/index.html"
 
 bench: env
-	$(PY) tests/benchmarks/run.py $(BENCH_ARGS)
+	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 # The fleet example through Airflow's scheduler (LocalExecutor, PostgreSQL): 20 and 100 tables.
 bench-fleet: celery-env
-	.venv-celery/bin/python tests/benchmarks/fleet.py $(BENCH_ARGS)
+	.venv-celery/bin/python benchmarks/fleet.py $(BENCH_ARGS)
 
 # Regenerate the pinned Airflow 2.11 environment (run when pyproject.toml's dependencies change).
 # The pinned environment of another Airflow (make pins AIRFLOW_VERSION=...): 2.x with the sandbox's

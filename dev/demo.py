@@ -131,12 +131,12 @@ def migration_summary(log: Path, *, per_field: bool) -> list[str]:
 def approving(reviewed: bool) -> Iterator[None]:
     """While a DAG test runs (Airflow 3.3), approve each review that waits, as the person
     ``demo-reviewer``: through the handler of Airflow's REST call for a person's answer
-    (tests/reviewer.py), never by marking the review task successful."""
+    (dev/reviewer.py), never by marking the review task successful."""
     if not reviewed:
         yield
         return
     sys.path.insert(0, str(ROOT))
-    from tests.reviewer import reviewing
+    from dev.reviewer import reviewing
 
     with reviewing(option="Approve", user=REVIEWER):
         yield

@@ -46,3 +46,32 @@ nitpick_ignore_regex = [
     (r"py:class", r"strict=True|func=.*"),  # pydantic's Annotated metadata (StrictStr, AfterValidator), as shown
     (r"py:class", r"dt\.datetime"),  # datetime, as the modules import it
 ]
+
+
+def _public_name(app: object, env: object, node: dict, contnode: object) -> object:
+    """A reference to a public name under the private module that defines it (a signature's or a
+    base class's ``blinkops_provider.migrations._plan.SchemaPlan``) resolves to where the API
+    reference documents it: the public module whose ``__all__`` lists it."""
+    import importlib
+
+    target = node.get("reftarget", "")
+    if not target.startswith("blinkops_provider.") or "._" not in target:
+        return None
+    name = target.rsplit(".", 1)[-1]
+    parts = target.split(".")[:-1]
+    while parts:
+        parts.pop()
+        module = ".".join(parts)
+        if module and not any(part.startswith("_") for part in parts):
+            if name in getattr(importlib.import_module(module), "__all__", ()):
+                py = env.get_domain("py")  # type: ignore[attr-defined]
+                node["reftarget"] = f"{module}.{name}"
+                return py.resolve_xref(
+                    env, node["refdoc"], app.builder, node["reftype"], node["reftarget"], node, contnode  # type: ignore[attr-defined]
+                )
+    return None
+
+
+def setup(app: object) -> None:
+    """Register the resolver of public names under private modules."""
+    app.connect("missing-reference", _public_name)  # type: ignore[attr-defined]

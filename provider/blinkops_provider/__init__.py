@@ -14,9 +14,9 @@ __all__ = ["__version__", "get_provider_info"]
 
 _BLINK_URIS = {
     "schemes": ["blink"],
-    "handler": "blinkops_provider._assets.normalize_uri",
-    "factory": "blinkops_provider._assets.create_asset",
-    "to_openlineage_converter": "blinkops_provider._assets.convert_asset_to_openlineage",
+    "handler": "blinkops_provider.assets.normalize_uri",
+    "factory": "blinkops_provider.assets.create_asset",
+    "to_openlineage_converter": "blinkops_provider.assets.convert_asset_to_openlineage",
 }
 
 

@@ -248,7 +248,7 @@ def test_hook_signatures_are_the_documented_ones() -> None:
 def test_the_hook_sends_blinks_published_example_body_unchanged(hook: Any) -> None:
     import requests_mock as rm
 
-    from tests.test_models import DOCS_BODY
+    from tests.core.test_models import DOCS_BODY
 
     with rm.Mocker() as m:
         m.put(rm.ANY, json={"id": "f", "name": "Test", **DOCS_BODY})

@@ -10,9 +10,9 @@ import requests
 import requests_mock as rm
 from airflow.providers.common.compat.sdk import AirflowFailException
 
-from blinkops_provider._rql import sort_items
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkResponseError, BlinkUnsupportedServerError
 from blinkops_provider.hooks._walk import KEPT_IDS
+from blinkops_provider.rql import sort_items
 from tests.fake_blink import FakeCatalogue, catalogue
 from tests.sandbox.reference import evaluate
 

@@ -185,7 +185,7 @@ def test_eight_waiting_applies_each_get_their_turn_within_lock_wait(
     """#43 item 1: eight applies a round wait for one table with lock_wait=60, polling without
     sleeping; each holder is brief. Every apply holds the lock once a round within its wait, and
     the journal shows no two holders at once. (How soon a waiter takes over after a release, with
-    the lock's own poll schedule in real time, is measured by tests/benchmarks/lock_handover.py.)"""
+    the lock's own poll schedule in real time, is measured by benchmarks/lock_handover.py.)"""
     records = f"{tmp_path}/records/"
     if store == "s3":
         records = f"s3://aws_default@{request.getfixturevalue('bucket')[1]}/records/"

@@ -8,7 +8,7 @@ from blinkops_provider._models import validate_field_updates
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations._merge import contradictions, field_body, merge_field
 from blinkops_provider.models import FieldUpdate, TableField
-from tests.test_models import DOCS_BODY
+from tests.core.test_models import DOCS_BODY
 
 
 def test_the_merge_keeps_what_blink_holds_and_the_update_leaves_out() -> None:

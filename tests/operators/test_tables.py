@@ -175,7 +175,7 @@ def test_the_field_operator_keeps_what_blink_holds_and_the_update_leaves_out(bli
 
 
 def test_the_field_operator_with_replace_sends_blinks_published_example_body_unchanged(blink_conn: None) -> None:
-    from tests.test_models import DOCS_BODY
+    from tests.core.test_models import DOCS_BODY
 
     op = UpdateTableFieldOperator(
         task_id="u",

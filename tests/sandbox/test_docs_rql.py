@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import requests
 
-from blinkops_provider._rql import RQLQuery
+from blinkops_provider.rql import RQLQuery
 from blinkops_provider.sandbox import BlinkSandbox
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "rql.md"

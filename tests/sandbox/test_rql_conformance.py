@@ -42,8 +42,8 @@ from typing import Any
 import pytest
 import requests
 
-from blinkops_provider._rql import connection_type_query
 from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.rql import connection_type_query
 from blinkops_provider.sandbox import BlinkSandbox
 from tests.sandbox.reference import evaluate
 

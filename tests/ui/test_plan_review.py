@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 from selenium.webdriver.common.by import By
 
-from blinkops_provider._assets import asset_host
+from blinkops_provider.assets import asset_host
 from blinkops_provider.sandbox import BlinkSandbox
 from blinkops_provider.sandbox._seed import DEMO_ROWS
 from tests.conftest import EXAMPLE_DAGS
-from tests.test_e2e_dags import DOWNSTREAM_DAG
+from tests.e2e.test_e2e_dags import DOWNSTREAM_DAG
 from tests.ui.conftest import SHOTS, AirflowUI
 from tests.ui.test_connection_form import button, press, waiting
 

@@ -76,7 +76,7 @@ class ConnectionSettings:
     who: str = "the connection"
     """How messages name the connection (``the connection 'blink_default'``)."""
     table_page: str = ""
-    """Where Blink's UI shows a table, the extra :data:`PAGE_EXTRA` ("" when not set)."""
+    """Where Blink's UI shows a table, the extra ``table_page`` ("" when not set)."""
 
     @property
     def deadline(self) -> float:

@@ -10,7 +10,7 @@ It owns, in this order for each call:
   operation, and the elapsed time is checked after each read of the body (a status line or
   headers trickled byte by byte are bounded by the read timeout per byte only), and the **size
   bound** of each body (:func:`~blinkops_provider.hooks._responses.read_answer`);
-* the **retry policy** (:mod:`~blinkops_provider._retry_policy`: what is retried, how long to wait);
+* the **retry policy** (:mod:`~blinkops_provider.retry_policy`: what is retried, how long to wait);
 * the **redirect refusal**: no redirect is followed, so the key goes to the base URL's origin only;
 * the **error mapping**: a failed call becomes one of the provider's exceptions, classified by the
   exception's type, with a message that names no URL, query or key.
@@ -37,7 +37,11 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from blinkops_provider import __version__
 from blinkops_provider._redaction import KeyScrubber
-from blinkops_provider._retry_policy import (
+from blinkops_provider._statuses import RETRIED
+from blinkops_provider.exceptions import BlinkApiError, BlinkConfigurationError, BlinkTransientError
+from blinkops_provider.hooks._connection import ConnectionSettings
+from blinkops_provider.hooks._responses import Answer, error_from_response, read_answer
+from blinkops_provider.retry_policy import (
     MAX_WAIT,
     AttemptTimedOut,
     RetryableResponse,
@@ -48,10 +52,6 @@ from blinkops_provider._retry_policy import (
     is_retryable_unapplied,
     parse_retry_after,
 )
-from blinkops_provider._statuses import RETRIED
-from blinkops_provider.exceptions import BlinkApiError, BlinkConfigurationError, BlinkTransientError
-from blinkops_provider.hooks._connection import ConnectionSettings
-from blinkops_provider.hooks._responses import Answer, error_from_response, read_answer
 
 
 def _utcnow() -> dt.datetime:

@@ -3,7 +3,7 @@
 **By id.** Every request sorts on ``id``, sends ``offset`` 0 and asks for the types after the last
 id returned (``{"id": {"$gt": last}}``, ANDed with the user's filter): every type that exists for
 the whole walk comes exactly once. A user ``sort`` is applied by the client once every page is in
-(:func:`~blinkops_provider._rql.sort_items`): the walk then holds the result in memory.
+(:func:`~blinkops_provider.rql.sort_items`): the walk then holds the result in memory.
 
 **By offset when the server does not honour the id condition** (it answers another offset,
 refuses the condition, or sends a page not after the last id or not in id order): plain
@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from blinkops_provider._rql import KEY, MAX_Q_CHARS, RQLQuery, encoded_length, sort_items, sort_value
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkBadRequestError,
@@ -36,6 +35,7 @@ from blinkops_provider.exceptions import (
     BlinkUnsupportedServerError,
 )
 from blinkops_provider.hooks._responses import Answer, parse_json
+from blinkops_provider.rql import KEY, MAX_Q_CHARS, RQLQuery, encoded_length, sort_items, sort_value
 
 KEYSET, OFFSET = "keyset", "offset"
 KEPT_IDS = 50_000  # ids kept for an offset fallback (Blink's catalogue has a few hundred types)

@@ -24,7 +24,6 @@ from blinkops_provider._inputs import (
     validate_input,
 )
 from blinkops_provider._models import CreatedTable, FieldList, TableList, validate_field_updates
-from blinkops_provider._rql import connection_type_query
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkConfigurationError,
@@ -49,11 +48,9 @@ from blinkops_provider.models import (
     TableField,
     TableUpdate,
 )
+from blinkops_provider.rql import connection_type_query
 
 __all__ = ["BlinkHook", "CataloguePage", "Clock", "ConnectionSettings", "FieldUpdates"]
-
-for _public in (CataloguePage, Clock, ConnectionSettings, FieldUpdates):  # what the hook takes and returns
-    _public.__module__ = __name__  # documented (and referred to) here
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

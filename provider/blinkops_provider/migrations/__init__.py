@@ -45,16 +45,3 @@ __all__ = [
     "pull_schema",
     "record_location",
 ]
-
-
-for _public in (
-    ApplyResult,
-    Declaration,
-    FieldPlan,
-    Holder,
-    LockInfo,
-    SchemaPlan,
-    SchemaRecord,
-    TablePlan,
-):  # documented (and referred to) here
-    _public.__module__ = __name__

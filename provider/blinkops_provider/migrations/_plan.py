@@ -96,7 +96,7 @@ class FieldPlan:
     """The checks Blink enforces on the field (``required``, ``is_unique``) that the declaration
     leaves out and the merge sends back as Blink holds them: shown to a reviewer."""
     counts: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False)
-    """What the plan counted in the table's rows for this field (:mod:`._rows`): ``rows``, and
+    """What the plan counted in the table's rows for this field: ``rows``, and
     ``with_value``, ``empty``, ``repeated``, ``options`` or ``backfill`` as the change needs; or
     ``estimate`` and ``unread`` when the rows could not be read. None: no row was needed."""
     backfill: Any = dataclasses.field(default=None, compare=False)

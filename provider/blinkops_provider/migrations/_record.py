@@ -98,7 +98,7 @@ class SchemaRecord:
         self.location = os.fspath(location)
         self.blink, self.ws_id, self.table = blink, ws_id, table
         self.host = blink_host(blink)
-        """The Blink's canonical name (:func:`blinkops_provider._names.blink_host`), as recorded."""
+        """The Blink's canonical name (as ``blink_host`` gives it), as recorded."""
         self.names: dict[str, str] = {}
         """What :meth:`read` found noted: declared field name -> the name Blink gave the field when
         this provider added it (only where they differ)."""

@@ -9,7 +9,6 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from blinkops_provider._retry_policy import batch_error
 from blinkops_provider._states import FieldOutcome, TableOutcome
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import (
@@ -20,6 +19,7 @@ from blinkops_provider.exceptions import (
     BlinkStalePlanError,
 )
 from blinkops_provider.migrations._result import ApplyResult
+from blinkops_provider.retry_policy import batch_error
 
 OUTCOMES = tuple(FieldOutcome)
 """A field's outcomes, in the order the summary line counts them."""
@@ -63,7 +63,7 @@ def _why(name: str, result: ApplyResult) -> str:
 
 def not_applied(result: ApplyResult) -> BlinkApiError:
     """The error that ends a batch that did not apply every field: each field and why, and the
-    class :func:`~blinkops_provider._retry_policy.batch_error` gives it (whether a retry helps)."""
+    class :func:`~blinkops_provider.retry_policy.batch_error` gives it (whether a retry helps)."""
     missing = [*result.failed, *result.not_sent, *result.unknown]
     more = f" and {len(missing) - SHOWN_FIELDS} more" if len(missing) > SHOWN_FIELDS else ""
     names = ", ".join(_why(name, result) for name in missing[:SHOWN_FIELDS]) + more

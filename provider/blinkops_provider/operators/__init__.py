@@ -6,5 +6,3 @@ from __future__ import annotations
 from blinkops_provider.operators._base import BaseBlinkOperator
 
 __all__ = ["BaseBlinkOperator"]
-
-BaseBlinkOperator.__module__ = __name__  # documented (and referred to) here

@@ -9,10 +9,10 @@ from typing import Any
 
 from airflow.providers.common.compat.sdk import BaseOperator
 
-from blinkops_provider._assets import event_extra
-from blinkops_provider._retry_policy import default_retry_policy
+from blinkops_provider.assets import event_extra
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.retry_policy import default_retry_policy
 
 HOOK_PARAMS = tuple(
     name
@@ -98,7 +98,7 @@ class BaseBlinkOperator(BaseOperator):
         producer), else through the operator's alias :data:`~blinkops_provider.assets.TABLES_ALIAS`. Airflow
         records it when the task succeeds. A failure here is logged, never raised: the fields
         were applied, and the task must not fail for its announcement."""
-        from blinkops_provider._assets import TABLES_ALIAS, add_alias_event, blink_table_asset
+        from blinkops_provider.assets import TABLES_ALIAS, add_alias_event, blink_table_asset
 
         events = context.get("outlet_events")
         if events is None:  # a bare execute() outside Airflow

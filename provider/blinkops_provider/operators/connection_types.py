@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
-from blinkops_provider._assets import CATALOGUE_ALIAS, catalogue_lineage
 from blinkops_provider._blink import MAX_LIMIT
 from blinkops_provider._inputs import check_paging
 from blinkops_provider._storage import replacing, storage_path
+from blinkops_provider.assets import CATALOGUE_ALIAS, catalogue_lineage
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
 

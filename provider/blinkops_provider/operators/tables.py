@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.common.compat.sdk import BaseOperatorLink, XCom
 
-from blinkops_provider._assets import CHANGING, TABLES_ALIAS, table_lineage
 from blinkops_provider._inputs import (
     DEFAULT_UPDATE_CONCURRENCY,
     check_concurrency,
@@ -19,6 +18,7 @@ from blinkops_provider._inputs import (
     validate_input,
 )
 from blinkops_provider._text import one_line
+from blinkops_provider.assets import CHANGING, TABLES_ALIAS, table_lineage
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations import ApplyResult, Holder, apply_schema

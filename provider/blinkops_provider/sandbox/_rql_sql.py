@@ -2,7 +2,7 @@
 
 Blink's RQL is the open-source Go library a8m/rql. This module follows that library's grammar and
 rules, with the connection-type model as its schema. It does not share code with the client's
-:class:`~blinkops_provider._rql.RQLQuery`, so the two can check each other in the tests.
+:class:`~blinkops_provider.rql.RQLQuery`, so the two can check each other in the tests.
 
 What is accepted (as a8m/rql decodes and parses a query):
 

@@ -1,7 +1,7 @@
 """The catalogue sync side by side with what a user could build alone, over a slow network.
 
-    python tests/benchmarks/catalogue_sync.py            # 20,000 types, 5 interleaved rounds, RSS at 200,000
-    python tests/benchmarks/catalogue_sync.py --smoke    # small and quick, for CI
+    python benchmarks/catalogue_sync.py            # 20,000 types, 5 interleaved rounds, RSS at 200,000
+    python benchmarks/catalogue_sync.py --smoke    # small and quick, for CI
 
 Set-up: a Blink sandbox (``blink-sandbox serve``, its own process) behind ``latency_proxy.py``
 (its own process, 10 ms each way, so a 20 ms round trip). Each way runs in a fresh Python

@@ -9,7 +9,7 @@ from typing import Any
 import requests_mock as rm
 from airflow.providers.common.compat.sdk import Asset
 
-from blinkops_provider._assets import convert_asset_to_openlineage
+from blinkops_provider.assets import convert_asset_to_openlineage
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 from blinkops_provider.operators.tables import UpdateTableFieldOperator, UpdateTableFieldsOperator
 from tests.conftest import FakeTI
@@ -139,7 +139,7 @@ def test_the_snapshot_namespace_carries_no_airflow_connection_id(blink_conn: Non
 def test_distinct_tables_are_distinct_datasets_and_the_converter_agrees_with_the_operator(
     blink_conn: None,
 ) -> None:
-    from blinkops_provider._assets import blink_table_asset, table_lineage
+    from blinkops_provider.assets import blink_table_asset, table_lineage
 
     datasets = set()
     for ws_id, table in (("a", "b/c"), ("a/b", "c")):
@@ -153,7 +153,7 @@ def test_distinct_tables_are_distinct_datasets_and_the_converter_agrees_with_the
 def test_an_ipv6_namespace_is_a_uri_with_its_host() -> None:
     from urllib.parse import urlsplit
 
-    from blinkops_provider._assets import table_lineage
+    from blinkops_provider.assets import table_lineage
 
     (output,) = table_lineage("http://[::1]:18080/api/v1", "ws", "t", SCHEMA).outputs
     assert output.namespace == "blink://[::1]:18080"

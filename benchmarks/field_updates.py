@@ -1,7 +1,7 @@
 """Batch field updates side by side with one-by-one updates, over a slow network.
 
-    python tests/benchmarks/field_updates.py            # 200 updates, 5 interleaved rounds
-    python tests/benchmarks/field_updates.py --smoke    # 40 updates, one round, for CI
+    python benchmarks/field_updates.py            # 200 updates, 5 interleaved rounds
+    python benchmarks/field_updates.py --smoke    # 40 updates, one round, for CI
 
 Set-up: a Blink sandbox (in this process) with a table of 200 fields, behind ``latency_proxy.py``
 (its own process, 10 ms each way: a 20 ms round trip). Each way runs in a fresh Python process

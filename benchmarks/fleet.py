@@ -1,7 +1,7 @@
 """A fleet of tables through Airflow's scheduler: time per table at 20 and 100 tables.
 
-    python tests/benchmarks/fleet.py            # 20 and 100 tables of 10 fields, 2 interleaved rounds
-    python tests/benchmarks/fleet.py --smoke    # 3 and 6 tables, one round, for CI
+    python benchmarks/fleet.py            # 20 and 100 tables of 10 fields, 2 interleaved rounds
+    python benchmarks/fleet.py --smoke    # 3 and 6 tables, one round, for CI
 
 Needs Debian's PostgreSQL and the ``celery`` dependency group (for its PostgreSQL driver): ``make
 bench-fleet`` installs both. Set-up, with ``dev/celery_demo.py``'s machinery: PostgreSQL
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT / "dev")]
 
 import celery_demo as demo  # noqa: E402  (the machinery of make celery-demo)

@@ -10,8 +10,8 @@
 3. **Scaling:** time per row of the copy at 1,000 and at 100,000 rows (no latency: the copy's own
    cost per row), and its peak Python memory (tracemalloc) at 10,000 and at 100,000 rows.
 
-    python tests/benchmarks/data_copy.py            # the figures
-    python tests/benchmarks/data_copy.py --smoke    # small sizes, for CI
+    python benchmarks/data_copy.py            # the figures
+    python benchmarks/data_copy.py --smoke    # small sizes, for CI
 """
 
 from __future__ import annotations

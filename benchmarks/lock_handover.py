@@ -6,7 +6,7 @@ an apply does. Prints the handover gaps (release to the next holder's entry) bes
 they follow; the target is a mean gap under a third of a hold. The tests prove the exclusion and
 that every waiter gets its turn (tests/migrations/test_lockfiles.py) without waiting for real.
 
-    python tests/benchmarks/lock_handover.py [--smoke]
+    python benchmarks/lock_handover.py [--smoke]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the clone: the tests' journal checks
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the clone: the tests' journal checks
 
 from blinkops_provider.migrations._lock import Holder, TableLock
 from tests.migrations.test_lockfiles import check_journal, handover_gaps

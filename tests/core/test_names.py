@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from blinkops_provider._assets import asset_host, normalize_uri, storage_dataset, table_uri
 from blinkops_provider._names import blink_host, canonical_segment, segment, table_ref
+from blinkops_provider.assets import asset_host, normalize_uri, storage_dataset, table_uri
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations import SchemaRecord, record_location
 

@@ -1,6 +1,6 @@
 """A TCP proxy on loopback that delays every chunk by a fixed time in each direction (asyncio).
 
-    python tests/benchmarks/latency_proxy.py --target 127.0.0.1:8123 --delay-ms 10
+    python benchmarks/latency_proxy.py --target 127.0.0.1:8123 --delay-ms 10
 
 Prints ``listening on PORT`` once it accepts connections; runs until killed. Bandwidth is not
 limited: a chunk read at time t is written at t + delay, in order, so a response of many chunks

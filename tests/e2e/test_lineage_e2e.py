@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from blinkops_provider._assets import asset_host
+from blinkops_provider.assets import asset_host
 from blinkops_provider.sandbox import BlinkSandbox
-from tests.reviewer import reviewing
+from dev.reviewer import reviewing
 
 pytestmark = pytest.mark.usefixtures("airflow_db", "one_execution_api")
 
@@ -49,7 +49,7 @@ def completed(events: list[dict[str, Any]], task_id: str) -> dict[str, Any]:
 
 
 def test_the_migration_emits_the_table_with_its_schema(blink_sandbox: BlinkSandbox, tmp_path: Path) -> None:
-    from tests.test_e2e_dags import REVIEWS_IN_DAG_TEST
+    from tests.e2e.test_e2e_dags import REVIEWS_IN_DAG_TEST
 
     # Airflow 3.3: the review is answered as a person's is; before, `dags test` cannot run it (3.1)
     # or there is none (2.11): no one is asked (review_policy never), and the removal acknowledged.

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from blinkops_provider._catalogue import (
+from blinkops_provider.catalogue import (
     CatalogueDiff,
     diff_catalogues,
     previous_snapshot,
@@ -253,7 +253,7 @@ def test_record_catalogue_diff_writes_prunes_logs_and_announces_in_one_call(
     blink_conn: None, tmp_path: Path, caplog: Any
 ) -> None:
     """#41: the nightly diff is a provider function; the example calls it in a few lines."""
-    from blinkops_provider._catalogue import record_catalogue_diff
+    from blinkops_provider.catalogue import record_catalogue_diff
 
     folder = tmp_path / "connection_types"
     folder.mkdir()
@@ -280,7 +280,7 @@ def test_snapshots_named_by_day_by_earlier_versions_still_count_as_earlier_looks
     """#63 item 7: as docs/operators/connection_types.md promises, ``2026-11-20.json`` and
     ``2026-11-21.json`` are earlier looks: the next sync compares with the latest of them, and a
     later look of the same day sorts after the day's old file."""
-    from blinkops_provider._catalogue import record_catalogue_diff
+    from blinkops_provider.catalogue import record_catalogue_diff
 
     folder = tmp_path / "connection_types"
     folder.mkdir()

@@ -6,8 +6,8 @@ operator against one-by-one updates), then ``lock_handover.py`` (how soon a wait
 takes a released lock, beside the hold) and ``data_copy.py`` (a count from Blink's total beside a
 walk, a retype's copy beside one row at a time, its time per row and memory as rows grow).
 
-    python tests/benchmarks/run.py            # full run (100,000 connection types)
-    python tests/benchmarks/run.py --smoke    # a quick run for CI
+    python benchmarks/run.py            # full run (100,000 connection types)
+    python benchmarks/run.py --smoke    # a quick run for CI
 
 What it measures, against an in-process fake of the listing (requests-mock, no sockets):
 - walking the catalogue with the hook: connection types per second, pages per second;
@@ -142,7 +142,7 @@ def example_dag_parse_times() -> None:
     import blinkops_provider.operators.connection_types
     import blinkops_provider.operators.tables  # noqa: F401
 
-    for path in sorted((Path(__file__).resolve().parents[2] / "example_dags").glob("blink_*.py")):
+    for path in sorted((Path(__file__).resolve().parents[1] / "example_dags").glob("blink_*.py")):
         started = time.perf_counter()
         spec = importlib.util.spec_from_file_location(f"bench_{path.stem}", path)
         assert spec is not None and spec.loader is not None
@@ -188,7 +188,7 @@ def main() -> int:
         ("data_copy.py", "Data migrations: counts, a retype's copy, scaling and memory"),
         ("schema_cli.py", "blink-schema in CI: validate and plan"),
     ):
-        print(f"\n== {title} (tests/benchmarks/{script}) ==", flush=True)
+        print(f"\n== {title} (benchmarks/{script}) ==", flush=True)
         command = [sys.executable, str(Path(__file__).with_name(script)), *(["--smoke"] if args.smoke else [])]
         failed |= subprocess.run(command, check=False).returncode
     return failed

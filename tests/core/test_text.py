@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from blinkops_provider._catalogue import diff_catalogues
 from blinkops_provider._text import escaped, one_line
+from blinkops_provider.catalogue import diff_catalogues
 from blinkops_provider.exceptions import BlinkBadRequestError
 from blinkops_provider.migrations import fleet_review, fleet_summary
 from blinkops_provider.migrations._plan import make_plan

@@ -20,7 +20,7 @@ import pytest
 
 import blinkops_provider
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "provider" / "blinkops_provider"
 API_RST = (ROOT / "docs" / "api.rst").read_text()
 
@@ -171,3 +171,25 @@ def test_no_function_outside_the_sandbox_is_above_complexity_10() -> None:
         if not hasattr(block, "methods") and block.complexity > 10  # type: ignore[attr-defined]
     ]
     assert over == []
+
+
+def test_the_repository_keeps_its_shape() -> None:
+    """#66: a README for users, the tests laid out like the package, and a harness (``dev/``) that
+    needs no test code."""
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 250
+    top = sorted(path.name for path in (ROOT / "tests").iterdir() if path.is_file())
+    assert len(top) <= 5, top
+    for path in sorted((ROOT / "dev").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        imported = [
+            name
+            for node in ast.walk(tree)
+            for name in (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+        ]
+        assert [name for name in imported if name == "tests" or name.startswith("tests.")] == [], path.name

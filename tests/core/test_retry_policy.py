@@ -12,13 +12,6 @@ import requests
 import requests_mock as rm
 from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
 
-from blinkops_provider._retry_policy import (
-    HAS_RETRY_POLICY,
-    MAX_WAIT,
-    BlinkRetryPolicy,
-    default_retry_policy,
-    parse_retry_after,
-)
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
@@ -34,6 +27,13 @@ from blinkops_provider.exceptions import (
 )
 from blinkops_provider.hooks._transport import Clock
 from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.retry_policy import (
+    HAS_RETRY_POLICY,
+    MAX_WAIT,
+    BlinkRetryPolicy,
+    default_retry_policy,
+    parse_retry_after,
+)
 
 BASE = "https://blink.test/api/v1"
 

@@ -42,7 +42,7 @@ def test_the_commands_print_only_their_own_output_on_any_airflow(blink_sandbox: 
     """#65 item 4: validate, plan and pull, run as a user runs them (another process), print their
     own output and nothing else: no Airflow import warning, no "empty cryptography key" (2.11 printed
     both); a mistake is one line."""
-    example = Path(__file__).resolve().parents[1] / "example_dags" / "blink_table_schema_migration.json"
+    example = Path(__file__).resolve().parents[2] / "example_dags" / "blink_table_schema_migration.json"
     env = {**os.environ, "BLINK_BASE_URL": blink_sandbox.base_url, "BLINK_API_KEY": blink_sandbox.api_key}
     env |= {"AIRFLOW_HOME": str(tmp_path / "airflow")}
     command = [sys.executable, "-m", "blinkops_provider._schema_cli"]

@@ -7,7 +7,6 @@ import pytest
 from pydantic import ValidationError
 
 from blinkops_provider._blink import TRANSIENT_STATUSES
-from blinkops_provider._retry_policy import _permanent
 from blinkops_provider._statuses import PERMANENT, RETRIED, STATUSES, error_class
 from blinkops_provider.exceptions import (
     BlinkApiError,
@@ -17,6 +16,7 @@ from blinkops_provider.exceptions import (
     BlinkNotFoundError,
     BlinkTransientError,
 )
+from blinkops_provider.retry_policy import _permanent
 from blinkops_provider.sandbox import FaultConfig
 
 

@@ -5,8 +5,8 @@
 2. ``plan`` of one table (in this process, the sandbox answering after 20 ms) beside two round
    trips (two reads of the same sandbox): what a plan costs over the two reads it cannot avoid.
 
-    python tests/benchmarks/schema_cli.py            # the figures
-    python tests/benchmarks/schema_cli.py --smoke    # one round, for CI
+    python benchmarks/schema_cli.py            # the figures
+    python benchmarks/schema_cli.py --smoke    # one round, for CI
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-bench-"))
-EXAMPLE = Path(__file__).resolve().parents[2] / "example_dags" / "blink_table_schema_migration.json"
+EXAMPLE = Path(__file__).resolve().parents[1] / "example_dags" / "blink_table_schema_migration.json"
 
 
 def wall(command: list[str]) -> float:

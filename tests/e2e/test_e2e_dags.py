@@ -18,11 +18,11 @@ from urllib.parse import parse_qs
 import pendulum
 import pytest
 
-from blinkops_provider._assets import asset_host
+from blinkops_provider.assets import asset_host
 from blinkops_provider.sandbox import BlinkSandbox
 from blinkops_provider.sandbox._seed import DEMO_ROWS
+from dev.reviewer import reviewing
 from tests.conftest import EXAMPLE_DAGS
-from tests.reviewer import reviewing
 
 DECLARED = json.loads((EXAMPLE_DAGS / "blink_table_schema_migration.json").read_text())["fields"]
 ADDED = ["Root cause", "Queue"]  # the example's fields the seed lacks (#48; Queue is backfilled, #64)
@@ -92,7 +92,7 @@ def no_review_step_where_dag_test_cannot_run_one(monkeypatch: pytest.MonkeyPatch
 
 def run_reviewed(dag: Any, *, user: str, option: str = "Approve", **kwargs: Any) -> tuple[Any, list[str]]:
     """``dag.test(**kwargs)``, each review answered ``option`` by ``user`` as a person's answer is
-    recorded (tests/reviewer.py); where dag.test() cannot run a review, it is marked a success."""
+    recorded (dev/reviewer.py); where dag.test() cannot run a review, it is marked a success."""
     if not REVIEWS_IN_DAG_TEST:
         return dag.test(mark_success_pattern=r"(.*\.)?review", **kwargs), []
     with reviewing(option=option, user=user) as answered:
@@ -347,7 +347,7 @@ def test_an_acknowledged_removal_skips_the_review_only_under_destructive(
 DOWNSTREAM_DAG = """
 import pendulum
 from airflow.providers.common.compat.sdk import DAG, task
-from blinkops_provider._assets import blink_table_asset
+from blinkops_provider.assets import blink_table_asset
 
 with DAG(
     "blink_incidents_schema_changed",
@@ -597,7 +597,7 @@ def test_two_catalogue_syncs_on_one_day_keep_and_compare_their_own_snapshots(
     """#56 item 1: the nightly and the event-driven sync, in one AIRFLOW_HOME on one day, share a
     run id; each writes to its own folder, and each diff compares with its own DAG's last look.
     The event-driven page says so (#63 item 11), as the catalogue operator's page does."""
-    page = " ".join((Path(__file__).resolve().parents[1] / "docs" / "event_driven.md").read_text().split())
+    page = " ".join((Path(__file__).resolve().parents[2] / "docs" / "event_driven.md").read_text().split())
     assert "same snapshot folder" not in page
     assert (
         "Each DAG keeps its snapshots in a folder of its own, `<blink_snapshot_root>/connection_types/<dag id>/`"
@@ -675,7 +675,7 @@ with DAG("blink_rate_limited", schedule=None) as dag:
 
 
 @pytest.mark.skipif(
-    not importlib.import_module("blinkops_provider._retry_policy").HAS_RETRY_POLICY,
+    not importlib.import_module("blinkops_provider.retry_policy").HAS_RETRY_POLICY,
     reason="retry_policy needs Airflow 3.3 or later",
 )
 def test_a_rate_limited_task_is_retried_after_blinks_retry_after_not_its_retry_delay(
@@ -758,7 +758,7 @@ def test_the_fleet_example_plans_each_table_reviews_once_and_applies_each(
     assert summary["failed"] == summary["stale"] == [] and summary["rate_limited"] == 0
 
 
-DOCS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "table_migration.md"
+DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "table_migration.md"
 
 
 def docs_code(heading: str) -> str:
@@ -844,7 +844,7 @@ def test_the_adoption_pages_dag_writes_each_pulled_declaration_for_review(
     from blinkops_provider.hooks.blink import BlinkHook
     from blinkops_provider.migrations import pull_schema
 
-    page = (Path(__file__).resolve().parents[1] / "docs" / "adopting.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs" / "adopting.md").read_text()
     code = page.split("## In Python, or as a task", 1)[1].split("```python\n", 1)[1].split("\n```", 1)[0]
     (dags_folder / "pull_schemas.py").write_text(code + "\n")
     conf = {"ws_id": "ws-demo", "tables": ["Incidents", "Users"], "to": str(tmp_path / "pulled")}
@@ -866,7 +866,7 @@ def test_an_answer_overwritten_by_dag_tests_own_write_is_resumed_not_waited_on_f
     from airflow.models.taskinstance import TaskInstance
     from sqlalchemy import update
 
-    from tests import reviewer
+    from dev import reviewer
 
     answered = reviewer.answer
 
@@ -926,8 +926,8 @@ def forge_xcoms(session: Any, dag_id: str, run_id: str) -> None:
 
 def review_as(act: Any) -> Any:
     """While the block runs, ``act(session, dag_id, run_id, task_id, map_index)`` on each review that
-    waits (tests/reviewer.py's loop, with another answer)."""
-    from tests import reviewer
+    waits (dev/reviewer.py's loop, with another answer)."""
+    from dev import reviewer
 
     return reviewer.reviewing_with(act)
 
@@ -937,7 +937,7 @@ def review_as(act: Any) -> Any:
 def test_an_approve_written_into_xcoms_through_the_rest_api_removes_nothing(
     blink_sandbox: BlinkSandbox, records: Path, dags_folder: Path, then: str
 ) -> None:
-    from tests import reviewer
+    from dev import reviewer
 
     (dags_folder / "assigned.py").write_text(ASSIGNED_DAG)
     dag = load_dag("assigned.py", dags_folder)
@@ -975,7 +975,7 @@ def test_only_an_assigned_users_answer_through_the_rest_api_lets_the_removal_thr
     """Airflow's handler lets anyone answer when its auth manager says so (the simple one's
     all-admins mode, as ``make airflow-ui`` runs): then only an answer from one of the review's
     ``assigned_users`` lets the removal through."""
-    from tests import reviewer
+    from dev import reviewer
 
     monkeypatch.setenv("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS", "True")
     (dags_folder / "assigned.py").write_text(ASSIGNED_DAG)

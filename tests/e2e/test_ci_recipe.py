@@ -15,7 +15,7 @@ import yaml
 
 from tests.conftest import EXAMPLE_DAGS
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "ci.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "ci.md"
 
 
 def steps() -> dict[str, str]:

@@ -11,7 +11,7 @@ import requests_mock as rm
 from airflow.providers.common.compat.sdk import Asset, AssetAlias
 
 from blinkops_provider import get_provider_info
-from blinkops_provider._assets import (
+from blinkops_provider.assets import (
     CATALOGUE_ALIAS,
     TABLES_ALIAS,
     asset_host,
@@ -23,9 +23,9 @@ from blinkops_provider._assets import (
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 from blinkops_provider.operators.tables import UpdateTableFieldOperator, UpdateTableFieldsOperator
 from tests.conftest import FakeTI
+from tests.core.test_batch import TABLE_URL, entry
 from tests.fake_blink import field_json, without_table_reads
 from tests.fake_outlet_events import OutletEvents, identity
-from tests.test_batch import TABLE_URL, entry
 
 
 def normalized(uri: str) -> str:
@@ -76,7 +76,7 @@ def test_airflow_normalises_blink_assets_through_the_registered_scheme() -> None
             Asset(uri="blink://app.blinkops.com/ws-1")
     info = get_provider_info()
     (entry_,) = info["asset-uris"]
-    assert entry_["schemes"] == ["blink"] and entry_["handler"] == "blinkops_provider._assets.normalize_uri"
+    assert entry_["schemes"] == ["blink"] and entry_["handler"] == "blinkops_provider.assets.normalize_uri"
     assert info["dataset-uris"] == info["asset-uris"]  # the name Airflow 2.11 reads
 
 
@@ -318,7 +318,7 @@ GOOD_REPORT = {
 
 
 def test_announce_applied_announces_what_a_failed_apply_changed(blink_conn: None) -> None:
-    from blinkops_provider._assets import announce_applied
+    from blinkops_provider.assets import announce_applied
 
     events = OutletEvents()
     assert announce_applied(events, GOOD_REPORT) is True
@@ -339,7 +339,7 @@ def test_announce_applied_announces_what_a_failed_apply_changed(blink_conn: None
 def test_announce_applied_announces_nothing_on_a_malformed_report_and_says_why(
     blink_conn: None, broken: dict[str, Any], provider_log: Any
 ) -> None:
-    from blinkops_provider._assets import announce_applied
+    from blinkops_provider.assets import announce_applied
 
     events = OutletEvents()
     assert announce_applied(events, {**GOOD_REPORT, **broken}) is False
