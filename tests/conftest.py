@@ -54,6 +54,7 @@ COMPAT = frozenset(
         "test_compat.py",
         "test_readme.py",
         "test_review.py",
+        "test_answer.py",
         "test_task_groups.py",
         "test_record.py",
         "test_schema_cli.py",

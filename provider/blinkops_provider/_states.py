@@ -75,3 +75,7 @@ class Decision(_State):
 
     APPROVE = "Approve"
     REJECT = "Reject"
+
+
+REJECTED_IN_REVIEW = "rejected in review: nothing was applied"
+"""How a rejected review's message begins (the fleet's summary tells a rejection by it)."""

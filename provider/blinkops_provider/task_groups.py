@@ -38,8 +38,8 @@ from blinkops_provider._states import Decision
 from blinkops_provider._text import one_line
 from blinkops_provider.assets import TABLES_ALIAS, announce_applied
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError
-from blinkops_provider.migrations import declared_schema, fleet_summary
-from blinkops_provider.migrations._seam import check_review_policy, chosen
+from blinkops_provider.migrations import check_review_policy, declared_schema, fleet_summary
+from blinkops_provider.operators._answer import chosen
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 
 __all__ = ["BlinkSchemaFleet", "BlinkTableMigration"]

@@ -193,3 +193,35 @@ def test_the_repository_keeps_its_shape() -> None:
             )
         ]
         assert [name for name in imported if name == "tests" or name.startswith("tests.")] == [], path.name
+
+
+AIRFLOW_AT_THE_EDGE = {
+    "get_current_context",
+    "Context",
+    "DAG",
+    "dag",
+    "XCom",
+    "BaseOperator",
+    "ApprovalOperator",
+    "TaskInstance",
+    "task_dict",
+    "xcom_pull",
+    "xcom_push",
+    "get_flat_relative_ids",
+}
+"""What the migrations must not read of Airflow (#66): the task's context, the DAG, XCom, operators."""
+
+
+def test_the_migrations_read_nothing_of_airflows_task_context_dag_xcom_or_operators() -> None:
+    """Airflow stays at the edge: the operators read the review's answer and the holder and hand
+    them in. (Storage through ObjectStoragePath, and the command line's connection look-up, are
+    not a task's context.)"""
+    for path in sorted((PACKAGE / "migrations").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("airflow"):
+                names = {alias.name for alias in node.names}
+                assert not names & AIRFLOW_AT_THE_EDGE, f"{path.name} imports {names & AIRFLOW_AT_THE_EDGE}"
+                assert "operators" not in (node.module or "").split("."), f"{path.name} imports {node.module}"
+            elif isinstance(node, ast.Attribute):
+                assert node.attr not in AIRFLOW_AT_THE_EDGE, f"{path.name} reads .{node.attr}"

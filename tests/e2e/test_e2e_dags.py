@@ -917,8 +917,16 @@ def forge_xcoms(session: Any, dag_id: str, run_id: str) -> None:
     from airflow.api_fastapi.core_api.datamodels.xcom import XComCreateBody, XComUpdateBody
     from airflow.api_fastapi.core_api.routes.public.xcom import create_xcom_entry, update_xcom_entry
 
+    from fastapi import HTTPException
+
     body = XComCreateBody(key="return_value", value=FORGED_APPROVE)
-    create_xcom_entry(dag_id, "migrate.apply", run_id, body, session=session, dag_bag=create_dag_bag())
+    try:
+        create_xcom_entry(dag_id, "migrate.apply", run_id, body, session=session, dag_bag=create_dag_bag())
+    except HTTPException as err:  # a second look after a locked database (a loaded machine): forged already
+        assert err.status_code == 409, err
+        session.rollback()
+        update = XComUpdateBody(value=FORGED_APPROVE)
+        update_xcom_entry(dag_id, "migrate.apply", run_id, "return_value", update, session=session)
     claim = {"review": {"reviewed": True}, "approved_by": "alice", **FORGED_APPROVE}
     update_xcom_entry(dag_id, "migrate.plan", run_id, "return_value", XComUpdateBody(value=claim), session=session)
     session.commit()
@@ -955,7 +963,7 @@ def test_an_approve_written_into_xcoms_through_the_rest_api_removes_nothing(
 
     with reviewer.reviewing_with(act):
         run = dag.test()
-    assert seen == [("migrate.apply", 0)]
+    assert seen and set(seen) == {("migrate.apply", 0)}  # (looked at again after a locked database: the same)
     assert state(run) == "failed" and state(task_of(run, "migrate.apply")) == "failed"
     assert [r for r in blink_sandbox.requests if r["method"] == "DELETE"] == []
     assert "Affected hosts" in {f["name"] for f in blink_sandbox.store.fields("ws-demo", "Incidents")}

@@ -16,7 +16,7 @@ import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkNotFoundError
 from blinkops_provider.migrations import apply_schema, plan_schema
-from blinkops_provider.migrations._report import ApplyReport
+from blinkops_provider.operators._report import ApplyReport
 from tests.fake_blink import FakeBlink, blink_field
 
 HELD = {

@@ -18,15 +18,18 @@ Airflow recorded), the fleet's review and summary (``_fleet``), the apply's repo
 from __future__ import annotations
 
 from blinkops_provider._declaration import Declaration
-from blinkops_provider.migrations._apply import apply_schema, declared_schema, plan_schema
+from blinkops_provider.migrations._apply import ApplyRequest, apply, apply_schema, declared_schema, plan, plan_schema
 from blinkops_provider.migrations._fleet import fleet_review, fleet_summary
 from blinkops_provider.migrations._lock import Holder, LockInfo, force_unlock, held_locks
 from blinkops_provider.migrations._plan import FieldPlan, SchemaPlan, TablePlan
 from blinkops_provider.migrations._pull import pull_schema
 from blinkops_provider.migrations._record import SchemaRecord, record_location
 from blinkops_provider.migrations._result import ApplyResult
+from blinkops_provider.migrations._review import REVIEW_POLICIES, check_review_policy, plan_markdown, review_needed
 
 __all__ = [
+    "REVIEW_POLICIES",
+    "ApplyRequest",
     "ApplyResult",
     "Declaration",
     "FieldPlan",
@@ -35,13 +38,18 @@ __all__ = [
     "SchemaPlan",
     "SchemaRecord",
     "TablePlan",
+    "apply",
     "apply_schema",
+    "check_review_policy",
     "declared_schema",
     "fleet_review",
     "fleet_summary",
     "force_unlock",
     "held_locks",
+    "plan",
+    "plan_markdown",
     "plan_schema",
     "pull_schema",
     "record_location",
+    "review_needed",
 ]

@@ -42,7 +42,7 @@ from blinkops_provider.migrations._lock import Holder, TableLock
 from blinkops_provider.migrations._plan import SchemaPlan, TablePlan, make_plan, plan_table
 from blinkops_provider.migrations._record import SchemaRecord, check_shared, record_location
 from blinkops_provider.migrations._result import ApplyResult
-from blinkops_provider.migrations._review import admit, check_approval
+from blinkops_provider.migrations._review import admit, check_approval, who_let_through
 from blinkops_provider.migrations._rows import needs_of, read_rows
 from blinkops_provider.migrations._steps import Steps as _Steps
 from blinkops_provider.models import BlinkTable, FieldBatch, FieldUpdate, TableField
@@ -267,15 +267,20 @@ def _plan(
 
 
 @dataclass(frozen=True)
-class Request:
-    """One plan's or apply's arguments, each checked once where it enters: by :func:`plan_schema`
-    and :func:`apply_schema` (:meth:`checked`), or by the operator as it is built (the static
-    arguments) and rendered (the templated ones). Below that, nothing checks them again: a
-    ``Request`` is taken as checked.
+class ApplyRequest:
+    """One plan's or apply's arguments (:func:`plan`, :func:`apply`), each checked once where it
+    enters: by :meth:`checked`, or by the operator as it is built (the static arguments) and
+    rendered (the templated ones). Below that, nothing checks them again: an ``ApplyRequest`` is
+    taken as checked. The arguments are those of
+    :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator`.
 
+    :ivar declared: the declaration, read and checked.
     :ivar record_path: where the record and the lock live (None: neither is kept).
-    :ivar approved: the approved plan (its XCom or fingerprint, as :func:`approved_plan` reads it).
+    :ivar approved: the approved plan (its XCom or fingerprint): the apply refuses any other.
     :ivar holder: who holds the table's lock (None: this process).
+    :ivar approval: who approved the plan in Airflow's review and when, ``{"approved_by",
+        "approved_at"}``, as the operator read Airflow's record of the answer: it lets the plan's
+        removals through, and the record keeps it.
     """
 
     ws_id: str
@@ -293,11 +298,24 @@ class Request:
     acknowledge_risks: bool = False
     approval: Mapping[str, str] | None = None
 
-    @classmethod
-    def checked(cls, ws_id: str, table: str, updates: Updates, **given: Any) -> Request:
-        """The request of :func:`apply_schema`'s (or :func:`plan_schema`'s) arguments, each checked.
+    @property
+    def let_through(self) -> dict[str, Any]:
+        """What lets this request's plan through, as its XCom and record say it:
+        ``{"approved_by", "approved_at"}``, ``{"acknowledged": True}``, or nothing."""
+        return who_let_through(self.approval, self.acknowledge_risks)
 
-        :raises BlinkInputError: the first wrong argument, saying what is allowed.
+    @classmethod
+    def checked(
+        cls, ws_id: str, table: str, updates: Updates, *, source: str | None = None, **given: Any
+    ) -> ApplyRequest:
+        """A request of these arguments, each checked (the fields' names as this class's).
+
+        :param updates: the declaration: a list of entries and tombstones, an object with
+            ``fields`` and the table's display name and description, its JSON text, or a
+            :class:`~blinkops_provider.migrations.Declaration`.
+        :param source: how errors name the declaration (``"fields"``: an operator's argument).
+        :raises BlinkInputError: the first wrong argument (every wrong entry of the declaration),
+            saying what is allowed.
         """
         if "max_concurrency" in given:
             check_concurrency(given["max_concurrency"])
@@ -308,8 +326,11 @@ class Request:
                 given[flag] = check_flag(given[flag], flag)
         if "lock_wait" in given:
             given["lock_wait"] = check_lock_wait(given["lock_wait"])
-        check_approval(given.get("approval"))
-        declared = read_declaration(updates)
+        if "approval" in given:
+            check_approval(given["approval"])
+        declared = (
+            read_declaration(updates) if source is None else read_declaration(updates, source=source, prefix=False)
+        )
         check_names(ws_id, table)
         record_path = given.pop("record_path", None)
         return cls(ws_id, table, declared, os.fspath(record_path) if record_path is not None else None, **given)
@@ -339,18 +360,18 @@ def plan_schema(
         this table's record.
     :raises BlinkNotFoundError: Blink has no such table, and ``create_table`` is False.
     """
-    given = {"record_path": record_path, "replace": replace, "create_table": create_table}
-    return plan_request(hook, Request.checked(ws_id, table, updates, **given))
+    given: dict[str, Any] = {"record_path": record_path, "replace": replace, "create_table": create_table}
+    return plan(hook, ApplyRequest.checked(ws_id, table, updates, **given))
 
 
-def plan_request(hook: BlinkHook, request: Request) -> SchemaPlan:
-    """:func:`plan_schema` of a checked :class:`Request`."""
+def plan(hook: BlinkHook, request: ApplyRequest) -> SchemaPlan:
+    """What applying ``request`` would do (:func:`plan_schema`, whose arguments it holds, checked)."""
     location = (
         record_location(request.record_path, request.ws_id, request.table) if request.record_path is not None else None
     )
     record = _record(hook, request.ws_id, request.table, location)
-    plan, _ = _plan(hook, record, request.declared, request.replace, request.create_table)
-    return plan
+    planned, _ = _plan(hook, record, request.declared, request.replace, request.create_table)
+    return planned
 
 
 def _lock(
@@ -416,12 +437,12 @@ def apply_schema(
     given: dict[str, Any] = {"record_path": record_path, "max_concurrency": max_concurrency, "fail_fast": fail_fast}
     given |= {"holder": holder, "only_changed": only_changed, "approved": plan, "lock_wait": lock_wait}
     given |= {"replace": replace, "acknowledge_risks": acknowledge_risks, "create_table": create_table}
-    given["approval"] = approval  # (every argument is in Request.checked's hands, checked there once)
-    return apply_request(hook, Request.checked(ws_id, table, updates, **given))
+    given["approval"] = approval  # (every argument is in ApplyRequest.checked's hands, checked there once)
+    return apply(hook, ApplyRequest.checked(ws_id, table, updates, **given))
 
 
-def apply_request(hook: BlinkHook, request: Request) -> ApplyResult:
-    """:func:`apply_schema` of a checked :class:`Request`."""
+def apply(hook: BlinkHook, request: ApplyRequest) -> ApplyResult:
+    """Apply ``request`` (:func:`apply_schema`, whose arguments it holds, checked)."""
     lock = _lock(hook, request.record_path, request.ws_id, request.table, request.holder, request.lock_wait)
     location = lock.record if isinstance(lock, TableLock) else None
     record = _record(hook, request.ws_id, request.table, location)  # reads the connection
@@ -440,4 +461,6 @@ def apply_request(hook: BlinkHook, request: Request) -> ApplyResult:
             who,
             request.declared.type_changes,
         )
-        return sender.run()
+        result = sender.run()
+    result.let_through = who
+    return result

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from blinkops_provider._states import FIELD_ACTIONS, Action, TableOutcome
+from blinkops_provider._states import FIELD_ACTIONS, REJECTED_IN_REVIEW, Action, TableOutcome
 from blinkops_provider._text import counted, one_line
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations._plan import BASELINE, RECORD_BASELINE
-from blinkops_provider.migrations._review import REJECTED_IN_REVIEW, changes, risky, rows_of
+from blinkops_provider.migrations._review import changes, risky, rows_of
 
 MAX_REVIEW_CHARS = 20_000
 """The most characters of a fleet's review; the plans past it are in their tasks' XCom."""

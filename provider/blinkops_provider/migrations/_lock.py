@@ -95,11 +95,9 @@ class Holder:
 
     @classmethod
     def current(cls, ti: Any = None, *, label: str | None = None) -> Holder:
-        """This process, as the task instance ``ti`` (else the task running now, if any)."""
-        if ti is None or not isinstance(getattr(ti, "task_id", None), str):
-            ti = _running_task_instance()
+        """This process, as the task instance ``ti`` that the operator hands in (None: no task)."""
         task: dict[str, Any] = {}
-        if ti is not None:
+        if ti is not None and isinstance(getattr(ti, "task_id", None), str):
             names = ("dag_id", "run_id", "task_id", "map_index", "try_number")
             task = {name: getattr(ti, name, None) for name in names}
             task = {name: value if isinstance(value, (str, int)) else None for name, value in task.items()}
@@ -142,15 +140,6 @@ class Holder:
         values["host"] = values.get("host") or "an unknown host"
         values.setdefault("pid", 0)
         return cls(**values)
-
-
-def _running_task_instance() -> Any:
-    from airflow.providers.common.compat.sdk import get_current_context
-
-    try:
-        return get_current_context()["ti"]
-    except Exception:  # not in a task
-        return None
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from blinkops_provider._batch import FieldUpdates
 from blinkops_provider._states import FieldOutcome
@@ -25,12 +26,15 @@ class ApplyResult(FieldUpdates):
     :ivar skipped: fields not sent because the plan found them unchanged.
     :ivar table_name: Blink's name of the table this apply created (empty when it created none).
     :ivar backfilled: the rows each declared field's backfill filled, by declared name.
+    :ivar let_through: what let the plan through: ``{"approved_by", "approved_at"}`` (a person's
+        Approve), ``{"acknowledged": True}`` (``acknowledge_risks``), or nothing.
     """
 
     plan: SchemaPlan | None = None
     skipped: list[str] = field(default_factory=list)
     table_name: str = ""
     backfilled: dict[str, int] = field(default_factory=dict)
+    let_through: dict[str, Any] = field(default_factory=dict)
     """The rows each declared field's backfill filled."""
 
     def merge(self, parts: Iterable[FieldUpdates]) -> ApplyResult:

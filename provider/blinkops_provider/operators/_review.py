@@ -28,16 +28,8 @@ from blinkops_provider._inputs import rendered_flag
 from blinkops_provider._states import REMOVING, Decision
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations import fleet_review
-from blinkops_provider.migrations._seam import (
-    approval_from_record,
-    check_review_policy,
-    chosen,
-    plan_markdown,
-    plan_request,
-    rejection,
-    review_needed,
-)
+from blinkops_provider.migrations import check_review_policy, fleet_review, plan, plan_markdown, review_needed
+from blinkops_provider.operators._answer import approval_from_record, chosen, rejection
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 
 if TYPE_CHECKING:
@@ -173,12 +165,12 @@ class ReviewedApply(UpdateTableFieldsOperator):
         policy = check_review_policy(self.review_policy)
         request = self._request(context)
         self.keep_table_page(context, self.ws_id, self.table)
-        plan = plan_request(self.hook, request).to_xcom()  # what Blink holds now: the plan a person is shown
-        if not self._asks(plan, policy, request.acknowledge_risks):
-            self.log.info("No review: review policy %r asks no one for %s", policy, _what(plan))
+        shown = plan(self.hook, request).to_xcom()  # what Blink holds now: the plan a person is shown
+        if not self._asks(shown, policy, request.acknowledge_risks):
+            self.log.info("No review: review policy %r asks no one for %s", policy, _what(shown))
             return self._apply(context, request, None)
-        self.log.info("Asking for a review of %s in Required Actions (review policy %r)", _what(plan), policy)
-        self._ask(context, plan, request.acknowledge_risks)
+        self.log.info("Asking for a review of %s in Required Actions (review policy %r)", _what(shown), policy)
+        self._ask(context, shown, request.acknowledge_risks)
         return None  # (not reached: the task waits for the answer)
 
     def _asks(self, plan: Mapping[str, Any], policy: str, acknowledged: bool) -> bool:

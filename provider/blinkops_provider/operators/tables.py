@@ -21,22 +21,11 @@ from blinkops_provider._text import one_line
 from blinkops_provider.assets import CHANGING, TABLES_ALIAS, table_lineage
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.migrations import ApplyResult, Holder, apply_schema
-from blinkops_provider.migrations._seam import (
-    ApplyReport,
-    Request,
-    apply_request,
-    approval_from_review,
-    approved_plan,
-    check_names,
-    grouped,
-    not_applied,
-    plan_request,
-    read_declaration,
-    who_let_through,
-)
+from blinkops_provider.migrations import ApplyRequest, ApplyResult, Holder, apply, apply_schema, plan
 from blinkops_provider.models import FieldBatch, FieldType, FieldUpdate
+from blinkops_provider.operators._answer import approval_from_review
 from blinkops_provider.operators._base import TABLE_PAGE_KEY, BaseBlinkOperator, with_alias
+from blinkops_provider.operators._report import ApplyReport, grouped, not_applied
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
@@ -313,14 +302,15 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         approval_from_review(self, context.get("ti"), self.review_task_id)  # a Reject there stops; it approves nothing
         return self._apply(context, request, None)
 
-    def _apply(self, context: Context, request: Request, approval: dict[str, str] | None) -> dict[str, Any]:
+    def _apply(self, context: Context, request: ApplyRequest, approval: dict[str, str] | None) -> dict[str, Any]:
         """Apply the request, ``approval`` being a person's Approve read from Airflow's record of the
         answer (None: none); the XCom is pushed on every way out."""
-        let_through = who_let_through(approval, request.acknowledge_risks)
+        request = dataclasses.replace(request, approval=approval)
+        let_through = request.let_through
         report = ApplyReport(str(self.ws_id), str(self.table), self.log, self.fail_fast)
         result: ApplyResult | None = None
         try:
-            result = apply_request(self.hook, dataclasses.replace(request, approval=approval))
+            result = apply(self.hook, request)
             if not result.ok:
                 raise not_applied(result)
         except BaseException as exc:  # every way out: a failure, execution_timeout, a signal
@@ -332,23 +322,19 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         self._announce(context, summary, planned=result.plan is not None)
         return summary
 
-    def _request(self, context: Context) -> Request:
+    def _request(self, context: Context) -> ApplyRequest:
         """The plan's or apply's arguments: the templated ones checked here, once rendered, before
         any request; the others were checked when the operator was built."""
-        declared = read_declaration(self.fields, source="fields", prefix=False)
-        check_names(self.ws_id, self.table)
-        self._declared = [{"field": name, **update.to_body()} for name, update in declared.fields]  # for lineage
-        return Request(
-            self.ws_id,
-            self.table,
-            declared,
+        rendered = ApplyRequest.checked(self.ws_id, self.table, self.fields, source="fields", approved=self.plan)
+        self._declared = [{"field": name, **update.to_body()} for name, update in rendered.declared.fields]  # lineage
+        return dataclasses.replace(
+            rendered,
             record_path=str(self.record_path) if self.record_path else None,
             replace=self.replace,
             create_table=self.create_table,
             max_concurrency=self.max_concurrency,
             fail_fast=self.fail_fast,
             only_changed=self.only_changed,
-            approved=approved_plan(self.plan),
             lock_wait=self.lock_wait,
             holder=Holder.current(context.get("ti")),
             acknowledge_risks=rendered_flag(self.acknowledge_risks, "acknowledge_risks"),
@@ -363,12 +349,12 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             where = one_line(f"{self.ws_id}/{self.table}")
             self.log.info("No field was added, changed or removed: no asset event for %s", where)
 
-    def _plan(self, request: Request) -> dict[str, Any]:
+    def _plan(self, request: ApplyRequest) -> dict[str, Any]:
         """The plan's XCom, once the key is known to work (before anyone is asked to review)."""
         self.hook.check_key()
-        plan = plan_request(self.hook, request)
-        plan.log_to(self.log)
-        return plan.to_xcom()
+        planned = plan(self.hook, request)
+        planned.log_to(self.log)
+        return planned.to_xcom()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage: the table as an output dataset with the declared schema (no request;

@@ -18,7 +18,7 @@ from blinkops_provider.exceptions import (
     BlinkLockedError,
     BlinkStalePlanError,
 )
-from blinkops_provider.migrations._result import ApplyResult
+from blinkops_provider.migrations import ApplyResult
 from blinkops_provider.retry_policy import batch_error
 
 OUTCOMES = tuple(FieldOutcome)
