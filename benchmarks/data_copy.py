@@ -33,7 +33,7 @@ from typing import Any
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-bench-"))
 
 from blinkops_provider._inputs import DEFAULT_UPDATE_CONCURRENCY
-from blinkops_provider.migrations._fill import Copy
+from blinkops_provider.migrations._steps import Copy
 
 
 class LatentBlink:

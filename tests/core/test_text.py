@@ -16,7 +16,7 @@ from blinkops_provider.catalogue import diff_catalogues
 from blinkops_provider.exceptions import BlinkBadRequestError
 from blinkops_provider.migrations import fleet_review, fleet_summary
 from blinkops_provider.migrations._plan import make_plan
-from blinkops_provider.migrations._result import ApplyResult
+from blinkops_provider.migrations._steps import ApplyResult
 from blinkops_provider.models import FieldUpdate, TableField
 from blinkops_provider.operators._report import ApplyReport
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from blinkops_provider.migrations._convert import OPAQUE, USER_TYPES, convert, rule, table
+from blinkops_provider.migrations._rows import OPAQUE, USER_TYPES, convert, rule, table
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "migrating_data.md"
 

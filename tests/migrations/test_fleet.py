@@ -1,4 +1,4 @@
-"""One review for many tables' plans (blinkops_provider.migrations._fleet) (#34, in part)."""
+"""One review for many tables' plans (blinkops_provider.migrations._review) (#34, in part)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import pytest
 
 from blinkops_provider._models import validate_field_updates
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations._fleet import (
+from blinkops_provider.migrations._plan import SchemaPlan, plan_fields
+from blinkops_provider.migrations._review import (
     MAX_REVIEW_CHARS,
     fleet_review,
     fleet_summary,
 )
-from blinkops_provider.migrations._plan import SchemaPlan, plan_fields
 
 SELECT = {"type": "single-select", "display_name": "S", "attributes": {"options": ["Low", "High"]}}
 

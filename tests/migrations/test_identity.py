@@ -1,10 +1,10 @@
-"""How declared entries are matched to Blink's fields and tables (blinkops_provider.migrations._identity)."""
+"""How declared entries are matched to Blink's fields and tables (blinkops_provider.migrations._plan)."""
 
 from __future__ import annotations
 
 import pytest
 
-from blinkops_provider.migrations._identity import match_fields, match_table
+from blinkops_provider.migrations._plan import match_fields, match_table
 from blinkops_provider.models import BlinkTable, FieldUpdate, TableField
 
 

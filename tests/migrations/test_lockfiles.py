@@ -1,4 +1,4 @@
-"""Where a table's lock is kept (blinkops_provider.migrations._lockfiles): mutual exclusion under
+"""Where a table's lock is kept (blinkops_provider.migrations._lock): mutual exclusion under
 contention, proven by holders that record entry and exit, with threads and processes, on a local
 folder and on S3 (moto) (#33)."""
 
@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 
 from blinkops_provider.exceptions import BlinkLockedError
-from blinkops_provider.migrations._lock import Holder, TableLock
-from blinkops_provider.migrations._lockfiles import lock_file
+from blinkops_provider.migrations._lock import Holder, TableLock, lock_file
 
 ROUNDS = 200
 

@@ -1,4 +1,4 @@
-"""A live table as a declaration (blinkops_provider.migrations._pull, #57): pulled, then planned
+"""A live table as a declaration (blinkops_provider.migrations._cli, #57): pulled, then planned
 against the same Blink, it is all unchanged; against the sandbox and against a Blink of the tests'
 own, whose naming rule and defaults differ."""
 
@@ -14,7 +14,7 @@ import requests_mock as rm
 from blinkops_provider.exceptions import BlinkNotFoundError
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations import plan_schema, pull_schema
-from blinkops_provider.migrations._pull import pull_table, record_pulled
+from blinkops_provider.migrations._cli import pull_table, record_pulled
 from blinkops_provider.models import FieldType
 from blinkops_provider.sandbox import BlinkSandbox
 from tests.fake_blink import FakeBlink, blink_field

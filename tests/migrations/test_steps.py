@@ -348,7 +348,7 @@ def test_a_delete_404_of_a_field_blink_still_lists_fails_the_field(hook: Any, tm
 def test_fields_left_unsent_by_a_failed_step_say_so_not_an_interruption(hook: Any, tmp_path: Path) -> None:
     """#56 item 8: the table's PUT fails (a 400) after the fields: the removal is reported "not
     sent: an earlier step of the apply failed", not "the task was interrupted"."""
-    from blinkops_provider.migrations._result import ApplyResult
+    from blinkops_provider.migrations._steps import ApplyResult
 
     declared = {"description": "Security incidents", "fields": [TITLE, GONE]}
     with rm.Mocker() as m:

@@ -37,13 +37,12 @@ from blinkops_provider.exceptions import (
     BlinkReadUnavailableError,
 )
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.migrations._identity import created_as, match_table
 from blinkops_provider.migrations._lock import Holder, TableLock
-from blinkops_provider.migrations._plan import SchemaPlan, TablePlan, make_plan, plan_table
+from blinkops_provider.migrations._plan import SchemaPlan, TablePlan, created_as, make_plan, match_table, plan_table
 from blinkops_provider.migrations._record import SchemaRecord, check_shared, record_location
-from blinkops_provider.migrations._result import ApplyResult
 from blinkops_provider.migrations._review import admit, check_approval, who_let_through
 from blinkops_provider.migrations._rows import needs_of, read_rows
+from blinkops_provider.migrations._steps import ApplyResult
 from blinkops_provider.migrations._steps import Steps as _Steps
 from blinkops_provider.models import BlinkTable, FieldBatch, FieldUpdate, TableField
 

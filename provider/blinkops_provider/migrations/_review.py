@@ -7,6 +7,18 @@ apply asks :func:`admit` before it sends anything.
 What a person answered is read by the operators, where Airflow keeps it, and handed in
 (``approval``); nothing here reads Airflow. A removal is sent only with a person's Approve read
 from Airflow's record, or with ``acknowledge_risks``.
+
+One review for the plans of many tables (a fleet): what a person reads before approving them.
+
+:func:`fleet_review` takes the plans' XComs (:meth:`SchemaPlan.to_xcom
+<blinkops_provider.migrations._plan.SchemaPlan.to_xcom>`, one per table, for example the mapped
+plan tasks' ``plan.output``) and writes one text: a summary first, the tables with refused or
+destructive changes before the others, the tables with nothing to change in one line, then each
+changed table's rows, within a size bound.
+
+:func:`fleet_summary` says, once the applies are over, which tables were applied, unchanged,
+failed, stale or rejected, and how many rate-limit
+(429) answers they met.
 """
 
 from __future__ import annotations
@@ -14,10 +26,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from blinkops_provider._states import REMOVING, Action
-from blinkops_provider._text import one_line
+from blinkops_provider._states import FIELD_ACTIONS, REJECTED_IN_REVIEW, REMOVING, Action, TableOutcome
+from blinkops_provider._text import counted, one_line
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.models import READ_ONLY_ATTRIBUTES, TableField
+from blinkops_provider.migrations._plan import BASELINE, RECORD_BASELINE
 
 
 class Planned(Protocol):
@@ -124,16 +136,6 @@ def check_approval(approval: Any) -> None:
         )
 
 
-def removal_refused(name: str, held: TableField) -> str:
-    """Why no one may remove Blink's field ``held`` (declared as ``name``), whoever approves: it is
-    one of Blink's system or protected fields. "" when a removal of it may be let through (by a
-    person's Approve, or ``acknowledge_risks``: :func:`admit`)."""
-    markers = held.attributes or {}
-    if any(markers.get(marker) is True for marker in READ_ONLY_ATTRIBUTES):
-        return f"{name!r} is one of Blink's system or protected fields, which Blink does not let anyone remove"
-    return ""
-
-
 def admit(
     log: Any,
     planned: Planned,
@@ -210,3 +212,238 @@ def plan_markdown(plan: Mapping[str, Any], acknowledged: bool = False) -> str:
             str(plan.get("text", "")),
         ]
     )
+
+
+MAX_REVIEW_CHARS = 20_000
+"""The most characters of a fleet's review; the plans past it are in their tasks' XCom."""
+
+
+MIN_REVIEW_CHARS = 1_000
+"""The smallest size bound a review takes: room for its summary and the count of what it leaves out."""
+
+
+def _name(plan: Mapping[str, Any]) -> str:
+    """``ws/table`` on one line, whatever the names hold (no line break can forge a review line)."""
+    return one_line(f"{plan.get('ws_id')}/{plan.get('table')}")
+
+
+def _rank(plan: Mapping[str, Any]) -> tuple[int, str]:
+    rows = rows_of(plan)
+    risk = 0 if any(row.get("action") == Action.REFUSED for row in rows) else 1 if risky(plan) else 2
+    return risk, _name(plan)
+
+
+def _line(plan: Mapping[str, Any]) -> str:
+    rows = rows_of(plan)
+    count = {action: sum(row.get("action") == action for row in rows) for action in FIELD_ACTIONS}
+    destructive = sum(row.get("destructive") is True for row in rows if row.get("action") != Action.REMOVE)
+    removing = f", {count[Action.REMOVE]} to remove" if count[Action.REMOVE] else ""
+    removing += f", {count[Action.RETYPE]} to retype" if count[Action.RETYPE] else ""
+    flags = [
+        word
+        for word, n in (("refused", count[Action.REFUSED]), ("destructive", destructive + count[Action.REMOVE]))
+        if n
+    ]
+    mark = f" [{', '.join(flags).upper()}]" if flags else ""
+    return (
+        f"- {_name(plan)}{mark}: {count[Action.ADD]} to add, {count[Action.CHANGE]} to change "
+        f"({destructive} destructive){removing}, {count[Action.REFUSED]} refused, {count[Action.UNCHANGED]} unchanged "
+        f"(plan {one_line(str(plan.get('fingerprint')))})"
+    )
+
+
+def _fit(items: Sequence[str], room: int, sep: str) -> tuple[list[str], int]:
+    """The first of ``items`` whose joined length fits in ``room``, and how many are left out."""
+    kept: list[str] = []
+    used = 0
+    for item in items:
+        used += len(item) + (len(sep) if kept else 0)
+        if used > room:
+            break
+        kept.append(item)
+    return kept, len(items) - len(kept)
+
+
+def fleet_review(plans: Sequence[Mapping[str, Any]], *, max_chars: int = MAX_REVIEW_CHARS) -> str:
+    """The text of one review of many tables' plans (Markdown, which reads as plain text too),
+    at most ``max_chars`` long whatever the number of tables.
+
+    What a table needs is read from its rows, never from its stored counts; every name is written
+    on one line. The tables with refused or destructive changes come first; each changed table is
+    named, or counted with where its plan is (its plan task's XCom) when the bound leaves no room.
+
+    :param plans: the plans' XComs, one per table.
+    :param max_chars: the size bound (at least ``MIN_REVIEW_CHARS``, 1,000).
+    """
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < MIN_REVIEW_CHARS:
+        raise BlinkInputError(f"max_chars must be an integer of {MIN_REVIEW_CHARS} or more, got {max_chars!r}")
+    changed = sorted((p for p in plans if changes(p)), key=_rank)
+    unchanged = sorted(_name(p) for p in plans if not changes(p))
+    risky_ones = sum(1 for p in changed if _rank(p)[0] < 2)
+    lines = [
+        f"Fleet review: {counted(len(plans), 'table')}: {counted(len(changed), 'table')} to change ({risky_ones} with "
+        f"refused or destructive changes, listed first), {counted(len(unchanged), 'table')} unchanged.",
+        "",
+        *_changed_lines(changed, max_chars * 2 // 5),
+        *_unchanged_lines(unchanged, max_chars // 10),
+        *_baseline_lines(changed),
+    ]
+    text = "\n".join(lines)
+    return text + _table_rows(changed, max_chars - len(text))
+
+
+def _baseline_lines(changed: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each baseline paragraph the changed plans use, once for the fleet rather than once a table."""
+    said = [text for text in (BASELINE, RECORD_BASELINE) if any(p.get("baseline") == text for p in changed)]
+    return [line for text in said for line in ("", text)]
+
+
+def _changed_lines(changed: Sequence[Mapping[str, Any]], room: int) -> list[str]:
+    """One line per table to change while they fit in ``room``, then how many more."""
+    listed, left = _fit([_line(plan) for plan in changed], room, "\n")
+    more = [f"- and {left} more table(s) to change: their plans are in their plan tasks' XCom"] if left else []
+    return [*listed, *more]
+
+
+def _unchanged_lines(unchanged: Sequence[str], room: int) -> list[str]:
+    """The tables with nothing to change, named while they fit in ``room``, then counted."""
+    if not unchanged:
+        return []
+    names, more = _fit(list(unchanged), room, ", ")
+    return ["", f"Nothing to change in: {', '.join(names)}" + (f" and {more} more" if more else "")]
+
+
+def _table_rows(changed: Sequence[Mapping[str, Any]], room: int) -> str:
+    """Each changed table's rows while they fit in ``room``, then what was left out: named while
+    that fits, else counted (a table's rows give way to the note that names the rest)."""
+    blocks = [f"\n\n### {_name(plan)}\n\n{_rows(plan)}" for plan in changed]
+    shown = 0
+    while shown < len(blocks) and sum(map(len, blocks[: shown + 1])) <= room:
+        shown += 1
+    while True:
+        text = "".join(blocks[:shown]) + _left_out([_name(plan) for plan in changed[shown:]], room)
+        if len(text) <= room or shown == 0:
+            return text[:room]
+        shown -= 1
+
+
+def _left_out(names: Sequence[str], room: int) -> str:
+    if not names:
+        return ""
+    note = (
+        "\n\n{} more table(s) not shown here, to keep the review within the bound: {}. Their full plans are in "
+        "the XCom of their plan tasks."
+    )
+    kept, more = _fit(names, max(room - len(note) - 40, 0), ", ")
+    return note.format(
+        len(names), ", ".join(kept) + (f" and {more} more" if more else "") if kept else f"{more} tables"
+    )
+
+
+def _rows(plan: Mapping[str, Any]) -> str:
+    """A plan's text without the baseline paragraph, which the fleet's review says once."""
+    baselines = (BASELINE, RECORD_BASELINE)
+    return "\n\n".join(part for part in str(plan.get("text", "")).split("\n\n") if part.strip() not in baselines)
+
+
+OUTCOMES = tuple(TableOutcome)
+"""A table's outcomes, in the order the fleet's summary lists them."""
+
+WHY_CHARS = 300
+"""The most characters of a failed table's cause the summary shows (its apply's log has it whole)."""
+
+
+def _outcome(result: Mapping[str, Any] | None) -> str:
+    if not result:
+        return TableOutcome.FAILED  # the apply failed before it knew anything of the table, or never ran
+    outcome = result.get("outcome")
+    return outcome if isinstance(outcome, str) and outcome in OUTCOMES else TableOutcome.FAILED
+
+
+def _waits(result: Mapping[str, Any] | None) -> int:
+    """The 429 answers an apply met, as it reports them (anything but a count is none)."""
+    waits = (result or {}).get("rate_limited")
+    return waits if isinstance(waits, int) and not isinstance(waits, bool) and waits > 0 else 0
+
+
+def fleet_summary(
+    tables: Sequence[Mapping[str, Any]],
+    results: Sequence[Mapping[str, Any] | None],
+    *,
+    rejected: bool = False,
+    plans: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """What became of each table of a fleet once its applies are over: applied, unchanged,
+    failed (with its cause in one line), stale, or rejected (``rejected``: the review rejected
+    the plans, so no apply ran and every table is ``rejected``).
+
+    :param tables: the tables, each with ``ws_id`` and ``table``, in the applies' map order.
+    :param results: each apply's XCom (the :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator`
+        summary, pushed also when it fails), None where there is none: in the same order.
+    :param plans: the tables' plans (their XComs, any order): with ``rejected``, a table whose plan
+        had nothing to change is ``unchanged``, not ``rejected``.
+    :returns: ``{"applied", "unchanged", "failed", "stale", "rejected": ["ws/table", ...], "rate_limited": n,
+        "errors": {"ws/table": message}, "text": ...}``, ``rate_limited`` being the 429 answers the
+        applies met (each one waited out, or retried by the task).
+    """
+    if len(tables) != len(results):
+        raise BlinkInputError(f"{len(tables)} tables but {len(results)} apply results: give one result per table")
+    summary: dict[str, Any] = {outcome.value: [] for outcome in OUTCOMES}  # plain text keys: XCom-ready
+    errors: dict[str, str] = {}
+    waits = 0
+    kept = _unchanged_plans(plans)
+    for table, given in zip(tables, results, strict=True):
+        result = given if isinstance(given, Mapping) else None  # anything else: no result
+        name = _name(table) if isinstance(table, Mapping) else one_line(str(table))
+        outcome = _rejected(name in kept) if rejected else _outcome(result)
+        summary[outcome].append(name)
+        waits += _waits(result)
+        if outcome in (TableOutcome.FAILED, TableOutcome.STALE):
+            errors[name] = _why_failed(result)
+    return {
+        **summary,
+        "rate_limited": waits,
+        "errors": errors,
+        "text": _summary_text(len(tables), summary, errors, waits),
+    }
+
+
+def _unchanged_plans(plans: Sequence[Mapping[str, Any]] | None) -> set[str]:
+    """The tables whose plan changes nothing."""
+    return {_name(plan) for plan in plans or () if isinstance(plan, Mapping) and not changes(plan)}
+
+
+def _rejected(unchanged: bool) -> TableOutcome:
+    """A table's outcome when the review rejected the plans: unchanged when its plan changed nothing."""
+    return TableOutcome.UNCHANGED if unchanged else TableOutcome.REJECTED
+
+
+def _why_failed(result: Mapping[str, Any] | None) -> str:
+    """Why an apply failed, in one line."""
+    why = one_line(str((result or {}).get("error") or _fields_failed(result) or "no result: see its task's log"))
+    return why if len(why) <= WHY_CHARS else why[: WHY_CHARS - 1] + "…"
+
+
+def _summary_text(count: int, summary: Mapping[str, list[str]], errors: Mapping[str, str], waits: int) -> str:
+    applied, kept, failed, stale, rejected = (summary[outcome] for outcome in OUTCOMES)
+    if rejected:
+        unchanged = f"\nUnchanged (nothing to apply): {', '.join(kept)}" if kept else ""
+        return f"Fleet of {counted(count, 'table')}: {REJECTED_IN_REVIEW}.\nRejected: {', '.join(rejected)}{unchanged}"
+    lines = [
+        f"Fleet of {counted(count, 'table')}: {len(applied)} applied, {len(kept)} unchanged, {len(failed)} failed, "
+        f"{len(stale)} stale; {waits} rate-limit (429) wait(s)."
+    ]
+    for outcome in OUTCOMES:
+        if summary[outcome]:
+            lines.append(f"{outcome.capitalize()}: {', '.join(summary[outcome])}")
+    lines += [f"- {name}: {message}" for name, message in errors.items()]
+    return "\n".join(lines)
+
+
+def _fields_failed(result: Mapping[str, Any] | None) -> str:
+    given = (result or {}).get("failed")
+    failed = [entry.get("field") for entry in given if isinstance(entry, Mapping)] if isinstance(given, list) else []
+    unknown = (result or {}).get("unknown")
+    unknown = list(unknown) if isinstance(unknown, list) else []
+    parts = [f"fields failed: {', '.join(map(str, failed))}"] if failed else []
+    return "; ".join(parts + ([f"fields unknown: {', '.join(map(str, unknown))}"] if unknown else []))

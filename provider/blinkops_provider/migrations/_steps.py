@@ -11,16 +11,39 @@ Blink's fields to :meth:`~blinkops_provider.hooks.blink.BlinkHook.create_table_f
 :meth:`~blinkops_provider.hooks.blink.BlinkHook.update_table_field`, the table's ``change`` to
 :meth:`~blinkops_provider.hooks.blink.BlinkHook.update_table`, and a ``remove`` to
 :meth:`~blinkops_provider.hooks.blink.BlinkHook.delete_table_field`. The hook calls nothing back.
+
+What an apply did to each declared field: the batches' reports, merged, under the plan.
+
+How a migration writes values into the table's rows: a backfill fills a field's empty rows,
+and a retype's copy writes each row's old value, converted, into the new field.
+
+The table is walked page by page (:meth:`~blinkops_provider.hooks.blink.BlinkHook.iter_records`);
+each row that holds no value for the field is read again just before its write
+(:meth:`~blinkops_provider.hooks.blink.BlinkHook.get_record`), and written whole, as just read,
+with the value filled in (:meth:`~blinkops_provider.hooks.blink.BlinkHook.update_record`: Blink
+empties whatever an update leaves out). A row that holds a value by then (a person filled it since
+the walk) is left as it is. Only empty values are written, so a rerun after an interruption
+resumes where the last one stopped: the rows it filled are no longer empty.
+
+The one window that remains: a change a person makes to the row between that second read and the
+write (one round trip) is overwritten, since Blink's update has no version check.
+
+Each page's writes go ``max_concurrency`` at a time on the apply's threads, each thread taking
+its share of the page's rows in turn (one task per thread, not one per row: a task per row made
+the interpreter's garbage collector a third of a long copy's time); the next page is read once
+they are done, so memory stays flat however many rows the table has.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from blinkops_provider._batch import FieldUpdates, Send, run_batch, workers
-from blinkops_provider._states import Action
+from blinkops_provider._states import Action, FieldOutcome
 from blinkops_provider._text import one_line, show
 from blinkops_provider.exceptions import (
     BlinkApiError,
@@ -31,12 +54,217 @@ from blinkops_provider.exceptions import (
     BlinkResponseError,
 )
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.migrations._fill import Copy, Fill
-from blinkops_provider.migrations._merge import field_body
-from blinkops_provider.migrations._plan import FieldPlan, SchemaPlan
+from blinkops_provider.migrations._plan import FieldPlan, SchemaPlan, field_body
 from blinkops_provider.migrations._record import SchemaRecord
-from blinkops_provider.migrations._result import ApplyResult
+from blinkops_provider.migrations._rows import convert, empty
 from blinkops_provider.models import FieldUpdate, NewTable, TableField
+
+
+@dataclass
+class ApplyResult(FieldUpdates):
+    """Every declared field's outcome, keyed by the declared names: a
+    :class:`~blinkops_provider.hooks.blink.FieldUpdates` (the same members and methods, read the
+    same way) that also knows the plan it followed, so an outcome says ``added``, ``changed`` or
+    ``removed`` where a batch says ``applied``.
+
+    A field is ``failed`` when it was refused by the plan, by Blink, or not sent; ``unconfirmed``
+    holds also an add that Blink's fields read then did not show once.
+
+    :ivar plan: the plan the apply followed; None when it was sent blind (neither Blink's fields nor
+        a record to plan against), so that a confirmed field is ``applied``.
+    :ivar skipped: fields not sent because the plan found them unchanged.
+    :ivar table_name: Blink's name of the table this apply created (empty when it created none).
+    :ivar backfilled: the rows each declared field's backfill filled, by declared name.
+    :ivar let_through: what let the plan through: ``{"approved_by", "approved_at"}`` (a person's
+        Approve), ``{"acknowledged": True}`` (``acknowledge_risks``), or nothing.
+    """
+
+    plan: SchemaPlan | None = None
+    skipped: list[str] = field(default_factory=list)
+    table_name: str = ""
+    backfilled: dict[str, int] = field(default_factory=dict)
+    let_through: dict[str, Any] = field(default_factory=dict)
+    """The rows each declared field's backfill filled."""
+
+    def merge(self, parts: Iterable[FieldUpdates]) -> ApplyResult:
+        """Add the outcomes of ``parts``: the batches' reports, or other results."""
+        for part in parts:
+            self.updated += part.updated
+            self.failed.update(part.failed)
+            self.not_sent += part.not_sent
+            self.applied.update(part.applied)
+            self.unknown += part.unknown
+            self.unconfirmed.update(part.unconfirmed)
+            self.table_name = self.table_name or getattr(part, "table_name", "")
+        return self
+
+    def names(self) -> dict[str, str]:
+        """Blink's name of each declared field where it is not the declared name, by declared name:
+        of a field this apply added (where Blink's answer or read gave it), and of one the plan found
+        under another name (by its display name, or the record's note), whatever its outcome."""
+        names = {row.field: row.blink_name for row in self.plan.fields if row.blink_name} if self.plan else {}
+        names.update(self._added_names())
+        return {name: names[name] for name in self.order if name in names}
+
+    def _added_names(self) -> dict[str, str]:
+        """Blink's name of each field this apply added, where Blink's answer or read gave it."""
+        classify = self._classifier()
+        return {
+            name: stored.name
+            for name in self.order
+            if (stored := self.applied.get(name)) is not None
+            and stored.name
+            and classify(name) in (FieldOutcome.ADDED, FieldOutcome.RETYPED)
+        }
+
+    @property
+    def ok(self) -> bool:
+        """Whether every field was applied, or skipped as unchanged."""
+        return super().ok
+
+    def outcome(self, name: str) -> str:
+        """What happened to a declared field: ``added``, ``changed``, ``removed`` or ``unchanged``
+        (as planned, and confirmed by Blink or skipped), ``applied`` (confirmed, with no plan),
+        ``failed`` (refused, or not sent) or ``unknown`` (sent, perhaps applied: in flight when
+        interrupted, or answered with a 2xx that is not Blink's answer)."""
+        return super().outcome(name)
+
+    def _classifier(self) -> Callable[[str], str]:
+        batch, skipped, plan, applied = super()._classifier(), set(self.skipped), self.plan, self.applied
+
+        def classify(name: str) -> str:
+            if name in applied and plan is not None:
+                return plan.done(name)
+            if name not in applied and name in skipped:
+                return FieldOutcome.UNCHANGED
+            return batch(name)
+
+        return classify
+
+
+PROGRESS_EVERY = 500
+"""Rows between two progress lines of a long fill."""
+
+
+@dataclass
+class Fill:
+    """One field's backfill in one table (the same steps as a copy's, below).
+
+    :param name: Blink's name of the field.
+    :param value: what its empty rows get.
+    :param expected: the empty rows the plan counted (for the progress lines).
+    """
+
+    hook: Any
+    ws_id: str
+    table: str
+    name: str
+    value: Any
+    expected: int = 0
+    workers: int = 16
+    """The rows written at once (the apply's ``max_concurrency``)."""
+
+    def run(self, pool: Executor, page_size: int = 500) -> int:
+        """Fill every empty row; how many were written."""
+        written = seen = 0
+        rows = self.hook.iter_records(self.ws_id, self.table, page_size=page_size)
+        for page in _pages(rows, page_size):
+            empties = [row["id"] for row in page if empty(row.get(self.name))]
+            written += in_turn(pool, self._fill_one, empties, self.workers)
+            before, seen = seen, seen + len(empties)
+            if seen // PROGRESS_EVERY != before // PROGRESS_EVERY:
+                self.hook.log.info("backfilled %s: %s/%s rows", self.name, f"{written:,}", f"{self.expected:,}")
+        return written
+
+    def _fill_one(self, record_id: Any) -> int:
+        """One row, read again and written whole with the value, if it is still empty: 1, else 0."""
+        fresh = self.hook.get_record(self.ws_id, self.table, record_id)
+        if not empty(fresh.get(self.name)):
+            return 0
+        self.hook.update_record(self.ws_id, self.table, record_id, {**fresh, self.name: self.value})
+        return 1
+
+
+def in_turn(pool: Executor, write: Callable[[Any], int], ids: list[Any], workers: int) -> int:
+    """``write`` of every id, ``workers`` at a time on ``pool``: each of ``workers`` tasks takes
+    its share of the ids in turn. The sum of what the writes return."""
+    shares = [ids[start::workers] for start in range(min(workers, len(ids)))]
+    return sum(pool.map(lambda share: sum(write(one) for one in share), shares))
+
+
+def _pages(rows: Iterator[Mapping[str, Any]], size: int) -> Iterator[list[Mapping[str, Any]]]:
+    while page := list(islice(rows, size)):
+        yield page
+
+
+@dataclass
+class Copy:
+    """One pass of a retype's copy: each row's old value, converted, written to the new field.
+
+    A row is due when its new field does not hold what its old value converts to (or holds a value
+    while the old one is empty): rows copied already are not written again, so a rerun after a
+    killed worker writes only what is left, and a pass after rows were edited during the copy
+    writes exactly the edited ones.
+
+    :param old: Blink's name of the field being retyped; ``new`` of the field replacing it.
+    :param types: the old type, the new type, and the new field's options.
+    :param strict: a value that does not convert stops the copy (``type_change: copy``); else
+        (``copy_or_empty``) its row's new field is left empty.
+    """
+
+    hook: Any
+    ws_id: str
+    table: str
+    old: str
+    new: str
+    types: tuple[str, str, tuple[Any, ...]]
+    strict: bool = True
+    expected: int = 0
+    workers: int = 16
+    """The rows written at once (the apply's ``max_concurrency``)."""
+
+    def run(self, pool: Executor, page_size: int = 500) -> tuple[int, int, int]:
+        """One pass over every row: ``(rows written, rows that hold the converted value, values
+        that do not convert)``."""
+        written = holding = failing = seen = 0
+        for page in _pages(self.hook.iter_records(self.ws_id, self.table, page_size=page_size), page_size):
+            due = []
+            for row in page:
+                ok, want = self.wanted(row)
+                failing += 0 if ok else 1
+                holding += 1 if ok and want is not None else 0
+                due += [row["id"]] if ok and _differs(row.get(self.new), want) else []
+            written += in_turn(pool, self._copy_one, due, self.workers)
+            before, seen = seen, seen + len(page)
+            if due and seen // PROGRESS_EVERY != before // PROGRESS_EVERY:
+                self.hook.log.info("copied %s/%s rows", f"{written:,}", f"{self.expected:,}")
+        return written, holding, failing
+
+    def wanted(self, row: Mapping[str, Any]) -> tuple[bool, Any]:
+        """What the row's new field should hold: ``(True, value or None)``, or ``(False, None)``
+        when its old value does not convert and the copy is strict."""
+        old = row.get(self.old)
+        if empty(old):
+            return True, None
+        ok, value = convert(old, *self.types)
+        if ok:
+            return True, value
+        return (not self.strict), None
+
+    def _copy_one(self, record_id: Any) -> int:
+        """One row, read again and written whole with its converted value, if still due: 1, else 0."""
+        fresh = self.hook.get_record(self.ws_id, self.table, record_id)
+        ok, want = self.wanted(fresh)
+        if not ok or not _differs(fresh.get(self.new), want):
+            return 0
+        self.hook.update_record(self.ws_id, self.table, record_id, {**fresh, self.new: want})
+        return 1
+
+
+def _differs(held: Any, want: Any) -> bool:
+    """Whether the new field's value is not the one wanted (empty forms being one)."""
+    return bool((None if empty(held) else held) != want)
+
 
 Batch = list[tuple[str, FieldUpdate]]
 COPY_PASSES = 5
@@ -262,7 +490,7 @@ class Steps:
         )
 
     def _backfill(self, added: FieldUpdates) -> None:
-        """Fill the empty rows of each field the plan backfills (:mod:`._fill`): an added one under
+        """Fill the empty rows of each field the plan backfills: an added one under
         the name Blink gave it, once its add is confirmed; one turning ``required`` on, before its
         change is sent."""
         assert self.pool is not None
@@ -324,8 +552,8 @@ class Steps:
         if not unnamed:
             return added
         shown: dict[Any, list[TableField]] = {}
-        for field in self.hook.get_table_fields(self.plan.ws_id, self.table_name):
-            shown.setdefault(field.display_name, []).append(field)
+        for held in self.hook.get_table_fields(self.plan.ws_id, self.table_name):
+            shown.setdefault(held.display_name, []).append(held)
         for name in unnamed:
             found = shown.get(bodies[name].display_name, [])
             if len(found) == 1:
