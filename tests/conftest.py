@@ -39,7 +39,6 @@ COMPAT = frozenset(
         "test_connection_types.py",
         "test_conventions.py",
         "test_batch.py",
-        "test_plan_and_apply.py",
         "test_blink.py",
         "test_connection.py",
         "test_transport.py",
@@ -57,6 +56,7 @@ COMPAT = frozenset(
         "test_answer.py",
         "test_task_groups.py",
         "test_record.py",
+        "test_apply.py",
         "test_schema_cli.py",
     }
 )

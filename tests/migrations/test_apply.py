@@ -1,16 +1,33 @@
-"""Planning and applying a migration (blinkops_provider.migrations._apply): what the inputs may be (#35)."""
+"""Planning and applying a migration (blinkops_provider.migrations._apply): what the inputs may be (#35).
+
+The plan of a schema migration: plan_schema, apply_schema, record_path, only_changed, plan_only (#18).
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 import requests_mock as rm
 
-from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations import apply_schema, declared_schema, plan_schema
+from blinkops_provider.exceptions import (
+    BlinkApiError,
+    BlinkClientError,
+    BlinkConfigurationError,
+    BlinkInputError,
+    BlinkLockedError,
+    BlinkStalePlanError,
+)
+from blinkops_provider.migrations import SchemaRecord, apply_schema, declared_schema, plan_schema
+from blinkops_provider.migrations._lock import Holder, TableLock
+from blinkops_provider.migrations._plan import RECORD_BASELINE, differing_members
+from blinkops_provider.operators.tables import UpdateTableFieldsOperator
+from tests.conftest import FakeTI, keys
 from tests.fake_blink import field_json, without_table_reads
 
 pytestmark = pytest.mark.usefixtures("blink_without_table_reads")
@@ -321,3 +338,723 @@ def test_a_field_left_unchanged_is_recorded_as_blink_showed_it_so_later_drift_sh
     stage = next(row for row in plan.fields if row.field == "Stage")
     assert stage.drift == ("attributes.options",)
     assert "- Stage: attributes.options (changed in Blink by bob@blink.test" in plan.describe()
+
+
+BASE = "https://blink.test/api/v1"
+TABLE_URL = f"{BASE}/workspace/ws-1/table/Incidents/fields"
+NOW = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.UTC)
+
+DECLARED = [
+    {"field": "Title", "type": "text", "display_name": "Title"},
+    {
+        "field": "Severity",
+        "type": "single-select",
+        "display_name": "Severity",
+        "attributes": {"options": ["Low", "High"], "default_value": "Low"},
+    },
+    {"field": "Due", "type": "date", "display_name": "Due by"},
+]
+
+
+@pytest.fixture
+def record(tmp_path: Path) -> Path:
+    return tmp_path / "records" / "Incidents.json"
+
+
+def changed_schema() -> list[dict[str, Any]]:
+    """DECLARED with Severity's display name and options changed."""
+    schema = json.loads(json.dumps(DECLARED))
+    schema[1]["display_name"] = "How bad"
+    schema[1]["attributes"]["options"] = ["Low", "High", "Critical"]
+    return schema
+
+
+def writes(m: Any) -> list[Any]:
+    """The requests that change something in Blink (a plan reads the table's fields)."""
+    return [call for call in m.request_history if call.method != "GET"]
+
+
+def locked(record: Path | str, owner: str, table: str = "Incidents", **clock: Any) -> Any:
+    """The table's lock, held by another apply named ``owner``."""
+    return TableLock(str(record), ws_id="ws-1", table=table, holder=Holder.current(label=owner), **clock)
+
+
+def apply(hook: Any, schema: Any, record: Path, **kwargs: Any) -> Any:
+    with rm.Mocker() as m:
+        without_table_reads(m)
+        m.put(rm.ANY, json=field_json)
+        result = apply_schema(hook, "ws-1", "Incidents", schema, record_path=str(record), **kwargs)
+    return result, sorted(unquote(call.url).rsplit("/", 1)[-1] for call in m.request_history if call.method == "PUT")
+
+
+# -- the plan ---------------------------------------------------------------------------------
+
+
+def test_with_no_record_every_field_is_planned_as_add_and_nothing_is_sent(hook: Any, record: Path) -> None:
+    with rm.Mocker() as m:  # only the table reads are answered: any other request would fail the test
+        without_table_reads(m)
+        plan = plan_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record))
+        assert {call.method for call in m.request_history} == {"GET"}
+    assert [(p.field, p.action) for p in plan.fields] == [("Title", "add"), ("Severity", "add"), ("Due", "add")]
+    assert plan.recorded_at is None
+    assert not record.exists()  # planning writes nothing either
+
+
+def test_after_an_apply_the_plan_is_unchanged_then_names_the_members_that_differ(hook: Any, record: Path) -> None:
+    result, sent = apply(hook, DECLARED, record)
+    assert result.outcomes() == {"Title": "added", "Severity": "added", "Due": "added"}
+    assert sent == ["Due", "Severity", "Title"]
+    plan = plan_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record))
+    assert [p.action for p in plan.fields] == ["unchanged"] * 3
+
+    plan = plan_schema(hook, "ws-1", "Incidents", changed_schema(), record_path=str(record))
+    assert [(p.field, p.action, p.members) for p in plan.fields] == [
+        ("Title", "unchanged", ()),
+        ("Severity", "change", ("display_name", "attributes.options")),
+        ("Due", "unchanged", ()),
+    ]
+    assert plan.counts == {
+        "add": 0,
+        "change": 1,
+        "unchanged": 2,
+        "refused": 0,
+        "remove": 0,
+        "retype": 0,
+        "destructive": 0,
+    }
+
+
+def test_the_plan_says_its_baseline_is_the_last_recorded_apply(hook: Any, record: Path) -> None:
+    apply(hook, DECLARED, record)
+    plan = plan_schema(hook, "ws-1", "Incidents", changed_schema()[:2], record_path=str(record))
+    text = plan.describe()
+    assert text.splitlines()[0].startswith("Blink's live schema could not be read (404)")
+    assert RECORD_BASELINE in text
+    assert "not Blink's current state" in RECORD_BASELINE
+    assert (
+        "| Severity | change | display_name: 'Severity' → 'How bad'; attributes.options: [\"Low\", \"High\"] → "
+        '["Low", "High", "Critical"] |' in text
+    )
+    assert "Recorded but no longer declared (left as they are): 'Due'" in text
+    xcom = plan.to_xcom()
+    assert json.loads(json.dumps(xcom)) == xcom  # JSON-ready
+    assert xcom["undeclared"] == ["Due"] and xcom["recorded_at"] == plan.recorded_at is not None
+
+
+def test_the_second_apply_reports_unchanged_and_a_change_reports_changed(hook: Any, record: Path) -> None:
+    apply(hook, DECLARED, record)
+    result, sent = apply(hook, DECLARED, record)
+    assert result.outcomes() == {"Title": "unchanged", "Severity": "unchanged", "Due": "unchanged"}
+    assert sent == ["Due", "Severity", "Title"]  # by default every field is sent: a PUT corrects drift
+    result, _ = apply(hook, changed_schema(), record)
+    assert result.outcomes() == {"Title": "unchanged", "Severity": "changed", "Due": "unchanged"}
+
+
+def test_only_changed_sends_only_add_and_change(hook: Any, record: Path) -> None:
+    apply(hook, DECLARED[:2], record)  # Due never applied
+    result, sent = apply(hook, changed_schema(), record, only_changed=True)
+    assert sent == ["Due", "Severity"]
+    assert result.outcomes() == {"Title": "unchanged", "Severity": "changed", "Due": "added"}
+    assert result.ok and result.skipped == ["Title"]
+    result, sent = apply(hook, changed_schema(), record, only_changed=True)
+    assert sent == [] and result.ok
+    assert set(result.outcomes().values()) == {"unchanged"}
+
+
+def test_only_changed_without_a_record_plans_against_blink_alone(blink_conn: None) -> None:
+    """#48: record_path is optional: without it there is no drift baseline and no lock, nothing else differs."""
+    from tests.fake_blink import FakeBlink, blink_field
+
+    held = {"Incidents": [blink_field("Title", "text"), blink_field("Due", "date", "Due by")]}
+    op = UpdateTableFieldsOperator(task_id="a", ws_id="ws-1", table="Incidents", fields=DECLARED, only_changed=True)
+    with rm.Mocker() as m:
+        blink = FakeBlink(held).mount(m)
+        outcomes = op.execute({"ti": FakeTI()})["outcomes"]
+    assert outcomes == {"Title": "unchanged", "Severity": "added", "Due": "unchanged"}
+    assert blink.puts == [] and [body["display_name"] for _, body in blink.posts] == ["Severity"]
+
+
+def test_the_record_is_updated_only_for_fields_blink_confirmed(hook: Any, record: Path) -> None:
+    with rm.Mocker() as m:
+        without_table_reads(m)
+        m.put(rm.ANY, json=field_json)
+        without_table_reads(m)
+        m.put(f"{TABLE_URL}/Severity", status_code=400, json={"message": "options are invalid"})
+        result = apply_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record))
+    assert result.outcomes() == {"Title": "added", "Severity": "failed", "Due": "added"}
+    stored = json.loads(record.read_text())
+    assert set(stored["fields"]) == {"Title", "Due"}
+    assert stored["fields"]["Due"] == {"type": "date", "display_name": "Due by"}  # the body sent
+    plan = plan_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record))
+    assert [p.action for p in plan.fields] == ["unchanged", "add", "unchanged"]
+
+
+def test_a_failed_change_keeps_the_previous_record_of_that_field(hook: Any, record: Path) -> None:
+    apply(hook, DECLARED, record)
+    with rm.Mocker() as m:
+        without_table_reads(m)
+        m.put(rm.ANY, json=field_json)
+        without_table_reads(m)
+        m.put(f"{TABLE_URL}/Severity", status_code=400, json={"message": "no"})
+        apply_schema(hook, "ws-1", "Incidents", changed_schema(), record_path=str(record))
+    plan = plan_schema(hook, "ws-1", "Incidents", changed_schema(), record_path=str(record))
+    assert plan.fields[1].action == "change"  # still to do
+
+
+def test_a_record_of_another_table_or_not_a_record_is_refused_before_any_request(hook: Any, record: Path) -> None:
+    record.parent.mkdir(parents=True)
+    SchemaRecord(record, blink=f"{BASE}", ws_id="ws-1", table="Users").write({}, now=NOW)
+    with rm.Mocker() as m:
+        with pytest.raises(BlinkInputError, match=r"is for table 'Users'.*give each table its own record_path"):
+            apply_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record))
+        record.write_text('{"fields": ')
+        with pytest.raises(BlinkInputError, match="is not valid JSON"):
+            plan_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record))
+        record.write_text('{"something": "else"}')
+        with pytest.raises(BlinkInputError, match="not a schema record written by this provider"):
+            apply_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record))
+        with pytest.raises(BlinkConfigurationError, match="is a directory"):
+            plan_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record.parent))
+    assert m.call_count == 0
+
+
+def test_a_record_that_cannot_be_written_fails_the_task_for_a_retry(hook: Any, record: Path) -> None:
+    def block_the_record(request: Any, context: Any) -> dict[str, Any]:
+        if not record.exists():  # the record's place becomes a folder while the batch runs
+            record.mkdir()
+        return field_json(request, context)
+
+    with rm.Mocker() as m:
+        without_table_reads(m)
+        m.put(rm.ANY, json=block_the_record)
+        with pytest.raises(BlinkApiError, match=r"could not be updated.*A retry applies the schema again") as caught:
+            apply_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record), max_concurrency=1)
+    assert not isinstance(caught.value, BlinkClientError)  # Airflow's retries apply
+
+
+def test_a_record_path_under_a_file_is_refused_before_any_request(hook: Any, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with rm.Mocker() as m, pytest.raises(BlinkConfigurationError, match="a folder on its way is a file"):
+        apply_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(tmp_path / "file" / "Incidents.json"))
+    assert m.call_count == 0
+
+
+@pytest.mark.parametrize("where", ["under a file", "under /proc", "a folder"])
+def test_an_unwritable_record_path_is_one_configuration_error_that_no_retry_repeats(
+    hook: Any, tmp_path: Path, where: str
+) -> None:
+    """#44 item 7: wherever the record cannot be kept, the error is a BlinkConfigurationError, an
+    AirflowFailException (the task fails without a retry), before anything is sent."""
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    (tmp_path / "file").write_text("")
+    (tmp_path / "folder").mkdir()
+    record_path = {
+        "under a file": tmp_path / "file" / "records/",
+        "under /proc": Path("/proc/blink-records/"),
+        "a folder": tmp_path / "folder",
+    }[where]
+    with rm.Mocker() as m:
+        without_table_reads(m)
+        with pytest.raises(BlinkConfigurationError, match=r"cannot be|is a directory") as caught:
+            apply_schema(
+                hook, "ws-1", "Incidents", DECLARED, record_path=f"{record_path}{'/' if where != 'a folder' else ''}"
+            )
+    assert isinstance(caught.value, AirflowFailException)
+    assert not [r for r in m.request_history if r.method == "PUT"]
+
+
+def test_members_compare_absent_attributes_as_unset() -> None:
+    assert (
+        differing_members(
+            {"type": "text", "display_name": "A"}, {"type": "text", "display_name": "A", "attributes": {}}
+        )
+        == []
+    )
+    assert differing_members(
+        {"type": "text", "display_name": "A", "attributes": {"default_value": "x"}},
+        {"type": "text", "display_name": "B"},
+    ) == ["display_name", "attributes.default_value"]
+
+
+# -- the operator -----------------------------------------------------------------------------
+
+
+def test_plan_only_returns_the_plan_and_sends_nothing(blink_conn: None, record: Path) -> None:
+    op = UpdateTableFieldsOperator(
+        task_id="plan", ws_id="ws-1", table="Incidents", fields=DECLARED, record_path=str(record), plan_only=True
+    )
+    with rm.Mocker() as m:
+        m.get(rm.ANY, json={"results": [], "total": 0})
+        without_table_reads(m)
+        plan = op.execute({"ti": FakeTI()})
+    assert {request.method for request in m.request_history} == {"GET"}  # the key's check and the reads
+    assert [f["action"] for f in plan["fields"]] == ["add", "add", "add"]
+    assert plan["counts"] == {
+        "add": 3,
+        "change": 0,
+        "unchanged": 0,
+        "refused": 0,
+        "remove": 0,
+        "retype": 0,
+        "destructive": 0,
+    }
+    assert plan["baseline"] == RECORD_BASELINE and RECORD_BASELINE in plan["text"]
+
+
+def test_the_operator_reports_outcomes_added_then_unchanged(blink_conn: None, record: Path, provider_log: Any) -> None:
+    def run() -> dict[str, Any]:
+        op = UpdateTableFieldsOperator(
+            task_id="apply", ws_id="ws-1", table="Incidents", fields=DECLARED, record_path=str(record)
+        )
+        with rm.Mocker() as m:
+            without_table_reads(m)
+            m.put(rm.ANY, json=field_json)
+            result: dict[str, Any] = op.execute({"ti": FakeTI()})
+        return result
+
+    assert run()["outcomes"] == {"Title": "added", "Severity": "added", "Due": "added"}
+    assert run()["outcomes"] == {"Title": "unchanged", "Severity": "unchanged", "Due": "unchanged"}
+    lines = provider_log()
+    assert any("3 of 3 fields applied (3 unchanged)" in line for line in lines)
+    assert any(
+        re.search(r"Plan [0-9a-f]{16} for ws-1/Incidents: 0 to add, 0 to change \(0 destructive\), 3 unchanged", line)
+        for line in lines
+    )
+
+
+def test_plan_only_and_only_changed_are_flags() -> None:
+    for flag in ("plan_only", "only_changed"):
+        with pytest.raises(BlinkInputError, match=f"{flag} must be True or False"):
+            UpdateTableFieldsOperator(task_id="t", ws_id="w", table="t", fields=[], **{flag: "yes"})
+    with pytest.raises(BlinkInputError, match="plan_only must be True or False"):
+        UpdateTableFieldsOperator(task_id="t", ws_id="w", table="t", fields=[], record_path="r", plan_only="yes")
+
+
+# -- the plan's identity: the approved plan is the applied plan (#24) ---------------------------
+
+
+def test_a_plan_has_a_stable_fingerprint_in_its_xcom_and_text(hook: Any, record: Path) -> None:
+    first = plan_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record))
+    again = plan_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record))
+    assert re.fullmatch(r"[0-9a-f]{16}", first.fingerprint) and first.fingerprint == again.fingerprint
+    assert first.to_xcom()["fingerprint"] == first.fingerprint and first.fingerprint in first.describe()
+    other = plan_schema(hook, "ws-2", "Incidents", DECLARED, record_path=str(record.with_name("o.json")))
+    assert other.fingerprint != first.fingerprint  # another target
+
+
+@pytest.mark.parametrize("given", ["xcom", "fingerprint"])
+def test_the_apply_of_the_approved_plan_sends_it(hook: Any, record: Path, given: str) -> None:
+    approved = plan_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record)).to_xcom()
+    result, sent = apply(hook, DECLARED, record, plan=approved if given == "xcom" else approved["fingerprint"])
+    assert result.ok and sent == ["Due", "Severity", "Title"]
+
+
+def stale_cases(hook: Any, record: str) -> list[tuple[str, dict[str, Any], list[dict[str, Any]], str]]:
+    """(what changed, the approved plan, the schema the apply is given, the expected reason)."""
+    approved = plan_schema(hook, "ws-1", "Incidents", DECLARED, record_path=record).to_xcom()
+    return [
+        ("schema", approved, changed_schema(), "the declared schema changed since the plan"),
+        ("record", approved, DECLARED, "the record at .* changed since the plan"),
+    ]
+
+
+def assert_stale_refused(hook: Any, record: str) -> None:
+    (_, approved, changed, reason), record_case = stale_cases(hook, record)
+    with rm.Mocker() as m:
+        without_table_reads(m)
+        with pytest.raises(BlinkStalePlanError, match=f"{reason}.*Nothing was sent: plan again"):
+            apply_schema(hook, "ws-1", "Incidents", changed, record_path=record, plan=approved)
+        assert not writes(m)
+    # Another run applies (the record changes) while the approved plan waits in review.
+    with rm.Mocker() as m:
+        without_table_reads(m)
+        m.put(rm.ANY, json=field_json)
+        apply_schema(hook, "ws-1", "Incidents", DECLARED, record_path=record)
+    with rm.Mocker() as m:
+        without_table_reads(m)
+        with pytest.raises(
+            BlinkStalePlanError, match=r"changed since the plan \(last apply then: none; now: 20"
+        ) as caught:
+            apply_schema(hook, "ws-1", "Incidents", DECLARED, record_path=record, plan=record_case[1])
+        assert not writes(m)
+    assert "fields planned differently now: 'Title', 'Severity', 'Due'" in str(caught.value)
+    with rm.Mocker() as m:
+        without_table_reads(m)
+        with pytest.raises(  # #50 item 7: both plans named, the one approved and the one now
+            BlinkStalePlanError, match=r"the approved plan 0123456789abcdef is not .* \(plan [0-9a-f]{16}\)"
+        ):
+            apply_schema(hook, "ws-1", "Incidents", DECLARED, record_path=record, plan="0123456789abcdef")
+    assert not writes(m)
+
+
+def test_a_stale_plan_is_refused_with_nothing_sent(hook: Any, record: Path) -> None:
+    assert_stale_refused(hook, str(record))
+
+
+def test_a_wrong_plan_value_is_refused_before_any_request(blink_conn: None) -> None:
+    op = UpdateTableFieldsOperator(task_id="t", ws_id="w", table="t", fields=DECLARED, record_path="r", plan="oops")
+    with rm.Mocker() as m, pytest.raises(BlinkInputError, match="plan must be the plan task's XCom"):
+        op.execute({"ti": FakeTI()})
+    assert m.call_count == 0
+
+
+def test_the_operator_accepts_the_plan_as_a_template_renders_it(blink_conn: None, record: Path) -> None:
+    """``plan="{{ ti.xcom_pull(task_ids='plan') }}"`` renders the dict as Python text."""
+    with rm.Mocker() as m:
+        m.get(rm.ANY, json={"results": [], "total": 0})
+        without_table_reads(m)
+        xcom = UpdateTableFieldsOperator(
+            task_id="plan", ws_id="ws-1", table="Incidents", fields=DECLARED, record_path=str(record), plan_only=True
+        ).execute({"ti": FakeTI()})
+        m.put(rm.ANY, json=field_json)
+        for rendered in (str(xcom), json.dumps(xcom)):
+            op = UpdateTableFieldsOperator(
+                task_id="apply",
+                ws_id="ws-1",
+                table="Incidents",
+                fields=DECLARED,
+                record_path=str(record),
+                plan=rendered,
+            )
+            assert op.execute({"ti": FakeTI()})["updated"] == ["Title", "Severity", "Due"]
+            record.unlink()  # the same plan again: its baseline was no record
+
+
+# -- one apply per table at a time -----------------------------------------------------------------
+
+
+def test_a_second_apply_of_a_locked_table_fails_naming_the_holder_with_nothing_sent(hook: Any, record: Path) -> None:
+    taken = dt.datetime.now(dt.UTC).replace(microsecond=0)  # the hook tells the lease's time by the real clock
+    with locked(record, "dag/run-1/apply (try 1)", now=lambda: taken, sleep=lambda s: None):
+        with (
+            rm.Mocker() as m,
+            pytest.raises(BlinkLockedError, match=r"being applied by dag/run-1/apply \(try 1\)") as e,
+        ):
+            apply_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record))
+        assert m.call_count == 0
+    assert f"since {taken.isoformat()}" in str(e.value)
+    result, sent = apply(hook, DECLARED, record)  # released: the next apply goes through
+    assert result.ok and len(sent) == 3 and not Path(f"{record}.lock").exists()
+
+
+def test_an_apply_waits_for_the_lock_when_told_to(make_hook: Any, record: Path, sleeps: Any) -> None:
+    lock = locked(record, "other", now=lambda: NOW, sleep=lambda s: None)
+    lock.__enter__()
+
+    def release_after_two_waits(seconds: float) -> None:
+        sleeps(seconds)
+        if len(sleeps) == 2:
+            lock.__exit__(None, None, None)
+
+    clock = sleeps.as_clock(sleep=release_after_two_waits, now=lambda: NOW + dt.timedelta(seconds=sleeps.clock - 1000))
+    hook = make_hook(clock=clock)
+    result, sent = apply(hook, DECLARED, record, lock_wait=30)
+    assert result.ok and len(sent) == 3 and len(sleeps) == 2  # it waited twice, then applied
+    assert 0.05 <= sleeps[0] <= 0.15 and sleeps[1] <= 0.225  # from 0.1 s, growing by half (with jitter)
+
+
+def two_concurrent_applies(make_hook: Any, record: str) -> None:
+    """The first apply holds the table while its update is in flight; a second apply meanwhile is
+    refused and sends nothing; the first finishes."""
+    import threading
+
+    first_inside, release = threading.Event(), threading.Event()
+
+    def slow_put(request: Any, context: Any) -> dict[str, Any]:
+        first_inside.set()
+        release.wait(20)
+        return field_json(request, context)
+
+    outcome: dict[str, Any] = {}
+
+    def first() -> None:
+        outcome["first"] = apply_schema(
+            make_hook(), "ws-1", "Incidents", DECLARED, record_path=record, max_concurrency=1
+        )
+
+    with rm.Mocker(real_http=True) as m:  # real HTTP for a local S3 API
+        without_table_reads(m)
+        m.put(re.compile("blink.test"), json=slow_put)
+        thread = threading.Thread(target=first)
+        thread.start()
+        assert first_inside.wait(20)
+        with pytest.raises(BlinkLockedError):
+            apply_schema(make_hook(), "ws-1", "Incidents", DECLARED, record_path=record)
+        release.set()
+        thread.join(20)
+    assert outcome["first"].ok
+    assert len([call for call in writes(m) if "blink.test" in call.url]) == 3  # the second sent nothing
+
+
+def test_two_concurrent_applies_one_applies_the_other_refuses(make_hook: Any, record: Path) -> None:
+    two_concurrent_applies(make_hook, str(record))
+
+
+# -- risk rules ----------------------------------------------------------------------------------
+
+
+def test_a_type_change_is_planned_refused_and_never_sent(hook: Any, record: Path) -> None:
+    apply(hook, DECLARED, record)
+    retyped = json.loads(json.dumps(DECLARED))
+    retyped[0]["type"] = "long-text"
+    plan = plan_schema(hook, "ws-1", "Incidents", retyped, record_path=str(record))
+    assert plan.action("Title") == "refused" and plan.counts["refused"] == 1
+    assert "from 'text' to 'long-text'; Blink refuses type changes" in plan.risk("Title")
+    assert plan.describe().index("**Refused**") < plan.describe().index("| field | action | details |")
+    result, sent = apply(hook, retyped, record)
+    assert sent == ["Due", "Severity"] and not result.ok
+    assert result.outcomes()["Title"] == "failed" and "Blink refuses type changes" in result.failed["Title"].message
+
+
+@pytest.mark.parametrize(
+    ("change", "risk"),
+    [
+        ({"options": ["Low"], "default_value": "Low"}, "options removed: 'High'"),
+        ({"options": ["Low", "High", "Critical"], "default_value": "Low"}, ""),
+    ],
+)
+def test_removing_select_options_is_destructive_and_listed_first(
+    hook: Any, record: Path, change: dict[str, Any], risk: str
+) -> None:
+    apply(hook, DECLARED, record)
+    changed = json.loads(json.dumps(DECLARED))
+    changed[1]["attributes"] = change
+    plan = plan_schema(hook, "ws-1", "Incidents", changed, record_path=str(record))
+    assert plan.action("Severity") == "change" and plan.risk("Severity").startswith(risk)
+    assert plan.counts["destructive"] == (1 if risk else 0)
+    assert ("**Destructive**" in plan.describe()) is bool(risk)
+
+
+def test_a_new_table_reference_is_destructive(hook: Any, record: Path) -> None:
+    users = {"table_name": "Users", "display_name_field": "Name"}
+    linked = [
+        {"field": "Owner", "type": "reference", "display_name": "Owner", "attributes": {"table_reference": users}}
+    ]
+    apply(hook, linked, record)
+    linked[0]["attributes"]["table_reference"] = {**users, "table_name": "People"}
+    plan = plan_schema(hook, "ws-1", "Incidents", linked, record_path=str(record))
+    assert 'the reference moves from {"table_name": "Users"' in plan.risk("Owner")
+    assert plan.counts["destructive"] == 1
+
+
+# -- what a reviewer sees ------------------------------------------------------------------------
+
+
+def test_plan_rows_show_the_values_cut_to_a_bounded_length(hook: Any, record: Path) -> None:
+    apply(hook, DECLARED, record)
+    changed = json.loads(json.dumps(DECLARED))
+    changed[1]["attributes"]["default_value"] = "High"
+    changed[2]["display_name"] = "x" * 500
+    changed.append({"field": "Notes", "type": "long-text", "display_name": "Notes"})
+    text = plan_schema(hook, "ws-1", "Incidents", changed, record_path=str(record)).describe()
+    assert "| Severity | change | attributes.default_value: 'Low' → 'High' |" in text
+    assert "| Notes | add | type 'long-text', display_name 'Notes' |" in text
+    due = next(line for line in text.splitlines() if line.startswith("| Due |"))
+    assert "display_name: 'Due by' → 'xxx" in due and "…" in due and len(due) < 200
+
+
+@pytest.mark.parametrize("name", ["a\rb", "a\u2028b", "a\x85b", "a\x0bb", "a\\|b", "a|b", "a\nb", "a\u2029b"])
+def test_plan_cells_survive_every_line_break_and_backslash(hook: Any, record: Path, name: str) -> None:
+    text = plan_schema(
+        hook, "ws-1", "Incidents", [{"field": name, "type": "text", "display_name": name}], record_path=str(record)
+    ).describe()
+    (row,) = [line for line in text.splitlines() if line.startswith("| a")]
+    assert len(re.split(r"(?<!\\)\|", row)) == 5  # four cells' borders: field, action, details
+    assert row.count("add") == 1
+
+
+def test_a_refused_key_fails_the_plan_step_with_the_connection_hint(blink_conn: None, record: Path) -> None:
+    from blinkops_provider.exceptions import BlinkAuthError
+
+    op = UpdateTableFieldsOperator(
+        task_id="plan", ws_id="ws-1", table="Incidents", fields=DECLARED, record_path=str(record), plan_only=True
+    )
+    with rm.Mocker() as m:
+        m.get(rm.ANY, status_code=401, json={"message": "bad key"})
+        with pytest.raises(
+            BlinkAuthError, match=r"401: bad key; Blink refused the API key of the connection 'blink_default'"
+        ):
+            op.execute({"ti": FakeTI()})
+    assert not record.exists()
+
+
+def test_a_batch_stopped_by_a_refused_key_names_the_cause_and_what_was_in_flight(
+    blink_conn: None, provider_log: Any
+) -> None:
+    from blinkops_provider.exceptions import BlinkAuthError
+
+    fields = [{"field": f"f{i}", "type": "text", "display_name": f"F{i}"} for i in range(40)]
+    op = UpdateTableFieldsOperator(
+        task_id="apply", ws_id="ws-1", table="Incidents", fields=fields, max_concurrency=4, replace=True
+    )
+    with rm.Mocker() as m:
+        without_table_reads(m)
+        m.put(rm.ANY, status_code=401, json={"message": "bad key"})
+        with pytest.raises(
+            BlinkAuthError, match=r"^401: Blink refused the API key \(401\).*40 of 40 field\(s\) not applied"
+        ):
+            op.execute({"ti": FakeTI()})
+    assert sum(call.method == "PUT" for call in m.request_history) <= 4  # no new update after the first refusal
+    assert any(re.search(r"no further field is sent \(\d already in flight", line) for line in provider_log())
+
+
+# -- edge cases ------------------------------------------------------------------------------------
+
+
+def test_a_name_that_cannot_be_sent_fails_the_whole_batch_before_any_request(hook: Any, record: Path) -> None:
+    bad = [*DECLARED, {"field": "a\udcffb", "type": "text", "display_name": "X"}]
+    with rm.Mocker() as m, pytest.raises(BlinkInputError, match=r"none was sent:\n.*lone surrogate"):
+        apply_schema(hook, "ws-1", "Incidents", bad, record_path=str(record))
+    assert m.call_count == 0 and not record.exists()
+
+
+def test_a_record_of_a_newer_format_says_so(hook: Any, record: Path) -> None:
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"format": "blinkops-schema-record/2", "fields": {}}))
+    with pytest.raises(BlinkInputError, match=r"newer format \('blinkops-schema-record/2'\).*upgrade"):
+        plan_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record))
+
+
+def test_an_unwritable_record_names_its_location(hook: Any, record: Path) -> None:
+    def block(request: Any, context: Any) -> dict[str, Any]:
+        if not record.exists():
+            record.mkdir()
+        return field_json(request, context)
+
+    with rm.Mocker() as m:
+        without_table_reads(m)
+        m.put(rm.ANY, json=block)
+        with pytest.raises(
+            BlinkApiError, match=f"the schema record at '{re.escape(str(record))}' could not be updated"
+        ):
+            apply_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record), max_concurrency=1)
+
+
+# -- on object storage (s3:// through moto) ----------------------------------------------------
+
+
+def test_schema_records_in_an_s3_folder_stay_in_it_one_key_per_table(bucket: tuple[Any, str]) -> None:
+    """record_path as a folder on object storage: names with '/', '..', spaces and non-ASCII each
+    get a key of their own under the folder, and each reads back as its own table's record."""
+    import datetime as dt
+
+    from blinkops_provider.migrations import SchemaRecord, record_location
+
+    client, name = bucket
+    folder = f"s3://aws_default@{name}/records/"
+    tables = [("a", "b/c"), ("a/b", "c"), ("ws", ".."), ("ws", "Inc idents Über")]
+    for ws_id, table in tables:
+        record = SchemaRecord(record_location(folder, ws_id, table), blink="h", ws_id=ws_id, table=table)
+        record.write({table: {"type": "text"}}, now=dt.datetime(2026, 11, 24, tzinfo=dt.UTC))
+    stored = keys(client, name)
+    assert len(stored) == len(tables) and all(key.startswith("records/") for key in stored)
+    for ws_id, table in tables:
+        record = SchemaRecord(record_location(folder, ws_id, table), blink="h", ws_id=ws_id, table=table)
+        assert record.read()[0] == {table: {"type": "text"}}
+
+
+@pytest.fixture
+def s3_record(bucket: tuple[Any, str]) -> str:
+    return f"s3://aws_default@{bucket[1]}/records/ws-1/Incidents.json"
+
+
+def test_on_s3_a_stale_plan_is_refused_with_nothing_sent(hook: Any, s3_record: str) -> None:
+    assert_stale_refused(hook, s3_record)
+
+
+def test_on_s3_a_locked_table_refuses_a_second_apply(hook: Any, s3_record: str, bucket: tuple[Any, str]) -> None:
+    client, name = bucket
+    with locked(s3_record, "the other run"):
+        assert keys(client, name) == ["records/ws-1/Incidents.json.lock"]
+        with rm.Mocker(real_http=True) as m, pytest.raises(BlinkLockedError, match="being applied by the other run"):
+            apply_schema(hook, "ws-1", "Incidents", DECLARED, record_path=s3_record)
+        assert not [call for call in m.request_history if "blink.test" in call.url]
+    assert keys(client, name) == []  # released
+
+
+def test_on_s3_two_concurrent_applies_one_applies_the_other_refuses(make_hook: Any, s3_record: str) -> None:
+    two_concurrent_applies(make_hook, s3_record)
+
+
+# -- what a fleet's summary reads of each apply (#34) -----------------------------------------------
+
+
+def test_the_apply_reports_its_outcome_and_that_the_dag_acknowledged_the_loss(
+    blink_conn: None, record: Path, provider_log: Any
+) -> None:
+    def operator(**kwargs: Any) -> UpdateTableFieldsOperator:
+        return UpdateTableFieldsOperator(
+            task_id="t", ws_id="ws-1", table="Incidents", fields=DECLARED, record_path=str(record), **kwargs
+        )
+
+    with rm.Mocker() as m:
+        m.get(rm.ANY, json={"results": [], "total": 0})
+        without_table_reads(m)
+        m.put(rm.ANY, json=field_json)
+        plan = operator(plan_only=True).execute({"ti": FakeTI()})
+        claimed = {**plan, "review": {"policy": "changes", "reviewed": True}}  # a claim: counts for nothing
+        first = operator(plan=claimed, acknowledge_risks=True).execute({"ti": FakeTI()})
+        again = operator().execute({"ti": FakeTI()})
+    assert (first["outcome"], first["acknowledged"], first["rate_limited"]) == ("applied", True, 0)
+    assert "review" not in first and "approved_by" not in first
+    assert again["outcome"] == "unchanged" and "acknowledged" not in again and "approved_by" not in again
+    assert not any("approved by" in line for line in provider_log())
+
+
+def test_a_stale_apply_pushes_its_outcome_with_why_and_sends_nothing(blink_conn: None, record: Path) -> None:
+    with rm.Mocker() as m:
+        m.get(rm.ANY, json={"results": [], "total": 0})
+        without_table_reads(m)
+        m.put(rm.ANY, json=field_json)
+        plan = UpdateTableFieldsOperator(
+            task_id="plan", ws_id="ws-1", table="Incidents", fields=DECLARED, record_path=str(record), plan_only=True
+        ).execute({"ti": FakeTI()})
+        UpdateTableFieldsOperator(  # another apply moves the record on
+            task_id="other", ws_id="ws-1", table="Incidents", fields=DECLARED, record_path=str(record)
+        ).execute({"ti": FakeTI()})
+        sent = len(writes(m))
+        ti = FakeTI()
+        with pytest.raises(BlinkStalePlanError):
+            UpdateTableFieldsOperator(
+                task_id="apply", ws_id="ws-1", table="Incidents", fields=DECLARED, record_path=str(record), plan=plan
+            ).execute({"ti": ti})
+        assert len(writes(m)) == sent
+    pushed = ti.pushed["return_value"]
+    assert pushed["outcome"] == "stale" and pushed["updated"] == [] and pushed["table"] == "Incidents"
+    assert re.match(
+        r"BlinkStalePlanError: the approved plan [0-9a-f]{16} is not what would be applied now", pushed["error"]
+    )
+
+
+def test_a_rate_limited_apply_counts_its_429_answers_and_fails(make_hook: Any, sleeps: Any, record: Path) -> None:
+    with rm.Mocker() as m:
+        without_table_reads(m)
+        m.put(rm.ANY, status_code=429, headers={"Retry-After": "30"}, json={"message": "slow"})
+        op = UpdateTableFieldsOperator(
+            task_id="apply", ws_id="ws-1", table="Incidents", fields=DECLARED, record_path=str(record)
+        )
+        op.hook = make_hook(retry_limit=1)  # one attempt a field (Airflow's retry honours the 30 s); waits recorded
+        ti = FakeTI()
+        with pytest.raises(BlinkApiError):
+            op.execute({"ti": ti})
+    pushed = ti.pushed["return_value"]
+    assert (pushed["outcome"], pushed["rate_limited"]) == ("failed", 3)
+    assert pushed["error"].startswith("BlinkTransientError: ") and "3 of 3 field(s) not applied" in pushed["error"]
+    assert set(sleeps) <= {30.0}  # only Blink's pause, recorded, never slept
+
+
+def test_a_locked_apply_pushes_the_whole_refusal_with_its_unlock_command(blink_conn: None, record: Path) -> None:
+    """A fleet's summary shows each apply's error: the lock's refusal keeps its unlock command,
+    however long the names in it are."""
+    table = "Quarterly vendor risk assessments " * 6  # about 200 characters, encoded in the command
+    with locked(record, "dag/run-1/apply (try 1)", table, sleep=lambda s: None), rm.Mocker() as m:
+        ti = FakeTI()
+        with pytest.raises(BlinkLockedError) as refused:
+            UpdateTableFieldsOperator(
+                task_id="apply", ws_id="ws-1", table=table, fields=DECLARED, record_path=str(record)
+            ).execute({"ti": ti})
+        assert m.call_count == 0
+    pushed = ti.pushed["return_value"]
+    assert pushed["outcome"] == "failed" and pushed["updated"] == []
+    assert pushed["error"] == f"BlinkLockedError: {refused.value}" and "blink-schema unlock " in pushed["error"]

@@ -1,4 +1,9 @@
-"""The plan of a migration (blinkops_provider.migrations._plan): plan identity, risk rules and log lines (#35)."""
+"""The plan of a migration (blinkops_provider.migrations._plan): plan identity, risk rules and log lines (#35).
+
+How declared entries are matched to Blink's fields and tables (blinkops_provider.migrations._plan).
+
+The body sent for a declared field: merged with what Blink holds, and judged (#35).
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,136 @@ import pytest
 
 from blinkops_provider._models import validate_field_updates
 from blinkops_provider._states import Action
-from blinkops_provider.exceptions import BlinkStalePlanError
-from blinkops_provider.migrations._plan import SchemaPlan, plan_fields
+from blinkops_provider.exceptions import BlinkInputError, BlinkStalePlanError
+from blinkops_provider.migrations._plan import (
+    SchemaPlan,
+    contradictions,
+    field_body,
+    match_fields,
+    match_table,
+    merge_field,
+    plan_fields,
+)
+from blinkops_provider.models import BlinkTable, FieldUpdate, TableField
+from tests.core.test_models import DOCS_BODY
+
+
+def field(name: str, display_name: str) -> TableField:
+    return TableField(name=name, display_name=display_name, type="text", attributes={})
+
+
+def entry(name: str, display_name: str) -> tuple[str, FieldUpdate]:
+    return name, FieldUpdate(type="text", display_name=display_name)
+
+
+LIVE = [field("Title", "Title"), field("impact_1", "Impact"), field("x_1", "Shared"), field("x_2", "Shared")]
+
+
+def test_by_name_then_by_the_records_note_then_by_display_name() -> None:
+    declared = [entry("Title", "Headline"), entry("Impact", "Impact (1-10)"), entry("Score", "Impact")]
+    matches = match_fields(declared, [], LIVE, {"Impact": "impact_1"})
+    assert matches.found == {"Title": "Title", "Impact": "impact_1"}
+    # 'Score' is shown as Blink's 'impact_1', which 'Impact' claims by the note: an add shown as a field Blink has
+    assert "shown as 'Impact' already" in matches.refused["Score"]
+
+
+def test_an_entry_whose_display_name_two_fields_show_is_refused() -> None:
+    matches = match_fields([entry("Shared thing", "Shared")], [], LIVE, {})
+    assert "shown by 2 of Blink's fields ('x_1', 'x_2')" in matches.refused["Shared thing"]
+
+
+def test_two_entries_claiming_one_field_by_display_name_are_both_refused() -> None:
+    matches = match_fields([entry("A", "Impact"), entry("B", "Impact")], [], LIVE, {})
+    assert set(matches.refused) == {"A", "B"} and matches.found == {}
+
+
+def test_two_adds_shown_alike_are_both_refused() -> None:
+    matches = match_fields([entry("A", "New"), entry("B", "New")], [], LIVE, {})
+    assert set(matches.refused) == {"A", "B"} and "shown alike as 'New'" in matches.refused["A"]
+
+
+def test_a_removal_is_matched_by_name_then_by_the_records_note_only() -> None:
+    matches = match_fields([], ["Title", "Impact", "Shared"], LIVE, {"Impact": "impact_1"})
+    assert matches.gone == {"Title": "Title", "Impact": "impact_1"}  # never by display name
+
+
+def test_a_table_by_name_then_note_then_display_name() -> None:
+    tables = [BlinkTable(name="incidents", display_name="Incidents"), BlinkTable(name="t_2", display_name="Reviews")]
+    assert match_table("incidents", tables, None).name == "incidents"  # type: ignore[union-attr]
+    assert match_table("Post-mortems", tables, "t_2").name == "t_2"  # type: ignore[union-attr]
+    assert match_table("Reviews", tables, None).name == "t_2"  # type: ignore[union-attr]
+    assert match_table("Nothing", tables, None) is None
+    with pytest.raises(ValueError, match="2 tables of the workspace are shown as 'Same'"):
+        match_table(
+            "Same", [BlinkTable(name="a", display_name="Same"), BlinkTable(name="b", display_name="Same")], None
+        )
+
+
+def test_the_merge_keeps_what_blink_holds_and_the_update_leaves_out() -> None:
+    held = TableField.model_validate(
+        {
+            "name": "Severity",
+            "type": "single-select",
+            "display_name": "Severity",
+            "description": "How bad",
+            "attributes": {"required": True, "is_unique": True, "options": ["Low"], "system": False, "later": {"x": 1}},
+        }
+    )
+    update = FieldUpdate.model_validate(
+        {"type": "single-select", "display_name": "Sev", "attributes": {"options": ["A"]}}
+    )
+    assert merge_field(update, held, name="Severity").to_body() == {
+        "type": "single-select",
+        "display_name": "Sev",
+        "description": "How bad",
+        "attributes": {"required": True, "is_unique": True, "options": ["A"], "later": {"x": 1}},
+    }
+    assert field_body(held)["attributes"] == {
+        "required": True,
+        "is_unique": True,
+        "options": ["Low"],
+        "later": {"x": 1},
+    }
+
+
+def test_a_held_value_that_cannot_be_sent_back_refuses_the_merge_and_names_replace() -> None:
+    held = TableField.model_validate({"name": "A", "type": "text", "attributes": {"options": "not a list"}})
+    with pytest.raises(BlinkInputError, match=r"field 'A' as Blink holds it cannot be sent back.*replace=True"):
+        merge_field(FieldUpdate(display_name="A"), held, name="A")
+
+
+# -- contradictions inside one field's declaration (#35) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        (
+            {"type": "single-select", "display_name": "S", "attributes": {"options": ["Low", "High", "Low"]}},
+            "option 'Low' is given twice",
+        ),
+        (
+            {"type": "multi-select", "display_name": "S"},
+            "a 'multi-select' field needs attributes.options (its choices)",
+        ),
+        (
+            {"type": "text", "display_name": "T", "attributes": {"include_time": True}},
+            "include_time is for a 'date' field, and this one is 'text'",
+        ),
+        (
+            {"type": "reference", "display_name": "R"},
+            "a 'reference' field needs attributes.table_reference (the table it links to)",
+        ),
+    ],
+)
+def test_a_body_that_contradicts_itself_is_named(entry: dict, problem: str) -> None:
+    assert contradictions(FieldUpdate.model_validate(entry)) == [problem]
+    assert validate_field_updates([{"field": "Odd", **entry}])  # the client sends what the API accepts
+
+
+def test_include_time_false_and_a_default_outside_the_options_are_no_contradiction() -> None:
+    assert contradictions(FieldUpdate.model_validate(DOCS_BODY)) == []
+
 
 OWNER = {"type": "reference", "display_name": "Owner", "attributes": {"table_reference": {"table_name": "Users"}}}
 
