@@ -27,7 +27,6 @@ from blinkops_provider.migrations._lock import Holder, LockInfo, force_unlock, h
 from blinkops_provider.migrations._plan import FieldPlan, SchemaPlan, TablePlan
 from blinkops_provider.migrations._record import SchemaRecord, record_location
 from blinkops_provider.migrations._review import (
-    REVIEW_POLICIES,
     check_review_policy,
     fleet_review,
     fleet_summary,
@@ -37,7 +36,6 @@ from blinkops_provider.migrations._review import (
 from blinkops_provider.migrations._steps import ApplyResult
 
 __all__ = [
-    "REVIEW_POLICIES",
     "ApplyRequest",
     "ApplyResult",
     "Declaration",

@@ -65,7 +65,7 @@ REVIEW_POLICIES = {
 
 
 def check_review_policy(policy: Any) -> str:
-    """``policy`` when it is one of :data:`REVIEW_POLICIES`.
+    """Return ``policy`` when it is a review policy: ``always``, ``changes``, ``destructive`` or ``never``.
 
     :raises BlinkInputError: anything else, naming what is allowed.
     """
@@ -101,8 +101,8 @@ def changes(plan: Mapping[str, Any]) -> bool:
 
 
 def review_needed(plans: Sequence[Mapping[str, Any]], policy: str = CHANGES, *, acknowledged: bool = False) -> bool:
-    """Whether a person must approve these plans under ``policy`` (see :data:`REVIEW_POLICIES`),
-    judged from their rows (an edited ``counts`` or ``has_changes`` changes nothing).
+    """Whether a person must approve these plans under ``policy`` (``always``, ``changes``,
+    ``destructive`` or ``never``), judged from their rows (an edited ``counts`` or ``has_changes`` changes nothing).
     ``acknowledged``: the DAG acknowledged removals (``acknowledge_risks``), which spares a review
     only under ``destructive``."""
     policy = check_review_policy(policy)
