@@ -187,6 +187,7 @@ def main() -> int:
         ("lock_handover.py", "A table lock's handover to a waiting apply"),
         ("data_copy.py", "Data migrations: counts, a retype's copy, scaling and memory"),
         ("schema_cli.py", "blink-schema in CI: validate and plan"),
+        ("apply_profile.py", "How far one apply reaches into the provider"),
     ):
         print(f"\n== {title} (benchmarks/{script}) ==", flush=True)
         command = [sys.executable, str(Path(__file__).with_name(script)), *(["--smoke"] if args.smoke else [])]

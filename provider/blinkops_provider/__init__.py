@@ -20,6 +20,42 @@ _BLINK_URIS = {
 }
 
 
+def _connection_type() -> dict[str, Any]:
+    """The ``blink`` connection type: its hook, its form's extra fields and their labels."""
+    return {
+        "connection-type": "blink",
+        "hook-class-name": "blinkops_provider.hooks.blink.BlinkHook",
+        "hook-name": "Blink",
+        "conn-fields": {
+            "header_name": {
+                "label": "API key header",
+                "description": "Name of the header that carries the API key.",
+                "schema": {"type": ["string", "null"], "default": DEFAULT_HEADER},
+            },
+            "verify_ssl": {
+                "label": "Verify TLS certificates",
+                "schema": {"type": ["boolean", "null"], "default": True},
+            },
+            "timeout": {
+                "label": "Timeout (seconds)",
+                "description": "Seconds to connect and to read, e.g. 30; or both apart, e.g. 5, 120. Empty: 10, 60.",
+                "schema": {"type": ["string", "null"]},
+            },
+            "table_page": {
+                "label": "Table page",
+                "description": "Where Blink's UI shows a table, a path with {ws_id} and {table}, for the "
+                "tasks' 'Blink table' link. Empty: Blink's UI at the Base URL's host.",
+                "schema": {"type": ["string", "null"]},
+            },
+        },
+        "ui-field-behaviour": {
+            "hidden-fields": ["login", "schema"],
+            "relabeling": {"host": "Base URL", "password": "API key", "port": "Port (empty: the Base URL's)"},
+            "placeholders": {"host": "https://app.blinkops.com"},
+        },
+    }
+
+
 def get_provider_info() -> dict[str, Any]:
     """Describe the provider to Airflow (the ``apache_airflow_provider`` entry point)."""
     return {
@@ -48,39 +84,5 @@ def get_provider_info() -> dict[str, Any]:
         # The blink:// scheme: "asset-uris" on Airflow 3, "dataset-uris" on 2.11.
         "asset-uris": [_BLINK_URIS],
         "dataset-uris": [_BLINK_URIS],
-        "connection-types": [
-            {
-                "connection-type": "blink",
-                "hook-class-name": "blinkops_provider.hooks.blink.BlinkHook",
-                "hook-name": "Blink",
-                "conn-fields": {
-                    "header_name": {
-                        "label": "API key header",
-                        "description": "Name of the header that carries the API key.",
-                        "schema": {"type": ["string", "null"], "default": DEFAULT_HEADER},
-                    },
-                    "verify_ssl": {
-                        "label": "Verify TLS certificates",
-                        "schema": {"type": ["boolean", "null"], "default": True},
-                    },
-                    "timeout": {
-                        "label": "Timeout (seconds)",
-                        "description": "Seconds to connect and to read, e.g. 30; or both apart, e.g. 5, 120. "
-                        "Empty: 10, 60.",
-                        "schema": {"type": ["string", "null"]},
-                    },
-                    "table_page": {
-                        "label": "Table page",
-                        "description": "Where Blink's UI shows a table, a path with {ws_id} and {table}, for the "
-                        "tasks' 'Blink table' link. Empty: Blink's UI at the Base URL's host.",
-                        "schema": {"type": ["string", "null"]},
-                    },
-                },
-                "ui-field-behaviour": {
-                    "hidden-fields": ["login", "schema"],
-                    "relabeling": {"host": "Base URL", "password": "API key", "port": "Port (empty: the Base URL's)"},
-                    "placeholders": {"host": "https://app.blinkops.com"},
-                },
-            }
-        ],
+        "connection-types": [_connection_type()],
     }

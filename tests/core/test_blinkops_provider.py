@@ -225,3 +225,13 @@ def test_the_migrations_read_nothing_of_airflows_task_context_dag_xcom_or_operat
                 assert "operators" not in (node.module or "").split("."), f"{path.name} imports {node.module}"
             elif isinstance(node, ast.Attribute):
                 assert node.attr not in AIRFLOW_AT_THE_EDGE, f"{path.name} reads .{node.attr}"
+
+
+def test_no_function_is_longer_than_sixty_lines() -> None:
+    """#66: small functions (the sandbox, a server of its own, up to eighty lines)."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        limit = 80 if "sandbox" in path.parts else 60
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = node.end_lineno - node.lineno + 1 if node.end_lineno else 0
+                assert length <= limit, f"{path.relative_to(PACKAGE)}: {node.name} is {length} lines"
