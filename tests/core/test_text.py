@@ -18,7 +18,7 @@ from blinkops_provider.migrations import fleet_review, fleet_summary
 from blinkops_provider.migrations._plan import make_plan
 from blinkops_provider.migrations._steps import ApplyResult
 from blinkops_provider.models import FieldUpdate, TableField
-from blinkops_provider.operators._report import ApplyReport
+from blinkops_provider.operators.tables import ApplyReport
 
 BREAKS = {"CR": "\r", "LF": "\n", "U+2028": "\u2028", "NUL": "\x00", "ANSI": "\x1b[31m"}
 RAW = ("\r", "\n", "\u2028", "\u2029", "\x00", "\x1b", "\x85")
@@ -104,7 +104,7 @@ def test_the_fleets_review_and_summary(where: str, kind: str) -> None:
 @pytest.mark.parametrize("where", ["ws", "table", "field"])
 @pytest.mark.parametrize("kind", list(BREAKS))
 def test_an_applys_report_and_its_final_error(where: str, kind: str) -> None:
-    from blinkops_provider.operators._report import not_applied
+    from blinkops_provider.operators.tables import not_applied
 
     name = forged(kind)
     ws_id, table, field = (

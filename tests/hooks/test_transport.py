@@ -512,7 +512,7 @@ def test_a_piece_of_the_key_that_blink_echoes_never_shows(hook: BlinkHook, start
 
 
 def test_runs_of_the_key_shorter_than_8_characters_are_left_alone() -> None:
-    from blinkops_provider._redaction import without_key_runs
+    from blinkops_provider.hooks._transport import without_key_runs
 
     assert without_key_runs("blink-t refused 0123456 it", API_KEY) == "blink-t refused 0123456 it"  # runs of 7
     assert without_key_runs("x0123456789aby", API_KEY) == "x***y"  # a run of 12, replaced whole

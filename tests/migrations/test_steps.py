@@ -23,7 +23,7 @@ import requests_mock as rm
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkNotFoundError
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations import apply_schema, plan_schema
-from blinkops_provider.operators._report import ApplyReport
+from blinkops_provider.operators.tables import ApplyReport
 from blinkops_provider.sandbox import BlinkSandbox
 from blinkops_provider.sandbox._seed import DEMO_ROWS
 from tests.fake_blink import FakeBlink, blink_field
