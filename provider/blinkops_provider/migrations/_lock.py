@@ -4,7 +4,7 @@ An apply holds its table's lock from before it plans until it has written the re
 applies of one table never send at once and the second plans against the first one's record.
 
 - **One holder.** The lock is created only where there is none, with its body in the same atomic
-  step (:mod:`blinkops_provider.migrations._lock`): of any number of applies started at once,
+  step (the stores below): of any number of applies started at once,
   one holds it. It is keyed by the record's resolved location (a symlink shares it).
 - **No clock.** A lock never expires: a live holder keeps it however long it runs, and no two
   machines' clocks are compared. ``since`` is shown to people, never judged.

@@ -5,7 +5,7 @@ the plan's identity.
 
 The baseline is Blink's live schema (``GET .../fields``, one read per table). Blink's field
 update replaces the whole field, so each field's body is the declaration merged with what Blink
-holds (:func:`~blinkops_provider.migrations._plan.merge_field`), unless ``replace``. Where Blink does not
+holds (:func:`merge_field`), unless ``replace``. Where Blink does not
 serve the read (404 or 405), the plan falls back to the record of the last apply
 (:mod:`blinkops_provider.migrations._record`) and says so in its first line; a field the record
 does not hold is then an ``add``.
@@ -950,8 +950,8 @@ def plan_fields(
     backfills: Mapping[str, Any] | None = None,
     type_changes: Mapping[str, str] | None = None,
 ) -> list[FieldPlan]:
-    """Each declared field against Blink's field (``live``, matched as
-    :mod:`~blinkops_provider.migrations._plan` says) or, without a live read, its recorded
+    """Each declared field against Blink's field (``live``, matched by
+    :func:`match_fields`) or, without a live read, its recorded
     body: ``add`` (a field Blink lacks: ``POST``; without a live read, one the record lacks),
     ``change`` (destructive when it can orphan data or loses a check), ``unchanged``, or
     ``refused`` (not sent: a type change, a field Blink keeps to itself, a declaration that
