@@ -16,6 +16,7 @@ Two families, with opposite rules:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -52,6 +53,7 @@ __all__ = [
     "RequestModel",
     "ResponseModel",
     "TableField",
+    "TableRead",
     "TableReference",
     "TableUpdate",
     "TestConnection",
@@ -282,6 +284,24 @@ class BlinkTable(ResponseModel):
     description: str | None = None
     estimated_records_count: int | None = None
     settings: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class TableRead:
+    """A table as :meth:`~blinkops_provider.hooks.blink.BlinkHook.read_table` read it: its fields
+    and (when asked) the workspace's tables, read at once.
+
+    :ivar fields: the table's fields, Blink's system fields included; None when the fields read
+        was not served (``unread`` says its status) or the table is ``missing``.
+    :ivar tables: the workspace's tables; None when not asked, or when Blink does not serve the read.
+    :ivar unread: the status of a fields read Blink does not serve (404 or 405), else ``""``.
+    :ivar missing: Blink's tables read shows the workspace has no table of that name.
+    """
+
+    fields: list[TableField] | None = None
+    tables: list[BlinkTable] | None = None
+    unread: str = ""
+    missing: bool = False
 
 
 class AuthenticationKey(ResponseModel):

@@ -19,7 +19,17 @@ from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations import apply_schema, plan_schema
 from blinkops_provider.migrations._review import review_needed
-from blinkops_provider.migrations._rows import OPAQUE, SHOWN_REPEATS, USER_TYPES, Need, convert, rule, table, tally
+from blinkops_provider.migrations._rows import (
+    OPAQUE,
+    SHOWN_REPEATS,
+    USER_TYPES,
+    Need,
+    Tally,
+    convert,
+    count_row,
+    rule,
+    table,
+)
 from blinkops_provider.sandbox import BlinkSandbox
 from blinkops_provider.sandbox._seed import DEMO_ROWS
 from tests.fake_blink import FakeBlink, blink_field
@@ -96,10 +106,12 @@ def writes(blink: FakeBlink) -> list[Any]:
     return [*blink.puts, *blink.posts, *blink.deletes, *blink.record_puts]
 
 
-def test_tally_counts_values_repeats_and_options_in_one_pass() -> None:
+def test_count_row_counts_values_repeats_and_options() -> None:
     records = [{"A": "x", "B": ["a"]}, {"A": "x", "B": ["a", "b"]}, {"A": "", "B": []}, {"A": None}, {"A": "y"}]
-    total, tallies = tally(records, [Need("A", filled=True, unique=True), Need("B", options=("a", "c"), multi=True)])
-    assert total == 5
+    needs = [Need("A", filled=True, unique=True), Need("B", options=("a", "c"), multi=True)]
+    tallies = {"A": Tally(), "B": Tally()}
+    for record in records:
+        count_row(tallies, needs, record)
     assert tallies["A"].filled == 3 and tallies["A"].repeats() == [("x", 2)]
     assert tallies["B"].filled == 2 and dict(tallies["B"].options) == {"a": 2}
 

@@ -13,7 +13,7 @@ so a walk's memory does not grow with the table.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -85,19 +85,19 @@ def query(where: Mapping[str, Any], limit: int, offset: int) -> dict[str, str]:
 
 
 class Walk:
-    """Every record matching a filter, page by page, each page checked (the module says how).
+    """The checks of a walk of every record matching a filter, page by page (the module says
+    which): the hook sends each page and hands it to :meth:`checked`, then asks :meth:`ended`.
 
-    :param fetch: ``fetch(limit, offset)``: one page, as Blink answered it.
     :param route: the route read (named in errors).
     """
 
-    def __init__(self, fetch: Callable[[int, int], RecordPage], route: str, page_size: int, max_pages: int) -> None:
-        self.fetch, self.route, self.page_size, self.max_pages = fetch, route, page_size, max_pages
+    def __init__(self, route: str, page_size: int, max_pages: int) -> None:
+        self.route, self.page_size, self.max_pages = route, page_size, max_pages
         self.total: int | None = None
         self.returned = 0
         self._last: set[Any] = set()
 
-    def _error(self, problem: str) -> BlinkResponseError:
+    def error(self, problem: str) -> BlinkResponseError:
         return BlinkResponseError(
             f"the records read of {self.route} went wrong: {problem}. Nothing was counted or written from it",
             status=200,
@@ -105,31 +105,24 @@ class Walk:
             path=self.route,
         )
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        for number in range(1, self.max_pages + 1):
-            page = self.fetch(self.page_size, self.returned)
-            self._check(page, number)
-            yield from page.results
-            self.returned += len(page.results)
-            if self._ended(page):
-                return
-        raise self._error(f"it did not end within {self.max_pages} pages")
-
-    def _check(self, page: RecordPage, number: int) -> None:
+    def checked(self, page: RecordPage, number: int) -> RecordPage:
+        """The page, checked; its rows counted as returned."""
         self._check_paging(page, number)
         self._check_ids(page, number)
+        self.returned += len(page.results)
+        return page
 
     def _check_paging(self, page: RecordPage, number: int) -> None:
         """The limit and offset answered, the rows no more than asked, and the same ``total``."""
         asked = (self.page_size, self.returned)
         if (page.limit not in (None, asked[0])) or (page.offset not in (None, asked[1])):
-            raise self._error(f"page {number} answered limit {page.limit} offset {page.offset}, asked {asked}")
+            raise self.error(f"page {number} answered limit {page.limit} offset {page.offset}, asked {asked}")
         if len(page.results) > self.page_size:
-            raise self._error(f"page {number} holds {len(page.results)} rows, more than the {self.page_size} asked")
+            raise self.error(f"page {number} holds {len(page.results)} rows, more than the {self.page_size} asked")
         if number == 1:
             self.total = page.total
         elif page.total != self.total:
-            raise self._error(
+            raise self.error(
                 f"the table changed while it was read: {self.total} rows matched at the first page, "
                 f"{page.total} at page {number} (a walk by offset would skip or double rows)"
             )
@@ -138,21 +131,22 @@ class Walk:
         """Every row has an id, none twice in the page or in the page before."""
         ids = [row.get("id") for row in page.results]
         if any(isinstance(i, bool) or not isinstance(i, (str, int)) or i == "" for i in ids):
-            raise self._error(f"page {number} holds a row without an id")
+            raise self.error(f"page {number} holds a row without an id")
         seen = set(ids)
         if len(seen) != len(ids) or seen & self._last:
-            raise self._error(f"page {number} repeats a row (a doubled walk)")
+            raise self.error(f"page {number} repeats a row (a doubled walk)")
         self._last = seen
 
-    def _ended(self, page: RecordPage) -> bool:
+    def ended(self, page: RecordPage) -> bool:
+        """Whether the walk has every row (after :meth:`checked` of its last page)."""
         if self.total is None:
             return len(page.results) < self.page_size
         if self.returned > self.total:
-            raise self._error(f"it returned {self.returned} rows where Blink said {self.total} (a doubled walk)")
+            raise self.error(f"it returned {self.returned} rows where Blink said {self.total} (a doubled walk)")
         if self.returned == self.total:
             return True
         if len(page.results) < self.page_size:
-            raise self._error(f"it ended at {self.returned} rows where Blink said {self.total} (a short walk)")
+            raise self.error(f"it ended at {self.returned} rows where Blink said {self.total} (a short walk)")
         return False
 
 

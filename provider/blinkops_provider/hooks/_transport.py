@@ -147,6 +147,11 @@ def _without_query(location: str | None) -> str:
     return f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else parts.path or "/"
 
 
+def _as_request_error(exc: OSError) -> requests.RequestException:
+    """An error of the socket as requests' own (requests' exceptions are OSErrors already)."""
+    return exc if isinstance(exc, requests.RequestException) else requests.ConnectionError(exc)
+
+
 class Transport:
     """Sends the calls of one hook to Blink: see the module's description.
 
@@ -231,16 +236,28 @@ class Transport:
         :raises BlinkResponseError: the body is larger than ``MAX_BODY`` once decompressed.
         :raises BlinkApiError: a redirect, or any other failure.
         """
-        retrying = Retrying(
-            stop=stop_after_attempt(self.retry_limit),
-            wait=RetryAfterOrBackoff(initial=self.retry_delay),
-            retry=retry_if_exception(is_retryable if method != "POST" else is_retryable_unapplied),
-            sleep=self.clock.sleep,
-            before_sleep=lambda state: self._log_retry(method, path, state),
-            reraise=True,
-        )
+        retrying = self._retrying(method, path)
         try:
-            answer = retrying(self._attempt, method, path, params, json)
+            for attempt in retrying:  # (each attempt in this frame: the request path is one frame deep)
+                with attempt:
+                    started = self._waited()
+                    # verify is passed per request: a session-level False loses to REQUESTS_CA_BUNDLE.
+                    # No redirect is followed: requests would resend the key header to any host, and
+                    # turn a PUT into a GET (302/303) or drop its body (301).
+                    try:
+                        response = self.session().request(
+                            method,
+                            self.settings.base_url + path,
+                            params=params,
+                            json=json,
+                            timeout=self.settings.timeout,
+                            verify=self.settings.verify,
+                            allow_redirects=False,
+                            stream=True,
+                        )
+                    except OSError as exc:  # (requests' exceptions are OSErrors too)
+                        raise _as_request_error(exc) from None
+                    answer = self._answer(response, method, path, started)
         except RetryableResponse as exc:
             error = error_from_response(
                 exc.answer, method=method, path=path, scrub=self.scrub, subject=subject, error_class=BlinkTransientError
@@ -257,6 +274,17 @@ class Transport:
             error = error_from_response(answer, method=method, path=path, scrub=self.scrub, subject=subject)
             raise error.restated(error.message, hint=self.advice(answer.status))
         return answer
+
+    def _retrying(self, method: str, path: str) -> Retrying:
+        """The retry policy of one call (a POST only when it provably did not arrive)."""
+        return Retrying(
+            stop=stop_after_attempt(self.retry_limit),
+            wait=RetryAfterOrBackoff(initial=self.retry_delay),
+            retry=retry_if_exception(is_retryable if method != "POST" else is_retryable_unapplied),
+            sleep=self.clock.sleep,
+            before_sleep=lambda state: self._log_retry(method, path, state),
+            reraise=True,
+        )
 
     def _redirect(self, answer: Answer, method: str, path: str) -> BlinkApiError:
         """The error of a 3xx: no redirect is followed, so the key never leaves the Base URL's origin."""
@@ -305,42 +333,35 @@ class Transport:
         cls = BlinkTransientError if is_retryable(exc) else BlinkApiError
         return cls(f"{account}, after {attempts} attempt(s)", method=method, path=path, hint=self.advice(None))
 
-    def _attempt(self, method: str, path: str, params: Any, json: Any) -> Answer:
-        wait = self.pause.remaining()  # another thread was told to back off
+    def _waited(self) -> float:
+        """Wait out a pause another thread was told (``Retry-After``); the attempt's start."""
+        wait = self.pause.remaining()
         if wait > 0:
             self.clock.sleep(wait)
-        seconds, started = self.settings.deadline, self.clock.monotonic()
+        return self.clock.monotonic()
+
+    def _answer(self, response: requests.Response, method: str, path: str, started: float) -> Answer:
+        """An attempt's answer, its body read within the attempt's deadline.
+
+        :raises RetryableResponse: a status that is retried (after noting its ``Retry-After`` as a
+            pause for every thread, whichever attempt this was)."""
+        seconds = self.settings.deadline
 
         def check() -> None:
             if self.clock.monotonic() - started > seconds:
                 raise AttemptTimedOut(f"the answer took longer than {seconds:g} s")
 
-        # verify is passed per request: a session-level False loses to REQUESTS_CA_BUNDLE.
-        # No redirect is followed: requests would resend the key header to any host, and turn
-        # a PUT into a GET (302/303) or drop its body (301).
         try:
-            response = self.session().request(
-                method,
-                self.settings.base_url + path,
-                params=params,
-                json=json,
-                timeout=self.settings.timeout,
-                verify=self.settings.verify,
-                allow_redirects=False,
-                stream=True,
-            )
             with response:
                 check()
                 answer = read_answer(response, method=method, path=path, check=check)
-        except OSError as exc:  # (requests' exceptions are OSErrors too)
-            if isinstance(exc, requests.RequestException):
-                raise
-            raise requests.ConnectionError(exc) from None
+        except OSError as exc:
+            raise _as_request_error(exc) from None
         if answer.status in RETRIED:
             if answer.status == 429:
                 self.pause.count_rate_limit()
             asked = parse_retry_after(answer.headers.get("Retry-After"), self.clock.now())
-            if asked is not None:  # a wait meant for every thread, whichever attempt this was
+            if asked is not None:
                 self.pause.extend(min(asked, MAX_WAIT))
             raise RetryableResponse(answer, asked)
         return answer

@@ -3,7 +3,10 @@ retry policy, the key scrubbed from every error) and one method per endpoint."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import quote
@@ -34,7 +37,15 @@ from blinkops_provider.exceptions import (
 )
 from blinkops_provider.hooks import _records, _walk
 from blinkops_provider.hooks._connection import ConnectionSettings
-from blinkops_provider.hooks._responses import in_workspace, once_each, parse_item, parse_json, parse_model, served
+from blinkops_provider.hooks._responses import (
+    Answer,
+    in_workspace,
+    once_each,
+    parse_item,
+    parse_json,
+    parse_model,
+    served,
+)
 from blinkops_provider.hooks._responses import readable as _readable
 from blinkops_provider.hooks._transport import Clock, Transport
 from blinkops_provider.hooks._walk import CataloguePage
@@ -46,6 +57,7 @@ from blinkops_provider.models import (
     FieldUpdate,
     NewTable,
     TableField,
+    TableRead,
     TableUpdate,
 )
 from blinkops_provider.rql import connection_type_query
@@ -196,21 +208,10 @@ class BlinkHook(BaseHook):
         if "_transport" in self.__dict__:
             self._transport.close()
 
-    def _request(
-        self,
-        method: str,
-        path: str,
-        model: type[ModelT],
-        *,
-        params: Mapping[str, str] | None = None,
-        json: Any = None,
-        subject: str | None = None,
-    ) -> ModelT:
-        """One API call on the request path, its body as ``model`` (else a
-        :class:`~blinkops_provider.exceptions.BlinkResponseError`)."""
-        transport = self._transport
-        answer = transport.send(method, path, params=params, json=json, subject=subject)
-        return parse_model(answer, model, method=method, path=path, scrub=transport.scrub)
+    def _parsed(self, answer: Answer, model: type[ModelT], method: str, path: str) -> ModelT:
+        """An answer's body as ``model`` (else a :class:`~blinkops_provider.exceptions.BlinkResponseError`).
+        Each endpoint sends on the request path itself (:meth:`Transport.send`), then parses here."""
+        return parse_model(answer, model, method=method, path=path, scrub=self._transport.scrub)
 
     # -- endpoints ------------------------------------------------------------------------
 
@@ -239,13 +240,10 @@ class BlinkHook(BaseHook):
             path_segment(ws_id, "ws_id"), path_segment(table, "table"), path_segment(field, "field")
         )
         with in_workspace(self.blink_conn_id, ws_id):
-            return self._request(
-                "PUT",
-                path,
-                TableField,
-                json=update.to_body(),
-                subject=f"field {field!r} of table {table!r} in workspace {ws_id!r}",
+            answer = self._transport.send(
+                "PUT", path, json=update.to_body(), subject=f"field {field!r} of table {table!r} in workspace {ws_id!r}"
             )
+        return self._parsed(answer, TableField, "PUT", path)
 
     def list_tables(self, ws_id: str) -> list[BlinkTable]:
         """The tables of a workspace (``GET /workspace/{ws_id}/tables``); ``name`` is what the
@@ -258,7 +256,8 @@ class BlinkHook(BaseHook):
         path = f"/workspace/{path_segment(ws_id, 'ws_id')}/tables"
         subject = f"the tables of workspace {ws_id!r}"
         with in_workspace(self.blink_conn_id, ws_id), _readable(subject):
-            tables = self._request("GET", path, TableList, subject=subject).results
+            answer = self._transport.send("GET", path, subject=subject)
+        tables = self._parsed(answer, TableList, "GET", path).results
         once_each([table.name for table in tables], "table", method="GET", path=path)
         return tables
 
@@ -275,16 +274,15 @@ class BlinkHook(BaseHook):
         subject = f"the fields of table {table!r} in workspace {ws_id!r}"
         try:
             with in_workspace(self.blink_conn_id, ws_id), _readable(subject):
-                answer = self._request("GET", path, FieldList, subject=subject)
+                fields = self._parsed(self._transport.send("GET", path, subject=subject), FieldList, "GET", path)
         except BlinkReadUnavailableError as err:
             if err.status != 404 or not self._missing_table(ws_id, table):
                 raise
             missing = f"no table {table!r} in workspace {ws_id!r} (Blink's tables read does not list it)"
             raise err.restated(missing, BlinkNotFoundError, details=None, hint=None) from None
-        fields = answer.results
-        _whole(answer.model_extra or {}, len(fields), f"{subject} (GET {path})")
-        once_each([field.name for field in fields if field.name is not None], "field", method="GET", path=path)
-        return fields
+        _whole(fields.model_extra or {}, len(fields.results), f"{subject} (GET {path})")
+        once_each([field.name for field in fields.results if field.name is not None], "field", method="GET", path=path)
+        return fields.results
 
     def _missing_table(self, ws_id: str, table: str) -> bool:
         """Whether Blink's tables read shows that ``table`` is not in the workspace (False when it
@@ -293,6 +291,32 @@ class BlinkHook(BaseHook):
             return table not in {entry.name for entry in self.list_tables(ws_id)}
         except BlinkReadUnavailableError:
             return False
+
+    def read_table(self, ws_id: str, table: str, *, tables: bool = True) -> TableRead:
+        """A table as Blink holds it, in one round trip: its fields (:meth:`get_table_fields`) and,
+        with ``tables``, the workspace's tables (:meth:`list_tables`), the two reads sent at once.
+
+        A read Blink does not serve (404 or 405) is not an error here: :class:`TableRead` says
+        which read was not served, and whether the table is missing.
+
+        :raises BlinkResponseError: an answer that is not Blink's (as the two reads say).
+        """
+        self._transport  # noqa: B018 - made once, here, before two threads use it
+        with ThreadPoolExecutor(1, thread_name_prefix="blink-reads") as pool:
+            fields = pool.submit(self._fields_read, ws_id, table)
+            listed = None
+            if tables:
+                with contextlib.suppress(BlinkReadUnavailableError):  # (None: not served)
+                    listed = self.list_tables(ws_id)
+            return dataclasses.replace(fields.result(), tables=listed)
+
+    def _fields_read(self, ws_id: str, table: str) -> TableRead:
+        try:
+            return TableRead(fields=self.get_table_fields(ws_id, table))
+        except BlinkNotFoundError:
+            return TableRead(missing=True)
+        except BlinkReadUnavailableError as err:
+            return TableRead(unread=str(err.status))
 
     def update_table_fields(
         self,
@@ -471,13 +495,10 @@ class BlinkHook(BaseHook):
         :raises BlinkInputError: an invalid RQL query, before any request.
         """
         query = connection_type_query(filter=filter, sort=sort, select=select, limit=limit, offset=offset)
-        return self._request(
-            "GET",
-            "/connection_types",
-            ConnectionTypePage,
-            params={"q": query.to_param()},
-            subject="connection types",
+        answer = self._transport.send(
+            "GET", "/connection_types", params={"q": query.to_param()}, subject="connection types"
         )
+        return self._parsed(answer, ConnectionTypePage, "GET", "/connection_types")
 
     def walk_connection_types(
         self,
@@ -542,9 +563,8 @@ class BlinkHook(BaseHook):
         route = _records.table_route(ws_id, table)
         subject = f"the records of table {table!r} in workspace {ws_id!r}"
         with in_workspace(self.blink_conn_id, ws_id), _readable(subject):
-            return self._request(
-                "GET", route, _records.RecordPage, params=_records.query(where, limit, offset), subject=subject
-            )
+            answer = self._transport.send("GET", route, params=_records.query(where, limit, offset), subject=subject)
+        return self._parsed(answer, _records.RecordPage, "GET", route)
 
     def iter_records(
         self,
@@ -571,9 +591,23 @@ class BlinkHook(BaseHook):
         """
         condition = _records.check_where(where)
         size = _records.check_page_size(page_size)
+        return self._walk_records(ws_id, table, condition, size)  # (checked now, before the first page is asked)
+
+    def _walk_records(self, ws_id: str, table: str, where: Mapping[str, Any], size: int) -> Iterator[dict[str, Any]]:
+        """The pages of :meth:`iter_records`, each sent from here and checked by a :class:`_records.Walk`."""
         route = _records.table_route(ws_id, table)
-        fetch = lambda limit, offset: self._find(ws_id, table, condition, limit, offset)  # noqa: E731
-        return iter(_records.Walk(fetch, route, size, self.max_pages))
+        subject = f"the records of table {table!r} in workspace {ws_id!r}"
+        walk = _records.Walk(route, size, self.max_pages)
+        for number in range(1, self.max_pages + 1):
+            with in_workspace(self.blink_conn_id, ws_id), _readable(subject):
+                answer = self._transport.send(
+                    "GET", route, params=_records.query(where, size, walk.returned), subject=subject
+                )
+            page = walk.checked(self._parsed(answer, _records.RecordPage, "GET", route), number)
+            yield from page.results
+            if walk.ended(page):
+                return
+        raise walk.error(f"it did not end within {self.max_pages} pages")
 
     def count_records(self, ws_id: str, table: str, where: Mapping[str, Any] | str | None = None) -> int:
         """How many records of a table match ``where``, exactly: Blink's ``total`` for one page of

@@ -20,7 +20,6 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +43,7 @@ from blinkops_provider.migrations._review import admit, check_approval, who_let_
 from blinkops_provider.migrations._rows import needs_of, read_rows
 from blinkops_provider.migrations._steps import ApplyResult
 from blinkops_provider.migrations._steps import Steps as _Steps
-from blinkops_provider.models import BlinkTable, FieldBatch, FieldUpdate, TableField
+from blinkops_provider.models import BlinkTable, FieldBatch, FieldUpdate, TableField, TableRead
 
 Updates = Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | FieldBatch | Declaration | str
 
@@ -131,53 +130,60 @@ def _record(hook: BlinkHook, ws_id: str, table: str, location: str | None) -> Sc
     return SchemaRecord(location, blink=hook.base_url, ws_id=ws_id, table=table)
 
 
-def _read_live(hook: BlinkHook, ws_id: str, table: str) -> tuple[list[TableField] | None, str]:
-    """The table's fields as Blink holds them, or None and why when Blink does not serve the read."""
-    try:
-        return hook.get_table_fields(ws_id, table), ""
-    except BlinkReadUnavailableError as err:
+def _rows_matter(live: list[TableField] | None, table_plan: TablePlan) -> bool:
+    """Whether the plan's rows are read: the table is there and its fields were read."""
+    return live is not None and table_plan.action != Action.CREATE
+
+
+def _live(
+    hook: BlinkHook, record: SchemaRecord, read: TableRead, table_plan: TablePlan, replace: bool
+) -> tuple[list[TableField] | None, str]:
+    """The table's fields as Blink holds them (none for a table to create), or None and why when
+    Blink does not serve the read.
+
+    :raises BlinkReadUnavailableError: the fields are unread, no record is kept, and not ``replace``."""
+    if table_plan.action == Action.CREATE:
+        return [], ""
+    if read.fields is None and isinstance(record, _NoRecord) and not replace:
+        unread = read.unread
+        raise BlinkReadUnavailableError(
+            f"Blink's fields of table {record.table!r} in workspace {record.ws_id!r} could not be read ({unread}). "
+            "Without them the update cannot keep what it leaves out, so nothing was sent; replace=True sends the "
+            "update as given (Blink then resets what it leaves out), or a record_path plans against the last apply",
+            status=int(unread) if unread.isdigit() else None,
+        )
+    if read.fields is None:
         hook.log.warning(
             "Blink's live schema of %s/%s could not be read (%s): planning against the record of the last apply",
-            one_line(ws_id),
-            one_line(table),
-            err.status,
+            one_line(record.ws_id),
+            one_line(record.table),
+            read.unread,
         )
-        return None, str(err.status)
+    return read.fields, read.unread
 
 
-def _read_table(
-    hook: BlinkHook, record: SchemaRecord, declared: Declaration, create_table: bool
-) -> tuple[TablePlan, list[TableField] | None, str]:
-    """The table as Blink holds it (matched as :mod:`.identity` says), what happens to it, and
-    its fields (none for a table to create). Blink's tables read is needed only for what the
-    fields read does not tell: the table's display name and description, a removal's row count,
-    or a table that is not found by its name.
+def _table_of(
+    record: SchemaRecord, declared: Declaration, create_table: bool, read: TableRead, listed: bool
+) -> tuple[TablePlan, str | None]:
+    """The table as Blink holds it (matched as :mod:`.identity` says) and what happens to it,
+    from a read with Blink's tables read (``listed``: else the table is the one its name names);
+    and, when its fields are still to be read (a table found under another name), the name to
+    read them by.
 
     :raises BlinkNotFoundError: Blink has no such table, and ``create_table`` is False.
     """
-    ws_id, table = record.ws_id, record.table
-    if _fields_tell_all(declared):
-        try:
-            return TablePlan(name=table), *_read_live(hook, ws_id, table)
-        except BlinkNotFoundError:
-            pass  # not found by its name: by the record's note or its display name, or to create
-    hook._transport  # noqa: B018 - made once, here, before two threads use it
-    with ThreadPoolExecutor(2, thread_name_prefix="blink-reads") as pool:  # the two reads at once: one round trip
-        fields = pool.submit(_read_live, hook, ws_id, table)
-        tables = _tables(hook, ws_id)
-    held, note = _matched(record, tables, declared, create_table)
+    if not listed:
+        return TablePlan(name=record.table), None
+    held, note = _matched(record, read.tables, declared, create_table)
     wanted = (declared.display_name, declared.description)
-    if tables is not None and held is None:
-        return _to_create(record, wanted, create_table)
-    table_plan = plan_table(table, wanted, held, listed=tables is not None)
+    if read.tables is not None and held is None:
+        return _to_create(record, wanted, create_table), None
+    table_plan = plan_table(record.table, wanted, held, listed=read.tables is not None)
     if note:
         table_plan = dataclasses.replace(table_plan, note=note)
-    if table_plan.name == table:
-        try:
-            return (table_plan, *fields.result())
-        except BlinkNotFoundError:
-            pass  # (a table listed since the read)
-    return (table_plan, *_read_live(hook, ws_id, table_plan.name or table))
+    if table_plan.name == record.table and not read.missing:
+        return table_plan, None
+    return table_plan, table_plan.name or record.table
 
 
 def _fields_tell_all(declared: Declaration) -> bool:
@@ -204,9 +210,7 @@ def _matched(
     return held, ""
 
 
-def _to_create(
-    record: SchemaRecord, wanted: tuple[str | None, str | None], create_table: bool
-) -> tuple[TablePlan, list[TableField] | None, str]:
+def _to_create(record: SchemaRecord, wanted: tuple[str | None, str | None], create_table: bool) -> TablePlan:
     """The plan of a table Blink does not have: created, with no fields to read.
 
     :raises BlinkNotFoundError: ``create_table`` is False."""
@@ -216,15 +220,7 @@ def _to_create(
             "shown so. Nothing was sent: give the operator create_table=True to create it with its declared fields, "
             "or give table the name of an existing table"
         )
-    return plan_table(record.table, wanted, None, create=True), [], ""
-
-
-def _tables(hook: BlinkHook, ws_id: str) -> list[BlinkTable] | None:
-    """The workspace's tables as Blink lists them (None: Blink does not serve the read)."""
-    try:
-        return hook.list_tables(ws_id)
-    except BlinkReadUnavailableError:
-        return None
+    return plan_table(record.table, wanted, None, create=True)
 
 
 def _plan(
@@ -233,14 +229,14 @@ def _plan(
     """The plan of ``declared`` against Blink's table and fields (two reads) and the record, and
     the record's bodies."""
     recorded, recorded_at = record.read()
-    table_plan, live, unread = _read_table(hook, record, declared, create_table)
-    if live is None and isinstance(record, _NoRecord) and not replace:
-        raise BlinkReadUnavailableError(
-            f"Blink's fields of table {record.table!r} in workspace {record.ws_id!r} could not be read ({unread}). "
-            "Without them the update cannot keep what it leaves out, so nothing was sent; replace=True sends the "
-            "update as given (Blink then resets what it leaves out), or a record_path plans against the last apply",
-            status=int(unread) if unread.isdigit() else None,
-        )
+    listed = not _fields_tell_all(declared)  # Blink's tables read, only for what the fields read does not tell
+    read = hook.read_table(record.ws_id, record.table, tables=listed)
+    if read.missing and not listed:  # not found by its name: by the record's note or its display name, or to create
+        listed, read = True, hook.read_table(record.ws_id, record.table)
+    table_plan, other_name = _table_of(record, declared, create_table, read, listed)
+    if other_name is not None:  # found under another name: its fields are read by that name
+        read = hook.read_table(record.ws_id, other_name, tables=False)
+    live, unread = _live(hook, record, read, table_plan, replace)
     planning = functools.partial(
         make_plan,
         target=(record.host, record.ws_id, record.table),
@@ -259,7 +255,7 @@ def _plan(
         type_changes=declared.type_changes,
     )
     plan = planning()
-    needs = needs_of(plan.fields, declared.backfills) if live is not None and table_plan.action != Action.CREATE else []
+    needs = needs_of(plan.fields, declared.backfills) if _rows_matter(live, table_plan) else []
     if needs:  # judged again with the rows the changes touch, counted
         plan = planning(facts=read_rows(hook, record.ws_id, table_plan.name or record.table, needs, table_plan.rows))
     return plan, recorded

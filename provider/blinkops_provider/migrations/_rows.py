@@ -192,6 +192,11 @@ class Need:
     retype: tuple[str, str, tuple[Any, ...]] | None = None
     """For a retype: the field's type, the new type, and the new field's options."""
 
+    @property
+    def by_total(self) -> bool:
+        """Whether Blink's ``total`` answers the need (no need of what only the rows' values tell)."""
+        return not (self.filled or self.unique or self.retype or (self.options and self.multi))
+
 
 @dataclass
 class Tally:
@@ -238,17 +243,12 @@ NOTHING_READ = RowFacts()
 """No row read: nothing in the plan needed them."""
 
 
-def tally(records: Iterable[Mapping[str, Any]], needs: Sequence[Need]) -> tuple[int, dict[str, Tally]]:
-    """Count every need over the records in one pass; the rows seen and each field's tally."""
-    tallies = {need.name: Tally() for need in needs}
-    total = 0
-    for record in records:
-        total += 1
-        for need in needs:
-            value = record.get(need.name)
-            if not empty(value):
-                _count(tallies[need.name], need, value)
-    return total, tallies
+def count_row(tallies: Mapping[str, Tally], needs: Sequence[Need], record: Mapping[str, Any]) -> None:
+    """Count one row for every need (``tallies`` by the needs' names)."""
+    for need in needs:
+        value = record.get(need.name)
+        if not empty(value):
+            _count(tallies[need.name], need, value)
 
 
 def _count(counted: Tally, need: Need, value: Any) -> None:
@@ -281,9 +281,12 @@ def read_rows(hook: Any, ws_id: str, table: str, needs: Sequence[Need], estimate
     if not needs:
         return NOTHING_READ
     try:
-        if all(not (need.filled or need.unique or need.retype or (need.options and need.multi)) for need in needs):
+        if all(need.by_total for need in needs):
             return _by_totals(hook, ws_id, table, needs, estimate)
-        total, tallies = tally(hook.iter_records(ws_id, table), needs)
+        total, tallies = 0, {need.name: Tally() for need in needs}
+        for record in hook.iter_records(ws_id, table):  # one pass, counting every need
+            total += 1
+            count_row(tallies, needs, record)
     except (BlinkReadUnavailableError, BlinkAuthError) as err:
         return _unreadable(err, estimate)
     return RowFacts(total, tallies, estimate=estimate)

@@ -328,7 +328,8 @@ class Steps:
         done: list[FieldUpdates] = []
         try:
             with workers(self.max_concurrency) as self.pool:  # one set of threads (and connections) for every batch
-                self._send(done)
+                if self._send(done):  # the removals' 2xx confirmed by one read, from here (the path's frames)
+                    done.append(self._confirm_removed(done.pop()))
         except BaseException as exc:
             partial = FieldUpdates.carried_by(exc)  # what the batch in flight knew
             so_far = self._report([*done, *([partial] if partial is not None else [])])
@@ -336,33 +337,34 @@ class Steps:
             raise
         return self.complete(self._report(done), now(), raising=True)
 
-    def _send(self, done: list[FieldUpdates]) -> None:
+    def _send(self, done: list[FieldUpdates]) -> bool:
         """Each step in turn, its report appended to ``done``: the table's creation, the adds, the
-        changes, the table's own change, then the removals (only when every other step succeeded)."""
+        changes, the table's own change, then the removals (only when every other step succeeded).
+        Whether the removals were sent (their report last in ``done``, to confirm)."""
         if self.plan.table_plan.action == Action.CREATE:
             done.append(self._create())
         done.append(self._add())
         self._backfill(done[-1])
         done.append(self._change())
         self._change_table()
-        self._removing(done)
+        return self._removing(done)
 
-    def _removing(self, done: list[FieldUpdates]) -> None:
+    def _removing(self, done: list[FieldUpdates]) -> bool:
         """The steps that remove a field, last, only when every other step succeeded: the retypes,
-        then the removals."""
+        then the removals (whether they were sent)."""
         removals = [(row.field, FieldUpdate()) for row in self._rows(Action.REMOVE)]
         retypes = self._rows(Action.RETYPE)
         if any(not part.ok for part in done):
             why = "not sent: an earlier step of the apply failed, and a removal is only sent after every other step"
             done.append(_not_sent([name for name, _ in removals] + [row.field for row in retypes], why))
-            return
+            return False
         done.append(self._retypes(retypes))
         if not done[-1].ok:
             why = "not sent: a retype failed, and a removal is only sent after every other step"
             done.append(_not_sent([name for name, _ in removals], why))
-            return
-        removed = self._batch(removals, lambda name, _: self._remove(self.blink[name]), "removed")
-        done.append(self._confirm_removed(removed))
+            return False
+        done.append(self._batch(removals, lambda name, _: self._remove(self.blink[name]), "removed"))
+        return True
 
     def _retypes(self, rows: Sequence[FieldPlan]) -> FieldUpdates:
         """Each retype in turn (:meth:`_retype`): its rows copied on the apply's threads."""

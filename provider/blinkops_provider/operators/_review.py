@@ -28,7 +28,7 @@ from blinkops_provider._inputs import rendered_flag
 from blinkops_provider._states import REMOVING, Decision
 from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations import check_review_policy, fleet_review, plan, plan_markdown, review_needed
+from blinkops_provider.migrations import apply, check_review_policy, fleet_review, plan, plan_markdown, review_needed
 from blinkops_provider.operators._answer import approval_from_record, chosen, rejection
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 
@@ -168,7 +168,9 @@ class ReviewedApply(UpdateTableFieldsOperator):
         shown = plan(self.hook, request).to_xcom()  # what Blink holds now: the plan a person is shown
         if not self._asks(shown, policy, request.acknowledge_risks):
             self.log.info("No review: review policy %r asks no one for %s", policy, _what(shown))
-            return self._apply(context, request, None)
+            with self._reported(context, request) as outcome:
+                outcome.result = apply(self.hook, request)
+            return outcome.summary
         self.log.info("Asking for a review of %s in Required Actions (review policy %r)", _what(shown), policy)
         self._ask(context, shown, request.acknowledge_risks)
         return None  # (not reached: the task waits for the answer)
@@ -233,8 +235,10 @@ class ReviewedApply(UpdateTableFieldsOperator):
             raise AirflowFailException(str(err)) from None
         who, when = approval["approved_by"], approval["approved_at"]
         self.log.info("Plan %s approved by %s at %s (Airflow's record of this task's review)", shown, who, when)
-        request = self._request(context)
-        return self._apply(context, dataclasses.replace(request, approved=shown), approval)
+        request = dataclasses.replace(self._request(context), approved=shown, approval=approval)
+        with self._reported(context, request) as outcome:
+            outcome.result = apply(self.hook, request)
+        return outcome.summary
 
 
 def _what(plan: Mapping[str, Any]) -> str:

@@ -4,10 +4,11 @@ summary reads), and the error that ends a batch that did not apply every field."
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -367,6 +368,14 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
         return table_lineage(self.hook.base_url, str(self.ws_id), str(self.table), declared)
 
 
+@dataclasses.dataclass
+class _Outcome:
+    """What one apply gave: its result (None until it returns), then the XCom's summary."""
+
+    result: ApplyResult | None = None
+    summary: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
 class UpdateTableFieldsOperator(BaseBlinkOperator):
     """Make a Blink table match its declared schema, in one task: fields added, changed and
     (behind an approval) removed, the table created or its display name and description changed.
@@ -502,27 +511,30 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             return self._plan(request)
         if self.review_task_id is not None:  # a Reject there stops; it approves nothing
             approval_from_review(self, context.get("ti"), self.review_task_id)
-        return self._apply(context, request, None)
+        with self._reported(context, request) as outcome:
+            outcome.result = apply(self.hook, request)
+        return outcome.summary
 
-    def _apply(self, context: Context, request: ApplyRequest, approval: dict[str, str] | None) -> dict[str, Any]:
-        """Apply the request, ``approval`` being a person's Approve read from Airflow's record of the
-        answer (None: none); the XCom is pushed on every way out."""
-        request = dataclasses.replace(request, approval=approval)
+    @contextlib.contextmanager
+    def _reported(self, context: Context, request: ApplyRequest) -> Iterator[_Outcome]:
+        """Around one apply of ``request`` (called in the ``with`` block, so that the request path
+        stays short): its XCom pushed on every way out (a failure, execution_timeout, a signal), and
+        its summary logged and announced when it succeeded."""
         let_through = request.let_through
         report = ApplyReport(str(self.ws_id), str(self.table), self.log, self.fail_fast)
-        result: ApplyResult | None = None
+        outcome = _Outcome()
         try:
-            result = apply(self.hook, request)
-            if not result.ok:
-                raise not_applied(result)
-        except BaseException as exc:  # every way out: a failure, execution_timeout, a signal
+            yield outcome
+            if outcome.result is None or not outcome.result.ok:
+                raise not_applied(outcome.result) if outcome.result else RuntimeError("no apply was made")
+        except BaseException as exc:
             rate_limited = self.hook.rate_limited if "hook" in self.__dict__ else 0
-            failed = report.failed(result, let_through=let_through, exc=exc, rate_limited=rate_limited)
+            failed = report.failed(outcome.result, let_through=let_through, exc=exc, rate_limited=rate_limited)
             context["ti"].xcom_push(key="return_value", value=failed)
             raise
-        summary = report.summary(result, let_through=let_through, rate_limited=self.hook.rate_limited)
-        self._announce(context, summary, planned=result.plan is not None)
-        return summary
+        summary = report.summary(outcome.result, let_through=let_through, rate_limited=self.hook.rate_limited)
+        self._announce(context, summary, planned=outcome.result.plan is not None)
+        outcome.summary = summary
 
     def _request(self, context: Context) -> ApplyRequest:
         """The plan's or apply's arguments: the templated ones checked here, once rendered, before
