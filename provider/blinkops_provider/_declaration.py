@@ -16,12 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blinkops_provider._inputs import RepeatedMember, unique_members
-from blinkops_provider._models import checked_field_updates
-from blinkops_provider._names import segment
+from blinkops_provider._inputs import RepeatedMember, first_problems, segment, unique_members
 from blinkops_provider._raising import Problems, input_error
-from blinkops_provider._text import first_problems
-from blinkops_provider.models import FieldBatch
+from blinkops_provider.models import FieldBatch, checked_field_updates
 
 TABLE_MEMBERS = ("display_name", "description", "fields")
 """What a declaration object may hold."""

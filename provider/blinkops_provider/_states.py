@@ -9,17 +9,11 @@ member read back from an XCom compares equal to the string it was written as.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class _State(str, Enum):  # noqa: UP042  (StrEnum is the same; kept apart from FieldType's style)
-    """A state: a string, shown as its value."""
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self.value), spec)
+class _State(StrEnum):
+    """A state: a string, shown as its value (``str()`` and f-strings are the stdlib's)."""
 
 
 class Action(_State):

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from blinkops_provider._text import escaped, show
+from blinkops_provider._inputs import escaped, show
 
 __all__ = ["record_catalogue_diff", "snapshot_name"]
 
@@ -118,7 +118,7 @@ class CatalogueDiff:
 
 
 def _text(value: Any) -> str:
-    """A name or value as a diff line shows it (:func:`blinkops_provider._text.escaped`)."""
+    """A name or value as a diff line shows it (:func:`blinkops_provider._inputs.escaped`)."""
     return escaped(value)
 
 

@@ -25,9 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from blinkops_provider._blink import MAX_LIMIT
 from blinkops_provider._inputs import MAX_NESTING, parse_json_object, validate_input
-from blinkops_provider._models import scalar_fields
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.models import ConnectionType
+from blinkops_provider.models import ConnectionType, scalar_fields
 
 __all__ = ["RQLQuery"]
 

@@ -33,9 +33,8 @@ from airflow.providers.common.compat.sdk import (
     task,
 )
 
-from blinkops_provider._inputs import check_concurrency, check_lock_wait
+from blinkops_provider._inputs import check_concurrency, check_lock_wait, one_line
 from blinkops_provider._states import Decision
-from blinkops_provider._text import one_line
 from blinkops_provider.assets import TABLES_ALIAS, announce_applied
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError
 from blinkops_provider.migrations import check_review_policy, declared_schema, fleet_summary

@@ -4,16 +4,17 @@ import pytest
 from pydantic import ValidationError
 
 from blinkops_provider._inputs import validate_input
-from blinkops_provider._models import ErrorWrapper, validate_field_updates
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import (
     SYSTEM_FIELD_TYPES,
     ConnectionType,
     ConnectionTypePage,
+    ErrorWrapper,
     FieldAttributes,
     FieldType,
     FieldUpdate,
     TableField,
+    validate_field_updates,
 )
 
 DOCS_BODY = {

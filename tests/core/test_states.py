@@ -54,8 +54,8 @@ def test_a_plans_xcom_holds_plain_text_so_a_rendered_template_reads_back() -> No
     ``ast.literal_eval``, which an Enum's repr would break."""
     import ast
 
-    from blinkops_provider._models import validate_field_updates
     from blinkops_provider.migrations._plan import SchemaPlan, plan_fields
+    from blinkops_provider.models import validate_field_updates
 
     batch = validate_field_updates([{"field": "Title", "type": "text", "display_name": "Title"}])
     plan = SchemaPlan("ws", "T", "r.json", None, tuple(plan_fields(batch, {})), (), "s", "r")

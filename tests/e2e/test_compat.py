@@ -15,7 +15,7 @@ SCRIPT = textwrap.dedent(
     warnings.simplefilter("always")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        import blinkops_provider.exceptions, blinkops_provider._models, blinkops_provider.rql
+        import blinkops_provider.exceptions, blinkops_provider.models, blinkops_provider.rql
         from blinkops_provider.hooks.blink import BlinkHook
         from blinkops_provider.operators.tables import UpdateTableFieldOperator
         from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator

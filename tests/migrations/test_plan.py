@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from blinkops_provider._models import validate_field_updates
 from blinkops_provider._states import Action
 from blinkops_provider.exceptions import BlinkInputError, BlinkStalePlanError
 from blinkops_provider.migrations._plan import (
@@ -25,7 +24,7 @@ from blinkops_provider.migrations._plan import (
     merge_field,
     plan_fields,
 )
-from blinkops_provider.models import BlinkTable, FieldUpdate, TableField
+from blinkops_provider.models import BlinkTable, FieldUpdate, TableField, validate_field_updates
 from tests.core.test_models import DOCS_BODY
 
 

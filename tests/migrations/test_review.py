@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from blinkops_provider._models import validate_field_updates
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations._plan import SchemaPlan, plan_fields
 from blinkops_provider.migrations._review import (
@@ -22,6 +21,7 @@ from blinkops_provider.migrations._review import (
     fleet_summary,
     review_needed,
 )
+from blinkops_provider.models import validate_field_updates
 
 SELECT = {"type": "single-select", "display_name": "S", "attributes": {"options": ["Low", "High"]}}
 

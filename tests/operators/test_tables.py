@@ -362,7 +362,7 @@ CHECKS = (
     ("blinkops_provider._inputs", "check_flag"),
     ("blinkops_provider._inputs", "rendered_flag"),
     ("blinkops_provider._inputs", "check_lock_wait"),
-    ("blinkops_provider._models", "checked_field_updates"),
+    ("blinkops_provider.models", "checked_field_updates"),
     ("blinkops_provider.migrations._apply", "approved_plan"),
     ("blinkops_provider.migrations._apply", "check_names"),
     ("blinkops_provider.migrations._review", "check_approval"),

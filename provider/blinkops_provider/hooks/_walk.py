@@ -34,7 +34,7 @@ from blinkops_provider.exceptions import (
     BlinkResponseError,
     BlinkUnsupportedServerError,
 )
-from blinkops_provider.hooks._responses import Answer, parse_json
+from blinkops_provider.hooks._transport import Answer, parse_json
 from blinkops_provider.rql import KEY, MAX_Q_CHARS, RQLQuery, encoded_length, sort_items, sort_value
 
 KEYSET, OFFSET = "keyset", "offset"

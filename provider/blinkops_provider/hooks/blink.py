@@ -1,10 +1,23 @@
 """The hook that talks to Blink's REST API: the connection, the base URL, one request path (one
-retry policy, the key scrubbed from every error) and one method per endpoint."""
+retry policy, the key scrubbed from every error) and one method per endpoint.
+
+How a table's records are read and written: the routes, the query, the walk and its checks.
+
+Blink's records API (its published spec: TableFindRecord, TableGetRecord, TableUpdateRecord):
+``GET /workspace/{ws}/table/{table}?q={"limit", "offset", "filter"}`` answers ``{limit, offset,
+results, total}``. A walk asks page after page by offset and checks each answer against what it
+asked: the offset and limit answered, no more rows than asked, ids present and never twice in a
+page or in two pages in a row, ``total`` the same on every page, and the walk's end: the rows
+returned add up to ``total`` exactly (fewer is a short walk, more a doubled one). Without a
+``total``, the walk ends at the first page shorter than asked. Only the last page's ids are kept,
+so a walk's memory does not grow with the table.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
@@ -13,7 +26,7 @@ from urllib.parse import quote
 
 import requests
 from airflow.providers.common.compat.sdk import AirflowNotFoundException, BaseHook, mask_secret
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from blinkops_provider._batch import FieldUpdates, run_batch
 from blinkops_provider._blink import API_PREFIX, MAX_LIMIT
@@ -26,7 +39,6 @@ from blinkops_provider._inputs import (
     path_segment,
     validate_input,
 )
-from blinkops_provider._models import CreatedTable, FieldList, TableList, validate_field_updates
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkConfigurationError,
@@ -35,10 +47,12 @@ from blinkops_provider.exceptions import (
     BlinkReadUnavailableError,
     BlinkResponseError,
 )
-from blinkops_provider.hooks import _records, _walk
-from blinkops_provider.hooks._connection import ConnectionSettings
-from blinkops_provider.hooks._responses import (
+from blinkops_provider.hooks import _walk
+from blinkops_provider.hooks._transport import (
     Answer,
+    Clock,
+    ConnectionSettings,
+    Transport,
     in_workspace,
     once_each,
     parse_item,
@@ -46,21 +60,179 @@ from blinkops_provider.hooks._responses import (
     parse_model,
     served,
 )
-from blinkops_provider.hooks._responses import readable as _readable
-from blinkops_provider.hooks._transport import Clock, Transport
+from blinkops_provider.hooks._transport import readable as _readable
 from blinkops_provider.hooks._walk import CataloguePage
 from blinkops_provider.models import (
     BlinkTable,
     ConnectionType,
     ConnectionTypePage,
+    CreatedTable,
     FieldBatch,
+    FieldList,
     FieldUpdate,
     NewTable,
     TableField,
+    TableList,
     TableRead,
     TableUpdate,
+    validate_field_updates,
 )
 from blinkops_provider.rql import connection_type_query
+
+DEFAULT_PAGE_SIZE = 500
+"""Rows per page of a walk (Blink's largest page is 1000)."""
+
+
+class RecordPage(BaseModel):
+    """One answer of TableFindRecord."""
+
+    model_config = ConfigDict(extra="allow")
+
+    results: list[dict[str, Any]]
+    total: int | None = Field(default=None, ge=0)
+    limit: int | None = Field(default=None, ge=0)
+    offset: int | None = Field(default=None, ge=0)
+
+
+def table_route(ws_id: str, table: str) -> str:
+    return "/workspace/{}/table/{}".format(path_segment(ws_id, "ws_id"), path_segment(table, "table"))
+
+
+def record_route(ws_id: str, table: str, record_id: Any) -> str:
+    if isinstance(record_id, bool) or not isinstance(record_id, (str, int)):
+        raise BlinkInputError(f"record_id must be a record's id (text), got {type(record_id).__name__}")
+    return f"{table_route(ws_id, table)}/{path_segment(str(record_id), 'record_id')}"
+
+
+def check_where(where: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """A filter as Blink's query object takes it (``{}``: every row).
+
+    :raises BlinkInputError: not a JSON object (or its text), or not JSON-ready.
+    """
+    if where is None:
+        return {}
+    if isinstance(where, str):
+        try:
+            where = json.loads(where)
+        except (ValueError, RecursionError):
+            raise BlinkInputError('where must be a JSON object such as {"Severity": "High"}') from None
+    if not isinstance(where, Mapping) or not all(isinstance(key, str) for key in where):
+        raise BlinkInputError(
+            f"where must be an object of field conditions, $or and $and (Blink's filter), got {type(where).__name__}"
+        )
+    try:
+        json.dumps(where, allow_nan=False)
+    except (TypeError, ValueError):
+        raise BlinkInputError("where must hold only JSON values (text, numbers, booleans, lists, objects)") from None
+    return dict(where)
+
+
+def check_page_size(page_size: Any) -> int:
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_LIMIT:
+        raise BlinkInputError(f"page_size must be an integer from 1 to {MAX_LIMIT}, got {page_size!r}")
+    return page_size
+
+
+def records_query(where: Mapping[str, Any], limit: int, offset: int) -> dict[str, str]:
+    """The ``q`` parameter of one page."""
+    body: dict[str, Any] = {"limit": limit, "offset": offset}
+    if where:
+        body["filter"] = where
+    return {"q": json.dumps(body, separators=(",", ":"), ensure_ascii=False)}
+
+
+class RecordWalk:
+    """The checks of a walk of every record matching a filter, page by page (the module says
+    which): the hook sends each page and hands it to :meth:`checked`, then asks :meth:`ended`.
+
+    :param route: the route read (named in errors).
+    """
+
+    def __init__(self, route: str, page_size: int, max_pages: int) -> None:
+        self.route, self.page_size, self.max_pages = route, page_size, max_pages
+        self.total: int | None = None
+        self.returned = 0
+        self._last: set[Any] = set()
+
+    def error(self, problem: str) -> BlinkResponseError:
+        return BlinkResponseError(
+            f"the records read of {self.route} went wrong: {problem}. Nothing was counted or written from it",
+            status=200,
+            method="GET",
+            path=self.route,
+        )
+
+    def checked(self, page: RecordPage, number: int) -> RecordPage:
+        """The page, checked; its rows counted as returned."""
+        self._check_paging(page, number)
+        self._check_ids(page, number)
+        self.returned += len(page.results)
+        return page
+
+    def _check_paging(self, page: RecordPage, number: int) -> None:
+        """The limit and offset answered, the rows no more than asked, and the same ``total``."""
+        asked = (self.page_size, self.returned)
+        if (page.limit not in (None, asked[0])) or (page.offset not in (None, asked[1])):
+            raise self.error(f"page {number} answered limit {page.limit} offset {page.offset}, asked {asked}")
+        if len(page.results) > self.page_size:
+            raise self.error(f"page {number} holds {len(page.results)} rows, more than the {self.page_size} asked")
+        if number == 1:
+            self.total = page.total
+        elif page.total != self.total:
+            raise self.error(
+                f"the table changed while it was read: {self.total} rows matched at the first page, "
+                f"{page.total} at page {number} (a walk by offset would skip or double rows)"
+            )
+
+    def _check_ids(self, page: RecordPage, number: int) -> None:
+        """Every row has an id, none twice in the page or in the page before."""
+        ids = [row.get("id") for row in page.results]
+        if any(isinstance(i, bool) or not isinstance(i, (str, int)) or i == "" for i in ids):
+            raise self.error(f"page {number} holds a row without an id")
+        seen = set(ids)
+        if len(seen) != len(ids) or seen & self._last:
+            raise self.error(f"page {number} repeats a row (a doubled walk)")
+        self._last = seen
+
+    def ended(self, page: RecordPage) -> bool:
+        """Whether the walk has every row (after :meth:`checked` of its last page)."""
+        if self.total is None:
+            return len(page.results) < self.page_size
+        if self.returned > self.total:
+            raise self.error(f"it returned {self.returned} rows where Blink said {self.total} (a doubled walk)")
+        if self.returned == self.total:
+            return True
+        if len(page.results) < self.page_size:
+            raise self.error(f"it ended at {self.returned} rows where Blink said {self.total} (a short walk)")
+        return False
+
+
+def counted_total(page: RecordPage, route: str) -> int | None:
+    """The exact count a one-row page gives (its ``total``, checked against the page), or None."""
+    if page.total is None:
+        return None
+    if len(page.results) != min(1, page.total):
+        raise BlinkResponseError(
+            f"the records read of {route} said {page.total} rows but answered {len(page.results)} for a page of one",
+            status=200,
+            method="GET",
+            path=route,
+        )
+    return page.total
+
+
+def checked_record(answer: Any, record_id: Any, method: str, route: str) -> dict[str, Any]:
+    """A record answered for ``record_id``: a JSON object whose ``id`` is that id."""
+    if not isinstance(answer, dict) or str(answer.get("id")) != str(record_id):
+        said = "not a JSON object" if not isinstance(answer, dict) else "another record's id, or none"
+        raise BlinkResponseError(
+            f"the answer for record {record_id!r} is {said} (unknown: this may not be Blink's answer)",
+            status=200,
+            method=method,
+            path=route,
+        )
+    return answer
+
 
 __all__ = ["BlinkHook", "CataloguePage", "Clock", "ConnectionSettings", "FieldUpdates"]
 
@@ -559,12 +731,12 @@ class BlinkHook(BaseHook):
 
     # -- table records -------------------------------------------------------------------
 
-    def _find(self, ws_id: str, table: str, where: Mapping[str, Any], limit: int, offset: int) -> _records.RecordPage:
-        route = _records.table_route(ws_id, table)
+    def _find(self, ws_id: str, table: str, where: Mapping[str, Any], limit: int, offset: int) -> RecordPage:
+        route = table_route(ws_id, table)
         subject = f"the records of table {table!r} in workspace {ws_id!r}"
         with in_workspace(self.blink_conn_id, ws_id), _readable(subject):
-            answer = self._transport.send("GET", route, params=_records.query(where, limit, offset), subject=subject)
-        return self._parsed(answer, _records.RecordPage, "GET", route)
+            answer = self._transport.send("GET", route, params=records_query(where, limit, offset), subject=subject)
+        return self._parsed(answer, RecordPage, "GET", route)
 
     def iter_records(
         self,
@@ -572,7 +744,7 @@ class BlinkHook(BaseHook):
         table: str,
         *,
         where: Mapping[str, Any] | str | None = None,
-        page_size: int = _records.DEFAULT_PAGE_SIZE,
+        page_size: int = DEFAULT_PAGE_SIZE,
     ) -> Iterator[dict[str, Any]]:
         """Every record of a table matching ``where``, as Blink sends it (a JSON object: ``id``,
         Blink's ``created_*``/``updated_*`` members and one member per field that holds a value),
@@ -589,21 +761,21 @@ class BlinkHook(BaseHook):
         :raises BlinkReadUnavailableError: 404 or 405: no such table, or this Blink does not serve the read.
         :raises BlinkResponseError: a page that is not Blink's answer, or a short or doubled walk.
         """
-        condition = _records.check_where(where)
-        size = _records.check_page_size(page_size)
+        condition = check_where(where)
+        size = check_page_size(page_size)
         return self._walk_records(ws_id, table, condition, size)  # (checked now, before the first page is asked)
 
     def _walk_records(self, ws_id: str, table: str, where: Mapping[str, Any], size: int) -> Iterator[dict[str, Any]]:
-        """The pages of :meth:`iter_records`, each sent from here and checked by a :class:`_records.Walk`."""
-        route = _records.table_route(ws_id, table)
+        """The pages of :meth:`iter_records`, each sent from here and checked by a :class:`RecordWalk`."""
+        route = table_route(ws_id, table)
         subject = f"the records of table {table!r} in workspace {ws_id!r}"
-        walk = _records.Walk(route, size, self.max_pages)
+        walk = RecordWalk(route, size, self.max_pages)
         for number in range(1, self.max_pages + 1):
             with in_workspace(self.blink_conn_id, ws_id), _readable(subject):
                 answer = self._transport.send(
-                    "GET", route, params=_records.query(where, size, walk.returned), subject=subject
+                    "GET", route, params=records_query(where, size, walk.returned), subject=subject
                 )
-            page = walk.checked(self._parsed(answer, _records.RecordPage, "GET", route), number)
+            page = walk.checked(self._parsed(answer, RecordPage, "GET", route), number)
             yield from page.results
             if walk.ended(page):
                 return
@@ -617,8 +789,8 @@ class BlinkHook(BaseHook):
         :raises BlinkInputError: a ``where`` that is not a JSON object, before any request.
         :raises BlinkReadUnavailableError: 404 or 405: no such table, or this Blink does not serve the read.
         """
-        condition = _records.check_where(where)
-        counted = _records.counted(self._find(ws_id, table, condition, 1, 0), _records.table_route(ws_id, table))
+        condition = check_where(where)
+        counted = counted_total(self._find(ws_id, table, condition, 1, 0), table_route(ws_id, table))
         if counted is not None:
             return counted
         return sum(1 for _ in self.iter_records(ws_id, table, where=condition))
@@ -629,12 +801,12 @@ class BlinkHook(BaseHook):
         :raises BlinkNotFoundError: no such record (or table).
         :raises BlinkResponseError: the answer is not that record.
         """
-        route = _records.record_route(ws_id, table, record_id)
+        route = record_route(ws_id, table, record_id)
         subject = f"record {record_id!r} of table {table!r} in workspace {ws_id!r}"
         with in_workspace(self.blink_conn_id, ws_id), served("GET", route):
             answer = self._transport.send("GET", route, subject=subject)
         said = parse_json(answer, method="GET", path=route, scrub=self._transport.scrub)
-        return _records.checked_record(said, record_id, "GET", route)
+        return checked_record(said, record_id, "GET", route)
 
     def update_record(self, ws_id: str, table: str, record_id: str, record: Mapping[str, Any]) -> dict[str, Any]:
         """Replace a record (``PUT /workspace/{ws_id}/table/{table}/{record_id}``) with ``record``,
@@ -650,12 +822,12 @@ class BlinkHook(BaseHook):
         """
         if not isinstance(record, Mapping) or not all(isinstance(key, str) for key in record):
             raise BlinkInputError(f"record must be an object of field names and values, got {type(record).__name__}")
-        route = _records.record_route(ws_id, table, record_id)
+        route = record_route(ws_id, table, record_id)
         subject = f"record {record_id!r} of table {table!r} in workspace {ws_id!r}"
         with in_workspace(self.blink_conn_id, ws_id), served("PUT", route):
             answer = self._transport.send("PUT", route, json=dict(record), subject=subject)
         said = parse_json(answer, method="PUT", path=route, scrub=self._transport.scrub)
-        return _records.checked_record(said, record_id, "PUT", route)
+        return checked_record(said, record_id, "PUT", route)
 
     def check_key(self) -> None:
         """Check, with one small listing, that Blink accepts the connection's API key (a plan

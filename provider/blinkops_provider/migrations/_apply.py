@@ -24,11 +24,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from blinkops_provider._declaration import Declaration, read_declaration
-from blinkops_provider._inputs import DEFAULT_UPDATE_CONCURRENCY, check_concurrency, check_flag, check_lock_wait
-from blinkops_provider._names import segment
+from blinkops_provider._inputs import (
+    DEFAULT_UPDATE_CONCURRENCY,
+    check_concurrency,
+    check_flag,
+    check_lock_wait,
+    one_line,
+    segment,
+)
 from blinkops_provider._states import Action
 from blinkops_provider._storage import storage_path
-from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import (
     BlinkConfigurationError,
     BlinkInputError,

@@ -45,7 +45,7 @@ from urllib.parse import unquote
 
 from pydantic import ValidationError
 
-from blinkops_provider._names import segment
+from blinkops_provider._inputs import segment
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkConfigurationError,

@@ -54,9 +54,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Protocol
 
-from blinkops_provider._names import segment
+from blinkops_provider._inputs import one_line, segment
 from blinkops_provider._storage import local_path
-from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError, BlinkLockedError
 from blinkops_provider.migrations._record import record_location, unusable_location
 

@@ -46,9 +46,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from blinkops_provider._inputs import describe_errors
+from blinkops_provider._inputs import describe_errors, one_line, show
 from blinkops_provider._states import FIELD_ACTIONS, REMOVING, Action, FieldOutcome
-from blinkops_provider._text import one_line, show
 from blinkops_provider.exceptions import BlinkInputError, BlinkStalePlanError
 from blinkops_provider.migrations._rows import (
     NOTHING_READ,
@@ -779,7 +778,7 @@ def _changed(plan: FieldPlan) -> str:
 
 
 def _cell(text: str) -> str:
-    """Text as one Markdown table cell (:func:`blinkops_provider._text.one_line`)."""
+    """Text as one Markdown table cell (:func:`blinkops_provider._inputs.one_line`)."""
     return one_line(text)
 
 

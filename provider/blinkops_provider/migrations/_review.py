@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from blinkops_provider._inputs import counted, one_line
 from blinkops_provider._states import FIELD_ACTIONS, REJECTED_IN_REVIEW, REMOVING, Action, TableOutcome
-from blinkops_provider._text import counted, one_line
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations._plan import BASELINE, RECORD_BASELINE
 

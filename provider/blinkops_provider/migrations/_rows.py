@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blinkops_provider._text import show
+from blinkops_provider._inputs import show
 from blinkops_provider.exceptions import BlinkAuthError, BlinkReadUnavailableError
 from blinkops_provider.models import FieldType
 

@@ -43,8 +43,8 @@ from itertools import islice
 from typing import Any
 
 from blinkops_provider._batch import FieldUpdates, Send, run_batch, workers
+from blinkops_provider._inputs import one_line, show
 from blinkops_provider._states import Action, FieldOutcome
-from blinkops_provider._text import one_line, show
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkBadRequestError,

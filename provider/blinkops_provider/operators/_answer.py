@@ -18,8 +18,8 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from blinkops_provider._inputs import one_line
 from blinkops_provider._states import REJECTED_IN_REVIEW, Decision
-from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
 
 

@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.common.compat.sdk import AirflowFailException, AirflowSkipException
 from airflow.providers.standard.operators.hitl import ApprovalOperator
 
-from blinkops_provider._inputs import rendered_flag
+from blinkops_provider._inputs import one_line, rendered_flag
 from blinkops_provider._states import REMOVING, Decision
-from blinkops_provider._text import one_line
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations import apply, check_review_policy, fleet_review, plan, plan_markdown, review_needed
 from blinkops_provider.operators._answer import approval_from_record, chosen, rejection

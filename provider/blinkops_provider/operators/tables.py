@@ -19,12 +19,12 @@ from blinkops_provider._inputs import (
     check_concurrency,
     check_flag,
     check_lock_wait,
+    one_line,
     parse_json_object,
     rendered_flag,
     validate_input,
 )
 from blinkops_provider._states import FieldOutcome, TableOutcome
-from blinkops_provider._text import one_line
 from blinkops_provider.assets import CHANGING, TABLES_ALIAS, table_lineage
 from blinkops_provider.exceptions import (
     BlinkApiError,
