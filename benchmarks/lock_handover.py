@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the clone: the tests' journal checks
 
-from blinkops_provider.migrations._lock import Holder, TableLock
+from blinkops_provider.migrations._lock import Holder, TableLock, record_location
 from tests.migrations.test_lock import check_journal, handover_gaps
 
 HOLD = 0.5
@@ -42,7 +42,15 @@ def contend(records: str, journal: str, who: str, rounds: int, start: Any) -> No
     try:
         for number in range(rounds):
             start.wait()
-            lock = TableLock(records, ws_id="ws", table="t", holder=holder, wait=60.0, **clock)
+            lock = TableLock(
+                record_location(records, "ws", "t"),
+                records=records,
+                ws_id="ws",
+                table="t",
+                holder=holder,
+                wait=60.0,
+                **clock,
+            )
             lock.acquire()
             os.write(out, f"{number} enter {who} {clock['monotonic']()}\n".encode())
             time.sleep(HOLD / SCALE)

@@ -1,7 +1,7 @@
 """``blink-schema validate``: every check a plan makes of a declaration without Blink, offline.
 
 It reads declaration files, or folders in the fleet's ``<ws_id>/<table>.json`` layout, and checks
-each as a plan would (:func:`blinkops_provider._declaration.declaration_problems`: the JSON, the
+each as a plan would (:func:`blinkops_provider.models.declaration_problems`: the JSON, the
 entries' shape, the 18 types and their attributes, names and display names declared twice,
 tombstones, ``backfill`` and ``type_change``). It sends nothing, needs no connection and imports no
 Airflow, so a pull request's check runs in well under a second.
@@ -67,7 +67,7 @@ def declaration_files(paths: Iterable[str]) -> tuple[list[Path], list[Finding]]:
 
 def check_file(path: Path) -> list[Finding]:
     """Every problem of one declaration file."""
-    from blinkops_provider._declaration import declaration_problems, entry_number
+    from blinkops_provider.models import declaration_problems, entry_number
 
     try:
         text = path.read_text(encoding="utf-8")

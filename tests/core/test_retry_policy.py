@@ -405,10 +405,16 @@ def test_the_final_rate_limit_error_names_the_attempts_and_blinks_wait(make_hook
 
 @needs_policy
 def test_a_record_location_that_cannot_be_written_fails_at_once(tmp_path: Any) -> None:
-    from blinkops_provider.migrations._lock import Holder, TableLock
+    from blinkops_provider.migrations._lock import Holder, TableLock, record_location
 
     with pytest.raises(BlinkConfigurationError) as unusable:
-        TableLock("/proc/self/blink/records/", ws_id="ws", table="t", holder=Holder.current()).acquire()
+        TableLock(
+            record_location("/proc/self/blink/records/", "ws", "t"),
+            records="/proc/self/blink/records/",
+            ws_id="ws",
+            table="t",
+            holder=Holder.current(),
+        ).acquire()
     assert decide(unusable.value)[0] == "fail"
 
 

@@ -24,7 +24,7 @@ from blinkops_provider.exceptions import (
     BlinkStalePlanError,
 )
 from blinkops_provider.migrations import SchemaRecord, apply_schema, declared_schema, plan_schema
-from blinkops_provider.migrations._lock import Holder, TableLock
+from blinkops_provider.migrations._lock import Holder, TableLock, record_location
 from blinkops_provider.migrations._plan import RECORD_BASELINE, differing_members
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 from tests.conftest import FakeTI, keys
@@ -376,7 +376,14 @@ def writes(m: Any) -> list[Any]:
 
 def locked(record: Path | str, owner: str, table: str = "Incidents", **clock: Any) -> Any:
     """The table's lock, held by another apply named ``owner``."""
-    return TableLock(str(record), ws_id="ws-1", table=table, holder=Holder.current(label=owner), **clock)
+    return TableLock(
+        record_location(str(record), "ws-1", table),
+        records=str(record),
+        ws_id="ws-1",
+        table=table,
+        holder=Holder.current(label=owner),
+        **clock,
+    )
 
 
 def apply(hook: Any, schema: Any, record: Path, **kwargs: Any) -> Any:

@@ -184,11 +184,11 @@ SCHEMA = [{"field": "Title", "type": "text", "display_name": "Title"}]
 
 KILLED_APPLY = """
 import os, signal, sys
-from blinkops_provider.migrations._lock import Holder, TableLock
+from blinkops_provider.migrations._lock import Holder, TableLock, record_location
 
 holder = Holder(host="worker-2", pid=os.getpid(), dag_id="migrate", run_id="manual__1", task_id="apply",
                 map_index=-1, try_number=1)
-TableLock(sys.argv[1], ws_id="ws-1", table="Incidents", holder=holder).acquire()
+TableLock(record_location(sys.argv[1], "ws-1", "Incidents"), records=sys.argv[1], ws_id="ws-1", table="Incidents", holder=holder).acquire()
 os.kill(os.getpid(), signal.SIGKILL)  # a worker killed mid-apply, on another host
 """
 

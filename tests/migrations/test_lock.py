@@ -3,11 +3,14 @@
 Where a table's lock is kept (blinkops_provider.migrations._lock): mutual exclusion under
 contention, proven by holders that record entry and exit, with threads and processes, on a local
 folder and on S3 (moto) (#33).
+
+The record of a migration (blinkops_provider.migrations._lock): a record of another Blink (#36).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import itertools
 import json
 import math
@@ -26,8 +29,8 @@ import pytest
 import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError, BlinkLockedError, BlinkStalePlanError
-from blinkops_provider.migrations import apply_schema, force_unlock, held_locks, plan_schema
-from blinkops_provider.migrations._lock import Holder, LockInfo, TableLock, lock_file, unlock_command
+from blinkops_provider.migrations import SchemaRecord, apply_schema, force_unlock, held_locks, plan_schema
+from blinkops_provider.migrations._lock import Holder, LockInfo, TableLock, lock_file, record_location, unlock_command
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 from tests.fake_blink import field_json, without_table_reads
 
@@ -46,9 +49,23 @@ def contend(records: str, journal: str, who: str, rounds: int, start: Any, wait:
         for number in range(rounds):
             start.wait()
             if dead and who == "0":  # a lock of a process that is gone, for all to take over at once
-                TableLock(records, ws_id="ws", table="t", holder=Holder(host=holder.host, pid=int(dead))).acquire()
+                TableLock(
+                    record_location(records, "ws", "t"),
+                    records=records,
+                    ws_id="ws",
+                    table="t",
+                    holder=Holder(host=holder.host, pid=int(dead)),
+                ).acquire()
             start.wait()
-            lock = TableLock(records, ws_id="ws", table="t", holder=holder, wait=wait, sleep=lambda s: None)
+            lock = TableLock(
+                record_location(records, "ws", "t"),
+                records=records,
+                ws_id="ws",
+                table="t",
+                holder=holder,
+                wait=wait,
+                sleep=lambda s: None,
+            )
             try:
                 lock.acquire()
             except BlinkLockedError:
@@ -254,7 +271,15 @@ def task(try_number: int = 1, map_index: int = -1, host: str | None = None, pid:
 
 
 def lock(records: Path | str, holder: Holder, **kwargs: Any) -> TableLock:
-    return TableLock(str(records), ws_id="ws-1", table="Incidents", holder=holder, sleep=lambda s: None, **kwargs)
+    return TableLock(
+        record_location(str(records), "ws-1", "Incidents"),
+        records=str(records),
+        ws_id="ws-1",
+        table="Incidents",
+        holder=holder,
+        sleep=lambda s: None,
+        **kwargs,
+    )
 
 
 @pytest.fixture
@@ -322,7 +347,14 @@ def test_a_waiter_polls_often_with_jitter_and_says_whom_it_waits_for(records: st
 
     with lock(records, task(host="worker-2")):
         waiter = TableLock(
-            records, ws_id="ws-1", table="Incidents", holder=task(), wait=120, sleep=sleep, monotonic=lambda: clock[0]
+            record_location(records, "ws-1", "Incidents"),
+            records=records,
+            ws_id="ws-1",
+            table="Incidents",
+            holder=task(),
+            wait=120,
+            sleep=sleep,
+            monotonic=lambda: clock[0],
         )
         with caplog.at_level("INFO"), pytest.raises(BlinkLockedError, match=r"waited 120 s"):
             waiter.acquire()
@@ -348,7 +380,14 @@ def test_the_waits_restart_short_when_another_apply_takes_the_lock(records: str)
             lock(records, task(host="worker-3", map_index=5)).acquire()
 
     waiter = TableLock(
-        records, ws_id="ws-1", table="Incidents", holder=task(), wait=60, sleep=sleep, monotonic=lambda: clock[0]
+        record_location(records, "ws-1", "Incidents"),
+        records=records,
+        ws_id="ws-1",
+        table="Incidents",
+        holder=task(),
+        wait=60,
+        sleep=sleep,
+        monotonic=lambda: clock[0],
     )
     with pytest.raises(BlinkLockedError):
         waiter.acquire()
@@ -367,7 +406,14 @@ def test_a_dangling_link_at_the_locks_path_is_refused_within_the_wait_not_spun_o
 
     for wait in (0, 5):
         waiter = TableLock(
-            records, ws_id="ws-1", table="Incidents", holder=task(), wait=wait, sleep=sleep, monotonic=lambda: clock[0]
+            record_location(records, "ws-1", "Incidents"),
+            records=records,
+            ws_id="ws-1",
+            table="Incidents",
+            holder=task(),
+            wait=wait,
+            sleep=sleep,
+            monotonic=lambda: clock[0],
         )
         with pytest.raises(BlinkLockedError, match="cannot be created and reads as missing"):
             waiter.acquire()
@@ -397,7 +443,7 @@ def test_the_printed_unlock_command_works_for_a_workspace_that_starts_with_a_das
     from blinkops_provider._schema_cli import main
 
     records = f"{tmp_path}/records/"
-    held = TableLock(records, ws_id="-ws", table="T", holder=task())
+    held = TableLock(record_location(records, "-ws", "T"), records=records, ws_id="-ws", table="T", holder=task())
     held.acquire()
     command = unlock_command(records, "-ws", "T", held.id)
     assert main(shlex.split(command)[1:]) == 0
@@ -428,7 +474,14 @@ def test_a_lock_gone_when_read_is_created_again_and_nothing_is_removed() -> None
             return True
 
     store = Vanishing()
-    TableLock("/r/", ws_id="ws-1", table="Incidents", holder=task(), file=store).acquire()
+    TableLock(
+        record_location("/r/", "ws-1", "Incidents"),
+        records="/r/",
+        ws_id="ws-1",
+        table="Incidents",
+        holder=task(),
+        file=store,
+    ).acquire()
     assert store.creates == 2 and store.removed == []
 
 
@@ -496,7 +549,13 @@ def test_two_spellings_of_one_record_share_one_lock(tmp_path: Path, monkeypatch:
     with lock(real, task(host="worker-2")):
         for spelling in (str(link), f"file://{real}", "records/Incidents.json", "Incidents-link.json"):
             with pytest.raises(BlinkLockedError):
-                TableLock(spelling, ws_id="ws-1", table="Incidents", holder=task()).acquire()
+                TableLock(
+                    record_location(spelling, "ws-1", "Incidents"),
+                    records=spelling,
+                    ws_id="ws-1",
+                    table="Incidents",
+                    holder=task(),
+                ).acquire()
 
 
 # -- typed failures and lock_wait -----------------------------------------------------------------
@@ -545,3 +604,65 @@ def test_a_plan_made_stale_by_the_apply_waited_for_says_to_plan_and_review_again
         with pytest.raises(BlinkStalePlanError, match="Nothing was sent: plan again and review the new plan"):
             apply_schema(waiter, "ws-1", "Incidents", SCHEMA, record_path=records, plan=approved, lock_wait=60)
     assert {call.method for call in m.request_history} == {"GET"}  # the plan's reads, nothing sent
+
+
+NOW = dt.datetime(2026, 11, 25, tzinfo=dt.UTC)
+
+
+pytestmark = pytest.mark.usefixtures("blink_without_table_reads")
+
+
+def test_a_record_of_another_blink_says_which_and_what_to_do(tmp_path: Path) -> None:
+    """As when make airflow-ui's sandbox came back on another port: the record names the Blink it
+    was written for, and the way out is the connection or moving the record aside, not another
+    record_path."""
+    where = tmp_path / "records" / "ws-demo" / "Incidents.json"
+    SchemaRecord(where, blink="http://127.0.0.1:44201", ws_id="ws-demo", table="Incidents").write({}, now=NOW)
+    with pytest.raises(BlinkInputError) as refused:
+        SchemaRecord(where, blink="http://127.0.0.1:45929", ws_id="ws-demo", table="Incidents").read()
+    text = str(refused.value)
+    assert str(where) in text and "names the Blink at 127.0.0.1:44201" in text
+    assert "the connection's Blink is 127.0.0.1:45929" in text
+    assert "Point the connection back at 127.0.0.1:44201" in text and "move the record aside" in text
+    assert "give each table its own record_path" not in text
+
+
+@pytest.mark.parametrize(
+    ("executor", "location", "refused"),
+    [
+        ("CeleryExecutor", "/tmp/blink_schema_records/ws/t.json", True),
+        ("CeleryExecutor", "/var/tmp/records/ws/t.json", True),
+        ("LocalExecutor,KubernetesExecutor", "/tmp/records/ws/t.json", True),
+        ("my_alias:my.company.CeleryExecutor", "file:///tmp/r/ws/t.json", True),
+        ("LocalExecutor", "/tmp/records/ws/t.json", False),  # one machine: its /tmp is shared by every task
+        ("CeleryExecutor", "/srv/shared/records/ws/t.json", False),  # not scratch: a shared mount, perhaps
+        ("CeleryExecutor", "s3://aws_default@bucket/records/ws/t.json", False),
+    ],
+)
+def test_a_worker_local_record_is_refused_under_an_executor_of_several_machines(
+    executor: str, location: str, refused: bool
+) -> None:
+    """#34: no silent /tmp: with the Variable unset, each Celery worker would keep its own record
+    and lock, and nothing would keep two applies apart."""
+    from blinkops_provider.exceptions import BlinkConfigurationError
+    from blinkops_provider.migrations._lock import check_shared
+
+    if refused:
+        with pytest.raises(BlinkConfigurationError, match=r"on this worker's own temporary disk.*s3://aws_default@"):
+            check_shared(location, executor)
+    else:
+        check_shared(location, executor)
+
+
+def test_the_plan_reads_the_executor_from_airflows_configuration(
+    hook: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from blinkops_provider.exceptions import BlinkConfigurationError
+    from blinkops_provider.migrations import plan_schema
+
+    schema = [{"field": "Title", "type": "text", "display_name": "Title"}]
+    monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "CeleryExecutor")
+    with pytest.raises(BlinkConfigurationError, match="CeleryExecutor"):
+        plan_schema(hook, "ws-1", "Incidents", schema, record_path="/tmp/blink_schema_records/")
+    monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "LocalExecutor")
+    assert plan_schema(hook, "ws-1", "Incidents", schema, record_path=f"{tmp_path}/").counts["add"] == 1

@@ -366,7 +366,7 @@ CHECKS = (
     ("blinkops_provider.migrations._apply", "approved_plan"),
     ("blinkops_provider.migrations._apply", "check_names"),
     ("blinkops_provider.migrations._review", "check_approval"),
-    ("blinkops_provider._declaration", "read_declaration"),
+    ("blinkops_provider.models", "read_declaration"),
 )
 
 

@@ -10,7 +10,7 @@ of one :class:`ApplyRequest`. The migrations read nothing of Airflow's task cont
 XCom: the operators read the review's answer and the holder, and hand them in.
 
 The private modules hold the parts (the declaration is read and checked by
-``blinkops_provider._declaration``, which imports no Airflow): the plan, how its entries are
+``blinkops_provider.models``, which imports no Airflow): the plan, how its entries are
 matched to Blink's fields, the merge and the risk rules (``_plan``); the table's rows, counted,
 and the conversions of a retype (``_rows``); the record of the last apply (``_record``); the
 table's lock and where it is kept (``_lock``); who may let a plan through, and the fleet's review
@@ -20,12 +20,10 @@ copy, and its result (``_steps``); the command line and a live table as a declar
 
 from __future__ import annotations
 
-from blinkops_provider._declaration import Declaration
 from blinkops_provider.migrations._apply import ApplyRequest, apply, apply_schema, declared_schema, plan, plan_schema
 from blinkops_provider.migrations._cli import pull_schema
-from blinkops_provider.migrations._lock import Holder, LockInfo, force_unlock, held_locks
+from blinkops_provider.migrations._lock import Holder, LockInfo, SchemaRecord, force_unlock, held_locks, record_location
 from blinkops_provider.migrations._plan import FieldPlan, SchemaPlan, TablePlan
-from blinkops_provider.migrations._record import SchemaRecord, record_location
 from blinkops_provider.migrations._review import (
     check_review_policy,
     fleet_review,
@@ -34,6 +32,7 @@ from blinkops_provider.migrations._review import (
     review_needed,
 )
 from blinkops_provider.migrations._steps import ApplyResult
+from blinkops_provider.models import Declaration
 
 __all__ = [
     "ApplyRequest",

@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from blinkops_provider._declaration import Declaration, read_declaration
 from blinkops_provider._inputs import (
     DEFAULT_UPDATE_CONCURRENCY,
     check_concurrency,
@@ -41,14 +40,21 @@ from blinkops_provider.exceptions import (
     BlinkReadUnavailableError,
 )
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.migrations._lock import Holder, TableLock
+from blinkops_provider.migrations._lock import Holder, SchemaRecord, TableLock, check_shared, record_location
 from blinkops_provider.migrations._plan import SchemaPlan, TablePlan, created_as, make_plan, match_table, plan_table
-from blinkops_provider.migrations._record import SchemaRecord, check_shared, record_location
 from blinkops_provider.migrations._review import admit, check_approval, who_let_through
 from blinkops_provider.migrations._rows import needs_of, read_rows
 from blinkops_provider.migrations._steps import ApplyResult
 from blinkops_provider.migrations._steps import Steps as _Steps
-from blinkops_provider.models import BlinkTable, FieldBatch, FieldUpdate, TableField, TableRead
+from blinkops_provider.models import (
+    BlinkTable,
+    Declaration,
+    FieldBatch,
+    FieldUpdate,
+    TableField,
+    TableRead,
+    read_declaration,
+)
 
 Updates = Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | FieldBatch | Declaration | str
 
@@ -124,7 +130,7 @@ class _NoRecord(SchemaRecord):
 
 
 def _record(hook: BlinkHook, ws_id: str, table: str, location: str | None) -> SchemaRecord:
-    """The record at ``location`` (:func:`~blinkops_provider.migrations._record.record_location`'s),
+    """The record at ``location`` (:func:`~blinkops_provider.migrations._lock.record_location`'s),
     or none kept when it is None."""
     if location is None:
         return _NoRecord("", blink=hook.base_url, ws_id=ws_id, table=table)
@@ -364,25 +370,31 @@ def plan_schema(
     return plan(hook, ApplyRequest.checked(ws_id, table, updates, **given))
 
 
+def _location(request: ApplyRequest) -> str | None:
+    """Where the request's record is kept (None: no record): computed here, once per plan or apply."""
+    if request.record_path is None:
+        return None
+    return record_location(request.record_path, request.ws_id, request.table)
+
+
 def plan(hook: BlinkHook, request: ApplyRequest) -> SchemaPlan:
     """What applying ``request`` would do (:func:`plan_schema`, whose arguments it holds, checked)."""
-    location = (
-        record_location(request.record_path, request.ws_id, request.table) if request.record_path is not None else None
-    )
-    record = _record(hook, request.ws_id, request.table, location)
+    record = _record(hook, request.ws_id, request.table, _location(request))
     planned, _ = _plan(hook, record, request.declared, request.replace, request.create_table)
     return planned
 
 
 def _lock(
-    hook: BlinkHook, record_path: str | None, ws_id: str, table: str, holder: Holder | None, wait: float
+    hook: BlinkHook, location: str | None, *, records: Any, ws_id: str, table: str, holder: Holder | None, wait: float
 ) -> TableLock | contextlib.nullcontext[None]:
-    """The table's lock beside its record (none without a ``record_path``); ``wait`` as checked."""
-    if record_path is None:
+    """The table's lock beside its record at ``location`` (none without a record); ``records`` is
+    the ``record_path`` as given (for the unlock command a refusal prints)."""
+    if location is None:
         return contextlib.nullcontext()
     clock = hook.clock
     return TableLock(
-        record_path,
+        location,
+        records=records,
         ws_id=ws_id,
         table=table,
         holder=holder or Holder.current(),
@@ -443,8 +455,9 @@ def apply_schema(
 
 def apply(hook: BlinkHook, request: ApplyRequest) -> ApplyResult:
     """Apply ``request`` (:func:`apply_schema`, whose arguments it holds, checked)."""
-    lock = _lock(hook, request.record_path, request.ws_id, request.table, request.holder, request.lock_wait)
-    location = lock.record if isinstance(lock, TableLock) else None
+    location = _location(request)
+    table = {"ws_id": request.ws_id, "table": request.table}
+    lock = _lock(hook, location, records=request.record_path, holder=request.holder, wait=request.lock_wait, **table)
     record = _record(hook, request.ws_id, request.table, location)  # reads the connection
     with lock:
         planned, recorded = _plan(hook, record, request.declared, request.replace, request.create_table)

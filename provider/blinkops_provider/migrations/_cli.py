@@ -56,9 +56,8 @@ from blinkops_provider.exceptions import (
 )
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._apply import _lock, _record, plan_schema
-from blinkops_provider.migrations._lock import LockInfo, force_unlock, held_locks
+from blinkops_provider.migrations._lock import LockInfo, force_unlock, held_locks, record_location
 from blinkops_provider.migrations._plan import _system, field_body
-from blinkops_provider.migrations._record import record_location
 from blinkops_provider.models import SYSTEM_FIELD_TYPES, BlinkTable, FieldAttributes, TableField
 
 SHOWN_TABLES = 20
@@ -203,8 +202,9 @@ def _settable(name: str, value: Any) -> bool:
 def record_pulled(hook: BlinkHook, pulled: Pulled, record_path: str) -> str:
     """Write the record of a pulled table, as if its declaration had just been applied (the drift
     baseline of the next plan), under the table's lock; where it was written."""
-    lock = _lock(hook, record_path, pulled.ws_id, pulled.table, None, 0.0)
-    record = _record(hook, pulled.ws_id, pulled.table, getattr(lock, "record", None))
+    location = record_location(record_path, pulled.ws_id, pulled.table)
+    lock = _lock(hook, location, records=record_path, ws_id=pulled.ws_id, table=pulled.table, holder=None, wait=0.0)
+    record = _record(hook, pulled.ws_id, pulled.table, location)
     with lock:
         record.write({str(held.name): field_body(held) for held in pulled.fields}, now=hook.clock.now())
     return record.location
@@ -408,7 +408,7 @@ def _plan_targets(args: argparse.Namespace) -> list[tuple[str, str, Path]]:
 
 def _declared(path: Path) -> Any:
     """A declaration file's content, read as JSON by the plan (which names the file in its errors)."""
-    from blinkops_provider._declaration import read_declaration
+    from blinkops_provider.models import read_declaration
 
     return read_declaration(path.read_bytes(), source=f"declaration file {str(path)!r}")
 

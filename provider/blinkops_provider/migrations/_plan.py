@@ -7,7 +7,7 @@ The baseline is Blink's live schema (``GET .../fields``, one read per table). Bl
 update replaces the whole field, so each field's body is the declaration merged with what Blink
 holds (:func:`merge_field`), unless ``replace``. Where Blink does not
 serve the read (404 or 405), the plan falls back to the record of the last apply
-(:mod:`blinkops_provider.migrations._record`) and says so in its first line; a field the record
+(:mod:`blinkops_provider.migrations._lock`) and says so in its first line; a field the record
 does not hold is then an ``add``.
 
 Which of Blink's fields (and tables) a declared entry is, without guessing Blink's naming rule.

@@ -54,8 +54,8 @@ from blinkops_provider.exceptions import (
     BlinkResponseError,
 )
 from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.migrations._lock import SchemaRecord
 from blinkops_provider.migrations._plan import FieldPlan, SchemaPlan, field_body
-from blinkops_provider.migrations._record import SchemaRecord
 from blinkops_provider.migrations._rows import convert, empty
 from blinkops_provider.models import FieldUpdate, NewTable, TableField
 
