@@ -489,3 +489,85 @@ def test_the_batch_operator_keeps_its_tables_page_for_the_blink_table_link(
             tables.XCom, "get_value", lambda *, ti_key, key, value=kept: value if key == _base.TABLE_PAGE_KEY else None
         )
         assert link.get_link(op, ti_key=None) == shown
+
+
+PROFILED_FIELDS = [
+    {"field": "title", "type": "text", "display_name": "Title"},
+    {"field": "sev", "type": "text", "display_name": "Severity level"},
+    {"field": "New", "type": "text", "display_name": "New"},
+    {"field": "old", "remove": True},
+]
+
+
+def profile_apply(records: Path) -> tuple[dict[str, Any], set[str], list[list[str]]]:
+    """One apply (an add, a change, an unchanged field and an acknowledged removal, with a record
+    and a lock) through ``UpdateTableFieldsOperator.execute`` against the fake Blink, profiled:
+    its XCom, the provider's modules it entered, and the provider's stack at each HTTP send in
+    whichever thread sent it (innermost first). The sandbox is not the provider's client: left out.
+    ``benchmarks/apply_profile.py`` prints the same."""
+    import os
+    import sys
+    import threading
+
+    import blinkops_provider
+
+    package = Path(blinkops_provider.__file__).resolve().parent
+    entered: set[str] = set()
+    sends: list[list[str]] = []
+
+    def ours(filename: str) -> str | None:
+        path = Path(filename)
+        return None if package not in path.parents or "sandbox" in path.parts else str(path.relative_to(package))
+
+    def seen(frame: Any, event: str, arg: Any) -> None:
+        if event != "call":
+            return
+        mine = ours(frame.f_code.co_filename)
+        if mine:
+            entered.add(mine)
+        code = frame.f_code
+        if code.co_name == "send" and code.co_filename.endswith(os.path.join("requests", "sessions.py")):
+            stack, up = [], frame
+            while up is not None:
+                where = ours(up.f_code.co_filename)
+                stack += [f"{where}:{up.f_code.co_name}"] if where else []
+                up = up.f_back
+            sends.append(stack)
+
+    held = {
+        "Incidents": [
+            blink_field("title", "text", "Title"),
+            blink_field("sev", "text", "Severity"),
+            blink_field("old", "text", "Old"),
+        ]
+    }
+    operator = UpdateTableFieldsOperator(
+        task_id="apply",
+        ws_id="ws-1",
+        table="Incidents",
+        fields=PROFILED_FIELDS,
+        record_path=f"{records}/",
+        acknowledge_risks=True,
+    )
+    with rm.Mocker() as mocker:
+        FakeBlink(held).mount(mocker)
+        threading.setprofile(seen)
+        sys.setprofile(seen)
+        try:
+            result = operator.execute({"ti": FakeTI()})
+        finally:
+            sys.setprofile(None)
+            threading.setprofile(None)
+    return result, entered, sends
+
+
+def test_one_apply_enters_at_most_15_modules_with_at_most_6_frames_at_any_send(
+    blink_conn: None, tmp_path: Path
+) -> None:
+    result, entered, sends = profile_apply(tmp_path)
+    assert result["outcomes"] == {"title": "unchanged", "sev": "changed", "New": "added", "old": "removed"}
+    assert len(sends) >= 6  # (the reads, an add, a change, a removal and its confirming read: all seen)
+    assert len(entered) <= 15, sorted(entered)
+    deepest = max(sends, key=len)
+    assert len(deepest) <= 6, deepest
+    assert {"migrations/_lock.py", "hooks/_transport.py", "operators/tables.py"} <= entered  # (what was profiled)
