@@ -40,7 +40,6 @@ COMPAT = frozenset(
         "test_conventions.py",
         "test_batch.py",
         "test_blink.py",
-        "test_connection.py",
         "test_transport.py",
         "test_secrets.py",
         "test_s3_output.py",
@@ -55,7 +54,7 @@ COMPAT = frozenset(
         "test_review.py",
         "test_answer.py",
         "test_task_groups.py",
-        "test_record.py",
+        "test_lock.py",
         "test_apply.py",
         "test_schema_cli.py",
     }

@@ -12,10 +12,9 @@ Two families, with opposite rules:
   name is not snake_case (``defaultAPIAddress``) have a snake_case attribute and are dumped under
   their JSON name.
 
-The client's private models and checks: the envelopes of Blink's answers (a created table, a
-tables or fields listing, the error wrapper), the members RQL compares, and the check of a batch
-of field updates (:func:`validate_field_updates`). The public types are in
-:mod:`blinkops_provider.models`.
+Beside them, not in ``__all__``, the client's private models and checks: the envelopes of
+Blink's answers (a created table, a tables or fields listing, the error wrapper), the members RQL
+compares, and the check of a batch of field updates (``validate_field_updates``).
 
 What a repository declares of one Blink table, read and checked before any request.
 

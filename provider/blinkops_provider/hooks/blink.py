@@ -468,7 +468,7 @@ class BlinkHook(BaseHook):
         """A table as Blink holds it, in one round trip: its fields (:meth:`get_table_fields`) and,
         with ``tables``, the workspace's tables (:meth:`list_tables`), the two reads sent at once.
 
-        A read Blink does not serve (404 or 405) is not an error here: :class:`TableRead` says
+        A read Blink does not serve (404 or 405) is not an error here: :class:`~blinkops_provider.models.TableRead` says
         which read was not served, and whether the table is missing.
 
         :raises BlinkResponseError: an answer that is not Blink's (as the two reads say).

@@ -10,12 +10,13 @@ of one :class:`ApplyRequest`. The migrations read nothing of Airflow's task cont
 XCom: the operators read the review's answer and the holder, and hand them in.
 
 The private modules hold the parts (the declaration is read and checked by
-``blinkops_provider.models``, which imports no Airflow): the plan, how its entries are
-matched to Blink's fields, the merge and the risk rules (``_plan``); the table's rows, counted,
-and the conversions of a retype (``_rows``); the record of the last apply (``_record``); the
-table's lock and where it is kept (``_lock``); who may let a plan through, and the fleet's review
-and summary (``_review``); the apply (``_apply``); the order it sends in, the backfill and the
-copy, and its result (``_steps``); the command line and a live table as a declaration (``_cli``).
+``blinkops_provider.models``, which imports no Airflow): the plan, how its entries are matched to
+Blink's fields, the merge and the risk rules (``_plan``); the table's rows, counted, and the
+conversions of a retype (``_rows``); the table's lock and the record of the last apply beside it,
+and where both are kept (``_lock``); the plan as people read it, who may let it through, and the
+fleet's review and summary (``_review``); the request and the apply (``_apply``); the order it
+sends in, the backfill and the copy, and its result (``_steps``); the command line and a live
+table as a declaration (``_cli``).
 """
 
 from __future__ import annotations

@@ -1,13 +1,17 @@
 """How a schema migration is planned and applied.
 
-- :func:`plan_schema` reads the table and its fields from Blink (two requests) and plans the
-  declaration against them (:mod:`.identity` matches each entry to Blink's field), with the record
-  of the last apply as the drift baseline (and as the baseline itself where Blink does not serve
-  the fields read); it changes nothing.
-- :func:`apply_schema` takes the table's lock (:mod:`blinkops_provider.migrations._lock`), plans
-  again under it, refuses anything but the approved plan, refuses a removal no person approved
-  and nobody acknowledged, sends what the plan sends (:mod:`.steps`: create, add, change, the
-  table, remove) through the hook, and records what Blink confirmed, before it lets the lock go.
+- :func:`plan` reads the table and its fields from Blink in one round trip
+  (:meth:`~blinkops_provider.hooks.blink.BlinkHook.read_table`) and plans the declaration against
+  them (``_plan`` matches each entry to Blink's field), with the record of the last apply as the
+  drift baseline (and as the baseline itself where Blink does not serve the fields read); it
+  changes nothing.
+- :func:`apply` computes the record's location once, takes the table's lock there (``_lock``),
+  plans again under it, refuses anything but the approved plan, refuses a removal no person
+  approved and nobody acknowledged (``_review``), sends what the plan sends (``_steps``: create,
+  add, change, the table, remove) through the hook, and records what Blink confirmed, before it
+  lets the lock go.
+
+:class:`ApplyRequest` holds the arguments of both, checked once where they enter.
 """
 
 from __future__ import annotations
@@ -176,7 +180,7 @@ def _live(
 def _table_of(
     record: SchemaRecord, declared: Declaration, create_table: bool, read: TableRead, listed: bool
 ) -> tuple[TablePlan, str | None]:
-    """The table as Blink holds it (matched as :mod:`.identity` says) and what happens to it,
+    """The table as Blink holds it (matched as ``_plan``'s :func:`match_table` says) and what happens to it,
     from a read with Blink's tables read (``listed``: else the table is the one its name names);
     and, when its fields are still to be read (a table found under another name), the name to
     read them by.
@@ -205,7 +209,7 @@ def _fields_tell_all(declared: Declaration) -> bool:
 def _matched(
     record: SchemaRecord, tables: list[BlinkTable] | None, declared: Declaration, create_table: bool
 ) -> tuple[BlinkTable | None, str]:
-    """The table ``table`` names in Blink's tables read (:mod:`.identity`'s match), and what the
+    """The table ``table`` names in Blink's tables read (``_plan``'s :func:`match_table`), and what the
     plan must say of how it was found; None when not there or not read. The declared display
     name finds a table only with ``create_table`` (one this DAG created), and the plan says so.
 

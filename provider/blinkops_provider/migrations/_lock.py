@@ -600,7 +600,7 @@ class TableLock:
     :param holder: who holds it (:meth:`Holder.current`).
     :param wait: seconds to wait for another holder (0: refuse at once), checked where it was
         given (``lock_wait``).
-    :param file: where the lock is kept (by default the record's store: :func:`.lockfiles.lock_file`).
+    :param file: where the lock is kept (by default the record's store: :func:`lock_file`).
     :raises BlinkLockedError: another apply holds the lock (after ``wait``), naming it and how to
         release it if it is gone.
     :raises BlinkConfigurationError: the lock's location cannot be read or written.

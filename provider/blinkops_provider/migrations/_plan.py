@@ -1,7 +1,7 @@
 """The plan of a schema migration: each declared field against the table as Blink holds it
 (``change`` with the members that differ, ``unchanged``, or ``refused``), what changed in Blink
 since this provider's last apply (``drift``), the risk rules that flag a change destructive, and
-the plan's identity.
+the plan's identity. Its text is the review's (``_review``: :func:`plan_text`).
 
 The baseline is Blink's live schema (``GET .../fields``, one read per table). Blink's field
 update replaces the whole field, so each field's body is the declaration merged with what Blink
@@ -46,9 +46,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from blinkops_provider._inputs import describe_errors, one_line, show
+from blinkops_provider._inputs import describe_errors, one_line
 from blinkops_provider._states import FIELD_ACTIONS, REMOVING, Action, FieldOutcome
 from blinkops_provider.exceptions import BlinkInputError, BlinkStalePlanError
+from blinkops_provider.migrations._review import BASELINE, RECORD_BASELINE, log_plan, plan_text
 from blinkops_provider.migrations._rows import (
     NOTHING_READ,
     RowFacts,
@@ -293,18 +294,6 @@ _DONE: dict[str, FieldOutcome] = {
     Action.RETYPE: FieldOutcome.RETYPED,
 }
 
-RECORD_FALLBACK = "planned against the record of the last apply"
-"""What a plan says when Blink's fields read was not served."""
-
-BASELINE = (
-    "The baseline is the table as Blink holds it, read when the plan was made: what the declaration "
-    "leaves out of a field is sent as Blink holds it, so nothing is reset by omission."
-)
-RECORD_BASELINE = (
-    "The baseline is the last apply this provider recorded, not Blink's current state: changes made "
-    "in Blink's UI or by other tools are not seen, and Blink resets what a declaration leaves out."
-)
-
 
 @dataclass(frozen=True)
 class FieldPlan:
@@ -515,63 +504,12 @@ class SchemaPlan:
         )
 
     def describe(self) -> str:
-        """The plan as text for the log and for a reviewer: a summary line, refused and
-        destructive changes first, the baseline, and a table of the fields with their values
-        (Markdown, which reads as plain text too)."""
-        lines = [] if not self.unread else [f"Blink's live schema could not be read ({self.unread}): {RECORD_FALLBACK}"]
-        if self.table_plan.action == Action.CREATE:
-            lines.append(_creation(self))
-        lines += [self._summary_line(), *_flagged(self.fields), *_table_lines(self.table_plan)]
-        lines += [
-            "",
-            self.baseline,
-            "",
-            "| field | action | details |",
-            "|---|---|---|",
-            *_rows(self.fields, self.against_blink),
-        ]
-        return "\n".join(lines + self._left_alone())
-
-    def _summary_line(self) -> str:
-        """``Plan <fingerprint> for ws/table: n to add, ... (where the record is)``."""
-        counts = self.counts
-        since = f"recorded {self.recorded_at}" if self.recorded_at else "none recorded yet"
-        removing = f", {counts[Action.REMOVE]} to remove" if counts[Action.REMOVE] else ""
-        removing += f", {counts[Action.RETYPE]} to retype" if counts[Action.RETYPE] else ""
-        where = f"last apply: {since}, at {one_line(self.record)}" if self.record else "no record kept"
-        return (
-            f"Plan {self.fingerprint} for {one_line(self.ws_id)}/{one_line(self.table)}: {counts['add']} to add, "
-            f"{counts['change']} to change ({counts['destructive']} destructive){removing}, {counts['unchanged']} "
-            f"unchanged, {counts['refused']} refused ({where})"
-        )
-
-    def _left_alone(self) -> list[str]:
-        """The closing lines: removals with nothing to remove, and the fields not declared."""
-        lines = []
-        gone = [plan.field for plan in self.fields if plan.action == Action.UNCHANGED and plan.risk]
-        if gone:
-            lines += ["", f"Already gone from Blink (nothing to remove): {_cell(', '.join(map(repr, gone)))}"]
-        if self.undeclared:
-            names = _cell(", ".join(map(repr, self.undeclared)))
-            said = "Recorded but no longer declared" if self.unread else "In Blink, not declared"
-            lines += ["", f"{said} (left as they are): {names}"]
-        return lines
+        """The plan as text for the log and for a reviewer (the text a review shows)."""
+        return plan_text(self)
 
     def log_to(self, log: Any) -> None:
-        """Log the plan: its summary, refused and destructive changes, and each field that is
-        added or changed, one line each; unchanged fields are counted, not listed."""
-        text = self.describe().split("\n| field | action | details |")[0]
-        for line in text.splitlines():
-            if line and line != self.baseline:  # plain text: no Markdown emphasis, bullets as indents
-                log.info(
-                    "%s",
-                    line.replace("**", "").replace("- ", "  ", 1) if line.startswith("- ") else line.replace("**", ""),
-                )
-        for plan in self.fields:
-            if plan.action in (Action.ADD, Action.CHANGE):
-                log.info("  %s: %s %s", one_line(plan.field), _action_cell(plan), _details(plan, self.against_blink))
-        if self.counts[Action.UNCHANGED]:
-            log.info("  (%d field(s) unchanged)", self.counts[Action.UNCHANGED])
+        """Log the plan: its summary, refused and destructive changes, and each field added or changed."""
+        log_plan(self, log)
 
     def to_xcom(self) -> dict[str, Any]:
         """A JSON-ready dict: the identity, the fields with their actions and values, the counts,
@@ -667,119 +605,6 @@ def _edited(approved: Mapping[str, Any], plan: SchemaPlan) -> list[str]:
 def _digest(value: Any) -> str:
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-_FLAGS: tuple[tuple[str, Callable[[FieldPlan], bool], Callable[[FieldPlan], str]], ...] = (
-    (
-        "**Refused** (Blink refuses these changes; the apply does not send them and reports them failed):",
-        lambda plan: plan.action == Action.REFUSED,
-        lambda plan: plan.risk,
-    ),
-    (
-        "**Destructive** (removals first: each deletes the field's values in every row, irreversibly; then the "
-        "changes that can orphan values already in the table or drop a check Blink enforces):",
-        lambda plan: plan.destructive,
-        lambda plan: f"{plan.action}: {plan.risk}" if plan.action in REMOVING else plan.risk,
-    ),
-    (
-        "**Changed in Blink since the last apply** (the plan is made against Blink's values):",
-        lambda plan: bool(plan.drift),
-        lambda plan: f"{', '.join(plan.drift)}{plan.changed_by}",
-    ),
-)
-"""The plan's flagged rows, in the order a reviewer reads them: a heading, which rows, what each says."""
-
-
-def _removals_first(plan: FieldPlan) -> bool:
-    return plan.action not in REMOVING
-
-
-def _flagged(fields: Sequence[FieldPlan]) -> list[str]:
-    """The refused, destructive (removals first) and drifted rows, each kind under its heading
-    (none: no heading)."""
-    lines: list[str] = []
-    for heading, flagged, said in _FLAGS:
-        rows = sorted((plan for plan in fields if flagged(plan)), key=_removals_first)
-        lines += ["", heading, *(f"- {_cell(plan.field)}: {said(plan)}" for plan in rows)] if rows else []
-    return lines
-
-
-def _rows(fields: Sequence[FieldPlan], against_blink: bool) -> list[str]:
-    """The table's rows: one per field to add, change or refuse, then the unchanged ones folded
-    into one row with their count and names (Blink's name beside a field's where they differ)."""
-    rows = [
-        f"| {_cell(p.field)} | {_action_cell(p)} | {_details(p, against_blink)} |"
-        for p in fields
-        if p.action != Action.UNCHANGED
-    ]
-    same = [
-        f"{p.field} (Blink's name {p.blink_name!r})" if p.blink_name else p.field
-        for p in fields
-        if p.action == Action.UNCHANGED and not p.risk  # (a tombstone of a field Blink lacks is said apart)
-    ]
-    if same:
-        names = _cell(", ".join(same))
-        rows.append(f"| {len(same)} field{'s' if len(same) > 1 else ''} | unchanged | {names} |")
-    return rows
-
-
-def _creation(plan: SchemaPlan) -> str:
-    """The plan's first line when it creates the table."""
-    shown = dict((member, after) for member, _, after in plan.table_plan.values)
-    adds = [row.field for row in plan.fields if row.action == Action.ADD]
-    return (
-        f"Create table {show(shown.get('display_name'))} in workspace {one_line(plan.ws_id)} with {len(adds)} "
-        f"field(s): {_cell(', '.join(adds)) or 'none'} (Blink derives the table's name and its fields' names)"
-    )
-
-
-def _table_lines(table: TablePlan) -> list[str]:
-    """The table's own change (its display name or description), and what could not be planned."""
-    lines: list[str] = []
-    if table.action == Action.CHANGE:
-        shown = "; ".join(f"{member}: {show(before)} → {show(after)}" for member, before, after in table.values)
-        lines += ["", f"**The table** ({one_line(table.name)}): change {shown}"]
-    if table.note:
-        lines += ["", table.note]
-    return lines
-
-
-def _action_cell(plan: FieldPlan) -> str:
-    return "change (destructive)" if plan.destructive and plan.action == Action.CHANGE else plan.action
-
-
-POSTED_CHARS = 400
-"""The most characters of an add's ``POST`` body its row shows."""
-
-
-def _details(plan: FieldPlan, against_blink: bool) -> str:
-    named = f"declared as {plan.field!r}, Blink's name is {plan.blink_name!r}; " if plan.blink_name else ""
-    if against_blink and plan.action == Action.ADD and plan.body is not None:
-        return _cell(f"POST {_posted(plan.body)}")
-    if plan.action == Action.ADD:
-        return _cell(", ".join(f"{member} {show(after)}" for member, _, after in plan.values))
-    if plan.action in REMOVING:
-        return _cell(f"{named}{plan.risk}")
-    return _cell(named + _changed(plan))
-
-
-def _posted(body: FieldUpdate) -> str:
-    """An add's ``POST`` body as its row shows it, cut at :data:`POSTED_CHARS`."""
-    text = json.dumps(body.to_body(), ensure_ascii=False, sort_keys=True)
-    return text if len(text) <= POSTED_CHARS else text[: POSTED_CHARS - 1] + "…"
-
-
-def _changed(plan: FieldPlan) -> str:
-    """A change's (or a refused change's) members, before and after, with what Blink keeps enforcing."""
-    shown = "; ".join(f"{member}: {show(before)} → {show(after)}" for member, before, after in plan.values)
-    if plan.kept and plan.action == Action.CHANGE:
-        shown += f" (Blink keeps enforcing {' and '.join(plan.kept)}: not declared, sent as held)"
-    return f"{shown} ({plan.risk})" if plan.action == Action.REFUSED else shown
-
-
-def _cell(text: str) -> str:
-    """Text as one Markdown table cell (:func:`blinkops_provider._inputs.one_line`)."""
-    return one_line(text)
 
 
 def make_plan(

@@ -8,6 +8,10 @@ What a person answered is read by the operators, where Airflow keeps it, and han
 (``approval``); nothing here reads Airflow. A removal is sent only with a person's Approve read
 from Airflow's record, or with ``acknowledge_risks``.
 
+The plan as people read it: its text (:func:`plan_text`: the summary line, refused and destructive
+rows first, the baseline, a Markdown table of the fields), its log lines (:func:`log_plan`), and
+the same text in Markdown for the review and a pull request (:func:`plan_markdown`).
+
 One review for the plans of many tables (a fleet): what a person reads before approving them.
 
 :func:`fleet_review` takes the plans' XComs (:meth:`SchemaPlan.to_xcom
@@ -23,13 +27,17 @@ failed, stale or rejected, and how many rate-limit
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-from blinkops_provider._inputs import counted, one_line
+from blinkops_provider._inputs import counted, one_line, show
 from blinkops_provider._states import FIELD_ACTIONS, REJECTED_IN_REVIEW, REMOVING, Action, TableOutcome
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations._plan import BASELINE, RECORD_BASELINE
+
+if TYPE_CHECKING:
+    from blinkops_provider.migrations._plan import FieldPlan, SchemaPlan, TablePlan
+    from blinkops_provider.models import FieldUpdate
 
 
 class Planned(Protocol):
@@ -316,7 +324,7 @@ def _unchanged_lines(unchanged: Sequence[str], room: int) -> list[str]:
 def _table_rows(changed: Sequence[Mapping[str, Any]], room: int) -> str:
     """Each changed table's rows while they fit in ``room``, then what was left out: named while
     that fits, else counted (a table's rows give way to the note that names the rest)."""
-    blocks = [f"\n\n### {_name(plan)}\n\n{_rows(plan)}" for plan in changed]
+    blocks = [f"\n\n### {_name(plan)}\n\n{_text_rows(plan)}" for plan in changed]
     shown = 0
     while shown < len(blocks) and sum(map(len, blocks[: shown + 1])) <= room:
         shown += 1
@@ -340,7 +348,7 @@ def _left_out(names: Sequence[str], room: int) -> str:
     )
 
 
-def _rows(plan: Mapping[str, Any]) -> str:
+def _text_rows(plan: Mapping[str, Any]) -> str:
     """A plan's text without the baseline paragraph, which the fleet's review says once."""
     baselines = (BASELINE, RECORD_BASELINE)
     return "\n\n".join(part for part in str(plan.get("text", "")).split("\n\n") if part.strip() not in baselines)
@@ -447,3 +455,194 @@ def _fields_failed(result: Mapping[str, Any] | None) -> str:
     unknown = list(unknown) if isinstance(unknown, list) else []
     parts = [f"fields failed: {', '.join(map(str, failed))}"] if failed else []
     return "; ".join(parts + ([f"fields unknown: {', '.join(map(str, unknown))}"] if unknown else []))
+
+
+# -- the plan as people read it (its text, its log lines) ------------------------------------
+
+RECORD_FALLBACK = "planned against the record of the last apply"
+"""What a plan says when Blink's fields read was not served."""
+
+BASELINE = (
+    "The baseline is the table as Blink holds it, read when the plan was made: what the declaration "
+    "leaves out of a field is sent as Blink holds it, so nothing is reset by omission."
+)
+RECORD_BASELINE = (
+    "The baseline is the last apply this provider recorded, not Blink's current state: changes made "
+    "in Blink's UI or by other tools are not seen, and Blink resets what a declaration leaves out."
+)
+
+
+def plan_text(plan: SchemaPlan) -> str:
+    """The plan as text for the log and for a reviewer: a summary line, refused and
+    destructive changes first, the baseline, and a table of the fields with their values
+    (Markdown, which reads as plain text too)."""
+    lines = [] if not plan.unread else [f"Blink's live schema could not be read ({plan.unread}): {RECORD_FALLBACK}"]
+    if plan.table_plan.action == Action.CREATE:
+        lines.append(_creation(plan))
+    lines += [_summary_line(plan), *_flagged(plan.fields), *_table_lines(plan.table_plan)]
+    lines += [
+        "",
+        plan.baseline,
+        "",
+        "| field | action | details |",
+        "|---|---|---|",
+        *_field_rows(plan.fields, plan.against_blink),
+    ]
+    return "\n".join(lines + _left_alone(plan))
+
+
+def _summary_line(plan: SchemaPlan) -> str:
+    """``Plan <fingerprint> for ws/table: n to add, ... (where the record is)``."""
+    counts = plan.counts
+    since = f"recorded {plan.recorded_at}" if plan.recorded_at else "none recorded yet"
+    removing = f", {counts[Action.REMOVE]} to remove" if counts[Action.REMOVE] else ""
+    removing += f", {counts[Action.RETYPE]} to retype" if counts[Action.RETYPE] else ""
+    where = f"last apply: {since}, at {one_line(plan.record)}" if plan.record else "no record kept"
+    return (
+        f"Plan {plan.fingerprint} for {one_line(plan.ws_id)}/{one_line(plan.table)}: {counts['add']} to add, "
+        f"{counts['change']} to change ({counts['destructive']} destructive){removing}, {counts['unchanged']} "
+        f"unchanged, {counts['refused']} refused ({where})"
+    )
+
+
+def _left_alone(plan: SchemaPlan) -> list[str]:
+    """The closing lines: removals with nothing to remove, and the fields not declared."""
+    lines = []
+    gone = [row.field for row in plan.fields if row.action == Action.UNCHANGED and row.risk]
+    if gone:
+        lines += ["", f"Already gone from Blink (nothing to remove): {_cell(', '.join(map(repr, gone)))}"]
+    if plan.undeclared:
+        names = _cell(", ".join(map(repr, plan.undeclared)))
+        said = "Recorded but no longer declared" if plan.unread else "In Blink, not declared"
+        lines += ["", f"{said} (left as they are): {names}"]
+    return lines
+
+
+def log_plan(plan: SchemaPlan, log: Any) -> None:
+    """Log the plan: its summary, refused and destructive changes, and each field that is
+    added or changed, one line each; unchanged fields are counted, not listed."""
+    text = plan_text(plan).split("\n| field | action | details |")[0]
+    for line in text.splitlines():
+        if line and line != plan.baseline:  # plain text: no Markdown emphasis, bullets as indents
+            log.info(
+                "%s",
+                line.replace("**", "").replace("- ", "  ", 1) if line.startswith("- ") else line.replace("**", ""),
+            )
+    for row in plan.fields:
+        if row.action in (Action.ADD, Action.CHANGE):
+            log.info("  %s: %s %s", one_line(row.field), _action_cell(row), _details(row, plan.against_blink))
+    if plan.counts[Action.UNCHANGED]:
+        log.info("  (%d field(s) unchanged)", plan.counts[Action.UNCHANGED])
+
+
+_FLAGS: tuple[tuple[str, Callable[[FieldPlan], bool], Callable[[FieldPlan], str]], ...] = (
+    (
+        "**Refused** (Blink refuses these changes; the apply does not send them and reports them failed):",
+        lambda plan: plan.action == Action.REFUSED,
+        lambda plan: plan.risk,
+    ),
+    (
+        "**Destructive** (removals first: each deletes the field's values in every row, irreversibly; then the "
+        "changes that can orphan values already in the table or drop a check Blink enforces):",
+        lambda plan: plan.destructive,
+        lambda plan: f"{plan.action}: {plan.risk}" if plan.action in REMOVING else plan.risk,
+    ),
+    (
+        "**Changed in Blink since the last apply** (the plan is made against Blink's values):",
+        lambda plan: bool(plan.drift),
+        lambda plan: f"{', '.join(plan.drift)}{plan.changed_by}",
+    ),
+)
+"""The plan's flagged rows, in the order a reviewer reads them: a heading, which rows, what each says."""
+
+
+def _removals_first(plan: FieldPlan) -> bool:
+    return plan.action not in REMOVING
+
+
+def _flagged(fields: Sequence[FieldPlan]) -> list[str]:
+    """The refused, destructive (removals first) and drifted rows, each kind under its heading
+    (none: no heading)."""
+    lines: list[str] = []
+    for heading, flagged, said in _FLAGS:
+        rows = sorted((plan for plan in fields if flagged(plan)), key=_removals_first)
+        lines += ["", heading, *(f"- {_cell(plan.field)}: {said(plan)}" for plan in rows)] if rows else []
+    return lines
+
+
+def _field_rows(fields: Sequence[FieldPlan], against_blink: bool) -> list[str]:
+    """The table's rows: one per field to add, change or refuse, then the unchanged ones folded
+    into one row with their count and names (Blink's name beside a field's where they differ)."""
+    rows = [
+        f"| {_cell(p.field)} | {_action_cell(p)} | {_details(p, against_blink)} |"
+        for p in fields
+        if p.action != Action.UNCHANGED
+    ]
+    same = [
+        f"{p.field} (Blink's name {p.blink_name!r})" if p.blink_name else p.field
+        for p in fields
+        if p.action == Action.UNCHANGED and not p.risk  # (a tombstone of a field Blink lacks is said apart)
+    ]
+    if same:
+        names = _cell(", ".join(same))
+        rows.append(f"| {len(same)} field{'s' if len(same) > 1 else ''} | unchanged | {names} |")
+    return rows
+
+
+def _creation(plan: SchemaPlan) -> str:
+    """The plan's first line when it creates the table."""
+    shown = dict((member, after) for member, _, after in plan.table_plan.values)
+    adds = [row.field for row in plan.fields if row.action == Action.ADD]
+    return (
+        f"Create table {show(shown.get('display_name'))} in workspace {one_line(plan.ws_id)} with {len(adds)} "
+        f"field(s): {_cell(', '.join(adds)) or 'none'} (Blink derives the table's name and its fields' names)"
+    )
+
+
+def _table_lines(table: TablePlan) -> list[str]:
+    """The table's own change (its display name or description), and what could not be planned."""
+    lines: list[str] = []
+    if table.action == Action.CHANGE:
+        shown = "; ".join(f"{member}: {show(before)} → {show(after)}" for member, before, after in table.values)
+        lines += ["", f"**The table** ({one_line(table.name)}): change {shown}"]
+    if table.note:
+        lines += ["", table.note]
+    return lines
+
+
+def _action_cell(plan: FieldPlan) -> str:
+    return "change (destructive)" if plan.destructive and plan.action == Action.CHANGE else plan.action
+
+
+POSTED_CHARS = 400
+"""The most characters of an add's ``POST`` body its row shows."""
+
+
+def _details(plan: FieldPlan, against_blink: bool) -> str:
+    named = f"declared as {plan.field!r}, Blink's name is {plan.blink_name!r}; " if plan.blink_name else ""
+    if against_blink and plan.action == Action.ADD and plan.body is not None:
+        return _cell(f"POST {_posted(plan.body)}")
+    if plan.action == Action.ADD:
+        return _cell(", ".join(f"{member} {show(after)}" for member, _, after in plan.values))
+    if plan.action in REMOVING:
+        return _cell(f"{named}{plan.risk}")
+    return _cell(named + _changed(plan))
+
+
+def _posted(body: FieldUpdate) -> str:
+    """An add's ``POST`` body as its row shows it, cut at :data:`POSTED_CHARS`."""
+    text = json.dumps(body.to_body(), ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= POSTED_CHARS else text[: POSTED_CHARS - 1] + "…"
+
+
+def _changed(plan: FieldPlan) -> str:
+    """A change's (or a refused change's) members, before and after, with what Blink keeps enforcing."""
+    shown = "; ".join(f"{member}: {show(before)} → {show(after)}" for member, before, after in plan.values)
+    if plan.kept and plan.action == Action.CHANGE:
+        shown += f" (Blink keeps enforcing {' and '.join(plan.kept)}: not declared, sent as held)"
+    return f"{shown} ({plan.risk})" if plan.action == Action.REFUSED else shown
+
+
+def _cell(text: str) -> str:
+    """Text as one Markdown table cell (:func:`blinkops_provider._inputs.one_line`)."""
+    return one_line(text)
