@@ -21,7 +21,7 @@ _BLINK_URIS = {
 
 
 def _connection_type() -> dict[str, Any]:
-    """The ``blink`` connection type: its hook, its form's extra fields and their labels."""
+    """Return the ``blink`` connection type: its hook, its form's extra fields and their labels."""
     return {
         "connection-type": "blink",
         "hook-class-name": "blinkops_provider.hooks.blink.BlinkHook",

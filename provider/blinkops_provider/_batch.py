@@ -1,8 +1,10 @@
-"""How a batch of calls to Blink is scheduled: ``max_concurrency`` at a time, reported per field.
+"""
+How a batch of calls to Blink is scheduled: ``max_concurrency`` at a time, reported per field.
 
 The hook's :meth:`~blinkops_provider.hooks.blink.BlinkHook.update_table_fields` and the
 migrations' sender (``migrations._steps``) each hand it their endpoint calls; it calls nothing
-else, so neither calls back into the other."""
+else, so neither calls back into the other.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ PROGRESS_FROM = 20
 
 @dataclass
 class FieldUpdates:
-    """What :meth:`BlinkHook.update_table_fields` did, keyed by the declared field names.
+    """
+    What :meth:`BlinkHook.update_table_fields` did, keyed by the declared field names.
 
     :ivar updated: the fields as Blink stored them (those whose answer could be read).
     :ivar failed: field name -> the error that update ended with.
@@ -54,12 +57,16 @@ class FieldUpdates:
         return not self.failed and not self.not_sent and not self.unknown
 
     def outcome(self, name: str) -> str:
-        """What happened to a field: ``applied`` (confirmed by Blink), ``failed`` (refused, or not
-        sent) or ``unknown`` (in flight when interrupted, or a 2xx that is not Blink's answer)."""
+        """
+        Return what happened to a field.
+
+        ``applied`` (confirmed by Blink), ``failed`` (refused, or not sent) or ``unknown`` (in flight when interrupted,
+        or a 2xx that is not Blink's answer).
+        """
         return self._classifier()(name)
 
     def outcomes(self) -> dict[str, str]:
-        """Every declared field's :meth:`outcome`, in the declared order (linear in the fields)."""
+        """Return every declared field's :meth:`outcome`, in the declared order (linear in the fields)."""
         classify = self._classifier()
         return {name: classify(name) for name in self.order}
 
@@ -69,14 +76,17 @@ class FieldUpdates:
 
     @classmethod
     def carried_by(cls, exc: BaseException) -> Self | None:
-        """What was known when ``exc`` interrupted a batch (a task timeout, a signal, a failed
-        record), with the fields in flight then as ``unknown``; None for any other exception, or
-        one that carries another kind of report."""
+        """
+        Return what was known when ``exc`` interrupted a batch (a task timeout, a signal, a failed record).
+
+        With the fields in flight then as ``unknown``; None for any other exception, or one that carries another kind of
+        report.
+        """
         carried = getattr(exc, "field_updates", None)
         return carried if isinstance(carried, cls) else None
 
     def _classifier(self) -> Callable[[str], str]:
-        """The function that tells a field's outcome (the sets it looks in built once)."""
+        """Return the function that tells a field's outcome (the sets it looks in built once)."""
         unknown, applied = set(self.unknown), self.applied
 
         def classify(name: str) -> str:
@@ -102,9 +112,11 @@ def run_batch(
     what: str = "applied",
     pool: ThreadPoolExecutor | None = None,
 ) -> FieldUpdates:
-    """Send every update of ``batch`` through ``send``, ``max_concurrency`` at a time, on the
-    threads of ``pool`` (:func:`workers`, which several batches share so that each thread keeps its
-    session and its connections), or of a pool of the batch's own.
+    """
+    Send every update of ``batch`` through ``send``, ``max_concurrency`` at a time.
+
+    On the threads of ``pool`` (:func:`workers`, which several batches share so that each thread keeps its session and
+    its connections), or of a pool of the batch's own.
 
     One that fails does not stop the others unless ``fail_fast``: then no new update starts, and
     those in flight finish. A 401 or 403 stops the batch the same way, whatever ``fail_fast``
@@ -126,9 +138,12 @@ def run_batch(
 
 @contextmanager
 def workers(limit: int) -> Iterator[ThreadPoolExecutor]:
-    """Up to ``limit`` threads for the batches sent in the ``with`` block, started as needed. On
-    the way out they finish; when an exception interrupts the block, the calls not started are
-    dropped and those in flight are not awaited."""
+    """
+    Up to ``limit`` threads for the batches sent in the ``with`` block, started as needed.
+
+    On the way out they finish; when an exception interrupts the block, the calls not started are dropped and those in
+    flight are not awaited.
+    """
     pool = ThreadPoolExecutor(limit, thread_name_prefix="blink-fields")
     whole = False
     try:
@@ -217,8 +232,11 @@ class _Batch:
         )
 
     def _outcomes(self) -> tuple[dict[str, BlinkApiError], dict[str, TableField | None], dict[str, BlinkApiError]]:
-        """The fields done, in the declared order: those that failed, those Blink confirmed, and
-        those answered with a 2xx that is not Blink's answer."""
+        """
+        Return the fields done, in the declared order.
+
+        Those that failed, those Blink confirmed, and those answered with a 2xx that is not Blink's answer.
+        """
         failed: dict[str, BlinkApiError] = {}
         applied: dict[str, TableField | None] = {}
         unconfirmed: dict[str, BlinkApiError] = {}
@@ -233,13 +251,17 @@ class _Batch:
 
 
 def _unconfirmed(result: Any) -> bool:
-    """Whether a call's outcome is a 2xx whose body is not Blink's answer: sent, perhaps applied."""
+    """Return whether a call's outcome is a 2xx whose body is not Blink's answer: sent, perhaps applied."""
     return isinstance(result, BlinkResponseError) and result.status is not None and 200 <= result.status < 300
 
 
 def _outcome(future: Future[TableField]) -> TableField | BlinkApiError | None:
-    """A finished update: the stored field (None when the call returns nothing), or the error,
-    typed, whatever the worker raised (a 2xx that is not Blink's answer among them)."""
+    """
+    Return a finished update.
+
+    The stored field (None when the call returns nothing), or the error, typed, whatever the worker raised (a 2xx that
+    is not Blink's answer among them).
+    """
     try:
         return future.result()
     except BlinkApiError as err:

@@ -1,7 +1,8 @@
-"""How the provider checks what a user gives it, in one place: every argument of a hook,
-operator, migration or trigger is checked here once, where it enters, before any request, and a
-wrong one is a :class:`~blinkops_provider.exceptions.BlinkInputError` that says what was wrong and
-what is allowed.
+"""
+How the provider checks what a user gives it, in one place.
+
+Every argument of a hook, operator, migration or trigger is checked here once, where it enters, before any request, and
+a wrong one is a :class:`~blinkops_provider.exceptions.BlinkInputError` that says what was wrong and what is allowed.
 
 How text a person reads shows a name or a value: on one line, with nothing in it able to start
 another line, a heading, or a terminal escape sequence. One place for the plan, the fleet's review,
@@ -58,20 +59,27 @@ and paragraph separators, to their ``\\uXXXX`` escapes."""
 
 
 def escaped(value: Any) -> str:
-    """``value`` as text with every control character written as its escape."""
+    """Return ``value`` as text with every control character written as its escape."""
     return str(value).translate(CONTROLS)
 
 
 def one_line(text: Any) -> str:
-    """A name as a log line or a Markdown table cell shows it: a backslash and ``|`` escaped, and
-    every control character (line breaks of every kind, NUL, ANSI escapes) written as its escape."""
+    """
+    Return a name as a log line or a Markdown table cell shows it.
+
+    A backslash and ``|`` escaped, and every control character (line breaks of every kind, NUL, ANSI escapes) written as
+    its escape.
+    """
     return str(text).replace("\\", "\\\\").replace("|", "\\|").translate(CONTROLS)
 
 
 def show(value: Any, limit: int = SHOWN) -> str:
-    """A value as a person reads it in a plan, a diff or an error: a string in quotes, anything
-    else as JSON (so ``1`` and ``"1"`` read differently), every control character escaped (JSON
-    keeps U+2028 as it is), cut to ``limit`` characters with an ellipsis."""
+    """
+    Return a value as a person reads it in a plan, a diff or an error.
+
+    A string in quotes, anything else as JSON (so ``1`` and ``"1"`` read differently), every control character escaped
+    (JSON keeps U+2028 as it is), cut to ``limit`` characters with an ellipsis.
+    """
     text = repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = escaped(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -82,14 +90,17 @@ SHOWN_PROBLEMS = 20
 
 
 def first_problems(problems: list[str], sep: str = "; ", limit: int = SHOWN_PROBLEMS) -> str:
-    """``problems`` joined by ``sep``, the first ``limit`` named and the rest counted, so that an
-    error about 10,000 entries stays a few lines long."""
+    """
+    Return ``problems`` joined by ``sep``, the first ``limit`` named and the rest counted.
+
+    So that an error about 10,000 entries stays a few lines long.
+    """
     more = len(problems) - limit
     return sep.join(problems[:limit]) + (f"{sep}and {more} more problem(s) like them" if more > 0 else "")
 
 
 def counted(count: int, noun: str) -> str:
-    """``count`` with ``noun`` as a person says it: "1 table", "0 tables", "2 tables"."""
+    """Return ``count`` with ``noun`` as a person says it: "1 table", "0 tables", "2 tables"."""
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
@@ -105,7 +116,8 @@ _DOT_SEGMENTS = {".": "%2E", "..": "%2E%2E"}
 
 
 def host_of(parts: SplitResult) -> str:
-    """The canonical name of the host ``parts`` (a split URL) names: see the module's text.
+    """
+    Return the canonical name of the host ``parts`` (a split URL) names: see the module's text.
 
     :raises ValueError: it carries a user or password (never echoed), has no host, has a port
         that is not a number from 1 to 65535, or a host with no ASCII form.
@@ -122,9 +134,11 @@ def host_of(parts: SplitResult) -> str:
 
 
 def _port(parts: SplitResult) -> int | None:
-    """The port a split URL names (None: none).
+    """
+    Return the port a split URL names (None: none).
 
-    :raises ValueError: not a number from 1 to 65535."""
+    :raises ValueError: not a number from 1 to 65535.
+    """
     try:
         port = parts.port
     except ValueError:
@@ -135,9 +149,11 @@ def _port(parts: SplitResult) -> int | None:
 
 
 def _ascii(host: str) -> str:
-    """A host name in its ASCII form (IDNA for an internationalised one).
+    """
+    Return a host name in its ASCII form (IDNA for an internationalised one).
 
-    :raises ValueError: it has none."""
+    :raises ValueError: it has none.
+    """
     if host.isascii():
         return host
     try:
@@ -147,7 +163,8 @@ def _ascii(host: str) -> str:
 
 
 def blink_host(base_url: str) -> str:
-    """The canonical name of the Blink a Base URL (or a bare host, ``https`` assumed) reaches.
+    """
+    Return the canonical name of the Blink a Base URL (or a bare host, ``https`` assumed) reaches.
 
     :raises ValueError: as :func:`host_of`, the message naming the URL (credentials masked).
     """
@@ -161,7 +178,8 @@ def blink_host(base_url: str) -> str:
 
 
 def segment(name: str, what: str = "name") -> str:
-    """A workspace or table name as one canonical path segment.
+    """
+    Return a workspace or table name as one canonical path segment.
 
     :raises ValueError: the name is empty or cannot be written as UTF-8 (a lone surrogate).
     """
@@ -178,8 +196,10 @@ def segment(name: str, what: str = "name") -> str:
 
 
 def canonical_segment(text: str, what: str = "segment") -> str:
-    """Any spelling of a URI path segment in the canonical form (``%2f`` -> ``%2F``, ``%41`` -> ``A``,
-    a raw space -> ``%20``).
+    """
+    Return any spelling of a URI path segment in its canonical form.
+
+    ``%2f`` -> ``%2F``, ``%41`` -> ``A``, a raw space -> ``%20``.
 
     :raises ValueError: it is empty, or holds a lone surrogate.
     """
@@ -194,12 +214,13 @@ def canonical_segment(text: str, what: str = "segment") -> str:
 
 
 def table_ref(ws_id: str, table: str) -> str:
-    """``<workspace>/<table>``, each a canonical segment: a table's name within its Blink."""
+    """Return ``<workspace>/<table>``, each a canonical segment: a table's name within its Blink."""
     return f"{segment(ws_id, 'workspace id')}/{segment(table, 'table name')}"
 
 
 def build_base_url(host: str | None, port: int | None = None) -> str:
-    """The API's base URL from a connection's host: https unless told, ``/api/v1`` added once.
+    """
+    Return the API's base URL from a connection's host: https unless told, ``/api/v1`` added once.
 
     The Base URL (``host``) says where Blink is. The connection's Port field adds a port to a
     bare host (one that names no scheme and no port: ``blink://...@host:8443`` in the URI form);
@@ -223,7 +244,7 @@ _DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
 def _with_port(parts: SplitResult, text: str, port: object) -> str:
-    """The Base URL's host and port, given the connection's Port field (see :func:`build_base_url`)."""
+    """Return the Base URL's host and port, given the connection's Port field (see :func:`build_base_url`)."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
         raise configuration_error(f"the connection's port must be from 1 to 65535, got {port!r}")
     if parts.port is None and "://" not in text:
@@ -238,7 +259,7 @@ def _with_port(parts: SplitResult, text: str, port: object) -> str:
 
 
 def _checked(url: str, shown: str) -> SplitResult:
-    """``url``, split, once it is shown to be an http(s) base URL that names a Blink."""
+    """Return ``url``, split, once it is shown to be an http(s) base URL that names a Blink."""
 
     def refused(problem: str) -> BlinkConfigurationError:
         return configuration_error(f"the connection's host (Base URL) {shown!r} {problem}")
@@ -261,7 +282,7 @@ def _checked(url: str, shown: str) -> SplitResult:
 
 
 def _not_a_base_url(parts: SplitResult) -> str:
-    """What makes a split URL unfit as a Base URL ("" when nothing)."""
+    """Return what makes a split URL unfit as a Base URL ("" when nothing)."""
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return f"is not a base URL; {_EXAMPLE}"
     if "@" in parts.netloc:
@@ -273,7 +294,7 @@ def _not_a_base_url(parts: SplitResult) -> str:
 
 
 def _masked(host: str) -> str:
-    """A host as error messages may show it: any ``user:password@`` part masked."""
+    """Return a host as error messages may show it: any ``user:password@`` part masked."""
     scheme, sep, rest = host.partition("://")
     if not sep:
         scheme, rest = "", host
@@ -305,7 +326,8 @@ SHOWN_VALUE_CHARS = 40
 
 
 def validate_input(model: type[ModelT], data: Any, what: str) -> ModelT:
-    """Validate user input into ``model``.
+    """
+    Validate user input into ``model``.
 
     :raises BlinkInputError: naming each wrong member, why, and what is allowed.
     """
@@ -318,9 +340,12 @@ def validate_input(model: type[ModelT], data: Any, what: str) -> ModelT:
 
 
 def describe_errors(errors: Iterable[Mapping[str, Any]]) -> str:
-    """Pydantic's error list of a user's input as one line: ``where: what is wrong (got <value>); ...``,
-    each wrong value cut to :data:`SHOWN_VALUE_CHARS` characters (what a user typed, not a secret:
-    responses are described without their values)."""
+    """
+    Pydantic's error list of a user's input as one line: ``where.
+
+    What is wrong (got <value>); ...``, each wrong value cut to :data:`SHOWN_VALUE_CHARS` characters (what a user typed,
+    not a secret: responses are described without their values).
+    """
     problems = []
     for error in errors:
         where = ".".join(str(part) for part in error["loc"])
@@ -332,7 +357,8 @@ def describe_errors(errors: Iterable[Mapping[str, Any]]) -> str:
 
 
 def path_segment(value: object, what: str) -> str:
-    """One percent-encoded path segment of a request (``/`` included), refusing empty names.
+    """
+    Return one percent-encoded path segment of a request (``/`` included), refusing empty names.
 
     :raises BlinkInputError: not a non-empty string, or a dot segment.
     """
@@ -351,8 +377,10 @@ class RepeatedMember(ValueError):
 
 
 def unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``json.loads``'s ``object_pairs_hook`` for user input: an object whose members are all named
-    once (``json.loads`` alone keeps only the last, silently).
+    """
+    Return ``json.loads``'s ``object_pairs_hook`` for user input.
+
+    An object whose members are all named once (``json.loads`` alone keeps only the last, silently).
 
     :raises RepeatedMember: a member named twice.
     """
@@ -365,14 +393,18 @@ def unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def check_concurrency(value: Any) -> None:
-    """:raises BlinkInputError: ``max_concurrency`` is not an integer from 1 to 32."""
+    """
+    Check ``max_concurrency``.
+
+    :raises BlinkInputError: ``max_concurrency`` is not an integer from 1 to 32.
+    """
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY:
         raise input_error(f"max_concurrency must be an integer from 1 to {MAX_CONCURRENCY}, got {value!r}")
 
 
 def check_seconds(value: Any, what: str, *, low: float, high: float, low_open: bool = False) -> float:
-    """``value`` as a duration in seconds: a finite number from ``low`` (excluded when
-    ``low_open``) to ``high``.
+    """
+    Return ``value`` as a duration in seconds: a finite number from ``low`` (excluded when ``low_open``) to ``high``.
 
     :raises BlinkInputError: anything else, saying what is allowed.
     """
@@ -384,7 +416,8 @@ def check_seconds(value: Any, what: str, *, low: float, high: float, low_open: b
 
 
 def check_lock_wait(value: Any, what: str = "lock_wait") -> float:
-    """``value`` as seconds to wait for a lock.
+    """
+    Return ``value`` as seconds to wait for a lock.
 
     :raises BlinkInputError: not a finite number from 0 to :data:`MAX_LOCK_WAIT`.
     """
@@ -395,7 +428,8 @@ def check_lock_wait(value: Any, what: str = "lock_wait") -> float:
 
 
 def check_paging(page_size: Any, max_items: Any) -> None:
-    """Check the paging arguments of a catalogue walk.
+    """
+    Check the paging arguments of a catalogue walk.
 
     :raises BlinkInputError: ``page_size`` is not 1 to 1000, or ``max_items`` not None or 0 or more.
     """
@@ -424,7 +458,8 @@ def parse_json_object(value: Any, what: str) -> Any:
 
 
 def check_api_key(key: str, who: str) -> None:
-    """Refuse a key that cannot travel in an HTTP header, without echoing any of it.
+    """
+    Refuse a key that cannot travel in an HTTP header, without echoing any of it.
 
     :raises BlinkConfigurationError: a character outside latin-1, or a control character.
     """
@@ -442,7 +477,7 @@ def check_api_key(key: str, who: str) -> None:
 
 
 def as_bool(value: Any, what: str) -> bool:
-    """A boolean from a connection extra (``true``/``false`` strings included)."""
+    """Return a boolean from a connection extra (``true``/``false`` strings included)."""
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
@@ -454,7 +489,8 @@ def as_bool(value: Any, what: str) -> bool:
 
 
 def as_timeout(value: Any, what: str) -> Timeout:
-    """A positive number of seconds, or a ``[connect, read]`` pair of them.
+    """
+    Return a positive number of seconds, or a ``[connect, read]`` pair of them.
 
     Text is read too, as the connection form saves it: ``"30"``, ``"5, 120"`` or ``"[5, 120]"``.
     """
@@ -474,7 +510,7 @@ def as_timeout(value: Any, what: str) -> Timeout:
 
 
 def _timeout_parts(value: Any) -> Any:
-    """A timeout as text (``"30"``, ``"5, 120"``, ``"[5, 120]"``) in parts; anything else as it is."""
+    """Return a timeout as text (``"30"``, ``"5, 120"``, ``"[5, 120]"``) in parts; anything else as it is."""
     if not isinstance(value, str):
         return value
     text = value.strip().removeprefix("[").removesuffix("]")
@@ -482,7 +518,8 @@ def _timeout_parts(value: Any) -> Any:
 
 
 def check_hook_options(timeout: Any, retry_limit: Any, retry_delay: Any) -> tuple[Timeout | None, int, float]:
-    """A hook's ``timeout``, ``retry_limit`` and ``retry_delay``, checked.
+    """
+    Return a hook's ``timeout``, ``retry_limit`` and ``retry_delay``, checked.
 
     :raises BlinkInputError: a timeout that is not positive seconds (or a pair), attempts that
         are not an integer of 1 or more, or a negative delay.
@@ -500,14 +537,19 @@ def check_hook_options(timeout: Any, retry_limit: Any, retry_delay: Any) -> tupl
 
 
 def check_flag(value: Any, what: str) -> bool:
-    """:raises BlinkInputError: ``value`` is not True or False."""
+    """
+    Check a flag.
+
+    :raises BlinkInputError: ``value`` is not True or False.
+    """
     if not isinstance(value, bool):
         raise input_error(f"{what} must be True or False, got {value!r}")
     return value
 
 
 def rendered_flag(value: Any, what: str) -> bool:
-    """A flag given as ``True``/``False``, or as the text a template renders of one.
+    """
+    Return a flag given as ``True``/``False``, or as the text a template renders of one.
 
     :raises BlinkInputError: anything else.
     """

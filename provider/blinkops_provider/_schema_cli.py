@@ -1,6 +1,9 @@
-"""``blink-schema``'s entry point: its arguments are parsed, and ``--help`` or a mistake in them
-answered, before anything heavy is imported (Airflow takes seconds to import, and more on a busy
-machine); the command itself is :mod:`blinkops_provider.migrations._cli`."""
+"""
+``blink-schema``'s entry point.
+
+Its arguments are parsed, and ``--help`` or a mistake in them answered, before anything heavy is imported (Airflow takes
+seconds to import, and more on a busy machine); the command itself is :mod:`blinkops_provider.migrations._cli`.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from collections.abc import Sequence
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command's arguments (imports nothing but argparse)."""
+    """Return the command's arguments (imports nothing but argparse)."""
     parser = argparse.ArgumentParser(prog="blink-schema", description="Blink schema migrations from a shell.")
     commands = parser.add_subparsers(dest="command", required=True)
     pull = commands.add_parser("pull", help="write a live table's declaration, which then plans all unchanged")
@@ -56,7 +59,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``blink-schema``: the arguments parsed here, then the command run."""
+    """Return ``blink-schema``: the arguments parsed here, then the command run."""
     args = parser().parse_args(argv)
     if args.command == "validate":  # offline: no Airflow, no connection
         from blinkops_provider._validate import validate

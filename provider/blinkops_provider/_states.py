@@ -1,6 +1,8 @@
-"""The states of a migration, each named once: what a plan does to a field or a table
-(:class:`Action`), what an apply did to a field (:class:`FieldOutcome`), what became of a table in
-a fleet (:class:`TableOutcome`), and a review's answer (:class:`Decision`).
+"""
+The states of a migration, each named once.
+
+What a plan does to a field or a table (:class:`Action`), what an apply did to a field (:class:`FieldOutcome`), what
+became of a table in a fleet (:class:`TableOutcome`), and a review's answer (:class:`Decision`).
 
 Each is a ``str`` Enum whose members are their values (``Action.ADD == "add"``, ``str()`` and
 f-strings show ``add``): the XComs, records and log lines keep the same text and JSON, and a

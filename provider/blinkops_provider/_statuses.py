@@ -1,6 +1,9 @@
-"""The client's one table of Blink's statuses: the error each one raises, and whether a retry can
-help. The request path (which answers are retried, which error a refusal raises), the task's
-retry policy (what fails at once) and a batch's final error are derived from it."""
+"""
+The client's one table of Blink's statuses: the error each one raises, and whether a retry can help.
+
+The request path (which answers are retried, which error a refusal raises), the task's retry policy (what fails at once)
+and a batch's final error are derived from it.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ from blinkops_provider.exceptions import (
 
 @dataclass(frozen=True)
 class Status:
-    """What an answer of one status means to the client.
+    """
+    What an answer of one status means to the client.
 
     :ivar error: the exception class it raises (after the retries, for a retried one).
     :ivar retried: the hook asks again, within its ``retry_limit`` (a fault that may pass).
@@ -50,7 +54,7 @@ PERMANENT = frozenset(status for status, meaning in STATUSES.items() if meaning.
 
 
 def error_class(status: int) -> type[BlinkApiError]:
-    """The exception class of an answer of ``status`` that the hook does not (or no longer) retry."""
+    """Return the exception class of an answer of ``status`` that the hook does not (or no longer) retry."""
     if status in STATUSES:
         return STATUSES[status].error
     return BlinkClientError if 400 <= status < 500 else BlinkApiError

@@ -1,7 +1,10 @@
-"""Where the provider reads and writes its files: a local path with the standard library (no
-object-storage discovery), anything else (``s3://...``) through Airflow's ``ObjectStoragePath``.
-A file is written to a partial file of its own and moved into place, so a reader never sees half
-of it and a failure leaves the previous file as it was."""
+"""
+Where the provider reads and writes its files.
+
+A local path with the standard library (no object-storage discovery), anything else (``s3://...``) through Airflow's
+``ObjectStoragePath``. A file is written to a partial file of its own and moved into place, so a reader never sees half
+of it and a failure leaves the previous file as it was.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ SINGLE_MACHINE_EXECUTORS = frozenset({"LocalExecutor", "SequentialExecutor", "De
 
 
 def local_path(location: str) -> Path | None:
-    """The local file a location names (a plain path or a ``file://`` URI), else None."""
+    """Return the local file a location names (a plain path or a ``file://`` URI), else None."""
     parts = urlsplit(location)
     if parts.scheme == "file" and parts.netloc in ("", "localhost"):
         return Path(unquote(parts.path))
@@ -31,9 +34,12 @@ def local_path(location: str) -> Path | None:
 
 
 def worker_local(location: str, executor: str | None = None) -> str | None:
-    """The executor, when ``location`` is on a worker's own temporary disk (``/tmp``, ``/var/tmp``,
-    ``/dev/shm``, the temp dir) and the executor runs tasks on several machines; else None. There,
-    each worker would keep its own copy of what is written, and another task would not see it.
+    """
+    Return the executor.
+
+    When ``location`` is on a worker's own temporary disk (``/tmp``, ``/var/tmp``, ``/dev/shm``, the temp dir) and the
+    executor runs tasks on several machines; else None. There, each worker would keep its own copy of what is written,
+    and another task would not see it.
 
     :param executor: Airflow's ``[core] executor`` (read from the configuration when None).
     """
@@ -58,9 +64,11 @@ Refusal = type[BlinkInputError] | type[BlinkConfigurationError]
 
 
 def regular_file(path: Path, what: str = "output_path", refusal: Refusal = BlinkInputError) -> Path:
-    """Where a local file is written: a symlink is written through to its target (the link
-    stays); a path that exists and is not a regular file (a device, pipe, socket or directory) is
-    refused, never replaced.
+    """
+    Return where a local file is written.
+
+    A symlink is written through to its target (the link stays); a path that exists and is not a regular file (a device,
+    pipe, socket or directory) is refused, never replaced.
 
     :raises BlinkInputError: (or ``refusal``) the path (or what it links to) exists and is not a
         regular file, or a folder on its way is a file.
@@ -95,8 +103,10 @@ _KINDS = (
 def storage_path(
     location: str | os.PathLike[str], what: str = "output_path", refusal: Refusal = BlinkInputError
 ) -> Any:
-    """A ``pathlib.Path`` for a local location (checked with :func:`regular_file`), else an
-    ``ObjectStoragePath`` (refused when it exists and is not a file).
+    """
+    Return a ``pathlib.Path`` for a local location (checked with :func:`regular_file`).
+
+    Else an ``ObjectStoragePath`` (refused when it exists and is not a file).
 
     :param refusal: the error a location that cannot hold the file is (a schema record's:
         :class:`BlinkConfigurationError`, as when it cannot be read or written).
@@ -121,8 +131,12 @@ _LOCAL = type(Path())
 
 @contextmanager
 def replacing(target: Any) -> Iterator[IO[bytes]]:
-    """A binary file to write ``target``'s new content to. When the block ends normally, it
-    replaces ``target`` in one move; on any exception it is removed and ``target`` is untouched."""
+    """
+    Yield a binary file to write ``target``'s new content to.
+
+    When the block ends normally, it replaces ``target`` in one move; on any exception it is removed and ``target`` is
+    untouched.
+    """
     partial = target.with_name(f"{target.name}.{secrets.token_hex(6)}.partial")
     target.parent.mkdir(parents=True, exist_ok=True)
     try:

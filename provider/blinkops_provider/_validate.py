@@ -1,4 +1,5 @@
-"""``blink-schema validate``: every check a plan makes of a declaration without Blink, offline.
+"""
+``blink-schema validate``: every check a plan makes of a declaration without Blink, offline.
 
 It reads declaration files, or folders in the fleet's ``<ws_id>/<table>.json`` layout, and checks
 each as a plan would (:func:`blinkops_provider.models.declaration_problems`: the JSON, the
@@ -27,8 +28,12 @@ FORMATS = ("text", "github", "json")
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem of one file: the file, the line of its entry (None: not told), the entry's
-    position (None: the file as a whole), and what is wrong."""
+    """
+    One problem of one file.
+
+    The file, the line of its entry (None: not told), the entry's position (None: the file as a whole), and what is
+    wrong.
+    """
 
     file: str
     line: int | None
@@ -45,8 +50,12 @@ class Finding:
 
 
 def declaration_files(paths: Iterable[str]) -> tuple[list[Path], list[Finding]]:
-    """The files to check: each file given, and each folder's ``<ws_id>/<table>.json`` files; a
-    path that is neither, or a folder with none, is a finding."""
+    """
+    Return the files to check.
+
+    Each file given, and each folder's ``<ws_id>/<table>.json`` files; a path that is neither, or a folder with none, is
+    a finding.
+    """
     files: list[Path] = []
     missing: list[Finding] = []
     for given in paths:
@@ -66,7 +75,7 @@ def declaration_files(paths: Iterable[str]) -> tuple[list[Path], list[Finding]]:
 
 
 def check_file(path: Path) -> list[Finding]:
-    """Every problem of one declaration file."""
+    """Return every problem of one declaration file."""
     from blinkops_provider.models import declaration_problems, entry_number
 
     try:
@@ -90,8 +99,11 @@ def _json_line(problem: str) -> int | None:
 
 
 def _entry_lines(text: str) -> list[int]:
-    """The line each entry of the declaration begins on (the entries of ``fields``, or of the
-    list), as far as the JSON reads; none when it does not."""
+    """
+    Return the line each entry of the declaration begins on (the entries of ``fields``, or of the list).
+
+    As far as the JSON reads; none when it does not.
+    """
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
@@ -113,8 +125,11 @@ def _entry_lines(text: str) -> list[int]:
 
 
 def validate(paths: Sequence[str], output_format: str = "text", out: TextIO | None = None) -> int:
-    """Check every declaration under ``paths``; print the findings (to ``out``, by default
-    stdout); 0 when there are none, else 1."""
+    """
+    Check every declaration under ``paths``; print the findings (to ``out``, by default stdout).
+
+    0 when there are none, else 1.
+    """
     out = out or sys.stdout
     files, findings = declaration_files(paths)
     for path in files:

@@ -1,4 +1,5 @@
-"""Blink tables and the connection-type catalogue as Airflow assets: the ``blink://`` URI scheme.
+"""
+Blink tables and the connection-type catalogue as Airflow assets: the ``blink://`` URI scheme.
 
 - ``blink://<host>/<ws_id>/<table>``: a table (its schema, which the migration operators change);
 - ``blink://<host>/connection_types``: the connection-type catalogue.
@@ -44,7 +45,8 @@ _FORMS = f"blink://<host>/<ws_id>/<table> or blink://<host>/{CATALOGUE}"
 
 
 def asset_host(base_url: str) -> str:
-    """The ``<host>`` of a Base URL (or a bare host): :func:`blinkops_provider._inputs.blink_host`.
+    """
+    Return the ``<host>`` of a Base URL (or a bare host): :func:`blinkops_provider._inputs.blink_host`.
 
     :raises ValueError: the URL has no usable host.
     """
@@ -55,9 +57,11 @@ def asset_host(base_url: str) -> str:
 
 
 def normalize_uri(uri: SplitResult) -> SplitResult:
-    """Airflow's hook for ``blink://`` URIs: any spelling of a table or the catalogue in its
-    canonical form (host lowercased, IPv6 bracketed, port 443 and a leading ``/api/v1``
-    dropped, each name one percent-encoded segment with upper-case hex).
+    """
+    Airflow's hook for ``blink://`` URIs.
+
+    Any spelling of a table or the catalogue in its canonical form (host lowercased, IPv6 bracketed, port 443 and a
+    leading ``/api/v1`` dropped, each name one percent-encoded segment with upper-case hex).
 
     :raises ValueError: not one of the two forms (Airflow then refuses the asset, with this message).
     """
@@ -72,7 +76,7 @@ def normalize_uri(uri: SplitResult) -> SplitResult:
 
 
 def _canonical_path(path: str, shown: str) -> str:
-    """A ``blink://`` URI's path as ``<ws_id>/<table>`` or the catalogue, each name canonical."""
+    """Return a ``blink://`` URI's path as ``<ws_id>/<table>`` or the catalogue, each name canonical."""
     segments = path.rstrip("/").lstrip("/").split("/")
     if len(segments) > 2 and "/" + "/".join(segments[:2]) == API_PREFIX:  # the base path, never a name
         segments = segments[2:]
@@ -85,7 +89,7 @@ def _canonical_path(path: str, shown: str) -> str:
 
 
 def table_uri(host: str, ws_id: str, table: str) -> str:
-    """``blink://<host>/<ws_id>/<table>``, percent-encoded."""
+    """Return ``blink://<host>/<ws_id>/<table>``, percent-encoded."""
     if not ws_id or not table:
         raise ValueError("a Blink table asset needs a workspace id and a table name")
     return normalize_uri(SplitResult(SCHEME, asset_host(host), f"/{table_ref(ws_id, table)}", "", "")).geturl()
@@ -107,7 +111,8 @@ def blink_table_asset(
     blink_conn_id: str = "blink_default",
     extra: dict[str, Any] | None = None,
 ) -> Any:
-    """The asset of a Blink table, e.g. to schedule a DAG on its schema's changes::
+    """
+    Return the asset of a Blink table, e.g. to schedule a DAG on its schema's changes:.
 
         with DAG(..., schedule=[blink_table_asset("ws-demo", "Incidents", host="app.blinkops.com")]):
 
@@ -124,8 +129,11 @@ def blink_table_asset(
 def blink_catalogue_asset(
     *, host: str | None = None, blink_conn_id: str = "blink_default", extra: dict[str, Any] | None = None
 ) -> Any:
-    """The asset of a Blink's connection-type catalogue, ``blink://<host>/connection_types``
-    (``host`` as for :func:`blink_table_asset`)."""
+    """
+    Return the asset of a Blink's connection-type catalogue.
+
+    ``blink://<host>/connection_types`` (``host`` as for :func:`blink_table_asset`).
+    """
     from airflow.providers.common.compat.sdk import Asset
 
     return Asset(
@@ -134,9 +142,11 @@ def blink_catalogue_asset(
 
 
 def add_alias_event(outlet_events: Any, alias: str, asset: Any, extra: dict[str, Any] | None = None) -> None:
-    """Add ``asset``'s event through the asset alias named ``alias`` (one of the task's outlets),
-    on Airflow 2.11 and 3.x alike: ``add_alias_event(context["outlet_events"], CATALOGUE_ALIAS,
-    blink_catalogue_asset(), extra={...})``.
+    """
+    Add ``asset``'s event through the asset alias named ``alias`` (one of the task's outlets).
+
+    On Airflow 2.11 and 3.x alike: ``add_alias_event(context["outlet_events"], CATALOGUE_ALIAS, blink_catalogue_asset(),
+    extra={...})``.
 
     On Airflow 2 it first makes sure the metadata DB knows the alias. Airflow 2 records an alias
     event only for an alias already in its DB, which only a DAG sync writes (the DAG processor,
@@ -170,8 +180,10 @@ CHANGING = ("added", "changed", "removed", "retyped")
 def event_extra(
     ws_id: str, table: str, applied: list[str], planned: dict[str, list[str]] | None = None
 ) -> dict[str, Any]:
-    """A table event's extra, flat, with tuples for the names (Airflow 2.11 hashes the values of
-    an extra added through an alias):
+    """
+    Return a table event's extra, flat.
+
+    With tuples for the names (Airflow 2.11 hashes the values of an extra added through an alias):
 
     - always ``ws_id``, ``table``, ``applied`` (the fields Blink confirmed, at most
       :data:`EVENT_NAMES` names) and ``applied_count``;
@@ -194,11 +206,13 @@ def event_extra(
 
 
 def announce_applied(outlet_events: Any, report: Any, *, blink_conn_id: str = "blink_default") -> bool:
-    """The table's event for what an apply changed in Blink before it failed, from its XCom report
-    (``UpdateTableFieldsOperator`` pushes it on every way out), through :data:`TABLES_ALIAS`: for a
-    task downstream of the apply with ``trigger_rule="all_done"`` (a failed task emits no asset
-    event, so the apply cannot announce it itself). Nothing when the apply succeeded (it announced
-    its own event), was skipped, or changed nothing.
+    """
+    Return the table's event for what an apply changed in Blink before it failed.
+
+    From its XCom report (``UpdateTableFieldsOperator`` pushes it on every way out), through :data:`TABLES_ALIAS`: for a
+    task downstream of the apply with ``trigger_rule="all_done"`` (a failed task emits no asset event, so the apply
+    cannot announce it itself). Nothing when the apply succeeded (it announced its own event), was skipped, or changed
+    nothing.
 
     :returns: whether an event was added.
     """
@@ -220,7 +234,7 @@ def announce_applied(outlet_events: Any, report: Any, *, blink_conn_id: str = "b
 
 
 def _malformed(report: dict[str, Any]) -> str:
-    """What makes an apply's report unusable for an event (empty when it is usable)."""
+    """Return what makes an apply's report unusable for an event (empty when it is usable)."""
     for member in ("ws_id", "table"):
         if not isinstance(report.get(member), str) or not report[member]:
             return f"{member} is missing or not text"
@@ -250,15 +264,19 @@ def _register_alias_on_airflow_2(name: str) -> None:
 def create_asset(
     *, host: str, ws_id: str | None = None, table: str | None = None, extra: dict[str, Any] | None = None
 ) -> Any:
-    """The ``factory`` of the provider info: a table's asset, or the catalogue's without a table."""
+    """Return the ``factory`` of the provider info: a table's asset, or the catalogue's without a table."""
     if ws_id is None and table is None:
         return blink_catalogue_asset(host=host, extra=extra)
     return blink_table_asset(ws_id or "", table or "", host=host, extra=extra)
 
 
 def convert_asset_to_openlineage(asset: Any, lineage_context: Any = None) -> Any:
-    """An OpenLineage dataset for a ``blink://`` asset: namespace ``blink://<host>``, name
-    ``<ws_id>/<table>`` or ``connection_types`` (the provider info's ``to_openlineage_converter``)."""
+    """
+    Return an OpenLineage dataset for a ``blink://`` asset.
+
+    Namespace ``blink://<host>``, name ``<ws_id>/<table>`` or ``connection_types`` (the provider info's
+    ``to_openlineage_converter``).
+    """
     from airflow.providers.common.compat.openlineage.facet import Dataset
 
     parts = normalize_uri(urlsplit(asset.uri))
@@ -269,8 +287,12 @@ def convert_asset_to_openlineage(asset: Any, lineage_context: Any = None) -> Any
 
 
 def table_lineage(base_url: str, ws_id: str, table: str, fields: list[dict[str, Any]]) -> Any:
-    """The lineage of a migration: the table as an output dataset, with a schema facet of the
-    declared fields (name, type, and the display name as description)."""
+    """
+    Return the lineage of a migration.
+
+    The table as an output dataset, with a schema facet of the declared fields (name, type, and the display name as
+    description).
+    """
     from airflow.providers.common.compat.openlineage.facet import (
         Dataset,
         SchemaDatasetFacet,
@@ -293,10 +315,13 @@ def table_lineage(base_url: str, ws_id: str, table: str, fields: list[dict[str, 
 
 
 def storage_dataset(location: str) -> tuple[str, str]:
-    """The OpenLineage ``(namespace, name)`` of a file the provider writes, by OpenLineage's
-    naming conventions: ``file`` and the absolute path for a local file; ``<scheme>://<bucket>``
-    and the key for object storage (``s3://bucket``, ``gs://bucket``), without the Airflow
-    connection id that ``ObjectStoragePath`` lets a URL carry (``s3://aws_default@bucket/key``)."""
+    """
+    Return the OpenLineage ``(namespace, name)`` of a file the provider writes, by OpenLineage's naming conventions.
+
+    ``file`` and the absolute path for a local file; ``<scheme>://<bucket>`` and the key for object storage
+    (``s3://bucket``, ``gs://bucket``), without the Airflow connection id that ``ObjectStoragePath`` lets a URL carry
+    (``s3://aws_default@bucket/key``).
+    """
     parts = urlsplit(location)
     if parts.scheme in ("", "file") or len(parts.scheme) == 1:  # a path, or a drive letter
         local = unquote(parts.path) if parts.scheme == "file" else location
@@ -306,8 +331,12 @@ def storage_dataset(location: str) -> tuple[str, str]:
 
 
 def catalogue_lineage(base_url: str, output_path: str | None) -> Any:
-    """The lineage of a catalogue sync: the catalogue as an input dataset and, with an
-    ``output_path``, the snapshot as an output dataset (:func:`storage_dataset`)."""
+    """
+    Return the lineage of a catalogue sync.
+
+    The catalogue as an input dataset and, with an ``output_path``, the snapshot as an output dataset
+    (:func:`storage_dataset`).
+    """
     from airflow.providers.common.compat.openlineage.facet import Dataset
     from airflow.providers.openlineage.extractors import OperatorLineage
 

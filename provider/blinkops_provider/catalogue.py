@@ -1,4 +1,5 @@
-"""Comparing snapshots of the connection-type catalogue (the nightly sync's diff).
+"""
+Comparing snapshots of the connection-type catalogue (the nightly sync's diff).
 
 Each DAG run keeps its own snapshot, named by :func:`snapshot_name` so that names sort as the runs
 were scheduled to run (the logical date, or ``run_after`` for a run without one), then by run id:
@@ -34,7 +35,8 @@ XCOM_IDS = 100
 
 @dataclass(frozen=True)
 class CatalogueDiff:
-    """What changed between two snapshots: sorted lists of ids, and what a person reads of them.
+    """
+    What changed between two snapshots: sorted lists of ids, and what a person reads of them.
 
     :ivar baseline: there was no earlier snapshot: nothing to compare with (the lists are empty).
     :ivar total: how many connection types the current snapshot holds.
@@ -75,8 +77,12 @@ class CatalogueDiff:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict, the counts first: added and removed types by id and name, changed
-        ones with the members that changed, old -> new (values cut to 60 characters)."""
+        """
+        Return a JSON-ready dict, the counts first.
+
+        Added and removed types by id and name, changed ones with the members that changed, old -> new (values cut to 60
+        characters).
+        """
         return {
             "counts": self.counts,
             "baseline": self.baseline,
@@ -87,8 +93,11 @@ class CatalogueDiff:
         }
 
     def to_xcom(self, cap: int = XCOM_IDS) -> dict[str, Any]:
-        """:meth:`to_dict`, small for XCom: at most ``cap`` types of each kind, and how many more
-        there are (``more``). The whole lists belong in the ``.diff.json`` file."""
+        """
+        :meth:`to_dict`, small for XCom: at most ``cap`` types of each kind, and how many more there are (``more``).
+
+        The whole lists belong in the ``.diff.json`` file.
+        """
         kinds = {"added": self.added, "removed": self.removed, "changed": self.changed}
         whole = self.to_dict()
         return {
@@ -98,15 +107,22 @@ class CatalogueDiff:
         }
 
     def describe(self) -> str:
-        """One line, the counts first: ``3 added, 2 removed, 4 changed, 194 unchanged``; for a
-        baseline, ``first snapshot: 199 connection types; nothing to compare with``."""
+        """
+        Return one line, the counts first.
+
+        ``3 added, 2 removed, 4 changed, 194 unchanged``; for a baseline, ``first snapshot: 199 connection types;
+        nothing to compare with``.
+        """
         if self.baseline:
             return f"first snapshot: {self.total} connection types; nothing to compare with"
         return ", ".join(f"{count} {kind}" for kind, count in self.counts.items())
 
     def lines(self, cap: int = 20) -> list[str]:
-        """A line for each type added, removed or changed (at most ``cap`` of each kind): by name
-        and id, a changed one with its members, old -> new."""
+        """
+        Return a line for each type added, removed or changed (at most ``cap`` of each kind).
+
+        By name and id, a changed one with its members, old -> new.
+        """
         out = []
         for kind, ids in (("added", self.added), ("removed", self.removed), ("changed", self.changed)):
             for i in ids[:cap]:
@@ -118,16 +134,18 @@ class CatalogueDiff:
 
 
 def _text(value: Any) -> str:
-    """A name or value as a diff line shows it (:func:`blinkops_provider._inputs.escaped`)."""
+    """Return a name or value as a diff line shows it (:func:`blinkops_provider._inputs.escaped`)."""
     return escaped(value)
 
 
 def diff_catalogues(
     previous: Iterable[Mapping[str, Any]] | None, current: Iterable[Mapping[str, Any]], *, key: str = "id"
 ) -> CatalogueDiff:
-    """Compare two snapshots by ``key``: ids only in ``current`` are added, only in ``previous``
-    removed, in both with any other member different changed. No previous snapshot (None): a
-    baseline, with nothing to compare with.
+    """
+    Compare two snapshots by ``key``.
+
+    Ids only in ``current`` are added, only in ``previous`` removed, in both with any other member different changed. No
+    previous snapshot (None): a baseline, with nothing to compare with.
 
     :raises ValueError: an item without ``key``, or a ``key`` that appears twice in one snapshot.
     """
@@ -162,7 +180,8 @@ def _index(items: Iterable[Mapping[str, Any]], key: str, which: str) -> dict[str
 
 
 def read_snapshot(path: Any) -> list[dict[str, Any]]:
-    """A snapshot written by ``ConnectionTypesToXComOperator(output_path=...)``: a JSON array.
+    """
+    Return a snapshot written by ``ConnectionTypesToXComOperator(output_path=...)``: a JSON array.
 
     :param path: an ``ObjectStoragePath``, a ``pathlib.Path``, or a string for either.
     """
@@ -176,13 +195,14 @@ def read_snapshot(path: Any) -> list[dict[str, Any]]:
 
 
 def snapshot_name(dag_run: Any) -> str:
-    """The file name of a DAG run's snapshot: when the run was scheduled to run (its logical date;
-    ``run_after`` for an Airflow 3 run that has none), in UTC to the microsecond, then its run id
-    with every character outside ``A-Z a-z 0-9 _ -`` written as ``%XX`` (its UTF-8 bytes; ``.``
-    and ``%`` included), so two run ids never share a name and no name ends in ``.diff.json``.
-    Names sort as the runs were scheduled, then by run id.
-    Use it in a template: ``output_path=".../connection_types/{{ snapshot_name(dag_run) }}"`` with
-    ``user_defined_macros={"snapshot_name": snapshot_name}`` on the DAG.
+    """
+    Return the file name of a DAG run's snapshot.
+
+    When the run was scheduled to run (its logical date; ``run_after`` for an Airflow 3 run that has none), in UTC to
+    the microsecond, then its run id with every character outside ``A-Z a-z 0-9 _ -`` written as ``%XX`` (its UTF-8
+    bytes; ``.`` and ``%`` included), so two run ids never share a name and no name ends in ``.diff.json``. Names sort
+    as the runs were scheduled, then by run id. Use it in a template: ``output_path=".../connection_types/{{
+    snapshot_name(dag_run) }}"`` with ``user_defined_macros={"snapshot_name": snapshot_name}`` on the DAG.
 
     :raises ValueError: the run has neither a ``run_after`` nor a logical date.
     """
@@ -204,12 +224,13 @@ _KEPT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 
 
 def _file_safe(text: str) -> str:
-    """``text`` with every character outside ``_KEPT`` as ``%XX`` per UTF-8 byte: injective."""
+    """Return ``text`` with every character outside ``_KEPT`` as ``%XX`` per UTF-8 byte: injective."""
     return "".join(c if c in _KEPT else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass")) for c in text)
 
 
 def previous_snapshot(path: Any, *, executor: str | None = None) -> Any | None:
-    """The latest snapshot in the same folder named before ``path`` (an earlier look), or None.
+    """
+    Return the latest snapshot in the same folder named before ``path`` (an earlier look), or None.
 
     :param executor: Airflow's ``[core] executor`` (read from the configuration when None).
     :raises BlinkConfigurationError: the snapshots are on a worker's own temporary disk and the
@@ -236,13 +257,15 @@ def previous_snapshot(path: Any, *, executor: str | None = None) -> Any | None:
 
 
 def _snapshots(folder: Any) -> list[Any]:
-    """The snapshot files in ``folder``, oldest first (their names sort by time)."""
+    """Return the snapshot files in ``folder``, oldest first (their names sort by time)."""
     return sorted((p for p in folder.iterdir() if _SNAPSHOT_NAME.match(p.name) and p.is_file()), key=lambda p: p.name)
 
 
 def prune_snapshots(path: Any, keep: int) -> list[str]:
-    """Delete all but the ``keep`` latest snapshots in ``path``'s folder (``path`` among the kept),
-    each with its ``.diff.json``.
+    """
+    Delete all but the ``keep`` latest snapshots in ``path``'s folder (``path`` among the kept).
+
+    Each with its ``.diff.json``.
 
     :returns: the names deleted, oldest first.
     :raises ValueError: ``keep`` is not a whole number of at least 2 (a diff needs the previous look).
@@ -260,13 +283,15 @@ def prune_snapshots(path: Any, keep: int) -> list[str]:
 def record_catalogue_diff(
     snapshot: Any, *, total: int, keep: int, outlet_events: Any = None, log: Any = None
 ) -> dict[str, Any]:
-    """The nightly diff of a catalogue, in one call, for the task after
-    ``ConnectionTypesToXComOperator(output_path=...)``: compare ``snapshot`` with the latest earlier
-    snapshot in its folder (the first run records a baseline), write ``<name>.diff.json`` beside
-    it, keep the latest ``keep`` snapshots, announce the counts on the catalogue's asset (through
+    """
+    Return the nightly diff of a catalogue, in one call.
+
+    For the task after ``ConnectionTypesToXComOperator(output_path=...)``: compare ``snapshot`` with the latest earlier
+    snapshot in its folder (the first run records a baseline), write ``<name>.diff.json`` beside it, keep the latest
+    ``keep`` snapshots, announce the counts on the catalogue's asset (through
     :data:`~blinkops_provider.assets.CATALOGUE_ALIAS`, when ``outlet_events`` is given: declare
-    ``outlets=[AssetAlias(CATALOGUE_ALIAS)]`` on the task), and log the counts and each type added,
-    removed or changed, by name.
+    ``outlets=[AssetAlias(CATALOGUE_ALIAS)]`` on the task), and log the counts and each type added, removed or changed,
+    by name.
 
     :param snapshot: this run's snapshot (the operator's ``path``).
     :param total: how many types the operator wrote (its ``total``).

@@ -1,4 +1,5 @@
-"""Exceptions raised by the Blink provider.
+"""
+Exceptions raised by the Blink provider.
 
 The hierarchy says what Airflow does with a failure:
 
@@ -36,20 +37,25 @@ __all__ = [
 
 
 class BlinkConfigurationError(AirflowFailException):
-    """The Airflow connection, or a location the provider keeps state in (a schema record's), cannot be
-    used as it is (no API key, a malformed base URL, a record path under a file, ...): an
-    ``AirflowFailException``, so the task fails without a retry (none can fix it)."""
+    """
+    The Airflow connection, or a location the provider keeps state in (a schema record's).
+
+    Cannot be used as it is (no API key, a malformed base URL, a record path under a file, ...): an
+    ``AirflowFailException``, so the task fails without a retry (none can fix it).
+    """
 
 
 class BlinkInputError(ValueError, AirflowFailException):
-    """Bad input (a field update, an RQL query, a name), caught before any request is sent.
+    """
+    Bad input (a field update, an RQL query, a name), caught before any request is sent.
 
     A ``ValueError``, and an ``AirflowFailException``: retrying the task cannot fix it.
     """
 
 
 class BlinkApiError(AirflowException):
-    """A call to the Blink API failed.
+    """
+    A call to the Blink API failed.
 
     Carries what the error wrapper of the response said (every member may be absent) and which
     request failed: its method and its path below the base URL, never the API key and never the
@@ -101,8 +107,12 @@ class BlinkApiError(AirflowException):
         return f"{text}; {self.hint}" if self.hint else text
 
     def restated(self, message: str, cls: type[BlinkApiError] | None = None, **changes: Any) -> BlinkApiError:
-        """This failure told another way: ``message``, as ``cls`` (by default this class), with
-        every other member (status, method, path, hint, ...) kept unless ``changes`` sets it."""
+        """
+        Return this failure told another way.
+
+        ``message``, as ``cls`` (by default this class), with every other member (status, method, path, hint, ...) kept
+        unless ``changes`` sets it.
+        """
         return (cls or type(self))(message, **{**self._members(), **changes})
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -137,9 +147,12 @@ class BlinkResponseError(BlinkApiError):
 
 
 class BlinkUnsupportedServerError(BlinkApiError, AirflowFailException):
-    """A 2xx answer shows that the server does not do what the call needs, in a way no retry
-    changes (a catalogue that ignores RQL conditions when a filter is given, or that honours
-    neither the walk's keyset condition nor offsets): the task fails at once, without a retry."""
+    """
+    A 2xx answer shows that the server does not do what the call needs.
+
+    In a way no retry changes (a catalogue that ignores RQL conditions when a filter is given, or that honours neither
+    the walk's keyset condition nor offsets): the task fails at once, without a retry.
+    """
 
 
 class BlinkClientError(BlinkApiError, AirflowFailException):
@@ -151,12 +164,19 @@ class BlinkBadRequestError(BlinkClientError):
 
 
 class BlinkAuthError(BlinkClientError):
-    """401 or 403: the API key is missing or wrong (401), or valid but its user lacks the
-    workspace role this call needs (403)."""
+    """
+    401 or 403.
+
+    The API key is missing or wrong (401), or valid but its user lacks the workspace role this call needs (403).
+    """
 
     def refusal(self) -> str:
-        """What Blink refused, in a sentence: the key (401), or, for a 403, that the key is valid
-        but lacks the workspace role, naming the workspace and the role where the call knew them."""
+        """
+        Return what Blink refused, in a sentence.
+
+        The key (401), or, for a 403, that the key is valid but lacks the workspace role, naming the workspace and the
+        role where the call knew them.
+        """
         if self.status != 403:
             return f"Blink refused the API key ({self.status})"
         if "workspace role" in self.message:
@@ -172,16 +192,25 @@ class BlinkNotFoundError(BlinkClientError):
 
 
 class BlinkReadUnavailableError(BlinkClientError):
-    """404 or 405 from a table read (``GET .../tables``, ``GET .../fields``) while the table is
-    there, or cannot be told missing: this Blink (or a proxy in front of it) does not serve the
-    read. Not a :class:`BlinkNotFoundError`, so a caller can fall back, and say so."""
+    """
+    A table read that Blink does not serve: a 404 or 405 while the table is there (or not told missing).
+
+    From ``GET .../tables`` or ``GET .../fields``: this Blink (or a proxy in front of it) does not
+    serve the read. Not a :class:`BlinkNotFoundError`, so a caller can fall back, and say so.
+    """
 
 
 class BlinkStalePlanError(BlinkInputError):
-    """The approved plan is not what would be applied now (the record or the schema changed
-    since): nothing is sent, and the task fails without a retry."""
+    """
+    The approved plan is not what would be applied now (the record or the schema changed since).
+
+    Nothing is sent, and the task fails without a retry.
+    """
 
 
 class BlinkLockedError(AirflowException):
-    """Another apply of the same table holds its lock: nothing is sent. Airflow's retries apply
-    (the other apply will be done by then)."""
+    """
+    Another apply of the same table holds its lock: nothing is sent.
+
+    Airflow's retries apply (the other apply will be done by then).
+    """

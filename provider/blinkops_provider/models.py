@@ -1,5 +1,7 @@
-"""The types the hook returns and takes, and the migrations' request bodies: pydantic models of
-the Blink API's request and response bodies (the public API; see the API reference).
+"""
+The types the hook returns and takes, and the migrations' request bodies.
+
+Pydantic models of the Blink API's request and response bodies (the public API; see the API reference).
 
 Two families, with opposite rules:
 
@@ -82,8 +84,12 @@ __all__ = [
 
 
 class FieldType(str, Enum):  # noqa: UP042  (StrEnum would change what str() of a member says)
-    """The eighteen types a user can give a table field (Blink's own tool lists them; the API
-    reference names ten of them). A field's type never changes once it is created."""
+    """
+    The eighteen types a user can give a table field.
+
+    Blink's own tool lists them; the API reference names ten of them. A field's type never
+    changes once it is created.
+    """
 
     TEXT = "text"
     LONG_TEXT = "long-text"
@@ -117,7 +123,7 @@ READ_ONLY_ATTRIBUTES = ("system", "protected")
 
 
 def _check_type(value: Any) -> Any:
-    """A field type as a request may give it: refuse Blink's system-only types by name."""
+    """Return a field type as a request may give it: refuse Blink's system-only types by name."""
     if isinstance(value, str) and not isinstance(value, FieldType) and value in SYSTEM_FIELD_TYPES:
         raise ValueError(
             f"{value!r} is one of Blink's own system types ({', '.join(SYSTEM_FIELD_TYPES)}), which Blink gives its "
@@ -129,7 +135,8 @@ def _check_type(value: Any) -> Any:
 
 
 class RequestModel(BaseModel):
-    """A body we send: in a declaration, unknown members and wrongly typed values are errors.
+    """
+    A body we send: in a declaration, unknown members and wrongly typed values are errors.
 
     A body merged with what Blink holds (validated with the context ``{"from_blink": True}``)
     keeps the members Blink sent that this provider does not know, so sending it back loses none.
@@ -148,8 +155,11 @@ class RequestModel(BaseModel):
 
 
 def _unknown_members(cls: type[BaseModel], data: Mapping[Any, Any]) -> str:
-    """What a user's body names that ``cls`` does not declare ("" when nothing): Blink's
-    read-only markers of its own fields first, then unknown members."""
+    """
+    Return what a user's body names that ``cls`` does not declare ("" when nothing).
+
+    Blink's read-only markers of its own fields first, then unknown members.
+    """
     read_only = sorted(str(key) for key in data if key in READ_ONLY_ATTRIBUTES) if cls is FieldAttributes else []
     if read_only:
         markers = f"Blink's read-only {_plural(read_only, 'marker')} of its own fields"
@@ -163,7 +173,7 @@ def _plural(names: Sequence[str], word: str) -> str:
 
 
 def _listed(names: Sequence[str], one: str = "", many: str = "") -> str:
-    """The names quoted and comma-separated, then ``one`` or ``many`` as their number asks."""
+    """Return the names quoted and comma-separated, then ``one`` or ``many`` as their number asks."""
     verb = one if len(names) == 1 else many
     return ", ".join(map(repr, names)) + (f" {verb}" if verb else "")
 
@@ -176,9 +186,12 @@ class TableReference(RequestModel):
 
 
 class FieldAttributes(RequestModel):
-    """A field's settings: whether it is required or unique, its default, its select options,
-    its reference target. A declaration may give only these; an attribute Blink holds that this
-    provider does not know is kept when a migration's merge sends it back."""
+    """
+    A field's settings: whether it is required or unique, its default, its select options, its reference target.
+
+    A declaration may give only these; an attribute Blink holds that this provider does not know is kept when a
+    migration's merge sends it back.
+    """
 
     required: StrictBool | None = None
     is_unique: StrictBool | None = None
@@ -189,7 +202,8 @@ class FieldAttributes(RequestModel):
 
 
 class FieldUpdate(RequestModel):
-    """The body of a field update (``PUT .../fields/{field}``).
+    """
+    The body of a field update (``PUT .../fields/{field}``).
 
     The update is a full replacement: Blink resets every member and attribute it leaves out
     (``required`` and ``is_unique`` included). Give ``type`` (the field's current type: Blink
@@ -215,15 +229,18 @@ class FieldUpdate(RequestModel):
         return value
 
     def to_body(self) -> dict[str, Any]:
-        """The JSON body to send: only the members that were given."""
+        """Return the JSON body to send: only the members that were given."""
         return self.model_dump(mode="json", exclude_none=True)
 
 
 class NewTable(RequestModel):
-    """The body that creates a table (``POST /workspace/{ws_id}/table``): Blink derives the
-    table's ``name`` from ``display_name``; each field is ``{display_name, description, type,
-    attributes}`` (no ``name``: Blink derives it too). ``options`` may hold Blink's
-    ``with_default_fields`` or ``with_default_records``; a migration sends neither."""
+    """
+    The body that creates a table (``POST /workspace/{ws_id}/table``).
+
+    Blink derives the table's ``name`` from ``display_name``; each field is ``{display_name, description, type,
+    attributes}`` (no ``name``: Blink derives it too). ``options`` may hold Blink's ``with_default_fields`` or
+    ``with_default_records``; a migration sends neither.
+    """
 
     display_name: StrictStr = Field(min_length=1)
     description: StrictStr = ""
@@ -231,7 +248,7 @@ class NewTable(RequestModel):
     fields: list[FieldUpdate] = Field(default_factory=list)
 
     def to_body(self) -> dict[str, Any]:
-        """The JSON body to send."""
+        """Return the JSON body to send."""
         return {
             "display_name": self.display_name,
             "description": self.description,
@@ -241,15 +258,18 @@ class NewTable(RequestModel):
 
 
 class TableUpdate(RequestModel):
-    """The body that edits a table (``PUT /workspace/{ws_id}/table/{table}``): its display name,
-    its description and its ``settings``, which Blink's own tool sends back as Blink holds them."""
+    """
+    The body that edits a table (``PUT /workspace/{ws_id}/table/{table}``).
+
+    Its display name, its description and its ``settings``, which Blink's own tool sends back as Blink holds them.
+    """
 
     display_name: StrictStr = Field(min_length=1)
     description: StrictStr = ""
     settings: dict[str, Any] = Field(default_factory=dict)
 
     def to_body(self) -> dict[str, Any]:
-        """The JSON body to send."""
+        """Return the JSON body to send."""
         return {"display_name": self.display_name, "description": self.description, "settings": dict(self.settings)}
 
 
@@ -259,7 +279,7 @@ class ResponseModel(BaseModel):
     model_config = ConfigDict(extra="allow", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
 
     def to_json_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of what Blink sent (unknown members included, absent ones left out)."""
+        """Return a JSON-ready dict of what Blink sent (unknown members included, absent ones left out)."""
         return self.model_dump(mode="json", exclude_unset=True)
 
     def to_json(self) -> str:
@@ -268,8 +288,11 @@ class ResponseModel(BaseModel):
 
 
 class TableField(ResponseModel):
-    """A field of a Blink table, as the field update and the fields read return it (it must carry
-    ``id`` or ``name``). Any type and any attribute Blink sends is kept."""
+    """
+    A field of a Blink table, as the field update and the fields read return it (it must carry ``id`` or ``name``).
+
+    Any type and any attribute Blink sends is kept.
+    """
 
     id: str | None = None
     name: str | None = None
@@ -294,8 +317,11 @@ class TableField(ResponseModel):
 
 
 class BlinkTable(ResponseModel):
-    """An entry of a workspace's tables (``GET /workspace/{ws_id}/tables``): ``name`` is what the
-    table's paths take, ``display_name`` only its label in Blink's UI."""
+    """
+    An entry of a workspace's tables (``GET /workspace/{ws_id}/tables``).
+
+    ``name`` is what the table's paths take, ``display_name`` only its label in Blink's UI.
+    """
 
     id: str | None = None
     name: str
@@ -307,8 +333,10 @@ class BlinkTable(ResponseModel):
 
 @dataclass(frozen=True)
 class TableRead:
-    """A table as :meth:`~blinkops_provider.hooks.blink.BlinkHook.read_table` read it: its fields
-    and (when asked) the workspace's tables, read at once.
+    """
+    A table as :meth:`~blinkops_provider.hooks.blink.BlinkHook.read_table` read it.
+
+    Its fields and (when asked) the workspace's tables, read at once.
 
     :ivar fields: the table's fields, Blink's system fields included; None when the fields read
         was not served (``unread`` says its status) or the table is ``missing``.
@@ -458,9 +486,11 @@ class ConnectionTypePage(ResponseModel):
 
 
 class FieldBatch(list[tuple[str, FieldUpdate]]):
-    """A checked batch of field updates, ``(field name, update)`` pairs in the declared order:
-    what the hook's and the migrations' checks of a batch return. Given one again, it returns it as it is (each
-    input is checked once, where it enters), unless asked for a stricter check than it had.
+    """
+    A checked batch of field updates, ``(field name, update)`` pairs in the declared order.
+
+    What the hook's and the migrations' checks of a batch return. Given one again, it returns it as it is (each input is
+    checked once, where it enters), unless asked for a stricter check than it had.
 
     :ivar named: every entry gives ``type`` and ``display_name``.
     """
@@ -492,7 +522,7 @@ class FieldList(ResponseModel):
 
 
 def scalar_fields(model: type[BaseModel]) -> dict[str, type]:
-    """The members of a model that hold one string, integer or boolean: what RQL compares."""
+    """Return the members of a model that hold one string, integer or boolean: what RQL compares."""
     kinds: dict[str, type] = {}
     for name, info in model.model_fields.items():
         args = [arg for arg in get_args(info.annotation) if arg is not type(None)] or [info.annotation]
@@ -513,7 +543,8 @@ class ErrorWrapper(ResponseModel):
 
 
 def validate_field_updates(updates: Any, *, require_type_and_name: bool = False) -> FieldBatch:
-    """Check a batch of field updates before any is sent, and report every problem at once.
+    """
+    Check a batch of field updates before any is sent, and report every problem at once.
 
     :param updates: a mapping ``{field name: update}``, or a list of entries in the declared-schema
         format ``{"field": name, "type": ..., "display_name": ..., "attributes": {...}}``, or the
@@ -530,8 +561,11 @@ def validate_field_updates(updates: Any, *, require_type_and_name: bool = False)
 
 
 def checked_field_updates(updates: Any, *, require_type_and_name: bool = False) -> FieldBatch:
-    """:func:`validate_field_updates`, raising :class:`~blinkops_provider._raising.Problems` (one
-    line per wrong entry), which imports no Airflow."""
+    """
+    :func:`validate_field_updates`, raising :class:`~blinkops_provider._raising.Problems` (one line per wrong entry).
+
+    Which imports no Airflow.
+    """
     if isinstance(updates, FieldBatch) and updates.named >= require_type_and_name:
         return updates  # checked where it entered
     entries = _field_entries(updates)
@@ -555,8 +589,12 @@ def checked_field_updates(updates: Any, *, require_type_and_name: bool = False) 
 
 
 def _field_entries(updates: Any) -> list[Any]:
-    """The entries of a batch, in order: declared-schema objects, or ``(name, update)`` pairs
-    from a mapping whose values are not objects; JSON text is read first."""
+    """
+    Return the entries of a batch, in order.
+
+    Declared-schema objects, or ``(name, update)`` pairs from a mapping whose values are not objects; JSON text is read
+    first.
+    """
     if isinstance(updates, str):
         try:
             updates = json.loads(updates, object_pairs_hook=unique_members)
@@ -583,7 +621,7 @@ def _field_entries(updates: Any) -> list[Any]:
 
 
 def _named(position: int, entry: Any) -> tuple[str, Any] | str:
-    """An entry's field name, checked, and the rest of it; or what is wrong with the name."""
+    """Return an entry's field name, checked, and the rest of it; or what is wrong with the name."""
     if isinstance(entry, tuple):  # (name, FieldUpdate) from a mapping
         name, body = entry
     elif isinstance(entry, Mapping):
@@ -603,8 +641,11 @@ def _named(position: int, entry: Any) -> tuple[str, Any] | str:
 def _checked_entry(
     position: int, entry: Any, first_seen: dict[str, int], require_type_and_name: bool
 ) -> tuple[str, FieldUpdate] | str:
-    """One entry as ``(field name, update)``, or what is wrong with it (``first_seen``: the
-    position of each name met so far, updated here)."""
+    """
+    Return one entry as ``(field name, update)``, or what is wrong with it.
+
+    ``first_seen``: the position of each name met so far, updated here.
+    """
     named = _named(position, entry)
     if isinstance(named, str):
         return named
@@ -624,7 +665,7 @@ def _checked_entry(
 
 
 def _missing(body: Any) -> list[str]:
-    """``type`` and ``display_name`` where a body lacks them (an update must give both)."""
+    """Return ``type`` and ``display_name`` where a body lacks them (an update must give both)."""
     if isinstance(body, FieldUpdate):
         body = {"type": body.type, "display_name": body.display_name}
     return [m for m in ("type", "display_name") if body.get(m) in (None, "")] if isinstance(body, Mapping) else []
@@ -636,8 +677,12 @@ TABLE_MEMBERS = ("display_name", "description", "fields")
 
 @dataclass(frozen=True)
 class Declaration:
-    """A checked declaration: the fields in their declared order, the removals, and the table's
-    display name and description (None: not declared, kept as Blink holds them)."""
+    """
+    A checked declaration.
+
+    The fields in their declared order, the removals, and the table's display name and description (None: not declared,
+    kept as Blink holds them).
+    """
 
     fields: FieldBatch
     removals: tuple[str, ...] = ()
@@ -649,8 +694,11 @@ class Declaration:
     """The declared ``type_change`` of each field that has one: ``copy`` or ``copy_or_empty``."""
 
     def to_json(self) -> list[dict[str, Any]] | dict[str, Any]:
-        """The declaration as JSON-ready data, in the form it was given (a list, or an object
-        when it declares the table's display name or description)."""
+        """
+        Return the declaration as JSON-ready data.
+
+        In the form it was given (a list, or an object when it declares the table's display name or description).
+        """
         extra: dict[str, dict[str, Any]] = {name: {"backfill": value} for name, value in self.backfills.items()}
         for name, how in self.type_changes.items():
             extra.setdefault(name, {})["type_change"] = how
@@ -661,7 +709,7 @@ class Declaration:
         return {**table, "fields": entries} if table else entries
 
     def digest_part(self) -> list[Any]:
-        """What of the declaration the plan's identity covers."""
+        """Return what of the declaration the plan's identity covers."""
         return [
             [[name, update.to_body()] for name, update in self.fields],
             list(self.removals),
@@ -672,8 +720,10 @@ class Declaration:
 
 
 def read_declaration(value: Any, *, source: str = "the declared schema", prefix: bool = True) -> Declaration:
-    """``value`` as a :class:`Declaration`: a list of entries, an object with ``fields``, a mapping
-    ``{field name: update}``, or the JSON text of any of them.
+    """
+    Return ``value`` as a :class:`Declaration`.
+
+    A list of entries, an object with ``fields``, a mapping ``{field name: update}``, or the JSON text of any of them.
 
     :param prefix: begin the error that lists the wrong entries with ``source`` (an operator's own
         argument needs no naming: its errors read as before).
@@ -686,8 +736,11 @@ def read_declaration(value: Any, *, source: str = "the declared schema", prefix:
 
 
 def declaration_problems(value: Any, *, source: str) -> list[str]:
-    """Every problem :func:`read_declaration` would refuse ``value`` for, one line each (an
-    entry's names its position and field); none when it is valid. Imports no Airflow."""
+    """
+    Return every problem :func:`read_declaration` would refuse ``value`` for.
+
+    One line each (an entry's names its position and field); none when it is valid. Imports no Airflow.
+    """
     try:
         checked_declaration(value, source=source)
     except Problems as err:
@@ -728,11 +781,14 @@ TYPE_CHANGES = {
 
 
 def _fields(entries: Any, positions: list[int] | None, problems: list[str], named: tuple[str, bool]) -> Any:
-    """The declared fields, checked, once the tombstones and the extras were (their ``problems``):
-    every problem raised at once, each entry named by its position in the declaration.
+    """
+    Return the declared fields, checked, once the tombstones and the extras were (their ``problems``).
+
+    Every problem raised at once, each entry named by its position in the declaration.
 
     :param named: the source, and whether the entries' own problems begin with it (an operator's
-        own argument needs no naming)."""
+        own argument needs no naming).
+    """
     source, prefix = named
     try:
         fields = checked_field_updates(entries, require_type_and_name=True)
@@ -749,13 +805,13 @@ def _fields(entries: Any, positions: list[int] | None, problems: list[str], name
 
 
 def entry_number(problem: str) -> int | None:
-    """The position of the entry a problem names (``entry 3 ('Tags'): ...``), or None."""
+    """Return the position of the entry a problem names (``entry 3 ('Tags'): ...``), or None."""
     found = re.match(r"entry (\d+)\b", problem)
     return int(found.group(1)) if found else None
 
 
 def _renumbered(text: str, positions: list[int] | None, *, every: bool = False) -> str:
-    """``entry N`` of the fields alone, as the entry's position among every entry (tombstones too)."""
+    """Return ``entry N`` of the fields alone, as the entry's position among every entry (tombstones too)."""
     if positions is None:
         return text
     pattern = r"\bentry (\d+)\b" if every else r"^entry (\d+)\b"
@@ -763,9 +819,12 @@ def _renumbered(text: str, positions: list[int] | None, *, every: bool = False) 
 
 
 def _extras(entries: list[Any], positions: list[int]) -> tuple[list[Any], dict[str, Any], dict[str, str], list[str]]:
-    """The entries without their ``backfill`` and ``type_change`` members, each one declared by
-    field name, and the problems: a backfill that is empty or not a JSON value a row can hold, a
-    type_change that is not one of :data:`TYPE_CHANGES`."""
+    """
+    Return the entries without their ``backfill`` and ``type_change`` members, those members, and the problems.
+
+    The members are returned by field name. A problem is a backfill that is empty or not a JSON
+    value a row can hold, or a type_change that is not one of :data:`TYPE_CHANGES`.
+    """
     kept, backfills, type_changes, problems = [], {}, {}, []
     for position, entry in zip(positions, entries, strict=True):
         if not isinstance(entry, Mapping) or not {"backfill", "type_change"} & set(entry):
@@ -797,12 +856,12 @@ def _backfill_problem(where: str, value: Any) -> str:
 
 
 def _not_a_value(value: Any) -> bool:
-    """Whether a backfill cannot fill a row: empty, or an object."""
+    """Return whether a backfill cannot fill a row: empty, or an object."""
     return value is None or value == "" or value == [] or isinstance(value, dict)
 
 
 def _table_and_fields(value: Any, source: str) -> tuple[dict[str, Any], Any]:
-    """An object with ``fields``: its table members (checked) and its entries; anything else as it is."""
+    """Return an object with ``fields``: its table members (checked) and its entries; anything else as it is."""
     if not (isinstance(value, Mapping) and "fields" in value):
         return {}, value
     table, fields = _table_members(value, source), value["fields"]
@@ -812,7 +871,11 @@ def _table_and_fields(value: Any, source: str) -> tuple[dict[str, Any], Any]:
 
 
 def _check_whole(fields: FieldBatch, removals: list[str], source: str) -> None:
-    """:raises Problems: a field both declared and removed, or nothing declared at all."""
+    """
+    Check that the declaration declares something, and no field both ways.
+
+    :raises Problems: a field both declared and removed, or nothing declared at all.
+    """
     twice = sorted({name for name, _ in fields} & set(removals))
     if twice:
         raise Problems(
@@ -823,7 +886,7 @@ def _check_whole(fields: FieldBatch, removals: list[str], source: str) -> None:
 
 
 def _json(text: str | bytes, source: str) -> Any:
-    """A declaration's JSON text, read with each object's members named once."""
+    """Return a declaration's JSON text, read with each object's members named once."""
     try:
         return json.loads(text, object_pairs_hook=unique_members)
     except json.JSONDecodeError as err:
@@ -835,7 +898,7 @@ def _json(text: str | bytes, source: str) -> Any:
 
 
 def _table_members(value: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """The table's display name and description of a declaration object, checked."""
+    """Return the table's display name and description of a declaration object, checked."""
     unknown = sorted(str(key) for key in value if key not in TABLE_MEMBERS)
     if unknown:
         raise Problems(
@@ -852,14 +915,21 @@ def _table_members(value: Mapping[str, Any], source: str) -> dict[str, Any]:
 
 
 def _check_text(given: Any, what: str) -> None:
-    """:raises Problems: ``given`` is neither None nor text."""
+    """
+    Check a text member.
+
+    :raises Problems: ``given`` is neither None nor text.
+    """
     if given is not None and not isinstance(given, str):
         raise Problems(f"{what} must be text, got {type(given).__name__}")
 
 
 def _split(entries: list[Any]) -> tuple[list[int], list[Any], list[str], list[str]]:
-    """The field entries with their positions, the removed names (tombstones ``{"field": name,
-    "remove": true}``), and the tombstones' problems."""
+    """
+    Return the field entries with their positions, the removed names, and the tombstones' problems.
+
+    A removal is a tombstone, ``{"field": name, "remove": true}``.
+    """
     positions: list[int] = []
     fields: list[Any] = []
     removals: list[str] = []

@@ -1,4 +1,5 @@
-"""What is retried, in one place: each request, within a try, and the task, by Airflow.
+"""
+What is retried, in one place: each request, within a try, and the task, by Airflow.
 
 **Each request** (``RetryAfterOrBackoff``, ``is_retryable``). The hook retries 429, 500,
 502, 503 and 504 answers, connection errors (refused, reset, dropped before or during the answer)
@@ -61,10 +62,13 @@ MAX_WAIT = 120.0
 
 
 def parse_retry_after(value: str | None, now: dt.datetime) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value, or None if unusable (negative, fractional,
-    junk: the caller then backs off as it would without one). Delay-seconds are read by urllib3's
-    ``Retry.parse_retry_after``; an HTTP date is measured from ``now``, the injected clock (which
-    urllib3's parser, reading the system clock, cannot take)."""
+    """
+    Return seconds to wait from a ``Retry-After`` value.
+
+    Or None if unusable (negative, fractional, junk: the caller then backs off as it would without one). Delay-seconds
+    are read by urllib3's ``Retry.parse_retry_after``; an HTTP date is measured from ``now``, the injected clock (which
+    urllib3's parser, reading the system clock, cannot take).
+    """
     text = (value or "").strip()
     if text.isdecimal() and text.isascii():
         return float(Retry.DEFAULT.parse_retry_after(text))
@@ -76,7 +80,8 @@ def parse_retry_after(value: str | None, now: dt.datetime) -> float | None:
 
 
 class RetryableResponse(Exception):
-    """An answer of a status the hook retries (``_statuses.RETRIED``), raised so that tenacity retries it.
+    """
+    An answer of a status the hook retries (``_statuses.RETRIED``), raised so that tenacity retries it.
 
     :ivar answer: what the server sent.
     :ivar retry_after: the seconds its ``Retry-After`` asked for (None: none, or unusable).
@@ -89,7 +94,7 @@ class RetryableResponse(Exception):
 
 
 def is_retryable(exc: BaseException) -> bool:
-    """Whether a failed attempt is worth another one."""
+    """Return whether a failed attempt is worth another one."""
     if isinstance(exc, requests.exceptions.SSLError):
         return False
     return isinstance(
@@ -98,11 +103,14 @@ def is_retryable(exc: BaseException) -> bool:
 
 
 def is_retryable_unapplied(exc: BaseException) -> bool:
-    """Whether a failed attempt of a request that is not idempotent (a ``POST``, which creates a
-    field or a table) is worth another one: only when Blink cannot have acted on it, a 429 (refused
-    before it was read) or a connection that was never made. A 5xx or a lost answer may mean it was
-    applied, and a second one would create a second field: the migration's next plan reads Blink
-    and finds what was made, so the task fails instead."""
+    """
+    Return whether a failed attempt of a request that is not idempotent is worth another one.
+
+    A ``POST`` creates a field or a table: it is retried only when Blink cannot have acted on it,
+    a 429 (refused before it was read) or a connection that was never made. A 5xx or a lost answer
+    may mean it was applied, and a second one would create a second field: the migration's next
+    plan reads Blink and finds what was made, so the task fails instead.
+    """
     if isinstance(exc, RetryableResponse):
         return bool(exc.answer.status == 429)
     if isinstance(exc, requests.exceptions.ConnectTimeout):
@@ -129,7 +137,8 @@ class RetryAfterOrBackoff(wait_base):
 
 
 class SharedPause:
-    """One backoff for every thread of a hook: a ``Retry-After`` seen by one pauses them all.
+    """
+    One backoff for every thread of a hook: a ``Retry-After`` seen by one pauses them all.
 
     A thread that is told to wait (429 or 503 with ``Retry-After``) extends the pause; every
     thread waits out what is left of it before each attempt, so a rate-limited tenant is not
@@ -156,7 +165,7 @@ class SharedPause:
             self._until = max(self._until, self.clock() + seconds)
 
     def remaining(self) -> float:
-        """Seconds left of the pause, 0 when there is none."""
+        """Return seconds left of the pause, 0 when there is none."""
         with self._lock:
             return max(0.0, self._until - self.clock())
 
@@ -172,7 +181,7 @@ except ImportError:  # older Airflow: a stand-in base, so the class still import
 
 
 def _provider_error(exception: BaseException) -> BaseException:
-    """The first of the provider's errors along ``exception``'s cause chain (itself if none is)."""
+    """Return the first of the provider's errors along ``exception``'s cause chain (itself if none is)."""
     seen: set[int] = set()
     current: BaseException | None = exception
     while current is not None and id(current) not in seen:
@@ -184,7 +193,7 @@ def _provider_error(exception: BaseException) -> BaseException:
 
 
 def _permanent(exception: BaseException) -> str | None:
-    """Why no retry can help ``exception`` (None: one may)."""
+    """Return why no retry can help ``exception`` (None: one may)."""
     if isinstance(exception, BlinkAuthError) and exception.status == 403:
         return f"{exception.refusal()}; no retry helps"
     if isinstance(exception, BlinkAuthError):
@@ -202,7 +211,8 @@ def _permanent(exception: BaseException) -> str | None:
 
 
 class BlinkRetryPolicy(RetryPolicy):  # type: ignore[misc,valid-type]
-    """Airflow's retry decision for a failed Blink task (see the module's text).
+    """
+    Airflow's retry decision for a failed Blink task (see the module's text).
 
     :param max_retry_after: the longest ``Retry-After`` honoured, in seconds (default: the hook's
         own cap, 120).
@@ -212,9 +222,12 @@ class BlinkRetryPolicy(RetryPolicy):  # type: ignore[misc,valid-type]
         self.max_retry_after = check_seconds(max_retry_after, "max_retry_after", low=0, high=86400, low_open=True)
 
     def evaluate(self, exception: BaseException, try_number: int, max_tries: int, context: Any = None) -> RetryDecision:
-        """The decision for ``exception``, or for the provider's error it was raised from (task
-        code that wraps one: ``raise TaskError(...) from err``): fail, retry after a delay, or
-        Airflow's default."""
+        """
+        Return the decision for ``exception``: fail, retry after a delay, or Airflow's default.
+
+        An exception raised from a provider's error (task code that wraps one: ``raise TaskError(...)
+        from err``) is decided as that error.
+        """
         exception = _provider_error(exception)
         permanent = _permanent(exception)
         if permanent:
@@ -232,7 +245,7 @@ class BlinkRetryPolicy(RetryPolicy):  # type: ignore[misc,valid-type]
         return RetryDecision.default()  # a 5xx, a connection error, a batch that failed only transiently
 
     def serialize(self) -> dict[str, Any]:
-        """A JSON-ready form (Airflow stores only that a policy is set, and parses the DAG again)."""
+        """Return a JSON-ready form (Airflow stores only that a policy is set, and parses the DAG again)."""
         return {"__type": "BlinkRetryPolicy", "max_retry_after": self.max_retry_after}
 
     @classmethod
@@ -250,8 +263,11 @@ class BlinkRetryPolicy(RetryPolicy):  # type: ignore[misc,valid-type]
 
 
 def default_retry_policy() -> BlinkRetryPolicy | None:
-    """The policy the operators take unless given one: :class:`BlinkRetryPolicy` on Airflow
-    3.3 and later, None (no ``retry_policy`` argument) before."""
+    """
+    Return the policy the operators take unless given one.
+
+    :class:`BlinkRetryPolicy` on Airflow 3.3 and later, None (no ``retry_policy`` argument) before.
+    """
     return BlinkRetryPolicy() if HAS_RETRY_POLICY else None
 
 
@@ -263,8 +279,11 @@ class AttemptTimedOut(requests.exceptions.ReadTimeout):
 
 
 def _broke(exc: requests.ConnectionError) -> bool:
-    """Whether a connection error is the server dropping the connection mid-answer (a
-    ``ProtocolError``, or a reset under urllib3's ``MaxRetryError``), not a failure to connect."""
+    """
+    Return whether a connection error is the server dropping the connection mid-answer.
+
+    That is a ``ProtocolError``, or a reset under urllib3's ``MaxRetryError``, not a failure to connect.
+    """
     reason = exc.args[0] if exc.args else None
     cause = getattr(reason, "reason", None) or reason
     return isinstance(cause, ProtocolError) or (
@@ -283,7 +302,7 @@ _ACCOUNTS: tuple[tuple[type[BaseException], str], ...] = (
 
 
 def describe_failure(exc: BaseException | None, host: str) -> str:
-    """A one-line account of a failed attempt that names no URL, query or key (by its type)."""
+    """Return a one-line account of a failed attempt that names no URL, query or key (by its type)."""
     if isinstance(exc, RetryableResponse):
         return f"HTTP {exc.answer.status}"
     if isinstance(exc, AttemptTimedOut):
@@ -301,10 +320,13 @@ def describe_failure(exc: BaseException | None, host: str) -> str:
 
 
 def batch_error(message: str, errors: Iterable[BlinkApiError]) -> BlinkApiError:
-    """The error that ends a field-update batch whose ``errors`` are its fields' failures, of the
-    class that tells whether a retry helps: a refused key (:class:`BlinkAuthError`) or another
-    4xx (:class:`BlinkClientError`) fails without one; a batch rate-limited to the end is a 429
-    with Blink's longest wait (the task's policy honours it); any other, Airflow's retries."""
+    """
+    Return the error that ends a field-update batch whose ``errors`` are its fields' failures.
+
+    Of the class that tells whether a retry helps: a refused key (:class:`BlinkAuthError`) or another 4xx
+    (:class:`BlinkClientError`) fails without one; a batch rate-limited to the end is a 429 with Blink's longest wait
+    (the task's policy honours it); any other, Airflow's retries.
+    """
     errors = list(errors)
     auth = next((error for error in errors if isinstance(error, BlinkAuthError)), None)
     if auth is not None:
@@ -317,7 +339,7 @@ def batch_error(message: str, errors: Iterable[BlinkApiError]) -> BlinkApiError:
 
 
 def _rate_limited(message: str, errors: list[BlinkApiError]) -> BlinkTransientError:
-    """A 429 with the longest wait Blink asked for, and the most attempts any field made."""
+    """Return a 429 with the longest wait Blink asked for, and the most attempts any field made."""
     waits = [error.retry_after for error in errors if error.retry_after is not None]
     attempts = max((error.attempts or 0) for error in errors) or None
     return BlinkTransientError(message, status=429, retry_after=max(waits) if waits else None, attempts=attempts)

@@ -1,4 +1,5 @@
-"""RQL, the query language of Blink's list endpoints.
+"""
+RQL, the query language of Blink's list endpoints.
 
 An RQL query is a JSON object that travels, compact, in the ``q`` query parameter::
 
@@ -111,7 +112,8 @@ def _check_condition(condition: object, where: str = "filter", depth: int = 0) -
 
 
 def _prune(condition: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The condition without the parts that set no condition; None when nothing is left.
+    """
+    Return the condition without the parts that set no condition; None when nothing is left.
 
     ``{}``, ``{"name": {}}``, ``{"$or": []}`` and ``{"$and": []}`` set no condition, and an ``$or``
     with such a term is always true. Blink's parser accepts them, but writes nothing for them, so
@@ -129,7 +131,7 @@ def _prune(condition: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _pruned_terms(key: str, terms: Any) -> list[dict[str, Any]]:
-    """An ``$or``'s or ``$and``'s terms that set a condition (none for an ``$or`` that is always true)."""
+    """Return an ``$or``'s or ``$and``'s terms that set a condition (none for an ``$or`` that is always true)."""
     pruned = [_prune(term) for term in terms]
     if key == "$or" and (not pruned or None in pruned):
         return []
@@ -151,7 +153,8 @@ def _fits(kind: type, value: Any) -> bool:
 
 
 def check_field_types(condition: Mapping[str, Any] | None, kinds: Mapping[str, type], where: str = "filter") -> None:
-    """Refuse a value of the wrong type for a field whose type is known, as Blink's parser would.
+    """
+    Refuse a value of the wrong type for a field whose type is known, as Blink's parser would.
 
     ``kinds`` maps field names to ``str``, ``int`` or ``bool``; other fields are left to Blink.
     An integer field takes a whole number (``1000.0`` too); a boolean field takes ``$eq`` and
@@ -195,7 +198,8 @@ def _as_list(value: Any, what: str) -> Any:
 
 
 class RQLQuery(BaseModel):
-    """A validated RQL query.
+    """
+    A validated RQL query.
 
     :param filter: conditions, e.g. ``{"name": {"$gt": "k8s"}, "oauth_supported": True}``.
     :param sort: field names, ``+name`` ascending (the default) or ``-name`` descending.
@@ -240,11 +244,11 @@ class RQLQuery(BaseModel):
         return value
 
     def to_dict(self) -> dict[str, Any]:
-        """The RQL object, without the members that were not given."""
+        """Return the RQL object, without the members that were not given."""
         return self.model_dump(exclude_none=True)
 
     def to_param(self) -> str:
-        """The compact JSON text for the ``q`` query parameter."""
+        """Return the compact JSON text for the ``q`` query parameter."""
         return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
 
 
@@ -253,7 +257,7 @@ KEY = "id"
 
 
 def sort_value(value: Any) -> tuple[int, Any]:
-    """One member's value as a client-side sort orders it: numbers, then text, then anything else, then none."""
+    """Return one member's value as a client-side sort orders it: numbers, then text, then anything else, then none."""
     if value is None:
         return (3, "")
     if type(value) in (int, float, bool):
@@ -262,8 +266,11 @@ def sort_value(value: Any) -> tuple[int, Any]:
 
 
 def sort_items(items: list[dict[str, Any]], sort: list[str]) -> None:
-    """Sort ``items`` in place by a query's ``sort`` (``-name`` descending), ties by id: how a
-    walk applies a user's sort, once every page is in."""
+    """
+    Sort ``items`` in place by a query's ``sort`` (``-name`` descending), ties by id.
+
+    How a walk applies a user's sort, once every page is in.
+    """
     for key in reversed([*sort, KEY]):
         name = key.lstrip("+-")
         items.sort(key=lambda item: sort_value(item.get(name)), reverse=key.startswith("-"))
@@ -274,13 +281,15 @@ MAX_Q_CHARS = 3000
 
 
 def encoded_length(query: dict[str, Any]) -> int:
-    """The length of ``q`` in a URL, as the hook sends it."""
+    """Return the length of ``q`` in a URL, as the hook sends it."""
     return len(quote(json.dumps(query, separators=(",", ":"), ensure_ascii=False), safe=""))
 
 
 def connection_type_query(**members: Any) -> RQLQuery:
-    """A query of the connection-type listing, checked before any request: RQL's rules, and the
-    types of the fields it compares (the API contract's).
+    """
+    Return a query of the connection-type listing, checked before any request.
+
+    RQL's rules, and the types of the fields it compares (the API contract's).
 
     :raises BlinkInputError: saying what is wrong and what is allowed.
     """

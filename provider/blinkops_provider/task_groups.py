@@ -1,4 +1,5 @@
-"""A reviewed migration in one line: task groups that plan, ask a person, and apply.
+"""
+A reviewed migration in one line: task groups that plan, ask a person, and apply.
 
 - :class:`BlinkTableMigration`: one table. ``plan`` → ``apply`` (on Airflow 3.1+ it asks a person
   first, when the review policy says so) → ``announce``.
@@ -49,7 +50,7 @@ _AFTER_REVIEW = "none_failed_min_one_success"
 
 
 def review_step_available() -> bool:
-    """Whether this Airflow has the review step (the human-in-the-loop ``ApprovalOperator``, 3.1+)."""
+    """Return whether this Airflow has the review step (the human-in-the-loop ``ApprovalOperator``, 3.1+)."""
     try:
         from airflow.providers.standard.operators.hitl import ApprovalOperator  # noqa: F401
     except Exception:  # ImportError, or the provider's "needs Airflow 3.1+"
@@ -58,13 +59,13 @@ def review_step_available() -> bool:
 
 
 def _dag_folder(group: TaskGroup) -> Path:
-    """The folder of the DAG file that builds ``group`` (on the machine that parses it)."""
+    """Return the folder of the DAG file that builds ``group`` (on the machine that parses it)."""
     fileloc = getattr(group.dag, "fileloc", None)
     return Path(fileloc).parent if fileloc else Path.cwd()
 
 
 def _resolved(path: str, folder: str) -> Path:
-    """A (rendered) path, relative ones against the DAG file's ``folder``."""
+    """Return a (rendered) path, relative ones against the DAG file's ``folder``."""
     given = Path(path)
     return given if given.is_absolute() else Path(folder) / given
 
@@ -74,7 +75,7 @@ def _templated(value: Any) -> bool:
 
 
 def _read_file(path: Path) -> Any:
-    """A declaration file, checked: the error names the file, and the entry or JSON position."""
+    """Return a declaration file, checked: the error names the file, and the entry or JSON position."""
     try:
         text = path.read_bytes()
     except OSError as err:
@@ -83,13 +84,16 @@ def _read_file(path: Path) -> Any:
 
 
 def _asks(options: Mapping[str, Any]) -> bool:
-    """Whether the group has a review step: Airflow 3.1+, and a policy other than ``never`` (a
-    templated policy is checked when the review runs)."""
+    """
+    Return whether the group has a review step.
+
+    Airflow 3.1+, and a policy other than ``never`` (a templated policy is checked when the review runs).
+    """
     return options["review_policy"] != "never" and review_step_available()
 
 
 def _review(plan_task_id: str, options: Mapping[str, Any]) -> Any:
-    """A fleet's one review of every plan, or None where there is none."""
+    """Return a fleet's one review of every plan, or None where there is none."""
     if not _asks(options):
         return None
     from blinkops_provider.operators._review import PlanReview
@@ -98,7 +102,7 @@ def _review(plan_task_id: str, options: Mapping[str, Any]) -> Any:
 
 
 def _asking(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The review's arguments, for the task that asks."""
+    """Return the review's arguments, for the task that asks."""
     keys = ("review_policy", "acknowledge_risks", "assigned_users", "notifiers", "response_timeout")
     return {key: options[key] for key in keys}
 
@@ -106,9 +110,12 @@ def _asking(options: Mapping[str, Any]) -> dict[str, Any]:
 def _apply_operator(
     options: Mapping[str, Any], removals_only: bool = False
 ) -> tuple[type[UpdateTableFieldsOperator], dict[str, Any]]:
-    """The apply's operator, and its review arguments: where the group asks, the apply that asks a
-    person itself and reads Airflow's record of the answer (a task may read no other task's);
-    ``removals_only``: it asks only for removals not acknowledged (a fleet's, after its review)."""
+    """
+    Return the apply's operator, and its review arguments.
+
+    Where the group asks, the apply that asks a person itself and reads Airflow's record of the answer (a task may read
+    no other task's); ``removals_only``: it asks only for removals not acknowledged (a fleet's, after its review).
+    """
     if not _asks(options):
         return UpdateTableFieldsOperator, {}
     from blinkops_provider.operators._review import ReviewedApply
@@ -125,7 +132,7 @@ def _options(
     response_timeout: timedelta | None,
     acknowledge_risks: bool | str,
 ) -> dict[str, Any]:
-    """The review options, checked when the DAG is parsed (no request)."""
+    """Return the review options, checked when the DAG is parsed (no request)."""
     if response_timeout is not None and not isinstance(response_timeout, timedelta):
         raise BlinkInputError(f"response_timeout must be a datetime.timedelta or None, got {response_timeout!r}")
     if not isinstance(acknowledge_risks, (bool, str)):
@@ -142,7 +149,8 @@ def _options(
 
 
 class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
-    """Plan, review and apply a Blink table's declared schema, as one task group.
+    """
+    Plan, review and apply a Blink table's declared schema, as one task group.
 
     Tasks (ids inside the group): ``schema`` (only when ``schema`` is a file: reads and checks
     it), ``plan`` (:class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator` with
@@ -230,7 +238,7 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
             self.apply >> self.announce.as_teardown()
 
     def _fields(self, schema: Any) -> Any:
-        """The declaration as the plan and the apply take it: a file is read by a task of its own."""
+        """Return the declaration as the plan and the apply take it: a file is read by a task of its own."""
         if isinstance(schema, (XComArg, list, dict)):
             return schema
         if not isinstance(schema, (str, os.PathLike)):
@@ -241,8 +249,11 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
 
         @task(task_id="schema")  # type: ignore[untyped-decorator,misc,unused-ignore]
         def read_schema(path: str, folder: str) -> Any:
-            """The declaration file (its path templated), read and checked on the worker; a relative
-            path is the DAG file's folder's."""
+            """
+            Return the declaration file (its path templated), read and checked on the worker.
+
+            A relative path is the DAG file's folder's.
+            """
             return _read_file(_resolved(path, folder))
 
         return read_schema(os.fspath(schema), str(_dag_folder(self)))
@@ -251,8 +262,11 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
 def _announce(report: Any, blink_conn_id: str) -> Any:
     @task(task_id="announce", outlets=[AssetAlias(TABLES_ALIAS)])  # type: ignore[untyped-decorator,misc,unused-ignore]
     def announce(report: dict[str, Any] | None) -> str:
-        """The table's asset event for what a failed apply did change in Blink (a failed task
-        emits none; a successful apply announced itself); says what it announced, or why nothing."""
+        """
+        Announce the table's asset event for what a failed apply did change in Blink.
+
+        A failed task emits none; a successful apply announced itself. Say what it announced, or why nothing.
+        """
         context = get_current_context()
         if announce_applied(context["outlet_events"], report, blink_conn_id=blink_conn_id):
             where = one_line(f"{report['ws_id']}/{report['table']}")  # type: ignore[index]
@@ -270,7 +284,8 @@ def _announce(report: Any, blink_conn_id: str) -> Any:
 
 
 class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
-    """Plan many tables, ask one review for all, and apply each table as a mapped task.
+    """
+    Plan many tables, ask one review for all, and apply each table as a mapped task.
 
     Tasks (ids inside the group): ``tables`` (the declarations, checked), ``plan`` (one mapped
     task per table), ``review`` (Airflow 3.1+, unless ``review_policy="never"``: one review of
@@ -346,10 +361,14 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
 
 
 def _check_fleet(tables: Any, folder: Any, max_concurrency: Any, lock_wait: Any) -> None:
-    """A fleet's own arguments, checked when the DAG is parsed (its mapped applies are built only
-    when they run, after the plans and a person's review).
+    """
+    Check a fleet's own arguments.
 
-    :raises BlinkInputError: neither or both of ``tables`` and ``folder``; a range not kept."""
+    Checked when the DAG is parsed (its mapped applies are built only when they run, after the plans and a person's
+    review).
+
+    :raises BlinkInputError: neither or both of ``tables`` and ``folder``; a range not kept.
+    """
     check_concurrency(max_concurrency)
     check_lock_wait(lock_wait)
     if (tables is None) == (folder is None):
@@ -359,8 +378,12 @@ def _check_fleet(tables: Any, folder: Any, max_concurrency: Any, lock_wait: Any)
 def _tables(given: list[dict[str, Any]] | None, folder: str | None, dag_folder: str) -> Any:
     @task(task_id="tables")  # type: ignore[untyped-decorator,misc,unused-ignore]
     def tables(folder: str | None, dag_folder: str) -> list[dict[str, Any]]:
-        """Each table with its checked declaration: ``{"ws_id", "table", "fields"}``, from ``tables``
-        or from the (templated) ``folder``, a relative one being the DAG file's folder's."""
+        """
+        Return each table with its checked declaration.
+
+        ``{"ws_id", "table", "fields"}``, from ``tables`` or from the (templated) ``folder``, a relative one being the
+        DAG file's folder's.
+        """
         if folder is None:
             return [_checked_table(entry, n) for n, entry in enumerate(given or ())]
         root = _resolved(folder, dag_folder)
@@ -376,7 +399,7 @@ def _tables(given: list[dict[str, Any]] | None, folder: str | None, dag_folder: 
 
 
 def _checked_table(entry: Mapping[str, Any], n: int) -> dict[str, Any]:
-    """One of ``tables``, checked: the error names its position."""
+    """Return one of ``tables``, checked: the error names its position."""
     for key in ("ws_id", "table"):
         if not isinstance(entry.get(key), str) or not entry[key]:
             raise BlinkInputError(f"tables[{n}] needs {key!r} (text); each table is {{'ws_id', 'table', 'fields'}}")
@@ -390,7 +413,7 @@ def _checked_table(entry: Mapping[str, Any], n: int) -> dict[str, Any]:
 def _to_apply(tables: Any, plans: Any) -> Any:
     @task(task_id="to_apply", trigger_rule=_AFTER_REVIEW)  # type: ignore[untyped-decorator,misc,unused-ignore]
     def to_apply(tables: list[dict[str, Any]], plans: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Each table's declaration with its plan, the one its apply must find again."""
+        """Return each table's declaration with its plan, the one its apply must find again."""
         by_table = {(plan["ws_id"], plan["table"]): plan for plan in plans}
         return [{**table, "plan": by_table[(table["ws_id"], table["table"])]} for table in tables]
 
@@ -400,8 +423,11 @@ def _to_apply(tables: Any, plans: Any) -> Any:
 def _summary(tables: Any, plans: Any, apply_id: str, review_id: str | None) -> Any:
     @task(task_id="summary", trigger_rule="all_done")  # type: ignore[untyped-decorator,misc,unused-ignore]
     def summary(tables: list[dict[str, Any]], plans: list[dict[str, Any]]) -> dict[str, Any]:
-        """Which tables were applied, unchanged, failed (and why), stale or rejected; fails the run
-        if any failed or went stale, or if the review rejected the plans."""
+        """
+        Return which tables were applied, unchanged, failed (and why), stale or rejected.
+
+        Fails the run if any failed or went stale, or if the review rejected the plans.
+        """
         ti = get_current_context()["ti"]
         answer = ti.xcom_pull(task_ids=review_id, map_indexes=-1) if review_id else None
         rejected = Decision.REJECT in chosen(answer)

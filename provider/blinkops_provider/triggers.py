@@ -1,5 +1,7 @@
-"""Event-driven scheduling on Blink (Airflow 3.0 and later): :class:`BlinkCatalogueChangeTrigger`
-fires when the connection-type catalogue changes, for an ``AssetWatcher``.
+"""
+Event-driven scheduling on Blink (Airflow 3.0 and later).
+
+:class:`BlinkCatalogueChangeTrigger` fires when the connection-type catalogue changes, for an ``AssetWatcher``.
 
 It polls cheaply: one request for one item, the most recently updated type, and the catalogue's
 ``total``. The fingerprint ``<total>:<newest updated_at>:<its id>`` changes when a type is added,
@@ -37,7 +39,8 @@ except ImportError:  # Airflow 2.11: the class imports, and an AssetWatcher cann
 
 
 class BlinkCatalogueChangeTrigger(BaseEventTrigger):  # type: ignore[misc,valid-type]
-    """Fires a ``TriggerEvent`` when Blink's connection-type catalogue changes.
+    """
+    Fires a ``TriggerEvent`` when Blink's connection-type catalogue changes.
 
     :param blink_conn_id: the ``blink`` connection to poll.
     :param poll_interval: seconds between polls (at least 1; default 300).
@@ -148,9 +151,12 @@ class BlinkCatalogueChangeTrigger(BaseEventTrigger):  # type: ignore[misc,valid-
 
 
 def _catalogue_fingerprint(blink_conn_id: str) -> str:
-    """``<count>:<digest>``: how many connection types there are, and a digest of every one of
-    them, id and content, in id order: any type added, removed or changed in any member moves it,
-    and the server's order does not (one request at Blink's size: the catalogue is one page).
+    """
+    Return ``<count>:<digest>``.
+
+    How many connection types there are, and a digest of every one of them, id and content, in id order: any type added,
+    removed or changed in any member moves it, and the server's order does not (one request at Blink's size: the
+    catalogue is one page).
 
     :raises BlinkApiError: the listing failed (after the hook's retries).
     """

@@ -1,5 +1,8 @@
-"""The ``blink`` connection's form in Airflow 2's UI (Airflow 3 reads the same fields from
-:func:`blinkops_provider.get_provider_info`)."""
+"""
+The ``blink`` connection's form in Airflow 2's UI.
+
+Airflow 3 reads the same fields from :func:`blinkops_provider.get_provider_info`.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from blinkops_provider._blink import DEFAULT_HEADER
 
 
 def ui_field_behaviour() -> dict[str, Any]:
-    """Which of the form's fields are hidden, relabelled and given placeholders."""
+    """Return which of the form's fields are hidden, relabelled and given placeholders."""
     behaviour = get_provider_info()["connection-types"][0]["ui-field-behaviour"]
     return {
         "hidden_fields": behaviour["hidden-fields"],
@@ -20,7 +23,7 @@ def ui_field_behaviour() -> dict[str, Any]:
 
 
 def connection_form_widgets() -> dict[str, Any]:
-    """The form's extra fields (imports Airflow 2's Flask UI libraries)."""
+    """Return the form's extra fields (imports Airflow 2's Flask UI libraries)."""
     from flask_appbuilder.fieldwidgets import BS3TextFieldWidget
     from flask_babel import lazy_gettext
     from wtforms import BooleanField, StringField

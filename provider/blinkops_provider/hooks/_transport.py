@@ -1,4 +1,5 @@
-"""The one request path: every Blink API call goes through :meth:`Transport.send`.
+"""
+The one request path: every Blink API call goes through :meth:`Transport.send`.
 
 It owns, in this order for each call:
 
@@ -95,8 +96,10 @@ so without it the tasks' "Blink table" link opens Blink's UI at the host's root.
 
 
 def _page(given: Any) -> str:
-    """The extra :data:`PAGE_EXTRA`, checked: a path (never another host) naming only ``{ws_id}``
-    and ``{table}``; "" when not set.
+    """
+    Return the extra :data:`PAGE_EXTRA`, checked.
+
+    A path (never another host) naming only ``{ws_id}`` and ``{table}``; "" when not set.
 
     :raises BlinkConfigurationError: not such a path.
     """
@@ -117,7 +120,8 @@ def _page(given: Any) -> str:
 
 
 def _header(name: Any) -> str:
-    """The key's header name, from the extra :data:`HEADER_EXTRA`.
+    """
+    Return the key's header name, from the extra :data:`HEADER_EXTRA`.
 
     :raises BlinkConfigurationError: not an HTTP header name.
     """
@@ -152,7 +156,8 @@ class ConnectionSettings:
 
     @classmethod
     def from_connection(cls, conn: Any, timeout: Timeout | None = None, who: str | None = None) -> ConnectionSettings:
-        """Read and check a connection; ``timeout`` overrides the connection's own.
+        """
+        Read and check a connection; ``timeout`` overrides the connection's own.
 
         ``who`` names the connection in messages (default: "the connection '<conn_id>'").
 
@@ -185,13 +190,13 @@ class ConnectionSettings:
 
 
 def _option(extra: Mapping[str, Any], name: str) -> Any:
-    """An extra by its name (or Airflow 2's prefixed name); None when empty."""
+    """Return an extra by its name (or Airflow 2's prefixed name); None when empty."""
     value = extra.get(name, extra.get(f"extra__blink__{name}"))
     return None if value in (None, "") else value
 
 
 def _timeout(given: Any) -> Timeout:
-    """The connection's ``timeout`` extra, checked; the default when it has none."""
+    """Return the connection's ``timeout`` extra, checked; the default when it has none."""
     return DEFAULT_TIMEOUT if given is None else as_timeout(given, "extra 'timeout'")
 
 
@@ -223,9 +228,11 @@ class Answer:
 
 
 def read_answer(response: requests.Response, *, method: str, path: str, check: Callable[[], None]) -> Answer:
-    """Read a streamed response's body, decompressed, within :data:`MAX_BODY`, calling ``check``
-    after each read from the socket (the attempt's deadline: it raises once that has passed).
-    Each read is one socket read (urllib3's documented ``read1``), bounded by the read timeout.
+    """
+    Read a streamed response's body, decompressed, within :data:`MAX_BODY`.
+
+    Calling ``check`` after each read from the socket (the attempt's deadline: it raises once that has passed). Each
+    read is one socket read (urllib3's documented ``read1``), bounded by the read timeout.
 
     :raises BlinkResponseError: the body is larger (the connection is closed at once).
     """
@@ -253,7 +260,7 @@ _READ_ERRORS = (
 
 
 def _read1(response: requests.Response) -> bytes:
-    """What one socket read gives of the body, decompressed; urllib3's errors as requests' own."""
+    """Return what one socket read gives of the body, decompressed; urllib3's errors as requests' own."""
     try:
         return bytes(response.raw.read1(_CHUNK, decode_content=True))
     except urllib3.exceptions.HTTPError as err:
@@ -262,16 +269,22 @@ def _read1(response: requests.Response) -> bytes:
 
 
 def excerpt(answer: Answer, scrub: Scrub) -> str:
-    """The first characters of a body for an error message: secrets removed first, then cut
-    (cutting first could leave part of a key for the scrubber to miss). Only the body's head is
-    decoded, long enough for any key that starts in the excerpt."""
+    """
+    Return the first characters of a body for an error message.
+
+    Secrets removed first, then cut (cutting first could leave part of a key for the scrubber to miss). Only the body's
+    head is decoded, long enough for any key that starts in the excerpt.
+    """
     head = answer.body[: EXCERPT_CHARS * 4 + 4096].decode("utf-8", errors="replace")
     return scrub(head)[:EXCERPT_CHARS] or "<empty body>"
 
 
 def scrub_deep(value: Any, scrub: Scrub, depth: int = 0) -> Any:
-    """``value`` with every string in it (keys of objects included) passed through ``scrub``;
-    what nests deeper than :data:`MAX_DEPTH` is replaced by a placeholder."""
+    """
+    Return ``value`` with every string in it (keys of objects included) passed through ``scrub``.
+
+    What nests deeper than :data:`MAX_DEPTH` is replaced by a placeholder.
+    """
     if isinstance(value, str):
         return scrub(value)
     if isinstance(value, (list, dict)) and depth >= MAX_DEPTH:
@@ -284,8 +297,11 @@ def scrub_deep(value: Any, scrub: Scrub, depth: int = 0) -> Any:
 
 
 def describe_invalid(err: ValidationError, scrub: Scrub) -> str:
-    """A validation error as one line, without the input, its locations and messages scrubbed
-    (a member name of a body may be anything the server sent, a key included)."""
+    """
+    Return a validation error as one line, without the input.
+
+    Its locations and messages scrubbed (a member name of a body may be anything the server sent, a key included).
+    """
     problems = []
     for error in err.errors(include_url=False, include_input=False, include_context=False)[:5]:
         where = ".".join(str(part) for part in error["loc"]) or "body"
@@ -303,7 +319,8 @@ def _unreadable(answer: Answer, problem: str, *, method: str, path: str, scrub: 
 
 
 def parse_model(answer: Answer, model: type[ModelT], *, method: str, path: str, scrub: Scrub) -> ModelT:
-    """The body of a 2xx response as ``model``.
+    """
+    Return the body of a 2xx response as ``model``.
 
     :raises BlinkResponseError: the body is not JSON, or not of the expected shape.
     """
@@ -322,7 +339,8 @@ def parse_model(answer: Answer, model: type[ModelT], *, method: str, path: str, 
 
 
 def parse_json(answer: Answer, *, method: str, path: str, scrub: Scrub) -> Any:
-    """The body of a 2xx response as plain Python data (dicts, lists, str, int, ...).
+    """
+    Return the body of a 2xx response as plain Python data (dicts, lists, str, int, ...).
 
     Parsed by pydantic-core in one pass, with no model built: for hot paths that check the shape
     themselves (see :mod:`blinkops_provider.hooks._walk`).
@@ -362,7 +380,8 @@ def error_from_response(
     subject: str | None = None,
     error_class: type[BlinkApiError] | None = None,
 ) -> BlinkApiError:
-    """The exception for an error response, keeping what Blink's error wrapper said.
+    """
+    Return the exception for an error response, keeping what Blink's error wrapper said.
 
     :param subject: what the request was about ("field 'Severity' of table 'Incidents' ..."),
         named in the message of a 404.
@@ -386,8 +405,11 @@ def error_from_response(
 
 
 def once_each(names: Sequence[str], what: str, *, method: str, path: str) -> None:
-    """:raises BlinkResponseError: an answer that names one table or field twice (never a
-    silently doubled result)."""
+    """
+    Check that an answer names each table or field once.
+
+    :raises BlinkResponseError: an answer that names one twice (never a silently doubled result).
+    """
     doubled = sorted(name for name, count in Counter(names).items() if count > 1)
     if doubled:
         raise BlinkResponseError(
@@ -401,8 +423,12 @@ def once_each(names: Sequence[str], what: str, *, method: str, path: str) -> Non
 def parse_item(
     item: Mapping[str, Any], model: type[ModelT], where: str, *, what: str, path: str, scrub: Scrub
 ) -> ModelT:
-    """One listed item as ``model``; a wrongly typed one is a :class:`BlinkResponseError` whose
-    message names ``where``, never the value (which may be anything the server sent)."""
+    """
+    Return one listed item as ``model``.
+
+    A wrongly typed one is a :class:`BlinkResponseError` whose message names ``where``, never the value (which may be
+    anything the server sent).
+    """
     try:
         return model.model_validate(item)
     except ValidationError as err:
@@ -417,7 +443,7 @@ def parse_item(
 
 @contextmanager
 def in_workspace(conn_id: str, ws_id: str) -> Iterator[None]:
-    """A 403 inside the block names the connection, the workspace and the role the key's user lacks there."""
+    """Yield a 403 inside the block names the connection, the workspace and the role the key's user lacks there."""
     try:
         yield
     except BlinkAuthError as err:
@@ -433,7 +459,7 @@ def in_workspace(conn_id: str, ws_id: str) -> Iterator[None]:
 
 @contextmanager
 def readable(subject: str) -> Iterator[None]:
-    """A 404 or 405 inside the block is a :class:`BlinkReadUnavailableError`."""
+    """Yield a 404 or 405 inside the block is a :class:`BlinkReadUnavailableError`."""
     try:
         yield
     except BlinkClientError as err:
@@ -448,9 +474,12 @@ def readable(subject: str) -> Iterator[None]:
 
 @contextmanager
 def served(method: str, route: str) -> Iterator[None]:
-    """A 404 or 405 inside the block names the route: this Blink (or a proxy in front of it) may
-    not serve it (Blink's table routes are not in its published reference), or what it names is
-    not there."""
+    """
+    Yield a 404 or 405 inside the block names the route.
+
+    This Blink (or a proxy in front of it) may not serve it (Blink's table routes are not in its published reference),
+    or what it names is not there.
+    """
     try:
         yield
     except BlinkClientError as err:
@@ -469,8 +498,12 @@ def served(method: str, route: str) -> Iterator[None]:
 
 
 def key_forms(key: str) -> tuple[str, ...]:
-    """The forms a key may come back in, longest first: raw, JSON-escaped (``/`` as ``\\/`` too,
-    non-ASCII as ``\\uXXXX``), percent-encoded (either case, ``+`` for spaces), and HTML-escaped."""
+    r"""
+    Return the forms a key may come back in, longest first.
+
+    Raw, JSON-escaped (``/`` as ``\\/`` too, non-ASCII as ``\\uXXXX``), percent-encoded (either case, ``+`` for spaces),
+    and HTML-escaped.
+    """
     forms = {key, json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1], html.escape(key)}
     forms |= {form.replace("/", "\\/") for form in list(forms)}
     for encoded in (quote(key, safe=""), quote_plus(key, safe="")):
@@ -483,8 +516,11 @@ KEY_RUN = 8
 
 
 def without_key_runs(text: str, key: str) -> str:
-    """``text`` with every run of :data:`KEY_RUN` or more consecutive characters of ``key``
-    replaced by ``***`` (each run as long as it goes on matching the key)."""
+    """
+    Return ``text`` with every run of :data:`KEY_RUN` or more characters of ``key`` as ``***``.
+
+    Each run is as long as it goes on matching the key.
+    """
     if len(key) < KEY_RUN or len(text) < KEY_RUN:
         return text
     starts: dict[str, list[int]] = {}
@@ -499,7 +535,7 @@ def without_key_runs(text: str, key: str) -> str:
 
 
 def _run(text: str, i: int, key: str, k: int) -> int:
-    """How far ``text`` from ``i`` goes on matching ``key`` from ``k``."""
+    """Return how far ``text`` from ``i`` goes on matching ``key`` from ``k``."""
     n = 0
     while i + n < len(text) and k + n < len(key) and text[i + n] == key[k + n]:
         n += 1
@@ -507,9 +543,12 @@ def _run(text: str, i: int, key: str, k: int) -> int:
 
 
 class KeyScrubber:
-    """``scrubber(text)``: ``text`` with the API key replaced by ``***`` in every form a server may
-    echo it (:func:`key_forms`), and any run of :data:`KEY_RUN` or more consecutive characters of
-    it (a piece Blink quotes)."""
+    """
+    ``scrubber(text)``.
+
+    ``text`` with the API key replaced by ``***`` in every form a server may echo it (:func:`key_forms`), and any run of
+    :data:`KEY_RUN` or more consecutive characters of it (a piece Blink quotes).
+    """
 
     def __init__(self, key: str) -> None:
         self._key = key
@@ -531,7 +570,8 @@ def _utcnow() -> dt.datetime:
 
 @dataclass(frozen=True)
 class Clock:
-    """How the request path waits and tells time: the real clocks unless a test injects fakes.
+    """
+    How the request path waits and tells time: the real clocks unless a test injects fakes.
 
     :ivar sleep: waits between attempts (and out a shared pause).
     :ivar monotonic: seconds for the shared pause and the attempt deadline.
@@ -544,7 +584,7 @@ class Clock:
 
 
 def _without_query(location: str | None) -> str:
-    """A redirect's target as a message may show it: no query, fragment or user info."""
+    """Return a redirect's target as a message may show it: no query, fragment or user info."""
     if not location:
         return "nowhere (no Location header)"
     try:
@@ -557,12 +597,13 @@ def _without_query(location: str | None) -> str:
 
 
 def _as_request_error(exc: OSError) -> requests.RequestException:
-    """An error of the socket as requests' own (requests' exceptions are OSErrors already)."""
+    """Return an error of the socket as requests' own (requests' exceptions are OSErrors already)."""
     return exc if isinstance(exc, requests.RequestException) else requests.ConnectionError(exc)
 
 
 class Transport:
-    """Sends the calls of one hook to Blink: see the module's description.
+    """
+    Sends the calls of one hook to Blink: see the module's description.
 
     :param settings: the connection's settings (base URL, key, header, TLS, timeouts).
     :param retry_limit: attempts per call (1: no retry).
@@ -598,7 +639,7 @@ class Transport:
         self._sessions: weakref.WeakSet[requests.Session] = weakref.WeakSet()  # a thread's goes with it
 
     def session(self) -> requests.Session:
-        """The calling thread's HTTP session, with the key header."""
+        """Return the calling thread's HTTP session, with the key header."""
         session: requests.Session | None = getattr(self._local, "session", None)
         if session is None:
             session = self._local.session = self.session_factory()
@@ -633,8 +674,8 @@ class Transport:
         json: Any = None,
         subject: str | None = None,
     ) -> Answer:
-        """Send one API call with the retry policy, on the calling thread's session, and return
-        its 2xx answer.
+        """
+        Send one API call with the retry policy, on the calling thread's session, and return its 2xx answer.
 
         :param path: below the base URL, already percent-encoded.
         :param subject: what the call is about, named when Blink answers 404.
@@ -685,7 +726,7 @@ class Transport:
         return answer
 
     def _retrying(self, method: str, path: str) -> Retrying:
-        """The retry policy of one call (a POST only when it provably did not arrive)."""
+        """Return the retry policy of one call (a POST only when it provably did not arrive)."""
         return Retrying(
             stop=stop_after_attempt(self.retry_limit),
             wait=RetryAfterOrBackoff(initial=self.retry_delay),
@@ -696,7 +737,7 @@ class Transport:
         )
 
     def _redirect(self, answer: Answer, method: str, path: str) -> BlinkApiError:
-        """The error of a 3xx: no redirect is followed, so the key never leaves the Base URL's origin."""
+        """Return the error of a 3xx: no redirect is followed, so the key never leaves the Base URL's origin."""
         status = self.scrub(f"{answer.status} {answer.reason}".rstrip())
         return BlinkApiError(
             f"the server answered {status} pointing to "
@@ -709,8 +750,11 @@ class Transport:
         )
 
     def advice(self, status: int | None) -> str | None:
-        """What to check in the connection, for a failure that points at it rather than at the call:
-        a refused key (401, 403), or a 404 (or no answer) before Blink has ever answered."""
+        """
+        Return what to check in the connection, for a failure that points at it rather than at the call.
+
+        A refused key (401, 403), or a 404 (or no answer) before Blink has ever answered.
+        """
         if status in (401, 403):
             return (
                 f"Blink refused the API key of {self.settings.who}: check its API key (password) and its header "
@@ -722,7 +766,7 @@ class Transport:
         return None
 
     def _failure(self, exc: requests.RequestException, method: str, path: str, attempts: int) -> Exception:
-        """The provider's error for a call whose last attempt raised ``exc``."""
+        """Return the provider's error for a call whose last attempt raised ``exc``."""
         if isinstance(exc, requests.exceptions.SSLError):
             if self.settings.scheme_assumed:
                 hint = (
@@ -750,10 +794,12 @@ class Transport:
         return self.clock.monotonic()
 
     def _answer(self, response: requests.Response, method: str, path: str, started: float) -> Answer:
-        """An attempt's answer, its body read within the attempt's deadline.
+        """
+        Return an attempt's answer, its body read within the attempt's deadline.
 
         :raises RetryableResponse: a status that is retried (after noting its ``Retry-After`` as a
-            pause for every thread, whichever attempt this was)."""
+            pause for every thread, whichever attempt this was).
+        """
         seconds = self.settings.deadline
 
         def check() -> None:

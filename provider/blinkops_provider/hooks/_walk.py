@@ -1,4 +1,5 @@
-"""How the connection-type catalogue is walked, page by page, and how each page is checked.
+"""
+How the connection-type catalogue is walked, page by page, and how each page is checked.
 
 **By id.** Every request sorts on ``id``, sends ``offset`` 0 and asks for the types after the last
 id returned (``{"id": {"$gt": last}}``, ANDed with the user's filter): every type that exists for
@@ -44,10 +45,13 @@ PATH = "/connection_types"
 
 @dataclass
 class CataloguePage:
-    """One page of a walk: ``items`` as Blink sent them (plain JSON objects); its ``number`` (1
-    first); how many items the walk has ``returned``, this page's included; the ``total`` of
-    matching types the server reported at this page (None: none); ``paging``, ``"keyset"`` (by id,
-    exact under change) or ``"offset"``."""
+    """
+    One page of a walk.
+
+    ``items`` as Blink sent them (plain JSON objects); its ``number`` (1 first); how many items the walk has
+    ``returned``, this page's included; the ``total`` of matching types the server reported at this page (None: none);
+    ``paging``, ``"keyset"`` (by id, exact under change) or ``"offset"``.
+    """
 
     items: list[dict[str, Any]]
     number: int
@@ -73,7 +77,7 @@ def _error(message: str) -> BlinkApiError:
 
 
 def _unsupported(message: str) -> BlinkUnsupportedServerError:
-    """What the server does, seen in its answers, that no retry changes: the task fails at once."""
+    """Return what the server does, seen in its answers, that no retry changes: the task fails at once."""
     return BlinkUnsupportedServerError(message, method="GET", path=PATH)
 
 
@@ -87,7 +91,8 @@ class Envelope(NamedTuple):
 
 
 def check_envelope(data: Any) -> Envelope:
-    """A listing body, after checking its shape.
+    """
+    Return a listing body, after checking its shape.
 
     :raises BlinkResponseError: not ``{"results": [object, ...], ...}`` with integer (or absent)
         ``total``, ``limit`` and ``offset``.
@@ -117,7 +122,7 @@ def _count(value: Any) -> bool:
 
 
 def check_ids(items: list[dict[str, Any]], number: int) -> list[Any]:
-    """The ids of a page, refusing one without a scalar id, or an id twice."""
+    """Return the ids of a page, refusing one without a scalar id, or an id twice."""
     ids = [item.get(KEY) for item in items]
     if any(i is None or isinstance(i, (dict, list, bool)) for i in ids):
         raise _error(f"the server sent an item without a scalar id in page {number}; {_UNTOLD}")
@@ -128,7 +133,7 @@ def check_ids(items: list[dict[str, Any]], number: int) -> list[Any]:
 
 
 def _before(a: Any, b: Any) -> bool | None:
-    """Whether id ``a`` sorts before id ``b``; None when it cannot be told (types or collations differ)."""
+    """Return whether id ``a`` sorts before id ``b``; None when it cannot be told (types or collations differ)."""
     if isinstance(a, str) and isinstance(b, str):
         folded = (a.casefold(), b.casefold())
         return None if folded[0] != folded[1] and (folded[0] < folded[1]) != (a < b) else a < b
@@ -148,9 +153,13 @@ def _rising(ids: list[Any], after: Any, number: int) -> None:
 
 @dataclass
 class CatalogueWalk:
-    """One walk: the user's query (validated), ``send`` (the hook's request path,
-    :meth:`Transport.send <blinkops_provider.hooks._transport.Transport.send>`) and ``scrub`` (what
-    takes the key out of a text); :meth:`pages` walks."""
+    """
+    One walk.
+
+    The user's query (validated), ``send`` (the hook's request path, :meth:`Transport.send
+    <blinkops_provider.hooks._transport.Transport.send>`) and ``scrub`` (what takes the key out of a text);
+    :meth:`pages` walks.
+    """
 
     query: RQLQuery
     send: Callable[..., Answer]
@@ -179,7 +188,7 @@ class CatalogueWalk:
             raise BlinkInputError(f"the RQL query is too long for a URL {too_long}")
 
     def pages(self) -> Iterator[CataloguePage]:
-        """Every page, checked before it is yielded; with a user ``sort``, all of them, sorted."""
+        """Yield every page, checked before it is yielded; with a user ``sort``, all of them, sorted."""
         if not self.query.sort:
             yield from self._walk(self.max_items)
             return
@@ -253,7 +262,7 @@ class CatalogueWalk:
         return page
 
     def _checked(self, query: dict[str, Any], limit: int) -> tuple[CataloguePage | None, bool]:
-        """The next page, checked, and whether it ends the walk (None: nothing more to yield)."""
+        """Return the next page, checked, and whether it ends the walk (None: nothing more to yield)."""
         page, number = self._answer(query), self.number + 1
         if page.limit is not None and 0 < page.limit < limit:
             self.served = page.limit  # the server's largest page
@@ -293,7 +302,7 @@ class CatalogueWalk:
                 item.pop(name, None)
 
     def _ordered(self, items: list[dict[str, Any]], ids: list[Any], number: int) -> list[dict[str, Any]]:
-        """The page's new items, in id order after the last id returned (by offset: sorted and cut)."""
+        """Return the page's new items, in id order after the last id returned (by offset: sorted and cut)."""
         if self.mode == KEYSET:
             _rising(ids, self.last, number)
             if not self.forgot:
@@ -310,8 +319,11 @@ class CatalogueWalk:
         return [items[n] for n in fresh]  # in id order within the page
 
     def _ends(self, items: list[dict[str, Any]], left: int | None, limit: int, number: int) -> bool:
-        """Whether this page ends the walk: only a short page that ``total`` agrees with does (a
-        full page is confirmed by one more request)."""
+        """
+        Return whether this page ends the walk.
+
+        Only a short page that ``total`` agrees with does (a full page is confirmed by one more request).
+        """
         more = left is not None and left > 0
         if more and not items:
             raise _error(f"the server sent an empty page {number} but reports {left} more connection types")

@@ -1,5 +1,8 @@
-"""The hook that talks to Blink's REST API: the connection, the base URL, one request path (one
-retry policy, the key scrubbed from every error) and one method per endpoint.
+"""
+The hook that talks to Blink's REST API.
+
+The connection, the base URL, one request path (one retry policy, the key scrubbed from every error) and one method per
+endpoint.
 
 How a table's records are read and written: the routes, the query, the walk and its checks.
 
@@ -15,7 +18,6 @@ so a walk's memory does not grow with the table.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -105,7 +107,8 @@ def record_route(ws_id: str, table: str, record_id: Any) -> str:
 
 
 def check_where(where: Mapping[str, Any] | str | None) -> dict[str, Any]:
-    """A filter as Blink's query object takes it (``{}``: every row).
+    """
+    Return a filter as Blink's query object takes it (``{}``: every row).
 
     :raises BlinkInputError: not a JSON object (or its text), or not JSON-ready.
     """
@@ -134,7 +137,7 @@ def check_page_size(page_size: Any) -> int:
 
 
 def records_query(where: Mapping[str, Any], limit: int, offset: int) -> dict[str, str]:
-    """The ``q`` parameter of one page."""
+    """Return the ``q`` parameter of one page."""
     body: dict[str, Any] = {"limit": limit, "offset": offset}
     if where:
         body["filter"] = where
@@ -142,8 +145,10 @@ def records_query(where: Mapping[str, Any], limit: int, offset: int) -> dict[str
 
 
 class RecordWalk:
-    """The checks of a walk of every record matching a filter, page by page (the module says
-    which): the hook sends each page and hands it to :meth:`checked`, then asks :meth:`ended`.
+    """
+    The checks of a walk of every record matching a filter, page by page (the module says which).
+
+    The hook sends each page and hands it to :meth:`checked`, then asks :meth:`ended`.
 
     :param route: the route read (named in errors).
     """
@@ -163,14 +168,14 @@ class RecordWalk:
         )
 
     def checked(self, page: RecordPage, number: int) -> RecordPage:
-        """The page, checked; its rows counted as returned."""
+        """Return the page, checked; its rows counted as returned."""
         self._check_paging(page, number)
         self._check_ids(page, number)
         self.returned += len(page.results)
         return page
 
     def _check_paging(self, page: RecordPage, number: int) -> None:
-        """The limit and offset answered, the rows no more than asked, and the same ``total``."""
+        """Check the limit and offset answered, the rows no more than asked, and the same ``total``."""
         asked = (self.page_size, self.returned)
         if (page.limit not in (None, asked[0])) or (page.offset not in (None, asked[1])):
             raise self.error(f"page {number} answered limit {page.limit} offset {page.offset}, asked {asked}")
@@ -195,7 +200,7 @@ class RecordWalk:
         self._last = seen
 
     def ended(self, page: RecordPage) -> bool:
-        """Whether the walk has every row (after :meth:`checked` of its last page)."""
+        """Return whether the walk has every row (after :meth:`checked` of its last page)."""
         if self.total is None:
             return len(page.results) < self.page_size
         if self.returned > self.total:
@@ -208,7 +213,7 @@ class RecordWalk:
 
 
 def counted_total(page: RecordPage, route: str) -> int | None:
-    """The exact count a one-row page gives (its ``total``, checked against the page), or None."""
+    """Return the exact count a one-row page gives (its ``total``, checked against the page), or None."""
     if page.total is None:
         return None
     if len(page.results) != min(1, page.total):
@@ -222,7 +227,7 @@ def counted_total(page: RecordPage, route: str) -> int | None:
 
 
 def checked_record(answer: Any, record_id: Any, method: str, route: str) -> dict[str, Any]:
-    """A record answered for ``record_id``: a JSON object whose ``id`` is that id."""
+    """Return a record answered for ``record_id``: a JSON object whose ``id`` is that id."""
     if not isinstance(answer, dict) or str(answer.get("id")) != str(record_id):
         said = "not a JSON object" if not isinstance(answer, dict) else "another record's id, or none"
         raise BlinkResponseError(
@@ -245,9 +250,14 @@ Names = Sequence[str] | str
 
 
 def _whole(members: Mapping[str, Any], count: int, what: str) -> None:
-    """:raises BlinkResponseError: an answer that says it is one page of more (a ``total`` above
-    what it holds, a ``next``, ``has_more``): Blink's own tool reads a table's fields in one call,
-    so a partial answer must not be read as the whole table."""
+    """
+    Check that a fields read is the whole table.
+
+    Blink's own tool reads a table's fields in one call, so a partial answer must not be read as the whole table.
+
+    :raises BlinkResponseError: an answer that says it is one page of more (a ``total`` above what it holds, a
+        ``next``, ``has_more``).
+    """
     total = members.get("total")
     counted = isinstance(total, int) and not isinstance(total, bool) and total > count
     more = [f"total {total}"] if counted else []
@@ -264,24 +274,27 @@ ItemT = TypeVar("ItemT")
 
 
 def _one_of(found: list[ItemT], said: str, status: int, method: str, path: str) -> ItemT:
-    """The one thing a read after a write found.
+    """
+    Return the one thing a read after a write found.
 
     :raises BlinkResponseError: ``said``, when the read found none or several: what was written
-        cannot be told."""
+        cannot be told.
+    """
     if len(found) != 1:
         raise BlinkResponseError(f"{said}: what it wrote cannot be told", status=status, method=method, path=path)
     return found[0]
 
 
 def _named_in(answer: Any, member: str) -> dict[str, Any] | None:
-    """The object an answer names (``{member: {...}}`` or the object itself), when it has a ``name``."""
+    """Return the object an answer names (``{member: {...}}`` or the object itself), when it has a ``name``."""
     if isinstance(answer, dict) and isinstance(answer.get(member), dict):
         answer = answer[member]
     return answer if isinstance(answer, dict) and isinstance(answer.get("name"), str) and answer["name"] else None
 
 
 class BlinkHook(BaseHook):
-    """Calls Blink's REST API with an API key held in an Airflow connection.
+    """
+    Calls Blink's REST API with an API key held in an Airflow connection.
 
     The connection (type ``blink``): host is the base URL (``https://app.blinkops.com`` when
     empty; ``/api/v1`` is added when missing), password is the API key, and the extras
@@ -362,9 +375,12 @@ class BlinkHook(BaseHook):
         return self.settings.base_url
 
     def table_page(self, ws_id: str, table: str) -> str:
-        """Where Blink's UI shows the table: the connection's extra ``table_page`` on the base
-        URL's host (names percent-encoded), or Blink's UI at that host's root when it has none
-        (Blink publishes no address for a table's page). No request is sent."""
+        """
+        Return where Blink's UI shows the table.
+
+        The connection's extra ``table_page`` on the base URL's host (names percent-encoded), or Blink's UI at that
+        host's root when it has none (Blink publishes no address for a table's page). No request is sent.
+        """
         origin = self.base_url.removesuffix(API_PREFIX)
         page = self.settings.table_page
         if not page:
@@ -372,7 +388,7 @@ class BlinkHook(BaseHook):
         return origin + page.format(ws_id=quote(str(ws_id), safe=""), table=quote(str(table), safe=""))
 
     def get_conn(self) -> requests.Session:
-        """The calling thread's HTTP session, which this hook's calls go through (each thread has its own)."""
+        """Return the calling thread's HTTP session, which this hook's calls go through (each thread has its own)."""
         return self._transport.session()
 
     def close(self) -> None:
@@ -381,8 +397,11 @@ class BlinkHook(BaseHook):
             self._transport.close()
 
     def _parsed(self, answer: Answer, model: type[ModelT], method: str, path: str) -> ModelT:
-        """An answer's body as ``model`` (else a :class:`~blinkops_provider.exceptions.BlinkResponseError`).
-        Each endpoint sends on the request path itself (:meth:`Transport.send`), then parses here."""
+        """
+        Return an answer's body as ``model`` (else a :class:`~blinkops_provider.exceptions.BlinkResponseError`).
+
+        Each endpoint sends on the request path itself (:meth:`Transport.send`), then parses here.
+        """
         return parse_model(answer, model, method=method, path=path, scrub=self._transport.scrub)
 
     # -- endpoints ------------------------------------------------------------------------
@@ -390,7 +409,8 @@ class BlinkHook(BaseHook):
     def update_table_field(
         self, ws_id: str, table: str, field: str, update: FieldUpdate | Mapping[str, Any]
     ) -> TableField:
-        """Replace the settings of a table field (``PUT /workspace/{ws_id}/table/{table}/fields/{field}``).
+        """
+        Replace the settings of a table field (``PUT /workspace/{ws_id}/table/{table}/fields/{field}``).
 
         The body is sent as given: Blink replaces the whole field, so it resets every member and
         attribute the update leaves out (``required`` and ``is_unique`` among them) and refuses
@@ -418,8 +438,8 @@ class BlinkHook(BaseHook):
         return self._parsed(answer, TableField, "PUT", path)
 
     def list_tables(self, ws_id: str) -> list[BlinkTable]:
-        """The tables of a workspace (``GET /workspace/{ws_id}/tables``); ``name`` is what the
-        field paths take.
+        """
+        Return the tables of a workspace (``GET /workspace/{ws_id}/tables``); ``name`` is what the field paths take.
 
         :raises BlinkReadUnavailableError: 404 or 405: no such workspace, or this Blink does not
             serve the read.
@@ -434,7 +454,9 @@ class BlinkHook(BaseHook):
         return tables
 
     def get_table_fields(self, ws_id: str, table: str) -> list[TableField]:
-        """The fields of a table as Blink holds them (``GET /workspace/{ws_id}/table/{table}/fields``),
+        """
+        Return the fields of a table as Blink holds them (``GET /workspace/{ws_id}/table/{table}/fields``).
+
         Blink's system fields included, every type and attribute kept.
 
         :raises BlinkNotFoundError: Blink's tables read says the workspace has no such table.
@@ -457,16 +479,19 @@ class BlinkHook(BaseHook):
         return fields.results
 
     def _missing_table(self, ws_id: str, table: str) -> bool:
-        """Whether Blink's tables read shows that ``table`` is not in the workspace (False when it
-        cannot be read)."""
+        """Return whether Blink's tables read shows ``table`` is not in the workspace (False: unread)."""
         try:
             return table not in {entry.name for entry in self.list_tables(ws_id)}
         except BlinkReadUnavailableError:
             return False
 
     def read_table(self, ws_id: str, table: str, *, tables: bool = True) -> TableRead:
-        """A table as Blink holds it, in one round trip: its fields (:meth:`get_table_fields`) and,
-        with ``tables``, the workspace's tables (:meth:`list_tables`), the two reads sent at once.
+        """
+        Return a table as Blink holds it, in one round trip.
+
+        Its fields (:meth:`get_table_fields`, on the calling thread, whose connection is kept for the
+        calls after) and, with ``tables``, the workspace's tables (:meth:`list_tables`, on a thread of
+        its own), the two reads sent at once.
 
         A read Blink does not serve (404 or 405) is not an error here: :class:`~blinkops_provider.models.TableRead` says
         which read was not served, and whether the table is missing.
@@ -474,21 +499,22 @@ class BlinkHook(BaseHook):
         :raises BlinkResponseError: an answer that is not Blink's (as the two reads say).
         """
         self._transport  # noqa: B018 - made once, here, before two threads use it
-        with ThreadPoolExecutor(1, thread_name_prefix="blink-reads") as pool:
-            fields = pool.submit(self._fields_read, ws_id, table)
-            listed = None
-            if tables:
-                with contextlib.suppress(BlinkReadUnavailableError):  # (None: not served)
-                    listed = self.list_tables(ws_id)
-            return dataclasses.replace(fields.result(), tables=listed)
+        with ThreadPoolExecutor(1, thread_name_prefix="blink-reads") as pool:  # (no thread unless tables)
+            listed = pool.submit(self._tables_or_none, ws_id) if tables else None
+            try:
+                read = TableRead(fields=self.get_table_fields(ws_id, table))
+            except BlinkNotFoundError:
+                read = TableRead(missing=True)
+            except BlinkReadUnavailableError as err:
+                read = TableRead(unread=str(err.status))
+            return dataclasses.replace(read, tables=listed.result() if listed is not None else None)
 
-    def _fields_read(self, ws_id: str, table: str) -> TableRead:
+    def _tables_or_none(self, ws_id: str) -> list[BlinkTable] | None:
+        """Return the workspace's tables, or None when Blink does not serve the read."""
         try:
-            return TableRead(fields=self.get_table_fields(ws_id, table))
-        except BlinkNotFoundError:
-            return TableRead(missing=True)
-        except BlinkReadUnavailableError as err:
-            return TableRead(unread=str(err.status))
+            return self.list_tables(ws_id)
+        except BlinkReadUnavailableError:
+            return None
 
     def update_table_fields(
         self,
@@ -499,8 +525,10 @@ class BlinkHook(BaseHook):
         max_concurrency: int = DEFAULT_UPDATE_CONCURRENCY,
         fail_fast: bool = False,
     ) -> FieldUpdates:
-        """Send many field updates to one table, ``max_concurrency`` at a time, each as given (see
-        :meth:`update_table_field`; a migration, with its plan, lock and record, is
+        """
+        Send many field updates to one table, ``max_concurrency`` at a time.
+
+        Each as given (see :meth:`update_table_field`; a migration, with its plan, lock and record, is
         :func:`blinkops_provider.migrations.apply_schema`).
 
         Every update is checked before the first is sent; one that fails does not stop the others
@@ -533,7 +561,8 @@ class BlinkHook(BaseHook):
     def create_table_field(
         self, ws_id: str, table: str, body: FieldUpdate | Mapping[str, Any], *, read_unnamed: bool = True
     ) -> TableField | None:
-        """Add a field to a table (``POST /workspace/{ws_id}/table/{table}/fields``).
+        """
+        Add a field to a table (``POST /workspace/{ws_id}/table/{table}/fields``).
 
         The body is ``{display_name, description, type, attributes}``, with no name: Blink derives
         the new field's ``name`` from its display name, by a rule of its own. The field is
@@ -567,10 +596,12 @@ class BlinkHook(BaseHook):
         return _one_of(shown, said, answer.status, "POST", route)
 
     def delete_table_field(self, ws_id: str, table: str, field: str) -> None:
-        """Remove a field and its values in every row of the table, irreversibly
-        (``DELETE /workspace/{ws_id}/table/{table}/fields/{field}``). Blink refuses it for its own
-        ``system`` and ``protected`` fields. A migration removes a field only when the removal was
-        approved in review or acknowledged (:func:`blinkops_provider.migrations.apply_schema`).
+        """
+        Remove a field and its values in every row of the table.
+
+        Irreversibly (``DELETE /workspace/{ws_id}/table/{table}/fields/{field}``). Blink refuses it for its own
+        ``system`` and ``protected`` fields. A migration removes a field only when the removal was approved in review or
+        acknowledged (:func:`blinkops_provider.migrations.apply_schema`).
 
         :raises BlinkBadRequestError: Blink refused the removal (400).
         :raises BlinkNotFoundError: 404 or 405: no such field, or this Blink does not serve the route.
@@ -583,7 +614,8 @@ class BlinkHook(BaseHook):
             self._transport.send("DELETE", route, subject=subject)
 
     def create_table(self, ws_id: str, body: NewTable | Mapping[str, Any]) -> BlinkTable:
-        """Create a table with its fields (``POST /workspace/{ws_id}/table``).
+        """
+        Create a table with its fields (``POST /workspace/{ws_id}/table``).
 
         The body is ``{display_name, description, options, fields}``: Blink derives the table's
         ``name`` (and its fields' names) from the display names. The answer is ``{"table": {...}}``;
@@ -605,9 +637,11 @@ class BlinkHook(BaseHook):
         return self._table_shown_as(ws_id, new.display_name, answer.status, route)
 
     def update_table(self, ws_id: str, table: str, body: TableUpdate | Mapping[str, Any]) -> BlinkTable:
-        """Edit a table's display name and description (``PUT /workspace/{ws_id}/table/{table}``,
-        body ``{display_name, description, settings}``). Blink's own tool sends ``settings`` back
-        as Blink holds them (``GET .../tables``): so does a migration.
+        """
+        Edit a table's display name and description (``PUT /workspace/{ws_id}/table/{table}``).
+
+        The body is ``{display_name, description, settings}``. Blink's own tool sends ``settings``
+        back as Blink holds them (``GET .../tables``): so does a migration.
 
         :returns: the table as Blink answered it, or as its tables read then lists it.
         :raises BlinkInputError: an invalid body, before any request.
@@ -636,8 +670,12 @@ class BlinkHook(BaseHook):
         return _one_of(listed, said, answer.status, "PUT", route)
 
     def _said(self, answer: Any, method: str, route: str) -> Any:
-        """A write's 2xx answer as JSON, or None when it is empty or not JSON (Blink's own tool
-        does not read it: what was written is then found by a read)."""
+        """
+        Return a write's 2xx answer as JSON.
+
+        Or None when it is empty or not JSON (Blink's own tool does not read it: what was written is then found by a
+        read).
+        """
         try:
             return (
                 parse_json(answer, method=method, path=route, scrub=self._transport.scrub)
@@ -648,7 +686,7 @@ class BlinkHook(BaseHook):
             return None
 
     def _table_shown_as(self, ws_id: str, display_name: str, status: int, route: str) -> BlinkTable:
-        """The one table of ``ws_id`` shown as ``display_name`` (after a POST whose answer did not name it)."""
+        """Return the one table of ``ws_id`` shown as ``display_name`` (after a POST whose answer did not name it)."""
         shown = [entry for entry in self.list_tables(ws_id) if entry.display_name == display_name]
         said = f"Blink created table {display_name!r} (a 2xx) without naming it, and its tables read shows {len(shown)}"
         return _one_of(shown, f"{said} shown so", status, "POST", route)
@@ -662,7 +700,8 @@ class BlinkHook(BaseHook):
         limit: int = MAX_LIMIT,
         offset: int = 0,
     ) -> ConnectionTypePage:
-        """One page of the connection-type catalogue (``GET /connection_types?q=<RQL>``).
+        """
+        Return one page of the connection-type catalogue (``GET /connection_types?q=<RQL>``).
 
         :raises BlinkInputError: an invalid RQL query, before any request.
         """
@@ -681,7 +720,8 @@ class BlinkHook(BaseHook):
         page_size: int = MAX_LIMIT,
         max_items: int | None = None,
     ) -> Iterator[CataloguePage]:
-        """Every page of the catalogue, exactly, with the items as plain dicts (no model per item).
+        """
+        Return every page of the catalogue, exactly, with the items as plain dicts (no model per item).
 
         What the operators use. Each item is the JSON object Blink sent, unknown members
         included. The walk pages by id and is exact while the catalogue changes; a ``sort`` is
@@ -715,8 +755,10 @@ class BlinkHook(BaseHook):
         page_size: int = MAX_LIMIT,
         max_items: int | None = None,
     ) -> Iterator[ConnectionType]:
-        """Every connection type matching the query, in order, as typed models (see
-        :meth:`walk_connection_types`, which skips the models).
+        """
+        Yield every connection type matching the query, in order.
+
+        As typed models (see :meth:`walk_connection_types`, which skips the models).
 
         :raises BlinkResponseError: an item that is not a connection type, naming its page and position.
         """
@@ -746,9 +788,11 @@ class BlinkHook(BaseHook):
         where: Mapping[str, Any] | str | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
     ) -> Iterator[dict[str, Any]]:
-        """Every record of a table matching ``where``, as Blink sends it (a JSON object: ``id``,
-        Blink's ``created_*``/``updated_*`` members and one member per field that holds a value),
-        read page by page (``GET /workspace/{ws_id}/table/{table}?q=...``, ``limit``/``offset``).
+        """
+        Return every record of a table matching ``where``.
+
+        As Blink sends it (a JSON object: ``id``, Blink's ``created_*``/``updated_*`` members and one member per field
+        that holds a value), read page by page (``GET /workspace/{ws_id}/table/{table}?q=...``, ``limit``/``offset``).
 
         Each page is checked against what was asked, and the walk's end against Blink's
         ``total``: a short or doubled walk, or a table whose row count changes during the walk,
@@ -766,7 +810,7 @@ class BlinkHook(BaseHook):
         return self._walk_records(ws_id, table, condition, size)  # (checked now, before the first page is asked)
 
     def _walk_records(self, ws_id: str, table: str, where: Mapping[str, Any], size: int) -> Iterator[dict[str, Any]]:
-        """The pages of :meth:`iter_records`, each sent from here and checked by a :class:`RecordWalk`."""
+        """Yield the pages of :meth:`iter_records`, each sent from here and checked by a :class:`RecordWalk`."""
         route = table_route(ws_id, table)
         subject = f"the records of table {table!r} in workspace {ws_id!r}"
         walk = RecordWalk(route, size, self.max_pages)
@@ -782,9 +826,11 @@ class BlinkHook(BaseHook):
         raise walk.error(f"it did not end within {self.max_pages} pages")
 
     def count_records(self, ws_id: str, table: str, where: Mapping[str, Any] | str | None = None) -> int:
-        """How many records of a table match ``where``, exactly: Blink's ``total`` for one page of
-        one row (one request), or, when Blink gives no ``total``, a count of every matching row
-        (:meth:`iter_records`).
+        """
+        Return how many records of a table match ``where``, exactly.
+
+        Blink's ``total`` for one page of one row (one request), or, when Blink gives no ``total``, a count of every
+        matching row (:meth:`iter_records`).
 
         :raises BlinkInputError: a ``where`` that is not a JSON object, before any request.
         :raises BlinkReadUnavailableError: 404 or 405: no such table, or this Blink does not serve the read.
@@ -796,7 +842,8 @@ class BlinkHook(BaseHook):
         return sum(1 for _ in self.iter_records(ws_id, table, where=condition))
 
     def get_record(self, ws_id: str, table: str, record_id: str) -> dict[str, Any]:
-        """One record (``GET /workspace/{ws_id}/table/{table}/{record_id}``), checked to be the one asked for.
+        """
+        Return one record (``GET /workspace/{ws_id}/table/{table}/{record_id}``), checked to be the one asked for.
 
         :raises BlinkNotFoundError: no such record (or table).
         :raises BlinkResponseError: the answer is not that record.
@@ -809,10 +856,11 @@ class BlinkHook(BaseHook):
         return checked_record(said, record_id, "GET", route)
 
     def update_record(self, ws_id: str, table: str, record_id: str, record: Mapping[str, Any]) -> dict[str, Any]:
-        """Replace a record (``PUT /workspace/{ws_id}/table/{table}/{record_id}``) with ``record``,
-        sent whole: Blink empties every field the body leaves out, so send the record as just read
-        (:meth:`get_record`), changed where meant. Blink's update has no version check: a change
-        made between that read and this write is overwritten.
+        """
+        Replace a record (``PUT /workspace/{ws_id}/table/{table}/{record_id}``) with ``record``, sent whole.
+
+        Blink empties every field the body leaves out, so send the record as just read (:meth:`get_record`), changed
+        where meant. Blink's update has no version check: a change made between that read and this write is overwritten.
 
         :returns: the record as Blink answered it.
         :raises BlinkInputError: ``record`` is not an object of JSON values, before any request.
@@ -830,8 +878,11 @@ class BlinkHook(BaseHook):
         return checked_record(said, record_id, "PUT", route)
 
     def check_key(self) -> None:
-        """Check, with one small listing, that Blink accepts the connection's API key (a plan
-        sends nothing else, so without this a wrong key would be found only after review).
+        """
+        Check, with one small listing.
+
+        That Blink accepts the connection's API key (a plan sends nothing else, so without this a wrong key would be
+        found only after review).
 
         :raises BlinkAuthError: Blink refused the key (401 or 403), naming the connection and what to fix.
         """
@@ -840,7 +891,8 @@ class BlinkHook(BaseHook):
     # -- Airflow UI ---------------------------------------------------------------------
 
     def test_connection(self) -> tuple[bool, str]:
-        """Check the connection with a one-item listing (the UI's Test button).
+        """
+        Check the connection with a one-item listing (the UI's Test button).
 
         The messages name the form's fields, not the connection id: Airflow tests a connection
         under a random temporary id, which would mean nothing to the user.
@@ -855,14 +907,14 @@ class BlinkHook(BaseHook):
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        """How the Airflow 2 UI shows the connection form (Airflow 3 reads the provider info)."""
+        """Return how the Airflow 2 UI shows the connection form (Airflow 3 reads the provider info)."""
         from blinkops_provider.hooks._connection_form import ui_field_behaviour
 
         return ui_field_behaviour()
 
     @classmethod
     def get_connection_form_widgets(cls) -> dict[str, Any]:
-        """The extra fields of the Airflow 2 connection form."""
+        """Return the extra fields of the Airflow 2 connection form."""
         from blinkops_provider.hooks._connection_form import connection_form_widgets
 
         return connection_form_widgets()

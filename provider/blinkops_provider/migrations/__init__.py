@@ -1,4 +1,5 @@
-"""Schema migrations of Blink tables: plan, review, apply, fleets, locks, and adoption.
+"""
+Schema migrations of Blink tables: plan, review, apply, fleets, locks, and adoption.
 
 The public names are below (``__all__``); the docs' guides use them (see the API reference). The
 task groups are the usual way in: :class:`~blinkops_provider.task_groups.BlinkTableMigration` and

@@ -1,4 +1,5 @@
-"""How a schema migration is planned and applied.
+"""
+How a schema migration is planned and applied.
 
 - :func:`plan` reads the table and its fields from Blink in one round trip
   (:meth:`~blinkops_provider.hooks.blink.BlinkHook.read_table`) and plans the declaration against
@@ -66,8 +67,11 @@ _FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 
 
 def approved_plan(value: Any) -> dict[str, Any] | str | None:
-    """The ``plan`` argument as the apply checks it: the plan's XCom (a dict, its JSON text, or
-    the Python text a template renders of it) or its 16-hex-digit fingerprint.
+    """
+    Return the ``plan`` argument as the apply checks it.
+
+    The plan's XCom (a dict, its JSON text, or the Python text a template renders of it) or its 16-hex-digit
+    fingerprint.
 
     :raises BlinkInputError: anything else, saying what is allowed.
     """
@@ -92,10 +96,12 @@ def approved_plan(value: Any) -> dict[str, Any] | str | None:
 
 
 def declared_schema(value: Any, *, source: str) -> list[dict[str, Any]] | dict[str, Any]:
-    """A declared schema, checked before any request: from its JSON text, an object
-    ``{"display_name": ..., "description": ..., "fields": [...]}`` (the table's display name and
-    description are optional), or the list of entries itself. An entry is a field or a tombstone
-    ``{"field": "Old", "remove": true}``.
+    """
+    Return a declared schema, checked before any request.
+
+    From its JSON text, an object ``{"display_name": ..., "description": ..., "fields": [...]}`` (the table's display
+    name and description are optional), or the list of entries itself. An entry is a field or a tombstone ``{"field":
+    "Old", "remove": true}``.
 
     :param source: where the schema came from, named in every error (``"the 'schema' param"``,
         ``"schema file /opt/schemas/incidents.json"``).
@@ -115,7 +121,11 @@ def declared_schema(value: Any, *, source: str) -> list[dict[str, Any]] | dict[s
 
 
 def check_names(ws_id: str, table: str) -> None:
-    """:raises BlinkInputError: a workspace or table name that cannot name a record."""
+    """
+    Check that the workspace and table names can name a record.
+
+    :raises BlinkInputError: a name that cannot.
+    """
     for name, what in ((ws_id, "ws_id"), (table, "table")):
         try:
             segment(name, what)
@@ -134,8 +144,11 @@ class _NoRecord(SchemaRecord):
 
 
 def _record(hook: BlinkHook, ws_id: str, table: str, location: str | None) -> SchemaRecord:
-    """The record at ``location`` (:func:`~blinkops_provider.migrations._lock.record_location`'s),
-    or none kept when it is None."""
+    """
+    Return the record at ``location``, or none kept when it is None.
+
+    The location is :func:`~blinkops_provider.migrations._lock.record_location`'s.
+    """
     if location is None:
         return _NoRecord("", blink=hook.base_url, ws_id=ws_id, table=table)
     check_shared(location)  # no worker-local record under an executor of several machines
@@ -146,17 +159,20 @@ def _record(hook: BlinkHook, ws_id: str, table: str, location: str | None) -> Sc
 
 
 def _rows_matter(live: list[TableField] | None, table_plan: TablePlan) -> bool:
-    """Whether the plan's rows are read: the table is there and its fields were read."""
+    """Return whether the plan's rows are read: the table is there and its fields were read."""
     return live is not None and table_plan.action != Action.CREATE
 
 
 def _live(
     hook: BlinkHook, record: SchemaRecord, read: TableRead, table_plan: TablePlan, replace: bool
 ) -> tuple[list[TableField] | None, str]:
-    """The table's fields as Blink holds them (none for a table to create), or None and why when
-    Blink does not serve the read.
+    """
+    Return the table's fields as Blink holds them (none for a table to create).
 
-    :raises BlinkReadUnavailableError: the fields are unread, no record is kept, and not ``replace``."""
+    Or None and why when Blink does not serve the read.
+
+    :raises BlinkReadUnavailableError: the fields are unread, no record is kept, and not ``replace``.
+    """
     if table_plan.action == Action.CREATE:
         return [], ""
     if read.fields is None and isinstance(record, _NoRecord) and not replace:
@@ -180,10 +196,11 @@ def _live(
 def _table_of(
     record: SchemaRecord, declared: Declaration, create_table: bool, read: TableRead, listed: bool
 ) -> tuple[TablePlan, str | None]:
-    """The table as Blink holds it (matched as ``_plan``'s :func:`match_table` says) and what happens to it,
-    from a read with Blink's tables read (``listed``: else the table is the one its name names);
-    and, when its fields are still to be read (a table found under another name), the name to
-    read them by.
+    """
+    Return the table as Blink holds it (matched as ``_plan``'s :func:`match_table` says) and what happens to it.
+
+    From a read with Blink's tables read (``listed``: else the table is the one its name names); and, when its fields
+    are still to be read (a table found under another name), the name to read them by.
 
     :raises BlinkNotFoundError: Blink has no such table, and ``create_table`` is False.
     """
@@ -202,18 +219,21 @@ def _table_of(
 
 
 def _fields_tell_all(declared: Declaration) -> bool:
-    """Whether the fields read tells all the plan needs: no table member declared, no removal."""
+    """Return whether the fields read tells all the plan needs: no table member declared, no removal."""
     return declared.display_name is None and declared.description is None and not declared.removals
 
 
 def _matched(
     record: SchemaRecord, tables: list[BlinkTable] | None, declared: Declaration, create_table: bool
 ) -> tuple[BlinkTable | None, str]:
-    """The table ``table`` names in Blink's tables read (``_plan``'s :func:`match_table`), and what the
-    plan must say of how it was found; None when not there or not read. The declared display
-    name finds a table only with ``create_table`` (one this DAG created), and the plan says so.
+    """
+    Return the table ``table`` names in Blink's tables read, and what the plan must say of how it was found.
 
-    :raises BlinkInputError: the read shows it ambiguously."""
+    The match is ``_plan``'s :func:`match_table`; None when not there or not read. The declared
+    display name finds a table only with ``create_table`` (one this DAG created), and the plan says so.
+
+    :raises BlinkInputError: the read shows it ambiguously.
+    """
     if tables is None:
         return None, ""
     try:
@@ -226,9 +246,11 @@ def _matched(
 
 
 def _to_create(record: SchemaRecord, wanted: tuple[str | None, str | None], create_table: bool) -> TablePlan:
-    """The plan of a table Blink does not have: created, with no fields to read.
+    """
+    Return the plan of a table Blink does not have: created, with no fields to read.
 
-    :raises BlinkNotFoundError: ``create_table`` is False."""
+    :raises BlinkNotFoundError: ``create_table`` is False.
+    """
     if not create_table:
         raise BlinkNotFoundError(
             f"no table {record.table!r} in workspace {record.ws_id!r}: Blink's tables read lists no table named or "
@@ -241,8 +263,7 @@ def _to_create(record: SchemaRecord, wanted: tuple[str | None, str | None], crea
 def _plan(
     hook: BlinkHook, record: SchemaRecord, declared: Declaration, replace: bool, create_table: bool = False
 ) -> tuple[SchemaPlan, dict[str, Any]]:
-    """The plan of ``declared`` against Blink's table and fields (two reads) and the record, and
-    the record's bodies."""
+    """Return the plan of ``declared`` against Blink's table, its fields and the record; and the record's bodies."""
     recorded, recorded_at = record.read()
     listed = not _fields_tell_all(declared)  # Blink's tables read, only for what the fields read does not tell
     read = hook.read_table(record.ws_id, record.table, tables=listed)
@@ -278,10 +299,11 @@ def _plan(
 
 @dataclass(frozen=True)
 class ApplyRequest:
-    """One plan's or apply's arguments (:func:`plan`, :func:`apply`), each checked once where it
-    enters: by :meth:`checked`, or by the operator as it is built (the static arguments) and
-    rendered (the templated ones). Below that, nothing checks them again: an ``ApplyRequest`` is
-    taken as checked. The arguments are those of
+    """
+    One plan's or apply's arguments (:func:`plan`, :func:`apply`), each checked once where it enters.
+
+    By :meth:`checked`, or by the operator as it is built (the static arguments) and rendered (the templated ones).
+    Below that, nothing checks them again: an ``ApplyRequest`` is taken as checked. The arguments are those of
     :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator`.
 
     :ivar declared: the declaration, read and checked.
@@ -310,15 +332,19 @@ class ApplyRequest:
 
     @property
     def let_through(self) -> dict[str, Any]:
-        """What lets this request's plan through, as its XCom and record say it:
-        ``{"approved_by", "approved_at"}``, ``{"acknowledged": True}``, or nothing."""
+        """
+        What lets this request's plan through, as its XCom and record say it.
+
+        ``{"approved_by", "approved_at"}``, ``{"acknowledged": True}``, or nothing.
+        """
         return who_let_through(self.approval, self.acknowledge_risks)
 
     @classmethod
     def checked(
         cls, ws_id: str, table: str, updates: Updates, *, source: str | None = None, **given: Any
     ) -> ApplyRequest:
-        """A request of these arguments, each checked (the fields' names as this class's).
+        """
+        Return a request of these arguments, each checked (the fields' names as this class's).
 
         :param updates: the declaration: a list of entries and tombstones, an object with
             ``fields`` and the table's display name and description, its JSON text, or a
@@ -356,10 +382,12 @@ def plan_schema(
     replace: bool = False,
     create_table: bool = False,
 ) -> SchemaPlan:
-    """What applying ``updates`` would do to ``ws_id``/``table``: against Blink's table and fields
-    (``GET .../tables`` and ``GET .../fields``), with the record at ``record_path`` (when given)
-    as the drift baseline, or against the record alone where Blink does not serve the fields read.
-    Changes nothing.
+    """
+    Return what applying ``updates`` would do to ``ws_id``/``table``.
+
+    Against Blink's table and fields (``GET .../tables`` and ``GET .../fields``), with the record at ``record_path``
+    (when given) as the drift baseline, or against the record alone where Blink does not serve the fields read. Changes
+    nothing.
 
     :param updates: the declaration (:func:`declared_schema`'s forms: a list of entries and
         tombstones, an object with ``fields`` and the table's display name and description).
@@ -375,14 +403,14 @@ def plan_schema(
 
 
 def _location(request: ApplyRequest) -> str | None:
-    """Where the request's record is kept (None: no record): computed here, once per plan or apply."""
+    """Return where the request's record is kept (None: no record): computed here, once per plan or apply."""
     if request.record_path is None:
         return None
     return record_location(request.record_path, request.ws_id, request.table)
 
 
 def plan(hook: BlinkHook, request: ApplyRequest) -> SchemaPlan:
-    """What applying ``request`` would do (:func:`plan_schema`, whose arguments it holds, checked)."""
+    """Return what applying ``request`` would do (:func:`plan_schema`, whose arguments it holds, checked)."""
     record = _record(hook, request.ws_id, request.table, _location(request))
     planned, _ = _plan(hook, record, request.declared, request.replace, request.create_table)
     return planned
@@ -391,8 +419,11 @@ def plan(hook: BlinkHook, request: ApplyRequest) -> SchemaPlan:
 def _lock(
     hook: BlinkHook, location: str | None, *, records: Any, ws_id: str, table: str, holder: Holder | None, wait: float
 ) -> TableLock | contextlib.nullcontext[None]:
-    """The table's lock beside its record at ``location`` (none without a record); ``records`` is
-    the ``record_path`` as given (for the unlock command a refusal prints)."""
+    """
+    Return the table's lock beside its record at ``location`` (none without a record).
+
+    ``records`` is the ``record_path`` as given (for the unlock command a refusal prints).
+    """
     if location is None:
         return contextlib.nullcontext()
     clock = hook.clock
@@ -428,9 +459,11 @@ def apply_schema(
     create_table: bool = False,
     approval: Mapping[str, str] | None = None,
 ) -> ApplyResult:
-    """Apply ``updates`` to ``ws_id``/``table`` as a migration: lock, read Blink's table and
-    fields and plan, check, then create the table, add fields, change fields (each sent merged
-    with what Blink holds), change the table, and remove fields last; record.
+    """
+    Apply ``updates`` to ``ws_id``/``table`` as a migration.
+
+    Lock, read Blink's table and fields and plan, check, then create the table, add fields, change fields (each sent
+    merged with what Blink holds), change the table, and remove fields last; record.
 
     The arguments are those of :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator`;
     ``holder`` names who holds the table's lock (by default this process, as the task instance

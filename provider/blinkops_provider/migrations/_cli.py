@@ -1,4 +1,5 @@
-"""``blink-schema``: schema migrations from a shell, for the people who run them.
+"""
+``blink-schema``: schema migrations from a shell, for the people who run them.
 
 ::
 
@@ -66,7 +67,8 @@ SHOWN_TABLES = 20
 
 @dataclass(frozen=True)
 class Pulled:
-    """One table as Blink holds it, as a declaration.
+    """
+    One table as Blink holds it, as a declaration.
 
     :ivar ws_id: the workspace.
     :ivar table: Blink's name of the table (what its paths take).
@@ -85,10 +87,12 @@ class Pulled:
 
 
 def pull_schema(hook: BlinkHook, ws_id: str, table: str) -> dict[str, Any]:
-    """The declaration of an existing table as Blink holds it: ``{"display_name", "description",
-    "fields": [{"field", "type", "display_name", "description", "attributes"}]}``, the format
-    :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator` and the task groups
-    take, so that a plan of it against the same Blink is all ``unchanged``.
+    """
+    Return the declaration of an existing table as Blink holds it.
+
+    ``{"display_name", "description", "fields": [{"field", "type", "display_name", "description", "attributes"}]}``, the
+    format :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator` and the task groups take, so that a
+    plan of it against the same Blink is all ``unchanged``.
 
     Blink's system and protected fields are left out, and the fields are in Blink's order. A
     field's attributes are those a declaration may set, with Blink's values; an attribute Blink
@@ -110,9 +114,11 @@ def pull_schema(hook: BlinkHook, ws_id: str, table: str) -> dict[str, Any]:
 
 
 def pull_table(hook: BlinkHook, ws_id: str, table: str, *, listed: Sequence[BlinkTable] | None = None) -> Pulled:
-    """:func:`pull_schema`, with what the declaration leaves out and the fields as read.
+    """
+    :func:`pull_schema`, with what the declaration leaves out and the fields as read.
 
-    :param listed: the workspace's tables, when already read (one read for a whole workspace)."""
+    :param listed: the workspace's tables, when already read (one read for a whole workspace).
+    """
     entry = _find_table(hook, ws_id, table, listed)
     name = entry.name if entry is not None else table
     fields = [held for held in hook.get_table_fields(ws_id, name) if _user_field(held)]
@@ -127,14 +133,17 @@ def pull_table(hook: BlinkHook, ws_id: str, table: str, *, listed: Sequence[Blin
 
 
 def pull_workspace(hook: BlinkHook, ws_id: str) -> list[Pulled]:
-    """Every table of the workspace, pulled, in Blink's order (one tables read, one fields read each)."""
+    """Return every table of the workspace, pulled, in Blink's order (one tables read, one fields read each)."""
     listed = hook.list_tables(ws_id)
     return [pull_table(hook, ws_id, entry.name, listed=listed) for entry in listed]
 
 
 def _find_table(hook: BlinkHook, ws_id: str, table: str, listed: Sequence[BlinkTable] | None) -> BlinkTable | None:
-    """The workspace's table named ``table`` (or, failing that, the one table shown so); None
-    when this Blink does not serve the tables read (then the fields read finds the table)."""
+    """
+    Return the workspace's table named ``table`` (or, failing that, the one table shown so).
+
+    None when this Blink does not serve the tables read (then the fields read finds the table).
+    """
     tables = _tables(hook, ws_id) if listed is None else listed
     if tables is None:
         return None
@@ -146,7 +155,7 @@ def _find_table(hook: BlinkHook, ws_id: str, table: str, listed: Sequence[BlinkT
 
 
 def _tables(hook: BlinkHook, ws_id: str) -> list[BlinkTable] | None:
-    """The workspace's tables; None when this Blink does not serve the read (405)."""
+    """Return the workspace's tables; None when this Blink does not serve the read (405)."""
     try:
         return hook.list_tables(ws_id)
     except BlinkReadUnavailableError as err:
@@ -165,12 +174,12 @@ def _listed(tables: Sequence[BlinkTable]) -> str:
 
 
 def _user_field(held: TableField) -> bool:
-    """Whether a field is the table's own (not one of Blink's system or protected fields)."""
+    """Return whether a field is the table's own (not one of Blink's system or protected fields)."""
     return held.name is not None and not _system(held) and held.type not in SYSTEM_FIELD_TYPES
 
 
 def _declaration_of(held: TableField) -> tuple[dict[str, Any], list[str]]:
-    """A field's declaration entry, and the attributes it holds that a declaration may not set."""
+    """Return a field's declaration entry, and the attributes it holds that a declaration may not set."""
     body = field_body(held)
     settable, left_out = {}, []
     for name, value in body.get("attributes", {}).items():
@@ -189,7 +198,7 @@ def _declaration_of(held: TableField) -> tuple[dict[str, Any], list[str]]:
 
 
 def _settable(name: str, value: Any) -> bool:
-    """Whether a declaration may set attribute ``name`` to ``value``, and sends it as it is."""
+    """Return whether a declaration may set attribute ``name`` to ``value``, and sends it as it is."""
     if name not in FieldAttributes.model_fields:
         return False
     try:
@@ -200,8 +209,12 @@ def _settable(name: str, value: Any) -> bool:
 
 
 def record_pulled(hook: BlinkHook, pulled: Pulled, record_path: str) -> str:
-    """Write the record of a pulled table, as if its declaration had just been applied (the drift
-    baseline of the next plan), under the table's lock; where it was written."""
+    """
+    Write the record of a pulled table.
+
+    As if its declaration had just been applied (the drift baseline of the next plan), under the table's lock; where it
+    was written.
+    """
     location = record_location(record_path, pulled.ws_id, pulled.table)
     lock = _lock(hook, location, records=record_path, ws_id=pulled.ws_id, table=pulled.table, holder=None, wait=0.0)
     record = _record(hook, pulled.ws_id, pulled.table, location)
@@ -224,8 +237,12 @@ def _table(text: str) -> tuple[str, str]:
 
 
 def pull(args: argparse.Namespace) -> int:
-    """``pull``: the declaration of one table, or of every table of a workspace; each mistake one
-    line on stderr and exit 2, the API key never shown."""
+    """
+    Return ``pull``.
+
+    The declaration of one table, or of every table of a workspace; each mistake one line on stderr and exit 2, the API
+    key never shown.
+    """
     key = os.environ.get("BLINK_API_KEY") or ""
     logging.getLogger("airflow.hooks.base").setLevel(logging.WARNING)  # Airflow 2's "Retrieving connection"
     try:
@@ -250,12 +267,12 @@ def pull(args: argparse.Namespace) -> int:
 
 
 def _hidden(text: str, key: str) -> str:
-    """``text`` without the API key (the provider's errors never carry it; a library's might)."""
+    """Return ``text`` without the API key (the provider's errors never carry it; a library's might)."""
     return text.replace(key, "***") if len(key) >= 4 else text
 
 
 def _pull_targets(args: argparse.Namespace) -> str | None:
-    """The output (a file, a folder, or None for stdout), once the arguments are known to agree."""
+    """Return the output (a file, a folder, or None for stdout), once the arguments are known to agree."""
     if args.all == bool(args.table):
         raise BlinkInputError("give a TABLE, or --all for every table of the workspace (not both)")
     if args.all and not args.output:
@@ -266,10 +283,13 @@ def _pull_targets(args: argparse.Namespace) -> str | None:
 
 
 def _hook(conn_id: str, clock: Any = None) -> Any:
-    """The hook: the Airflow connection ``conn_id``, or ``BLINK_BASE_URL``/``BLINK_API_KEY`` when both
-    are set. It logs nothing: a mistake is one line, said by the command (retries are not shown).
+    """
+    Return the hook: the Airflow connection ``conn_id``, or ``BLINK_BASE_URL``/``BLINK_API_KEY`` when both are set.
 
-    :param clock: the request path's clock (the tests' records its waits)."""
+    It logs nothing: a mistake is one line, said by the command (retries are not shown).
+
+    :param clock: the request path's clock (the tests' records its waits).
+    """
     from blinkops_provider.hooks.blink import BlinkHook
 
     class QuietHook(BlinkHook):
@@ -279,8 +299,11 @@ def _hook(conn_id: str, clock: Any = None) -> Any:
 
         @classmethod
         def get_connection(cls, conn_id: str) -> Any:
-            """``BLINK_BASE_URL`` and ``BLINK_API_KEY`` when both are set (nothing is written to the
-            environment), else Airflow's connection."""
+            """
+            Return ``BLINK_BASE_URL`` and ``BLINK_API_KEY`` when both are set (nothing is written to the environment).
+
+            Else Airflow's connection.
+            """
             if not _from_env():
                 return _airflow_connection(conn_id, super().get_connection)
             from airflow.providers.common.compat.sdk import Connection
@@ -292,12 +315,15 @@ def _hook(conn_id: str, clock: Any = None) -> Any:
 
 
 def _airflow_connection(conn_id: str, lookup: Any) -> Any:
-    """The Airflow connection ``conn_id``, as ``airflow connections get`` finds it: through the hook's
-    look-up, then, outside a task, in the metadata database (Airflow 3.3's look-up outside a task
+    """
+    Return the Airflow connection ``conn_id``, as ``airflow connections get`` finds it.
+
+    Through the hook's look-up, then, outside a task, in the metadata database (Airflow 3.3's look-up outside a task
     reads the environment and secrets backends only).
 
     :raises BlinkConfigurationError: no connection of that id, naming ``--conn-id`` and the
-        ``BLINK_BASE_URL``/``BLINK_API_KEY`` way."""
+        ``BLINK_BASE_URL``/``BLINK_API_KEY`` way.
+    """
     from airflow.providers.common.compat.sdk import AirflowNotFoundException
 
     try:
@@ -322,12 +348,12 @@ _QUIET.propagate = False
 
 
 def _from_env() -> bool:
-    """Whether the connection is given by ``BLINK_BASE_URL`` and ``BLINK_API_KEY`` (both set)."""
+    """Return whether the connection is given by ``BLINK_BASE_URL`` and ``BLINK_API_KEY`` (both set)."""
     return bool(os.environ.get("BLINK_BASE_URL") and os.environ.get("BLINK_API_KEY"))
 
 
 def _outputs(args: argparse.Namespace, target: str | None, pulled: list[Any]) -> list[Path | None]:
-    """Where each table's declaration goes; files that exist are refused (all checked before any is written)."""
+    """Return where each table's declaration goes; files that exist are refused (all checked before any is written)."""
     if target is None:
         return [None]
     if args.all:
@@ -360,9 +386,13 @@ def _write(pulled: Any, output: Path | None) -> None:
 
 
 def plan(args: argparse.Namespace) -> int:
-    """``plan``: what applying each declaration would do, printed; it reads Blink and the record,
-    and writes nothing to either. Exit 0 (with ``--detailed-exitcode``: 0 nothing would change, 2
-    something would), or 1 on a mistake, said in one line on stderr, the API key never shown."""
+    """
+    Return ``plan``.
+
+    What applying each declaration would do, printed; it reads Blink and the record, and writes nothing to either. Exit
+    0 (with ``--detailed-exitcode``: 0 nothing would change, 2 something would), or 1 on a mistake, said in one line on
+    stderr, the API key never shown.
+    """
     key = os.environ.get("BLINK_API_KEY") or ""
     logging.getLogger("airflow.hooks.base").setLevel(logging.WARNING)
     try:
@@ -381,8 +411,11 @@ def plan(args: argparse.Namespace) -> int:
 
 
 def _mistake(err: Exception, key: str) -> str:
-    """What went wrong, in one line: the provider's error as it says it (with how the connection
-    was given), or Airflow's or a library's, named."""
+    """
+    Return what went wrong, in one line.
+
+    The provider's error as it says it (with how the connection was given), or Airflow's or a library's, named.
+    """
     if isinstance(err, (BlinkApiError, BlinkInputError, BlinkConfigurationError, BlinkLockedError, OSError)):
         given = " (BLINK_BASE_URL and BLINK_API_KEY are that connection here)" if _from_env() else ""
         return f"{_hidden(' '.join(str(err).split()), key)}{given}"
@@ -391,8 +424,11 @@ def _mistake(err: Exception, key: str) -> str:
 
 
 def _plan_targets(args: argparse.Namespace) -> list[tuple[str, str, Path]]:
-    """``(ws_id, table, declaration file)`` of each table to plan: the three arguments, or each
-    ``<ws_id>/<table>.json`` of ``--folder``."""
+    """
+    Return ``(ws_id, table, declaration file)`` of each table to plan.
+
+    The three arguments, or each ``<ws_id>/<table>.json`` of ``--folder``.
+    """
     given = [args.ws_id, args.table, args.declaration]
     if args.folder:
         if any(given):
@@ -407,14 +443,14 @@ def _plan_targets(args: argparse.Namespace) -> list[tuple[str, str, Path]]:
 
 
 def _declared(path: Path) -> Any:
-    """A declaration file's content, read as JSON by the plan (which names the file in its errors)."""
+    """Return a declaration file's content, read as JSON by the plan (which names the file in its errors)."""
     from blinkops_provider.models import read_declaration
 
     return read_declaration(path.read_bytes(), source=f"declaration file {str(path)!r}")
 
 
 def _print_plans(plans: list[dict[str, Any]], args: argparse.Namespace) -> None:
-    """The plans in ``--format``, on stdout; with ``--out``, their JSON in that file too."""
+    """Print the plans in ``--format`` on stdout; with ``--out``, write their JSON in that file too."""
     from blinkops_provider.migrations._review import fleet_review, plan_markdown
 
     shown: Any = plans[0] if len(plans) == 1 else plans
@@ -429,9 +465,12 @@ def _print_plans(plans: list[dict[str, Any]], args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """One command, its arguments parsed by ``blink-schema``'s entry point
-    (:mod:`blinkops_provider._schema_cli`, which imports no Airflow): its exit status (2: a
-    mistake, said in one line on stderr)."""
+    """
+    Return one command.
+
+    Its arguments parsed by ``blink-schema``'s entry point (:mod:`blinkops_provider._schema_cli`, which imports no
+    Airflow): its exit status (2: a mistake, said in one line on stderr).
+    """
     logging.getLogger("airflow.models.crypto").setLevel(logging.ERROR)  # "empty cryptography key": nothing is stored
     if args.command == "pull":
         return pull(args)
@@ -449,7 +488,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _locks(args: argparse.Namespace) -> int:
-    """``locks``: each lock held under the records location, one line each."""
+    """Return ``locks``: each lock held under the records location, one line each."""
     if not str(args.records).strip():
         raise BlinkInputError("give the record_path of the applies: a folder ending in '/', or a record")
     if "://" not in args.records and not Path(args.records).exists():
@@ -464,7 +503,7 @@ def _locks(args: argparse.Namespace) -> int:
 
 
 def _unlock(args: argparse.Namespace) -> int:
-    """``unlock``: release one lock by its id."""
+    """Return ``unlock``: release one lock by its id."""
     ws_id, table = _table(args.table)
     released = force_unlock(args.records, ws_id, table, args.lock_id)
     print(f"Released the {released.describe()}")

@@ -1,4 +1,5 @@
-"""How a table is locked while a migration applies to it.
+"""
+How a table is locked while a migration applies to it.
 
 An apply holds its table's lock from before it plans until it has written the record, so two
 applies of one table never send at once and the second plans against the first one's record.
@@ -76,8 +77,11 @@ _FORMAT_NAME, _, _FORMAT_VERSION = RECORD_FORMAT.rpartition("/")
 
 
 def unusable_location(where: str, err: OSError, doing: str) -> BlinkConfigurationError:
-    """A record or lock location that cannot be read or written, named, as the provider's error
-    (no retry helps: fix the location or its permissions)."""
+    """
+    Return a record or lock location that cannot be read or written, named.
+
+    As the provider's error (no retry helps: fix the location or its permissions).
+    """
     why = err.strerror or str(err) or type(err).__name__
     return BlinkConfigurationError(
         f"the schema record location {where!r} cannot be {doing} ({type(err).__name__}: {why}); give record_path a "
@@ -86,7 +90,8 @@ def unusable_location(where: str, err: OSError, doing: str) -> BlinkConfiguratio
 
 
 def record_location(record_path: str | os.PathLike[str], ws_id: str, table: str) -> str:
-    """Where the record of ``ws_id``/``table`` is kept, given ``record_path``.
+    """
+    Return where the record of ``ws_id``/``table`` is kept, given ``record_path``.
 
     - A path ending in ``/`` is a folder of records: the result is
       ``<folder>/<ws_id>/<table>.json``, each name one canonical segment
@@ -115,9 +120,11 @@ def record_location(record_path: str | os.PathLike[str], ws_id: str, table: str)
 
 
 def check_shared(location: str, executor: str | None = None) -> None:
-    """Refuse a record location on a worker's own temporary disk (``/tmp``, ``/var/tmp``,
-    ``/dev/shm``, the temp dir) when the executor runs tasks on several machines: each worker
-    would keep its own record and its own lock, and nothing would keep two applies apart.
+    """
+    Refuse a record location on a worker's own disk when the executor runs tasks on several machines.
+
+    On a worker's own temporary disk (``/tmp``, ``/var/tmp``, ``/dev/shm``, the temp dir), each
+    worker would keep its own record and its own lock, and nothing would keep two applies apart.
 
     :param executor: Airflow's ``[core] executor`` (read from the configuration when None).
     :raises BlinkConfigurationError: naming the location, the executor and what to set instead.
@@ -133,7 +140,8 @@ def check_shared(location: str, executor: str | None = None) -> None:
 
 
 class SchemaRecord:
-    """What this provider last applied to one table, kept as JSON at ``location``.
+    """
+    What this provider last applied to one table, kept as JSON at ``location``.
 
     :param location: a local path or an object-storage URI, one per table.
     :param blink: the Blink it is for (the connection's base URL; any spelling of it).
@@ -157,8 +165,8 @@ class SchemaRecord:
         """Whether :meth:`read` found a record."""
 
     def read(self) -> tuple[dict[str, dict[str, Any]], str | None]:
-        """The recorded field bodies and when they were recorded; ``({}, None)`` when there is no
-        record yet.
+        """
+        Return the recorded field bodies and when they were recorded; ``({}, None)`` when there is no record yet.
 
         :raises BlinkInputError: the file is not a record this provider wrote, or it is for
             another Blink, workspace or table.
@@ -178,15 +186,19 @@ class SchemaRecord:
         return fields, recorded_at if isinstance(recorded_at, str) else None
 
     def _read_notes(self, data: dict[str, Any]) -> None:
-        """The record's notes: Blink's names of the fields and the table this provider made
-        (:attr:`names`, :attr:`table_name`); a note of the wrong type is left out."""
+        """
+        Keep the record's notes.
+
+        Blink's names of the fields and the table this provider made (:attr:`names`, :attr:`table_name`); a note of the
+        wrong type is left out.
+        """
         self.names = _names(data.get("names"))
         self.retyping = _names(data.get("retyping"))
         table_name = data.get("table_name")
         self.table_name = table_name if isinstance(table_name, str) and table_name else None
 
     def _checked(self, raw: bytes, where: str) -> dict[str, Any]:
-        """The record's JSON, once it is known to be a record of this format for this table."""
+        """Return the record's JSON, once it is known to be a record of this format for this table."""
         try:
             data = json.loads(raw)
         except (ValueError, RecursionError) as err:
@@ -209,7 +221,11 @@ class SchemaRecord:
         return dict(data)
 
     def _check_owner(self, owner: tuple[Any, Any, Any], where: str) -> None:
-        """:raises BlinkInputError: the record is another Blink's, workspace's or table's."""
+        """
+        Check that the record is this table's.
+
+        :raises BlinkInputError: the record is another Blink's, workspace's or table's.
+        """
         if owner[0] != self.host and owner[1:] == (self.ws_id, self.table):
             raise BlinkInputError(
                 f"{where} names the Blink at {owner[0]}, and the connection's Blink is {self.host}: it was written "
@@ -234,11 +250,14 @@ class SchemaRecord:
         backfilled: Mapping[str, int] | None = None,
         retyping: Mapping[str, str] | None = None,
     ) -> None:
-        """Replace the record with ``fields`` (name -> body sent), in one move; with ``names``
-        (declared name -> Blink's name, where they differ), ``table_name`` (Blink's name of a
-        table this provider created) and ``approval`` (who approved this apply's plan and when,
-        ``{"approved_by", "approved_at"}``, or ``{"acknowledged": true}``) and ``backfilled``
-        (the rows this apply's backfills filled, by field) noted when given."""
+        """
+        Replace the record with ``fields`` (name -> body sent), in one move.
+
+        With ``names`` (declared name -> Blink's name, where they differ), ``table_name`` (Blink's name of a table this
+        provider created) and ``approval`` (who approved this apply's plan and when, ``{"approved_by", "approved_at"}``,
+        or ``{"acknowledged": true}``) and ``backfilled`` (the rows this apply's backfills filled, by field) noted when
+        given.
+        """
         notes: dict[str, Any] = {"names": dict(names)} if names else {}
         if table_name:
             notes["table_name"] = table_name
@@ -265,7 +284,7 @@ class SchemaRecord:
 
 
 def _names(note: Any) -> dict[str, str]:
-    """A note of names (declared name -> Blink's), its entries of the wrong type left out."""
+    """Return a note of names (declared name -> Blink's), its entries of the wrong type left out."""
     return {str(k): v for k, v in (note.items() if isinstance(note, dict) else ()) if isinstance(v, str) and v}
 
 
@@ -282,15 +301,19 @@ class LockFile(Protocol):
         """Create the lock with ``body`` unless one exists; whether it was created."""
 
     def read(self) -> tuple[bytes, str] | None:
-        """The lock's body and version, or None when there is no lock."""
+        """Return the lock's body and version, or None when there is no lock."""
 
     def remove(self, version: str) -> bool:
         """Remove the lock if it is still at ``version``; whether it was removed."""
 
 
 def lock_file(record: str) -> LockFile:
-    """The lock of the record at ``record``: keyed by the record's resolved location, so every
-    spelling of one record (a symlink, ``file://``, a relative path) shares one lock."""
+    """
+    Return the lock of the record at ``record``.
+
+    Keyed by the record's resolved location, so every spelling of one record (a symlink, ``file://``, a relative path)
+    shares one lock.
+    """
     local = local_path(record)
     if local is not None:
         resolved = Path(os.path.realpath(local))
@@ -304,7 +327,7 @@ def lock_file(record: str) -> LockFile:
 
 
 def lock_files(records: str) -> Iterator[LockFile]:
-    """Every lock under a records folder (or the one lock of a record file)."""
+    """Yield every lock under a records folder (or the one lock of a record file)."""
     local = local_path(records)
     if local is not None:
         root = Path(os.path.realpath(local))
@@ -366,8 +389,12 @@ class LocalLockFile:
 
     @contextlib.contextmanager
     def _guarded(self) -> Iterator[None]:
-        """Every remover of this lock, one at a time: threads by a lock of this process, processes
-        (and hosts, on a shared file system) by an ``flock`` on ``<lock>.guard``."""
+        """
+        Yield every remover of this lock, one at a time.
+
+        Threads by a lock of this process, processes (and hosts, on a shared file system) by an ``flock`` on
+        ``<lock>.guard``.
+        """
         guard = self.path.with_name(self.path.name + ".guard")
         with _THREAD_GUARDS_LOCK:
             in_process = _THREAD_GUARDS.setdefault(str(guard), threading.Lock())
@@ -416,8 +443,11 @@ class S3LockObject:
         return self._conditional("delete_object", "removed", FileNotFoundError, IfMatch=version)
 
     def _conditional(self, method: str, doing: str, lost: type[OSError], **kwargs: Any) -> bool:
-        """One conditional request on the lock's object: whether S3 carried it out (``lost``, or a
-        failed condition: another request got there first)."""
+        """
+        Return one conditional request on the lock's object.
+
+        Whether S3 carried it out (``lost``, or a failed condition: another request got there first).
+        """
         try:
             self.fs.call_s3(method, Bucket=self.bucket, Key=self.key, **kwargs)
         except lost:
@@ -432,9 +462,13 @@ class S3LockObject:
 
 
 def _lost_a_race(err: OSError) -> bool:
-    """A conditional request that S3 refused because the object is not as the condition says
-    (412), or because another conditional request on it was in flight (409); or a read whose
-    object was replaced between its HEAD and its GET (s3fs's ``FileExpired``, an ``EBUSY``)."""
+    """
+    Return whether ``err`` is a race lost to another writer of the object.
+
+    That is a conditional request S3 refused because the object is not as the condition says
+    (412) or because another conditional request on it was in flight (409); or a read whose
+    object was replaced between its HEAD and its GET (s3fs's ``FileExpired``, an ``EBUSY``).
+    """
     code = getattr(err.__cause__, "response", {}).get("Error", {}).get("Code")
     return code in ("PreconditionFailed", "ConditionalRequestConflict") or err.errno in (errno.EINVAL, errno.EBUSY)
 
@@ -465,7 +499,7 @@ _log = logging.getLogger(__name__)
 
 
 def _process(pid: int) -> tuple[str, str] | None:
-    """A process's state and start time (Linux ``/proc``), None where they cannot be read."""
+    """Return a process's state and start time (Linux ``/proc``), None where they cannot be read."""
     try:
         after_name = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
@@ -474,8 +508,11 @@ def _process(pid: int) -> tuple[str, str] | None:
 
 
 def _running(pid: int, started: Any) -> bool:
-    """Whether the process ``pid`` of this host, started at ``started``, may still run: False only
-    where it is shown gone (no such process, a zombie, or another process with that pid since)."""
+    """
+    Return whether the process ``pid`` of this host, started at ``started``, may still run.
+
+    False only where it is shown gone (no such process, a zombie, or another process with that pid since).
+    """
     if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
         return True  # not a process id: nothing shows it gone
     try:
@@ -493,8 +530,12 @@ def _running(pid: int, started: Any) -> bool:
 
 @dataclass(frozen=True)
 class Holder:
-    """Who holds a lock: the Airflow task instance (DAG, run, task, map index, try), the host and
-    the process; ``label`` names a holder that is not a task."""
+    """
+    Who holds a lock.
+
+    The Airflow task instance (DAG, run, task, map index, try), the host and the process; ``label`` names a holder that
+    is not a task.
+    """
 
     host: str
     pid: int
@@ -508,7 +549,7 @@ class Holder:
 
     @classmethod
     def current(cls, ti: Any = None, *, label: str | None = None) -> Holder:
-        """This process, as the task instance ``ti`` that the operator hands in (None: no task)."""
+        """Return this process, as the task instance ``ti`` that the operator hands in (None: no task)."""
         task: dict[str, Any] = {}
         if ti is not None and isinstance(getattr(ti, "task_id", None), str):
             names = ("dag_id", "run_id", "task_id", "map_index", "try_number")
@@ -531,7 +572,7 @@ class Holder:
         return f"{self.dag_id}/{self.run_id}/{self.task_id}{index} (try {self.try_number}) {where}"
 
     def gone_for(self, me: Holder) -> str:
-        """Why this holder is known to be gone, as ``me`` sees it; empty when it cannot be shown."""
+        """Return why this holder is known to be gone, as ``me`` sees it; empty when it cannot be shown."""
         tries = (self.try_number, me.try_number)
         same = self.task_instance is not None and self.task_instance == me.task_instance
         if same and all(isinstance(n, int) for n in tries) and tries[0] < tries[1]:  # type: ignore[operator]
@@ -542,7 +583,7 @@ class Holder:
 
     @classmethod
     def from_json(cls, data: Any) -> Holder:
-        """A holder as a lock's body names it; a member of the wrong type is left unknown."""
+        """Return a holder as a lock's body names it; a member of the wrong type is left unknown."""
         data = data if isinstance(data, dict) else {}
         kinds = {"pid": int, "map_index": int, "try_number": int}
         values: dict[str, Any] = {}
@@ -586,13 +627,14 @@ class LockInfo:
 
 
 def unlock_command(records: str, ws_id: str, table: str, lock_id: str) -> str:
-    """The command that releases one lock by its id (``records`` as ``record_path`` names it)."""
+    """Return the command that releases one lock by its id (``records`` as ``record_path`` names it)."""
     table_arg = f"{segment(ws_id, 'workspace id')}/{segment(table, 'table name')}"
     return f"blink-schema unlock -- {shlex.quote(records)} {shlex.quote(table_arg)} {shlex.quote(lock_id)}"
 
 
 class TableLock:
-    """The lock of one table's record, held for a ``with`` block (see the module's text).
+    """
+    The lock of one table's record, held for a ``with`` block (see the module's text).
 
     :param record: the record's location (:func:`record_location`'s, computed once by the apply).
     :param records: the ``record_path`` as given (a folder ending in ``/`` or the record itself),
@@ -674,8 +716,10 @@ class TableLock:
     def _wait_for(
         self, other: LockInfo | None, deadline: float, told: str, poll: float, jitter: random.Random
     ) -> tuple[str, float]:
-        """Wait one poll for ``other`` (a holder not yet told of: its hold starts now, and the poll
-        with it); the holder told of and the next poll.
+        """
+        Wait one poll for ``other`` (a holder not yet told of: its hold starts now, and the poll with it).
+
+        The holder told of and the next poll.
 
         :raises BlinkLockedError: the wait is over.
         """
@@ -717,7 +761,7 @@ class TableLock:
 
 
 def held_locks(records: str | os.PathLike[str]) -> list[LockInfo]:
-    """The locks held under a records location (a folder, or one record), for people to see."""
+    """Return the locks held under a records location (a folder, or one record), for people to see."""
     infos = []
     for lock in lock_files(os.fspath(records)):
         found = lock.read()
@@ -727,8 +771,10 @@ def held_locks(records: str | os.PathLike[str]) -> list[LockInfo]:
 
 
 def force_unlock(records: str | os.PathLike[str], ws_id: str, table: str, lock_id: str) -> LockInfo:
-    """Release the lock ``lock_id`` of ``ws_id``/``table`` (left by an apply that is gone), as
-    Terraform's ``force-unlock`` does. Only that lock is removed: one that replaced it stays.
+    """
+    Release the lock ``lock_id`` of ``ws_id``/``table`` (left by an apply that is gone).
+
+    As Terraform's ``force-unlock`` does. Only that lock is removed: one that replaced it stays.
 
     :returns: the lock released.
     :raises BlinkInputError: no lock there, or not that one (nothing is released).

@@ -1,7 +1,9 @@
-"""The plan of a schema migration: each declared field against the table as Blink holds it
-(``change`` with the members that differ, ``unchanged``, or ``refused``), what changed in Blink
-since this provider's last apply (``drift``), the risk rules that flag a change destructive, and
-the plan's identity. Its text is the review's (``_review``: :func:`plan_text`).
+"""
+The plan of a schema migration.
+
+Each declared field against the table as Blink holds it (``change`` with the members that differ, ``unchanged``, or
+``refused``), what changed in Blink since this provider's last apply (``drift``), the risk rules that flag a change
+destructive, and the plan's identity. Its text is the review's (``_review``: :func:`plan_text`).
 
 The baseline is Blink's live schema (``GET .../fields``, one read per table). Blink's field
 update replaces the whole field, so each field's body is the declaration merged with what Blink
@@ -70,7 +72,8 @@ from blinkops_provider.models import (
 
 @dataclass
 class Matches:
-    """What the declaration's entries are in Blink.
+    """
+    What the declaration's entries are in Blink.
 
     :ivar found: declared name -> the name of Blink's field it is.
     :ivar refused: declared name -> why it is refused (not sent).
@@ -88,8 +91,12 @@ def match_fields(
     live: Sequence[TableField],
     notes: Mapping[str, str],
 ) -> Matches:
-    """Each declared entry's field in Blink (``live``), by name, the record's ``notes``, then
-    display name; and each removal's (by name, then the record's note)."""
+    """
+    Return each declared entry's field in Blink (``live``), and each removal's.
+
+    An entry is matched by name, the record's ``notes``, then display name; a removal by name,
+    then the record's note.
+    """
     by_name = {held.name: held for held in live if held.name is not None}
     matches = Matches()
     matches.found.update({name: name for name, _ in declared if name in by_name})
@@ -111,8 +118,12 @@ def _by_note(
     matches: Matches,
     claimed: set[str],
 ) -> None:
-    """Step 2: the entries not found by name, matched by the record's note of the name Blink
-    gave the field this provider added (a field no entry claimed yet)."""
+    """
+    Step 2.
+
+    The entries not found by name, matched by the record's note of the name Blink gave the field this provider added (a
+    field no entry claimed yet).
+    """
     for name, _ in declared:
         noted = notes.get(name)
         if name not in matches.found and noted in by_name and noted not in claimed:
@@ -141,8 +152,11 @@ def _by_display_name(
 
 
 def _one_entry_each(wanted: Mapping[str, list[str]], matches: Matches) -> None:
-    """Each of Blink's fields that one entry matched by display name is that entry's; one that
-    several matched is refused to all of them."""
+    """
+    Each of Blink's fields that one entry matched by display name is that entry's.
+
+    One that several matched is refused to all of them.
+    """
     for blink_name, names in wanted.items():
         if len(names) == 1:
             matches.found[names[0]] = blink_name
@@ -176,9 +190,11 @@ def _adds_told_apart(declared: Sequence[tuple[str, FieldUpdate]], live: Sequence
 
 
 def match_table(table: str, tables: Sequence[BlinkTable], noted: str | None) -> BlinkTable | None:
-    """The table ``table`` names in Blink's tables read: by name, the record's note of Blink's
-    name, then the one table shown as ``table``; None: no such table. A declaration's display name
-    never picks a table here (:func:`created_as`).
+    """
+    Return the table ``table`` names in Blink's tables read.
+
+    By name, the record's note of Blink's name, then the one table shown as ``table``; None: no such table. A
+    declaration's display name never picks a table here (:func:`created_as`).
 
     :raises ValueError: two or more tables are shown so and none is named so.
     """
@@ -190,9 +206,11 @@ def match_table(table: str, tables: Sequence[BlinkTable], noted: str | None) -> 
 
 
 def created_as(table: str, tables: Sequence[BlinkTable], declared: str) -> tuple[BlinkTable | None, str]:
-    """With ``create_table``, when no table is named or shown as ``table`` and no record notes
-    Blink's name: the one table shown as the ``declared`` display name, taken as the one this DAG
-    created under it, and the plan's sentence that says so; ``(None, "")`` when there is none.
+    """
+    With ``create_table``, when no table is named or shown as ``table`` and no record notes Blink's name.
+
+    The one table shown as the ``declared`` display name, taken as the one this DAG created under it, and the plan's
+    sentence that says so; ``(None, "")`` when there is none.
 
     :raises ValueError: two or more tables are shown so.
     """
@@ -207,7 +225,8 @@ def created_as(table: str, tables: Sequence[BlinkTable], declared: str) -> tuple
 
 
 def _shown_as(tables: Sequence[BlinkTable], shown_as: str) -> BlinkTable | None:
-    """The one table shown as ``shown_as`` (None: none).
+    """
+    Return the one table shown as ``shown_as`` (None: none).
 
     :raises ValueError: two or more are.
     """
@@ -224,10 +243,13 @@ _SELECT_TYPES = (FieldType.SINGLE_SELECT, FieldType.MULTI_SELECT)
 
 
 def contradictions(update: FieldUpdate) -> list[str]:
-    """What contradicts itself in one field's body: a select without options or with an option
-    given twice, a ``reference`` without ``table_reference``, ``include_time: true`` on a type
-    that is not ``date``. (``include_time: false`` and a ``default_value`` outside the options are
-    not contradictions: Blink's own published example sends both.)"""
+    """
+    Return what contradicts itself in one field's body.
+
+    A select without options or with an option given twice, a ``reference`` without ``table_reference``, ``include_time:
+    true`` on a type that is not ``date``. (``include_time: false`` and a ``default_value`` outside the options are not
+    contradictions: Blink's own published example sends both.)
+    """
     attributes, kind = update.attributes or FieldAttributes(), update.type
     options = attributes.options or []
     problems = [f"option {option!r} is given twice" for n, option in enumerate(options) if option in options[:n]]
@@ -252,9 +274,12 @@ _CONTRADICTIONS: tuple[tuple[Callable[[Any, FieldAttributes], bool], Callable[[A
 
 
 def field_body(field: TableField | Mapping[str, Any]) -> dict[str, Any]:
-    """A field as Blink holds it, in the shape of an update's body: ``type``, ``display_name``,
-    ``description`` and the attributes, without Blink's read-only markers (``system``,
-    ``protected``) and without members Blink left empty."""
+    """
+    Return a field as Blink holds it, in the shape of an update's body.
+
+    ``type``, ``display_name``, ``description`` and the attributes, without Blink's read-only markers (``system``,
+    ``protected``) and without members Blink left empty.
+    """
     held = field.model_dump(mode="json", exclude_none=True) if isinstance(field, TableField) else dict(field)
     body = {member: held[member] for member in ("type", "display_name", "description") if held.get(member) is not None}
     attributes = held.get("attributes")
@@ -266,9 +291,11 @@ def field_body(field: TableField | Mapping[str, Any]) -> dict[str, Any]:
 
 
 def merge_field(update: FieldUpdate, held: TableField | Mapping[str, Any], *, name: str) -> FieldUpdate:
-    """The body that changes what ``update`` gives and keeps everything else of the field as Blink
-    holds it: Blink's update replaces the whole field, so a member or attribute the update leaves
-    out (``required``, ``is_unique``, ``description``, one Blink added later) is sent as held.
+    """
+    Return the body that changes what ``update`` gives and keeps everything else of the field as Blink holds it.
+
+    Blink's update replaces the whole field, so a member or attribute the update leaves out (``required``,
+    ``is_unique``, ``description``, one Blink added later) is sent as held.
 
     :param name: the field's name, for the error.
     :raises BlinkInputError: Blink holds a value this provider cannot send back unchanged
@@ -297,7 +324,8 @@ _DONE: dict[str, FieldOutcome] = {
 
 @dataclass(frozen=True)
 class FieldPlan:
-    """What the apply will do to one field.
+    """
+    What the apply will do to one field.
 
     :ivar action: ``add``, ``change``, ``unchanged`` or ``refused`` (a change Blink refuses, such
         as a type change: not sent).
@@ -374,7 +402,8 @@ class FieldPlan:
 
 @dataclass(frozen=True)
 class TablePlan:
-    """What the apply will do to the table itself.
+    """
+    What the apply will do to the table itself.
 
     :ivar action: ``create`` (Blink does not have it, and ``create_table=True``), ``change`` (its
         display name or description), or ``unchanged``.
@@ -408,7 +437,8 @@ class TablePlan:
 
 @dataclass(frozen=True)
 class SchemaPlan:
-    """The declared schema of one table against the record of the last apply.
+    """
+    The declared schema of one table against the record of the last apply.
 
     :ivar record: where the record is kept.
     :ivar recorded_at: when it was last written (ISO 8601), None when there is none yet.
@@ -440,18 +470,23 @@ class SchemaPlan:
 
     @property
     def fingerprint(self) -> str:
-        """The plan's identity: 16 hex digits of the target, the declared schema, the record and
-        what Blink held. The same inputs give the same fingerprint; an apply given an approved
-        plan sends nothing unless its own plan has the same one (a field changed in Blink since
-        makes the approved plan stale)."""
+        """
+        The plan's identity: 16 hex digits of the target, the declared schema, the record and what Blink held.
+
+        The same inputs give the same fingerprint; an apply given an approved plan sends nothing unless its own plan has
+        the same one (a field changed in Blink since makes the approved plan stale).
+        """
         parts = [self.schema_digest, self.record_digest, self.live_digest]
         return _digest([*parts, self.rows_digest] if self.rows_digest else parts)
 
     @property
     def against_blink(self) -> bool:
-        """Whether the plan was made against Blink's fields read: then an ``add`` is a field Blink
-        lacks (the apply creates it); against the record alone, one the record lacks (the apply
-        sends it as every other body, a full replacement)."""
+        """
+        Whether the plan was made against Blink's fields read.
+
+        Then an ``add`` is a field Blink lacks (the apply creates it); against the record alone, one the record lacks
+        (the apply sends it as every other body, a full replacement).
+        """
         return not self.unread
 
     @property
@@ -464,25 +499,29 @@ class SchemaPlan:
         return {plan.field: plan for plan in self.fields}
 
     def action(self, field: str) -> str:
-        """The action planned for a declared field."""
+        """Return the action planned for a declared field."""
         return self._by_field[field].action
 
     def members(self, field: str) -> tuple[str, ...]:
-        """The members that differ for a declared field (empty unless ``change`` or ``refused``)."""
+        """Return the members that differ for a declared field (empty unless ``change`` or ``refused``)."""
         return self._by_field[field].members
 
     def risk(self, field: str) -> str:
-        """Why a field is refused or its change destructive (empty otherwise)."""
+        """Return why a field is refused or its change destructive (empty otherwise)."""
         return self._by_field[field].risk
 
     def done(self, field: str) -> str:
-        """A declared field's outcome once Blink confirmed it: ``added``, ``changed`` or ``unchanged``."""
+        """Return a declared field's outcome once Blink confirmed it: ``added``, ``changed`` or ``unchanged``."""
         return _DONE[self._by_field[field].action]
 
     @property
     def counts(self) -> dict[str, int]:
-        """``{"add": n, "change": n, "unchanged": n, "refused": n, "remove": n, "destructive": n}``
-        (the destructive ones are among the changes; every removal is destructive too)."""
+        """
+        Count the fields by action.
+
+        ``{"add": n, "change": n, "unchanged": n, "refused": n, "remove": n, "destructive": n}``
+        (the destructive ones are among the changes; every removal is destructive too).
+        """
         counts: dict[str, int] = {action.value: 0 for action in FIELD_ACTIONS}  # plain text keys: XCom-ready
         for plan in self.fields:
             counts[str(plan.action)] += 1
@@ -491,20 +530,26 @@ class SchemaPlan:
 
     @property
     def removals(self) -> list[FieldPlan]:
-        """The rows that remove a field from Blink: its removal, or a retype (which copies the
-        values to a new field first): both pass the removal gate."""
+        """
+        The rows that remove a field from Blink.
+
+        Its removal, or a retype (which copies the values to a new field first): both pass the removal gate.
+        """
         return [plan for plan in self.fields if plan.action in REMOVING]
 
     @property
     def has_changes(self) -> bool:
-        """Whether the apply would add, change, remove or refuse anything, or create or change the
-        table: something for a person to review."""
+        """
+        Whether the apply would add, change, remove or refuse anything, or create or change the table.
+
+        Something for a person to review.
+        """
         return self.table_plan.action != Action.UNCHANGED or any(
             plan.action != Action.UNCHANGED for plan in self.fields
         )
 
     def describe(self) -> str:
-        """The plan as text for the log and for a reviewer (the text a review shows)."""
+        """Return the plan as text for the log and for a reviewer (the text a review shows)."""
         return plan_text(self)
 
     def log_to(self, log: Any) -> None:
@@ -512,8 +557,11 @@ class SchemaPlan:
         log_plan(self, log)
 
     def to_xcom(self) -> dict[str, Any]:
-        """A JSON-ready dict: the identity, the fields with their actions and values, the counts,
-        the baseline and the text."""
+        """
+        Return a JSON-ready dict.
+
+        The identity, the fields with their actions and values, the counts, the baseline and the text.
+        """
         return {
             "fingerprint": self.fingerprint,
             "schema_digest": self.schema_digest,
@@ -535,8 +583,11 @@ class SchemaPlan:
         }
 
     def _check_rows(self, approved: Mapping[str, Any]) -> None:
-        """A plan XCom with this fingerprint whose rows or text say anything else was edited: a
-        reviewer may have approved a false description, so nothing is applied."""
+        """
+        Refuse a plan XCom with this fingerprint whose rows or text say anything else: it was edited.
+
+        A reviewer may have approved a false description, so nothing is applied.
+        """
         edited = _edited(approved, self)
         if edited:
             raise BlinkStalePlanError(
@@ -545,7 +596,8 @@ class SchemaPlan:
             )
 
     def check_approved(self, approved: Mapping[str, Any] | str) -> None:
-        """Refuse to apply anything but the approved plan.
+        """
+        Refuse to apply anything but the approved plan.
 
         :param approved: the approved plan's XCom (:meth:`to_xcom`), or its fingerprint.
         :raises BlinkStalePlanError: this plan is not the approved one, saying what changed since:
@@ -566,7 +618,7 @@ class SchemaPlan:
         )
 
     def _stale_reasons(self, approved: Mapping[str, Any]) -> list[str]:
-        """What changed between the approved plan's XCom and this plan."""
+        """Return what changed between the approved plan's XCom and this plan."""
         checks = (
             (approved.get("ws_id"), approved.get("table")) == (self.ws_id, self.table),
             approved.get("record_digest") == self.record_digest,
@@ -588,14 +640,14 @@ class SchemaPlan:
         return why + ([f"fields planned differently now: {listed}"] if moved else [])
 
     def _moved(self, approved: Mapping[str, Any]) -> list[str]:
-        """The fields whose rows differ between the approved plan's XCom and this plan."""
+        """Return the fields whose rows differ between the approved plan's XCom and this plan."""
         then = {entry.get("field"): entry for entry in approved.get("fields") or [] if isinstance(entry, Mapping)}
         now: dict[Any, Any] = {plan.field: plan.to_xcom() for plan in self.fields}
         return [str(name) for name in dict.fromkeys([*then, *now]) if then.get(name) != now.get(name)]
 
 
 def _edited(approved: Mapping[str, Any], plan: SchemaPlan) -> list[str]:
-    """What of an approved plan's XCom differs from ``plan`` although its fingerprint is the same."""
+    """Return what of an approved plan's XCom differs from ``plan`` although its fingerprint is the same."""
     edited = [] if approved.get("fields") == [row.to_xcom() for row in plan.fields] else ["rows"]
     table = plan.table_plan.to_xcom()
     edited += [] if approved.get("table_plan", table) == table else ["a table change"]
@@ -625,7 +677,8 @@ def make_plan(
     backfills: Mapping[str, Any] | None = None,
     type_changes: Mapping[str, str] | None = None,
 ) -> SchemaPlan:
-    """The plan of ``declared`` for one table.
+    """
+    Return the plan of ``declared`` for one table.
 
     :param target: ``(Blink's host, workspace, table)``.
     :param record: where the record of the last apply is kept ("" when none is kept).
@@ -668,7 +721,7 @@ def make_plan(
 
 
 def _rows_digest(rows: Sequence[FieldPlan], facts: RowFacts) -> str:
-    """The digest of what the plan counted in the rows ("" when it counted nothing)."""
+    """Return the digest of what the plan counted in the rows ("" when it counted nothing)."""
     return _digest([[row.field, row.counts] for row in rows if row.counts]) if facts.counted else ""
 
 
@@ -678,8 +731,11 @@ def _undeclared(
     recorded: Mapping[str, Any],
     live: Sequence[TableField] | None,
 ) -> list[str]:
-    """The fields left as they are: in Blink (or, without a live read, in the record) and not
-    declared, Blink's own fields aside."""
+    """
+    Return the fields left as they are.
+
+    In Blink (or, without a live read, in the record) and not declared, Blink's own fields aside.
+    """
     if live is None:
         names = {name for name, _ in declared}
         return [name for name in recorded if name not in names]
@@ -688,13 +744,13 @@ def _undeclared(
 
 
 def _system(field: TableField) -> bool:
-    """Whether Blink keeps a field to itself (``system`` or ``protected``)."""
+    """Return whether Blink keeps a field to itself (``system`` or ``protected``)."""
     markers = field.attributes or {}
     return any(markers.get(marker) is True for marker in READ_ONLY_ATTRIBUTES)
 
 
 def _live_digest(live: Sequence[TableField] | None, rows: Sequence[FieldPlan], table: TablePlan) -> str:
-    """The digest of the declared fields as Blink holds them, and of the table ("" without a live read)."""
+    """Return the digest of the declared fields as Blink holds them, and of the table ("" without a live read)."""
     if live is None:
         return ""
     held = {field.name: field for field in live}
@@ -712,9 +768,11 @@ def plan_table(
     create: bool = False,
     listed: bool = True,
 ) -> TablePlan:
-    """What happens to the table itself: created (Blink does not have it and ``create``), its
-    display name or description changed (as declared; what is not declared is kept as Blink
-    holds it, and its ``settings`` are sent back as held), or nothing.
+    """
+    Return what happens to the table itself.
+
+    Created (Blink does not have it and ``create``), its display name or description changed (as declared; what is not
+    declared is kept as Blink holds it, and its ``settings`` are sent back as held), or nothing.
 
     :param declared: the table's declared ``(display_name, description)`` (None: not declared).
     :param held: the table in Blink's tables read (None: not there, or ``listed`` is False).
@@ -735,27 +793,30 @@ def plan_table(
 def _table_members(
     held: BlinkTable, display_name: str | None, description: str | None
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """The table's display name and description as Blink holds them, and as declared (what is
-    not declared is kept as held)."""
+    """
+    Return the table's display name and description as Blink holds them, and as declared.
+
+    What is not declared is kept as held.
+    """
     before = {"display_name": held.display_name or held.name, "description": held.description or ""}
     given = {"display_name": display_name, "description": description}
     return before, {member: _or(given[member], before[member]) for member in before}
 
 
 def _or(given: str | None, held: str) -> str:
-    """``given``, or ``held`` when nothing is given."""
+    """Return ``given``, or ``held`` when nothing is given."""
     return held if given is None else given
 
 
 def _table_to_create(table: str, display_name: str | None, description: str | None) -> TablePlan:
-    """The plan of a table Blink does not have, to create (with the declared display name, else its name)."""
+    """Return the plan of a table Blink does not have, to create (with the declared display name, else its name)."""
     after = {"display_name": display_name or table, "description": description or ""}
     made = tuple((member, None, value) for member, value in after.items())
     return TablePlan(Action.CREATE, "", tuple(after), made, body={**after, "options": []}, rows=0)
 
 
 def _unheld(table: str, declared: Sequence[str | None], listed: bool) -> TablePlan:
-    """The plan of a table not in Blink's tables read: nothing, saying so when the read is not served."""
+    """Return the plan of a table not in Blink's tables read: nothing, saying so when the read is not served."""
     unplanned = "Blink's tables read is not served: the table's display name and description are not planned"
     note = "" if tuple(declared) == (None, None) or listed else unplanned
     return TablePlan(Action.UNCHANGED, table, note=note)
@@ -774,14 +835,15 @@ def plan_fields(
     backfills: Mapping[str, Any] | None = None,
     type_changes: Mapping[str, str] | None = None,
 ) -> list[FieldPlan]:
-    """Each declared field against Blink's field (``live``, matched by
-    :func:`match_fields`) or, without a live read, its recorded
-    body: ``add`` (a field Blink lacks: ``POST``; without a live read, one the record lacks),
-    ``change`` (destructive when it can orphan data or loses a check), ``unchanged``, or
-    ``refused`` (not sent: a type change, a field Blink keeps to itself, a declaration that
-    contradicts itself or cannot be told apart); then each removal: ``remove`` (with ``rows``,
-    the rows that lose their values), ``unchanged`` (Blink has no such field) or ``refused``. A
-    change that touches data is judged with ``facts``, the rows counted (:mod:`._rows`)."""
+    """
+    Return each declared field against Blink's field (``live``, matched by :func:`match_fields`) or.
+
+    Without a live read, its recorded body: ``add`` (a field Blink lacks: ``POST``; without a live read, one the record
+    lacks), ``change`` (destructive when it can orphan data or loses a check), ``unchanged``, or ``refused`` (not sent:
+    a type change, a field Blink keeps to itself, a declaration that contradicts itself or cannot be told apart); then
+    each removal: ``remove`` (with ``rows``, the rows that lose their values), ``unchanged`` (Blink has no such field)
+    or ``refused``. A change that touches data is judged with ``facts``, the rows counted (:mod:`._rows`).
+    """
     declared = list(declared)
     if live is None:
         return _against_record(declared, recorded, removals)
@@ -796,8 +858,11 @@ def plan_fields(
 
 @dataclass(frozen=True)
 class _Context:
-    """What each field's plan is judged with: the tables Blink's reference fields link to, the
-    table's name, the rows counted, and the declared backfills."""
+    """
+    What each field's plan is judged with.
+
+    The tables Blink's reference fields link to, the table's name, the rows counted, and the declared backfills.
+    """
 
     targets: dict[str, str]
     table: str
@@ -815,7 +880,7 @@ def _one_live(
     replace: bool,
     context: _Context,
 ) -> FieldPlan:
-    """One declared field's plan against Blink's fields: refused, an add, or against the field it is."""
+    """Return one declared field's plan against Blink's fields: refused, an add, or against the field it is."""
     if name in matches.refused:
         return FieldPlan(name, Action.REFUSED, risk=matches.refused[name])
     backfill = context.backfills.get(name)
@@ -829,7 +894,7 @@ def _one_live(
 def _against_record(
     declared: Sequence[tuple[str, FieldUpdate]], recorded: Mapping[str, Any], removals: Sequence[str]
 ) -> list[FieldPlan]:
-    """Each declared field against its recorded body (Blink's fields read not served); no removal."""
+    """Return each declared field against its recorded body (Blink's fields read not served); no removal."""
     plans = []
     for name, update in declared:
         before = recorded.get(name)
@@ -839,7 +904,7 @@ def _against_record(
 
 
 def _referenced(fields: Sequence[TableField]) -> dict[str, str]:
-    """The tables Blink's ``reference`` fields link to: target -> the field that links."""
+    """Return the tables Blink's ``reference`` fields link to: target -> the field that links."""
     targets = {}
     for held in fields:
         reference = (held.attributes or {}).get("table_reference") if held.type == "reference" else None
@@ -849,8 +914,11 @@ def _referenced(fields: Sequence[TableField]) -> dict[str, str]:
 
 
 def _add(name: str, update: FieldUpdate, context: _Context) -> FieldPlan:
-    """A declared field Blink lacks: added with its declaration as the ``POST`` body (refused when
-    required on a table with rows and no backfill)."""
+    """
+    Return a declared field Blink lacks.
+
+    Added with its declaration as the ``POST`` body (refused when required on a table with rows and no backfill).
+    """
     targets, table = context.targets, context.table
     problems = contradictions(update)
     if problems:
@@ -874,8 +942,11 @@ def _add(name: str, update: FieldUpdate, context: _Context) -> FieldPlan:
 
 
 def _removal(name: str, held: TableField | None, facts: RowFacts) -> FieldPlan:
-    """A tombstone: the field removed with its values, refused for Blink's own fields, or
-    ``unchanged`` when Blink has no such field."""
+    """
+    Return a tombstone.
+
+    The field removed with its values, refused for Blink's own fields, or ``unchanged`` when Blink has no such field.
+    """
     if held is None:
         return FieldPlan(name, Action.UNCHANGED, risk=f"Blink has no field {name!r}: nothing to remove")
     blink_name = str(held.name) if held.name != name else ""
@@ -893,7 +964,7 @@ def _removal(name: str, held: TableField | None, facts: RowFacts) -> FieldPlan:
 def _against_blink(
     name: str, update: FieldUpdate, held: TableField, recorded: Any, replace: bool, context: _Context
 ) -> FieldPlan:
-    """One declared field against Blink's: the merged body (unless ``replace``), with its drift."""
+    """Return one declared field against Blink's: the merged body (unless ``replace``), with its drift."""
     markers = held.attributes or {}
     if any(markers.get(marker) is True for marker in READ_ONLY_ATTRIBUTES):
         why = f"{name!r} is one of Blink's own system fields, which Blink keeps to itself"
@@ -908,8 +979,11 @@ def _against_blink(
 
 
 def _kept_checks(update: FieldUpdate, held: Mapping[str, Any]) -> tuple[str, ...]:
-    """The checks Blink enforces on the field (``held``: its attributes) that the declaration
-    leaves out: the merge keeps them."""
+    """
+    Return the checks Blink enforces on the field (``held``: its attributes) that the declaration leaves out.
+
+    The merge keeps them.
+    """
     given = update.attributes.model_dump(exclude_none=True) if update.attributes is not None else {}
     return tuple(check for check in _ENFORCED if check not in given and held.get(check) is True)
 
@@ -925,8 +999,12 @@ def _against(
     body: FieldUpdate,
     held: tuple[str, _Context] | None = None,
 ) -> FieldPlan:
-    """One field's plan: ``body`` (what would be sent) against ``before`` (None: nothing known),
-    judged with the rows of Blink's field ``held`` names (none without a live read)."""
+    """
+    Return one field's plan.
+
+    ``body`` (what would be sent) against ``before`` (None: nothing known), judged with the rows of Blink's field
+    ``held`` names (none without a live read).
+    """
     problems = contradictions(body)
     if problems:
         return FieldPlan(name, Action.REFUSED, risk=f"the declaration contradicts itself: {'; '.join(problems)}")
@@ -953,8 +1031,12 @@ def _retype(
     held: tuple[str, _Context] | None,
     how: str,
 ) -> FieldPlan:
-    """A declared type change (``type_change``): a ``retype`` whose body is the new field's
-    declaration, judged with the rows (:func:`._rows.judge_retype`), or refused."""
+    """
+    Return a declared type change (``type_change``).
+
+    A ``retype`` whose body is the new field's declaration, judged with the rows (:func:`._rows.judge_retype`), or
+    refused.
+    """
     members, values = shown
     before, update = sides
     blink_name, context = held or (name, _Context({}, "", NOTHING_READ, {}))
@@ -966,7 +1048,7 @@ def _retype(
 
 
 def _retyped(name: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
-    """Why a type change is refused, and what to do instead."""
+    """Return why a type change is refused, and what to do instead."""
     return (
         f"the type would change from {before['type']!r} to {after.get('type')!r}; Blink refuses type changes: "
         f"add a new field of the new type (another name and display name), copy the values over, then "
@@ -981,7 +1063,7 @@ def _judged(
     sides: tuple[Mapping[str, Any], Mapping[str, Any], FieldUpdate],
     held: tuple[str, _Context] | None,
 ) -> FieldPlan:
-    """A change, judged with the rows (:func:`._rows.judge_change`): refused, or sent with its risk."""
+    """Return a change, judged with the rows (:func:`._rows.judge_change`): refused, or sent with its risk."""
     members, values = shown
     before, after, body = sides
     blink_name, context = held or (name, _Context({}, "", NOTHING_READ, {}))
@@ -993,7 +1075,7 @@ def _judged(
 
 
 def _changed_by(held: TableField) -> str:
-    """`` (by <who>, <when>)`` as Blink says who changed the field last, and when."""
+    """Return `` (by <who>, <when>)`` as Blink says who changed the field last, and when."""
     when = ""
     if isinstance(held.updated_at, int) and not isinstance(held.updated_at, bool):
         try:
@@ -1012,9 +1094,12 @@ def _member(body: Mapping[str, Any], member: str) -> Any:
 
 
 def differing_members(declared: Mapping[str, Any], recorded: Mapping[str, Any]) -> list[str]:
-    """The members of two field bodies that differ: ``type``, ``display_name``, ``description``,
-    and each attribute as ``attributes.<name>`` (an absent attribute and an absent ``attributes``
-    count as unset)."""
+    """
+    Return the members of two field bodies that differ.
+
+    ``type``, ``display_name``, ``description``, and each attribute as ``attributes.<name>`` (an absent attribute and an
+    absent ``attributes`` count as unset).
+    """
     members = [name for name in ("type", "display_name") if declared.get(name) != recorded.get(name)]
     if (declared.get("description") or "") != (recorded.get("description") or ""):
         members.append("description")
@@ -1022,15 +1107,18 @@ def differing_members(declared: Mapping[str, Any], recorded: Mapping[str, Any]) 
 
 
 def _differing_attributes(after: Mapping[str, Any], before: Any) -> list[str]:
-    """``attributes.<name>`` for each attribute that differs (a malformed ``before``: none set)."""
+    """Return ``attributes.<name>`` for each attribute that differs (a malformed ``before``: none set)."""
     before = before if isinstance(before, Mapping) else {}
     return [f"attributes.{name}" for name in sorted(set(after) | set(before)) if after.get(name) != before.get(name)]
 
 
 def removal_refused(name: str, held: TableField) -> str:
-    """Why no one may remove Blink's field ``held`` (declared as ``name``), whoever approves: it is
-    one of Blink's system or protected fields. "" when a removal of it may be let through (by a
-    person's Approve, or ``acknowledge_risks``: :func:`admit`)."""
+    """
+    Return why no one may remove Blink's field ``held`` (declared as ``name``), whoever approves.
+
+    It is one of Blink's system or protected fields. "" when a removal of it may be let through (by a person's Approve,
+    or ``acknowledge_risks``: :func:`admit`).
+    """
     markers = held.attributes or {}
     if any(markers.get(marker) is True for marker in READ_ONLY_ATTRIBUTES):
         return f"{name!r} is one of Blink's system or protected fields, which Blink does not let anyone remove"

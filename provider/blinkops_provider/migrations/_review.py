@@ -1,8 +1,9 @@
-"""The gate: who may let a plan through, and what it may remove, in one place. The review
-policies (when a person is asked), which fields no one may remove (:func:`removal_refused`,
-which the plan asks for each tombstone), and whether a plan may be applied (:func:`admit`: the
-approved plan is the one that would be applied, and a removal is approved or acknowledged). Every
-apply asks :func:`admit` before it sends anything.
+"""
+The gate: who may let a plan through, and what it may remove, in one place.
+
+The review policies (when a person is asked), which fields no one may remove (:func:`removal_refused`, which the plan
+asks for each tombstone), and whether a plan may be applied (:func:`admit`: the approved plan is the one that would be
+applied, and a removal is approved or acknowledged). Every apply asks :func:`admit` before it sends anything.
 
 What a person answered is read by the operators, where Airflow keeps it, and handed in
 (``approval``); nothing here reads Airflow. A removal is sent only with a person's Approve read
@@ -41,8 +42,11 @@ if TYPE_CHECKING:
 
 
 class Planned(Protocol):
-    """What the gate reads of a plan (:class:`~blinkops_provider.migrations.SchemaPlan`; the plan
-    module asks this one what may be removed, so this one does not import it)."""
+    """
+    What the gate reads of a plan (:class:`~blinkops_provider.migrations.SchemaPlan`).
+
+    The plan module asks this one what may be removed, so this one does not import it.
+    """
 
     @property
     def ws_id(self) -> str: ...
@@ -73,7 +77,8 @@ REVIEW_POLICIES = {
 
 
 def check_review_policy(policy: Any) -> str:
-    """Return ``policy`` when it is a review policy: ``always``, ``changes``, ``destructive`` or ``never``.
+    """
+    Return ``policy`` when it is a review policy: ``always``, ``changes``, ``destructive`` or ``never``.
 
     :raises BlinkInputError: anything else, naming what is allowed.
     """
@@ -84,14 +89,17 @@ def check_review_policy(policy: Any) -> str:
 
 
 def rows_of(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """A plan XCom's field rows (anything malformed left out)."""
+    """Return a plan XCom's field rows (anything malformed left out)."""
     rows = plan.get("fields")
     return [row for row in rows if isinstance(row, Mapping)] if isinstance(rows, list) else []
 
 
 def risky(plan: Mapping[str, Any], *, acknowledged: bool = False) -> bool:
-    """Whether a plan refuses or destroys anything, by its rows (not its stored counts); a removal
-    the DAG acknowledged, or of a field the plan counted empty in every row, does not count."""
+    """
+    Return whether a plan refuses or destroys anything, by its rows (not its stored counts).
+
+    A removal the DAG acknowledged, or of a field the plan counted empty in every row, does not count.
+    """
     return any(
         row.get("action") == Action.REFUSED
         or (row.get("action") in REMOVING and row.get("destructive") is not False and not acknowledged)
@@ -101,18 +109,24 @@ def risky(plan: Mapping[str, Any], *, acknowledged: bool = False) -> bool:
 
 
 def changes(plan: Mapping[str, Any]) -> bool:
-    """Whether a plan adds, changes, removes or refuses anything, or creates or changes the table,
-    by its rows (not its stored flag)."""
+    """
+    Return whether a plan adds, changes, removes or refuses anything, or creates or changes the table.
+
+    By its rows (not its stored flag).
+    """
     table = plan.get("table_plan")
     touched = isinstance(table, Mapping) and table.get("action") not in (None, Action.UNCHANGED)
     return touched or any(row.get("action") != Action.UNCHANGED for row in rows_of(plan))
 
 
 def review_needed(plans: Sequence[Mapping[str, Any]], policy: str = CHANGES, *, acknowledged: bool = False) -> bool:
-    """Whether a person must approve these plans under ``policy`` (``always``, ``changes``,
-    ``destructive`` or ``never``), judged from their rows (an edited ``counts`` or ``has_changes`` changes nothing).
-    ``acknowledged``: the DAG acknowledged removals (``acknowledge_risks``), which spares a review
-    only under ``destructive``."""
+    """
+    Return whether a person must approve these plans under ``policy``.
+
+    ``policy`` is ``always``, ``changes``, ``destructive`` or ``never``, judged from the plans'
+    rows (an edited ``counts`` or ``has_changes`` changes nothing). ``acknowledged``: the DAG
+    acknowledged removals (``acknowledge_risks``), which spares a review only under ``destructive``.
+    """
     policy = check_review_policy(policy)
     if policy in (ALWAYS, NEVER):
         return policy == ALWAYS
@@ -122,8 +136,12 @@ def review_needed(plans: Sequence[Mapping[str, Any]], policy: str = CHANGES, *, 
 
 
 def who_let_through(approval: Mapping[str, str] | None, acknowledged: bool) -> dict[str, Any]:
-    """What an apply's XCom and record say let its plan through: ``{"approved_by", "approved_at"}``
-    (a person's Approve), ``{"acknowledged": True}`` (the DAG's ``acknowledge_risks``), or nothing."""
+    """
+    Return what an apply's XCom and record say let its plan through.
+
+    ``{"approved_by", "approved_at"}`` (a person's Approve), ``{"acknowledged": True}`` (the DAG's
+    ``acknowledge_risks``), or nothing.
+    """
     return dict(approval) if approval else {"acknowledged": True} if acknowledged else {}
 
 
@@ -132,7 +150,11 @@ SHOWN_REMOVALS = 20
 
 
 def check_approval(approval: Any) -> None:
-    """:raises BlinkInputError: ``approval`` is neither None nor ``{"approved_by", "approved_at"}`` texts."""
+    """
+    Check an approval.
+
+    :raises BlinkInputError: ``approval`` is neither None nor ``{"approved_by", "approved_at"}`` texts.
+    """
     if approval is None:
         return
     if not isinstance(approval, Mapping) or not all(
@@ -151,10 +173,12 @@ def admit(
     approval: Mapping[str, str] | None,
     acknowledge_risks: bool,
 ) -> dict[str, Any]:
-    """Whether ``planned`` may be applied, asked once by every apply before it sends anything:
-    it must be the approved plan when one is given (its staleness,
-    :meth:`~blinkops_provider.migrations.SchemaPlan.check_approved`), and its removals approved in
-    review or acknowledged. Logs who let it through.
+    """
+    Return whether ``planned`` may be applied, asked once by every apply before it sends anything.
+
+    It must be the approved plan when one is given (its staleness,
+    :meth:`~blinkops_provider.migrations.SchemaPlan.check_approved`), and its removals approved in review or
+    acknowledged. Logs who let it through.
 
     :returns: who let it through, for the record (:func:`who_let_through`).
     :raises BlinkStalePlanError: the approved plan is not what would be applied now.
@@ -167,9 +191,11 @@ def admit(
 
 
 def _check_loss(log: Any, planned: Planned, approval: Mapping[str, str] | None, acknowledge_risks: bool) -> None:
-    """Say who let the plan through; refuse a plan that removes fields unless a person approved
-    it in review (``approval``, read from Airflow's record of the answer by the task that asked:
-    the operators' ``approval_from_record``) or the apply was given
+    """
+    Say who let the plan through.
+
+    Refuse a plan that removes fields unless a person approved it in review (``approval``, read from Airflow's record of
+    the answer by the task that asked: the operators' ``approval_from_record``) or the apply was given
     ``acknowledge_risks=True``. Nothing in the plan's XCom counts as an approval.
 
     A removal of a field the plan counted empty in every row loses nothing and needs neither.
@@ -205,10 +231,13 @@ def _say_who(log: Any, planned: Planned, approval: Mapping[str, str] | None, ack
 
 
 def plan_markdown(plan: Mapping[str, Any], acknowledged: bool = False) -> str:
-    """One table's plan (its XCom) as Markdown, as the review shows it and ``blink-schema plan
-    --format markdown`` prints it for a pull request: the fingerprint and the table first, then
-    the plan's text (its summary line, refused and destructive rows first, removals first with
-    their row counts, then the table of every field, the unchanged ones folded into one row)."""
+    """
+    Return one table's plan (its XCom) as Markdown.
+
+    As the review shows it and ``blink-schema plan --format markdown`` prints it for a pull request: the fingerprint and
+    the table first, then the plan's text (its summary line, refused and destructive rows first, removals first with
+    their row counts, then the table of every field, the unchanged ones folded into one row).
+    """
     removes = any(row.get("action") in REMOVING for row in rows_of(plan))
     said = ["", "The DAG already acknowledged the removals below (acknowledge_risks=True)."]
     name = one_line(f"{plan.get('ws_id')}/{plan.get('table')}")
@@ -231,7 +260,7 @@ MIN_REVIEW_CHARS = 1_000
 
 
 def _name(plan: Mapping[str, Any]) -> str:
-    """``ws/table`` on one line, whatever the names hold (no line break can forge a review line)."""
+    """Return ``ws/table`` on one line, whatever the names hold (no line break can forge a review line)."""
     return one_line(f"{plan.get('ws_id')}/{plan.get('table')}")
 
 
@@ -261,7 +290,7 @@ def _line(plan: Mapping[str, Any]) -> str:
 
 
 def _fit(items: Sequence[str], room: int, sep: str) -> tuple[list[str], int]:
-    """The first of ``items`` whose joined length fits in ``room``, and how many are left out."""
+    """Return the first of ``items`` whose joined length fits in ``room``, and how many are left out."""
     kept: list[str] = []
     used = 0
     for item in items:
@@ -273,8 +302,10 @@ def _fit(items: Sequence[str], room: int, sep: str) -> tuple[list[str], int]:
 
 
 def fleet_review(plans: Sequence[Mapping[str, Any]], *, max_chars: int = MAX_REVIEW_CHARS) -> str:
-    """The text of one review of many tables' plans (Markdown, which reads as plain text too),
-    at most ``max_chars`` long whatever the number of tables.
+    """
+    Return the text of one review of many tables' plans (Markdown, which reads as plain text too).
+
+    At most ``max_chars`` long whatever the number of tables.
 
     What a table needs is read from its rows, never from its stored counts; every name is written
     on one line. The tables with refused or destructive changes come first; each changed table is
@@ -301,20 +332,20 @@ def fleet_review(plans: Sequence[Mapping[str, Any]], *, max_chars: int = MAX_REV
 
 
 def _baseline_lines(changed: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Each baseline paragraph the changed plans use, once for the fleet rather than once a table."""
+    """Return each baseline paragraph the changed plans use, once for the fleet rather than once a table."""
     said = [text for text in (BASELINE, RECORD_BASELINE) if any(p.get("baseline") == text for p in changed)]
     return [line for text in said for line in ("", text)]
 
 
 def _changed_lines(changed: Sequence[Mapping[str, Any]], room: int) -> list[str]:
-    """One line per table to change while they fit in ``room``, then how many more."""
+    """Return one line per table to change while they fit in ``room``, then how many more."""
     listed, left = _fit([_line(plan) for plan in changed], room, "\n")
     more = [f"- and {left} more table(s) to change: their plans are in their plan tasks' XCom"] if left else []
     return [*listed, *more]
 
 
 def _unchanged_lines(unchanged: Sequence[str], room: int) -> list[str]:
-    """The tables with nothing to change, named while they fit in ``room``, then counted."""
+    """Return the tables with nothing to change, named while they fit in ``room``, then counted."""
     if not unchanged:
         return []
     names, more = _fit(list(unchanged), room, ", ")
@@ -322,8 +353,11 @@ def _unchanged_lines(unchanged: Sequence[str], room: int) -> list[str]:
 
 
 def _table_rows(changed: Sequence[Mapping[str, Any]], room: int) -> str:
-    """Each changed table's rows while they fit in ``room``, then what was left out: named while
-    that fits, else counted (a table's rows give way to the note that names the rest)."""
+    """
+    Return each changed table's rows while they fit in ``room``, then what was left out.
+
+    Named while that fits, else counted (a table's rows give way to the note that names the rest).
+    """
     blocks = [f"\n\n### {_name(plan)}\n\n{_text_rows(plan)}" for plan in changed]
     shown = 0
     while shown < len(blocks) and sum(map(len, blocks[: shown + 1])) <= room:
@@ -349,7 +383,7 @@ def _left_out(names: Sequence[str], room: int) -> str:
 
 
 def _text_rows(plan: Mapping[str, Any]) -> str:
-    """A plan's text without the baseline paragraph, which the fleet's review says once."""
+    """Return a plan's text without the baseline paragraph, which the fleet's review says once."""
     baselines = (BASELINE, RECORD_BASELINE)
     return "\n\n".join(part for part in str(plan.get("text", "")).split("\n\n") if part.strip() not in baselines)
 
@@ -369,7 +403,7 @@ def _outcome(result: Mapping[str, Any] | None) -> str:
 
 
 def _waits(result: Mapping[str, Any] | None) -> int:
-    """The 429 answers an apply met, as it reports them (anything but a count is none)."""
+    """Return the 429 answers an apply met, as it reports them (anything but a count is none)."""
     waits = (result or {}).get("rate_limited")
     return waits if isinstance(waits, int) and not isinstance(waits, bool) and waits > 0 else 0
 
@@ -381,9 +415,11 @@ def fleet_summary(
     rejected: bool = False,
     plans: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """What became of each table of a fleet once its applies are over: applied, unchanged,
-    failed (with its cause in one line), stale, or rejected (``rejected``: the review rejected
-    the plans, so no apply ran and every table is ``rejected``).
+    """
+    Return what became of each table of a fleet once its applies are over.
+
+    Applied, unchanged, failed (with its cause in one line), stale, or rejected (``rejected``: the review rejected the
+    plans, so no apply ran and every table is ``rejected``).
 
     :param tables: the tables, each with ``ws_id`` and ``table``, in the applies' map order.
     :param results: each apply's XCom (the :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator`
@@ -417,17 +453,17 @@ def fleet_summary(
 
 
 def _unchanged_plans(plans: Sequence[Mapping[str, Any]] | None) -> set[str]:
-    """The tables whose plan changes nothing."""
+    """Return the tables whose plan changes nothing."""
     return {_name(plan) for plan in plans or () if isinstance(plan, Mapping) and not changes(plan)}
 
 
 def _rejected(unchanged: bool) -> TableOutcome:
-    """A table's outcome when the review rejected the plans: unchanged when its plan changed nothing."""
+    """Return a table's outcome when the review rejected the plans: unchanged when its plan changed nothing."""
     return TableOutcome.UNCHANGED if unchanged else TableOutcome.REJECTED
 
 
 def _why_failed(result: Mapping[str, Any] | None) -> str:
-    """Why an apply failed, in one line."""
+    """Return why an apply failed, in one line."""
     why = one_line(str((result or {}).get("error") or _fields_failed(result) or "no result: see its task's log"))
     return why if len(why) <= WHY_CHARS else why[: WHY_CHARS - 1] + "…"
 
@@ -473,9 +509,12 @@ RECORD_BASELINE = (
 
 
 def plan_text(plan: SchemaPlan) -> str:
-    """The plan as text for the log and for a reviewer: a summary line, refused and
-    destructive changes first, the baseline, and a table of the fields with their values
-    (Markdown, which reads as plain text too)."""
+    """
+    Return the plan as text for the log and for a reviewer.
+
+    A summary line, refused and destructive changes first, the baseline, and a table of the fields with their values
+    (Markdown, which reads as plain text too).
+    """
     lines = [] if not plan.unread else [f"Blink's live schema could not be read ({plan.unread}): {RECORD_FALLBACK}"]
     if plan.table_plan.action == Action.CREATE:
         lines.append(_creation(plan))
@@ -492,7 +531,7 @@ def plan_text(plan: SchemaPlan) -> str:
 
 
 def _summary_line(plan: SchemaPlan) -> str:
-    """``Plan <fingerprint> for ws/table: n to add, ... (where the record is)``."""
+    """Return ``Plan <fingerprint> for ws/table: n to add, ... (where the record is)``."""
     counts = plan.counts
     since = f"recorded {plan.recorded_at}" if plan.recorded_at else "none recorded yet"
     removing = f", {counts[Action.REMOVE]} to remove" if counts[Action.REMOVE] else ""
@@ -506,7 +545,7 @@ def _summary_line(plan: SchemaPlan) -> str:
 
 
 def _left_alone(plan: SchemaPlan) -> list[str]:
-    """The closing lines: removals with nothing to remove, and the fields not declared."""
+    """Return the closing lines: removals with nothing to remove, and the fields not declared."""
     lines = []
     gone = [row.field for row in plan.fields if row.action == Action.UNCHANGED and row.risk]
     if gone:
@@ -519,8 +558,12 @@ def _left_alone(plan: SchemaPlan) -> list[str]:
 
 
 def log_plan(plan: SchemaPlan, log: Any) -> None:
-    """Log the plan: its summary, refused and destructive changes, and each field that is
-    added or changed, one line each; unchanged fields are counted, not listed."""
+    """
+    Log the plan.
+
+    Its summary, refused and destructive changes, and each field that is added or changed, one line each; unchanged
+    fields are counted, not listed.
+    """
     text = plan_text(plan).split("\n| field | action | details |")[0]
     for line in text.splitlines():
         if line and line != plan.baseline:  # plain text: no Markdown emphasis, bullets as indents
@@ -561,8 +604,7 @@ def _removals_first(plan: FieldPlan) -> bool:
 
 
 def _flagged(fields: Sequence[FieldPlan]) -> list[str]:
-    """The refused, destructive (removals first) and drifted rows, each kind under its heading
-    (none: no heading)."""
+    """Return the refused, destructive (removals first) and drifted rows, each kind under its heading."""
     lines: list[str] = []
     for heading, flagged, said in _FLAGS:
         rows = sorted((plan for plan in fields if flagged(plan)), key=_removals_first)
@@ -571,8 +613,12 @@ def _flagged(fields: Sequence[FieldPlan]) -> list[str]:
 
 
 def _field_rows(fields: Sequence[FieldPlan], against_blink: bool) -> list[str]:
-    """The table's rows: one per field to add, change or refuse, then the unchanged ones folded
-    into one row with their count and names (Blink's name beside a field's where they differ)."""
+    """
+    Return the table's rows.
+
+    One per field to add, change or refuse, then the unchanged ones folded into one row with their count and names
+    (Blink's name beside a field's where they differ).
+    """
     rows = [
         f"| {_cell(p.field)} | {_action_cell(p)} | {_details(p, against_blink)} |"
         for p in fields
@@ -590,7 +636,7 @@ def _field_rows(fields: Sequence[FieldPlan], against_blink: bool) -> list[str]:
 
 
 def _creation(plan: SchemaPlan) -> str:
-    """The plan's first line when it creates the table."""
+    """Return the plan's first line when it creates the table."""
     shown = dict((member, after) for member, _, after in plan.table_plan.values)
     adds = [row.field for row in plan.fields if row.action == Action.ADD]
     return (
@@ -600,7 +646,7 @@ def _creation(plan: SchemaPlan) -> str:
 
 
 def _table_lines(table: TablePlan) -> list[str]:
-    """The table's own change (its display name or description), and what could not be planned."""
+    """Return the table's own change (its display name or description), and what could not be planned."""
     lines: list[str] = []
     if table.action == Action.CHANGE:
         shown = "; ".join(f"{member}: {show(before)} → {show(after)}" for member, before, after in table.values)
@@ -630,13 +676,13 @@ def _details(plan: FieldPlan, against_blink: bool) -> str:
 
 
 def _posted(body: FieldUpdate) -> str:
-    """An add's ``POST`` body as its row shows it, cut at :data:`POSTED_CHARS`."""
+    """Return an add's ``POST`` body as its row shows it, cut at :data:`POSTED_CHARS`."""
     text = json.dumps(body.to_body(), ensure_ascii=False, sort_keys=True)
     return text if len(text) <= POSTED_CHARS else text[: POSTED_CHARS - 1] + "…"
 
 
 def _changed(plan: FieldPlan) -> str:
-    """A change's (or a refused change's) members, before and after, with what Blink keeps enforcing."""
+    """Return a change's (or a refused change's) members, before and after, with what Blink keeps enforcing."""
     shown = "; ".join(f"{member}: {show(before)} → {show(after)}" for member, before, after in plan.values)
     if plan.kept and plan.action == Action.CHANGE:
         shown += f" (Blink keeps enforcing {' and '.join(plan.kept)}: not declared, sent as held)"

@@ -1,4 +1,5 @@
-"""What a plan knows of the table's rows, and the risk rules judged with them.
+"""
+What a plan knows of the table's rows, and the risk rules judged with them.
 
 A change that touches data is judged from the rows, counted, never from Blink's estimate:
 
@@ -129,7 +130,7 @@ _RULES: dict[str, tuple[frozenset[str], str, Converter]] = {
 
 
 def rule(source: str, target: str) -> tuple[str, Converter | None]:
-    """How a ``source`` value becomes a ``target`` one, and the converter (None: refused, and why)."""
+    """Return how a ``source`` value becomes a ``target`` one, and the converter (None: refused, and why)."""
     if source == target:
         return "the same type: not a retype", None
     for kind in (source, target):
@@ -144,14 +145,18 @@ def rule(source: str, target: str) -> tuple[str, Converter | None]:
 
 
 def convert(value: Any, source: str, target: str, options: Sequence[Any] = ()) -> tuple[bool, Any]:
-    """``value`` of a ``source`` field as a ``target`` one: ``(True, converted)``, or ``(False, None)``."""
+    """Return ``value`` of a ``source`` field as a ``target`` one: ``(True, converted)``, or ``(False, None)``."""
     _, converter = rule(source, target)
     return converter(value, options) if converter is not None else (False, None)
 
 
 def table() -> str:
-    """The rules as a Markdown table: a row per source type, a column per target type; ``·`` the
-    same type, ``✗`` refused, else a number into the list of ways below it."""
+    """
+    Return the rules as a Markdown table.
+
+    A row per source type, a column per target type; ``·`` the same type, ``✗`` refused, else a number into the list of
+    ways below it.
+    """
     ways: list[str] = []
     rows = []
     for source in USER_TYPES:
@@ -175,8 +180,11 @@ SHOWN_REPEATS = 20
 
 
 def empty(value: Any) -> bool:
-    """Whether a record's value counts as empty: missing, null, ``""`` or an empty list (Blink
-    does not publish which it stores; all three are read as empty)."""
+    """
+    Return whether a record's value counts as empty.
+
+    Missing, null, ``""`` or an empty list (Blink does not publish which it stores; all three are read as empty).
+    """
     return value is None or value == "" or value == []
 
 
@@ -210,17 +218,18 @@ class Tally:
     """For a retype: the values that do not convert (by ``repr``), with their rows."""
 
     def unconverted(self) -> list[tuple[Any, int]]:
-        """The values that do not convert, the most held first."""
+        """Return the values that do not convert, the most held first."""
         return [(self.shown[key], n) for key, n in self.failed.most_common()]
 
     def repeats(self) -> list[tuple[Any, int]]:
-        """The values held by more than one row, the most held first."""
+        """Return the values held by more than one row, the most held first."""
         return [(self.shown[key], n) for key, n in self.values.most_common() if n > 1]
 
 
 @dataclass(frozen=True)
 class RowFacts:
-    """The table's rows as the plan counted them.
+    """
+    The table's rows as the plan counted them.
 
     :ivar total: the rows counted (None: the rows could not be read, ``unread`` says why).
     :ivar estimate: Blink's ``estimated_records_count`` (None: Blink does not say).
@@ -275,9 +284,12 @@ def _try(counted: Tally, value: Any, retype: tuple[str, str, tuple[Any, ...]]) -
 
 
 def read_rows(hook: Any, ws_id: str, table: str, needs: Sequence[Need], estimate: int | None) -> RowFacts:
-    """The rows the needs ask about: counted from Blink's ``total`` (one request per option)
-    when no need asks what only the rows' values tell, else by one walk of the table.
-    Blink not serving the read (404, 403, 405) gives facts that say why, with the estimate."""
+    """
+    Return the rows the needs ask about.
+
+    Counted from Blink's ``total`` (one request per option) when no need asks what only the rows' values tell, else by
+    one walk of the table. Blink not serving the read (404, 403, 405) gives facts that say why, with the estimate.
+    """
     if not needs:
         return NOTHING_READ
     try:
@@ -312,7 +324,7 @@ def _by_totals(hook: Any, ws_id: str, table: str, needs: Sequence[Need], estimat
 
 
 def removal_said(facts: RowFacts, name: str) -> tuple[str, int | None, bool]:
-    """A removal's risk, its rows, and whether it loses anything (a field empty in every row does not)."""
+    """Return a removal's risk, its rows, and whether it loses anything (a field empty in every row does not)."""
     if facts.counted:
         filled = facts.of(name).filled
         if not filled:
@@ -337,7 +349,7 @@ class Judged:
 def judge_change(
     after: Mapping[str, Any], before: Mapping[str, Any], name: str, facts: RowFacts, backfill: Any = None
 ) -> Judged:
-    """The risk rules of a change (``after`` the body sent, ``before`` Blink's field), with the rows."""
+    """Return the risk rules of a change (``after`` the body sent, ``before`` Blink's field), with the rows."""
     risks, refusals, counts = _options_removed(after, before, name, facts)
     risks += _reference_moved(after, before)
     for check, said in (("required", _required_on), ("is_unique", _unique_on)):
@@ -352,7 +364,7 @@ def judge_change(
 
 
 def judge_add(update_body: Mapping[str, Any], facts: RowFacts, backfill: Any = None) -> Judged:
-    """A new field: required on a table with rows needs a backfill."""
+    """Return a new field: required on a table with rows needs a backfill."""
     counts: dict[str, Any] = {}
     if facts.counted and backfill is not None:
         counts["backfill"] = facts.total
@@ -422,7 +434,7 @@ def _options_removed(
 
 
 def options_removed(after: Mapping[str, Any], before: Mapping[str, Any]) -> list[Any]:
-    """The options of a select that the change drops."""
+    """Return the options of a select that the change drops."""
     old, new = _member(before, "options"), _member(after, "options")
     kept = new if isinstance(new, list) else []
     return [option for option in old if option not in kept] if isinstance(old, list) else []
@@ -445,7 +457,7 @@ def _member(body: Mapping[str, Any], attribute: str) -> Any:
 
 
 def needs_of(rows: Iterable[Any], backfills: Mapping[str, Any]) -> list[Need]:
-    """What each planned row needs to know of the rows (``rows``: the schema-only plan's field rows)."""
+    """Return what each planned row needs to know of the rows (``rows``: the schema-only plan's field rows)."""
     return [need for row in rows if (need := _need(row, backfills)) is not None]
 
 
@@ -461,20 +473,20 @@ def _need(row: Any, backfills: Mapping[str, Any]) -> Need | None:
 
 
 def _sides(values: Iterable[tuple[str, Any, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The attributes that differ, before and after, from a plan row's ``values``."""
+    """Return the attributes that differ, before and after, from a plan row's ``values``."""
     changed = [(m.split(".", 1)[1], b, a) for m, b, a in values if m.startswith("attributes.")]
     return {m: b for m, b, _ in changed}, {m: a for m, _, a in changed}
 
 
 def _retype_need(row: Any, body: Mapping[str, Any]) -> Need:
-    """A retype's need: every value of the field, tried against the new type."""
+    """Return a retype's need: every value of the field, tried against the new type."""
     types = next((before, after) for member, before, after in row.values if member == "type")
     retype = (str(types[0]), str(types[1]), tuple(_member(body, "options") or ()))
     return Need(row.name_in_blink, filled=True, retype=retype)
 
 
 def _change_need(row: Any, body: Mapping[str, Any]) -> Need | None:
-    """A change's need: the checks it turns on, and the options it drops."""
+    """Return a change's need: the checks it turns on, and the options it drops."""
     before, after = _sides(row.values)
     on = [check for check in ("required", "is_unique") if after.get(check) is True and before.get(check) is not True]
     dropped = options_removed({"attributes": after}, {"attributes": before}) if "options" in after else []
@@ -485,8 +497,12 @@ def _change_need(row: Any, body: Mapping[str, Any]) -> Need | None:
 
 
 def judge_retype(name: str, before: Mapping[str, Any], after: Mapping[str, Any], facts: RowFacts, how: str) -> Judged:
-    """A declared type change: refused when the pair never converts, when the rows cannot be read,
-    or (``copy``) when a value does not convert; else the retype's plan, counted."""
+    """
+    Return a declared type change.
+
+    Refused when the pair never converts, when the rows cannot be read, or (``copy``) when a value does not convert;
+    else the retype's plan, counted.
+    """
     source, target = str(before.get("type")), str(after.get("type"))
     said, converter = rule(source, target)
     if converter is None:
@@ -519,8 +535,11 @@ def judge_retype(name: str, before: Mapping[str, Any], after: Mapping[str, Any],
 
 
 def _uncounted_retype(pair: str, said: str, facts: RowFacts) -> Judged:
-    """A retype whose rows were not read: planned, to be counted (the first look), or refused
-    (Blink does not serve the read: a copy needs it)."""
+    """
+    Return a retype whose rows were not read.
+
+    Planned, to be counted (the first look), or refused (Blink does not serve the read: a copy needs it).
+    """
     if facts.unread:
         why = f"the rows could not be read: {facts.unread}"
         return Judged(refusal=f"{pair} copies the values, which needs the rows read ({why})")

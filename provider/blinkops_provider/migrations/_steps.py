@@ -1,8 +1,10 @@
-"""How an approved plan is sent to Blink, in the order that can lose nothing: create the table
-(with its fields), add fields, change fields, change the table's display name or description, and
-remove fields last. A failure before the removals sends no removal. Each batch is sent
-``max_concurrency`` at a time (``blinkops_provider._batch``); what Blink confirmed, Blink's names
-of the fields it added included, is recorded, also when the apply is interrupted.
+"""
+How an approved plan is sent to Blink, in the order that can lose nothing.
+
+Create the table (with its fields), add fields, change fields, change the table's display name or description, and
+remove fields last. A failure before the removals sends no removal. Each batch is sent ``max_concurrency`` at a time
+(``blinkops_provider._batch``); what Blink confirmed, Blink's names of the fields it added included, is recorded, also
+when the apply is interrupted.
 
 The plan speaks in actions; this module alone maps them to the hook's endpoints: ``create`` (the
 table) to :meth:`~blinkops_provider.hooks.blink.BlinkHook.create_table`, an ``add`` against
@@ -62,10 +64,11 @@ from blinkops_provider.models import FieldUpdate, NewTable, TableField
 
 @dataclass
 class ApplyResult(FieldUpdates):
-    """Every declared field's outcome, keyed by the declared names: a
-    :class:`~blinkops_provider.hooks.blink.FieldUpdates` (the same members and methods, read the
-    same way) that also knows the plan it followed, so an outcome says ``added``, ``changed`` or
-    ``removed`` where a batch says ``applied``.
+    """
+    Every declared field's outcome, keyed by the declared names.
+
+    A :class:`~blinkops_provider.hooks.blink.FieldUpdates` (the same members and methods, read the same way) that also
+    knows the plan it followed, so an outcome says ``added``, ``changed`` or ``removed`` where a batch says ``applied``.
 
     A field is ``failed`` when it was refused by the plan, by Blink, or not sent; ``unconfirmed``
     holds also an add that Blink's fields read then did not show once.
@@ -99,15 +102,18 @@ class ApplyResult(FieldUpdates):
         return self
 
     def names(self) -> dict[str, str]:
-        """Blink's name of each declared field where it is not the declared name, by declared name:
-        of a field this apply added (where Blink's answer or read gave it), and of one the plan found
-        under another name (by its display name, or the record's note), whatever its outcome."""
+        """
+        Return Blink's name of each declared field where it is not the declared name, by declared name.
+
+        Of a field this apply added (where Blink's answer or read gave it), and of one the plan found under another name
+        (by its display name, or the record's note), whatever its outcome.
+        """
         names = {row.field: row.blink_name for row in self.plan.fields if row.blink_name} if self.plan else {}
         names.update(self._added_names())
         return {name: names[name] for name in self.order if name in names}
 
     def _added_names(self) -> dict[str, str]:
-        """Blink's name of each field this apply added, where Blink's answer or read gave it."""
+        """Return Blink's name of each field this apply added, where Blink's answer or read gave it."""
         classify = self._classifier()
         return {
             name: stored.name
@@ -123,10 +129,13 @@ class ApplyResult(FieldUpdates):
         return super().ok
 
     def outcome(self, name: str) -> str:
-        """What happened to a declared field: ``added``, ``changed``, ``removed`` or ``unchanged``
-        (as planned, and confirmed by Blink or skipped), ``applied`` (confirmed, with no plan),
-        ``failed`` (refused, or not sent) or ``unknown`` (sent, perhaps applied: in flight when
-        interrupted, or answered with a 2xx that is not Blink's answer)."""
+        """
+        Return what happened to a declared field.
+
+        ``added``, ``changed``, ``removed`` or ``unchanged`` (as planned, and confirmed by Blink or skipped),
+        ``applied`` (confirmed, with no plan), ``failed`` (refused, or not sent) or ``unknown`` (sent, perhaps applied:
+        in flight when interrupted, or answered with a 2xx that is not Blink's answer).
+        """
         return super().outcome(name)
 
     def _classifier(self) -> Callable[[str], str]:
@@ -148,7 +157,8 @@ PROGRESS_EVERY = 500
 
 @dataclass
 class Fill:
-    """One field's backfill in one table (the same steps as a copy's, below).
+    """
+    One field's backfill in one table (the same steps as a copy's, below).
 
     :param name: Blink's name of the field.
     :param value: what its empty rows get.
@@ -177,7 +187,7 @@ class Fill:
         return written
 
     def _fill_one(self, record_id: Any) -> int:
-        """One row, read again and written whole with the value, if it is still empty: 1, else 0."""
+        """Return one row, read again and written whole with the value, if it is still empty: 1, else 0."""
         fresh = self.hook.get_record(self.ws_id, self.table, record_id)
         if not empty(fresh.get(self.name)):
             return 0
@@ -186,8 +196,11 @@ class Fill:
 
 
 def in_turn(pool: Executor, write: Callable[[Any], int], ids: list[Any], workers: int) -> int:
-    """``write`` of every id, ``workers`` at a time on ``pool``: each of ``workers`` tasks takes
-    its share of the ids in turn. The sum of what the writes return."""
+    """
+    Return ``write`` of every id, ``workers`` at a time on ``pool``.
+
+    Each of ``workers`` tasks takes its share of the ids in turn. The sum of what the writes return.
+    """
     shares = [ids[start::workers] for start in range(min(workers, len(ids)))]
     return sum(pool.map(lambda share: sum(write(one) for one in share), shares))
 
@@ -199,7 +212,8 @@ def _pages(rows: Iterator[Mapping[str, Any]], size: int) -> Iterator[list[Mappin
 
 @dataclass
 class Copy:
-    """One pass of a retype's copy: each row's old value, converted, written to the new field.
+    """
+    One pass of a retype's copy: each row's old value, converted, written to the new field.
 
     A row is due when its new field does not hold what its old value converts to (or holds a value
     while the old one is empty): rows copied already are not written again, so a rerun after a
@@ -224,8 +238,11 @@ class Copy:
     """The rows written at once (the apply's ``max_concurrency``)."""
 
     def run(self, pool: Executor, page_size: int = 500) -> tuple[int, int, int]:
-        """One pass over every row: ``(rows written, rows that hold the converted value, values
-        that do not convert)``."""
+        """
+        Return one pass over every row.
+
+        ``(rows written, rows that hold the converted value, values that do not convert)``.
+        """
         written = holding = failing = seen = 0
         for page in _pages(self.hook.iter_records(self.ws_id, self.table, page_size=page_size), page_size):
             due = []
@@ -241,8 +258,11 @@ class Copy:
         return written, holding, failing
 
     def wanted(self, row: Mapping[str, Any]) -> tuple[bool, Any]:
-        """What the row's new field should hold: ``(True, value or None)``, or ``(False, None)``
-        when its old value does not convert and the copy is strict."""
+        """
+        Return what the row's new field should hold.
+
+        ``(True, value or None)``, or ``(False, None)`` when its old value does not convert and the copy is strict.
+        """
         old = row.get(self.old)
         if empty(old):
             return True, None
@@ -252,7 +272,7 @@ class Copy:
         return (not self.strict), None
 
     def _copy_one(self, record_id: Any) -> int:
-        """One row, read again and written whole with its converted value, if still due: 1, else 0."""
+        """Return one row, read again and written whole with its converted value, if still due: 1, else 0."""
         fresh = self.hook.get_record(self.ws_id, self.table, record_id)
         ok, want = self.wanted(fresh)
         if not ok or not _differs(fresh.get(self.new), want):
@@ -262,7 +282,7 @@ class Copy:
 
 
 def _differs(held: Any, want: Any) -> bool:
-    """Whether the new field's value is not the one wanted (empty forms being one)."""
+    """Return whether the new field's value is not the one wanted (empty forms being one)."""
     return bool((None if empty(held) else held) != want)
 
 
@@ -278,7 +298,8 @@ def _options(body: Mapping[str, Any]) -> list[Any]:
 
 
 class Steps:
-    """One apply of ``plan`` to Blink through ``hook``, recorded in ``record``.
+    """
+    One apply of ``plan`` to Blink through ``hook``, recorded in ``record``.
 
     :param recorded: the record's bodies when the plan was made.
     :param only_changed: leave out the fields the plan finds unchanged also when the plan was made
@@ -338,9 +359,12 @@ class Steps:
         return self.complete(self._report(done), now(), raising=True)
 
     def _send(self, done: list[FieldUpdates]) -> bool:
-        """Each step in turn, its report appended to ``done``: the table's creation, the adds, the
-        changes, the table's own change, then the removals (only when every other step succeeded).
-        Whether the removals were sent (their report last in ``done``, to confirm)."""
+        """
+        Return each step in turn, its report appended to ``done``.
+
+        The table's creation, the adds, the changes, the table's own change, then the removals (only when every other
+        step succeeded). Whether the removals were sent (their report last in ``done``, to confirm).
+        """
         if self.plan.table_plan.action == Action.CREATE:
             done.append(self._create())
         done.append(self._add())
@@ -350,8 +374,11 @@ class Steps:
         return self._removing(done)
 
     def _removing(self, done: list[FieldUpdates]) -> bool:
-        """The steps that remove a field, last, only when every other step succeeded: the retypes,
-        then the removals (whether they were sent)."""
+        """
+        Return the steps that remove a field, last, only when every other step succeeded.
+
+        The retypes, then the removals (whether they were sent).
+        """
         removals = [(row.field, FieldUpdate()) for row in self._rows(Action.REMOVE)]
         retypes = self._rows(Action.RETYPE)
         if any(not part.ok for part in done):
@@ -367,7 +394,7 @@ class Steps:
         return True
 
     def _retypes(self, rows: Sequence[FieldPlan]) -> FieldUpdates:
-        """Each retype in turn (:meth:`_retype`): its rows copied on the apply's threads."""
+        """Return each retype in turn (:meth:`_retype`): its rows copied on the apply's threads."""
         report = FieldUpdates(order=[row.field for row in rows])
         for row in rows:
             try:
@@ -380,11 +407,14 @@ class Steps:
         return report
 
     def _retype(self, row: FieldPlan) -> TableField:
-        """A type change as Blink says: a new field of the new type (shown as ``<display name>
-        (retyping)`` until the end), every value copied and converted, the copy checked by a pass
-        that finds nothing left to write, the new field given the declared checks, the old field
-        removed (confirmed by a read), then the new one given the declared display name. The new
-        field's name is kept in the record as a checkpoint, so a retry resumes with it."""
+        """
+        Return a type change as Blink says.
+
+        A new field of the new type (shown as ``<display name> (retyping)`` until the end), every value copied and
+        converted, the copy checked by a pass that finds nothing left to write, the new field given the declared checks,
+        the old field removed (confirmed by a read), then the new one given the declared display name. The new field's
+        name is kept in the record as a checkpoint, so a retry resumes with it.
+        """
         assert row.body is not None
         ws_id, table, old = self.plan.ws_id, self.table_name, row.name_in_blink
         source = next(str(before) for member, before, _ in row.values if member == "type")
@@ -413,9 +443,12 @@ class Steps:
         return final
 
     def _new_field(self, declared: str, body: Mapping[str, Any]) -> str:
-        """The retype's new field: the one the record's checkpoint names, else the one shown as
-        ``body``'s display name with its type (a retry after a lost checkpoint), else added now;
-        its name is checkpointed in the record at once."""
+        """
+        Return the retype's new field.
+
+        The one the record's checkpoint names, else the one shown as ``body``'s display name with its type (a retry
+        after a lost checkpoint), else added now; its name is checkpointed in the record at once.
+        """
         fields = self.hook.get_table_fields(self.plan.ws_id, self.table_name)
         named = self.record.retyping.get(declared)
         found = [
@@ -440,11 +473,14 @@ class Steps:
         return name
 
     def _copy(self, copy: Copy, declared: str) -> int:
-        """Copy until a pass writes nothing (rows edited meanwhile are copied again): the rows that
-        hold their converted value then.
+        """
+        Copy until a pass writes nothing (rows edited meanwhile are copied again).
+
+        The rows that hold their converted value then.
 
         :raises BlinkInputError: a row now holds a value that does not convert (nothing removed).
-        :raises BlinkApiError: rows kept changing for :data:`COPY_PASSES` passes (nothing removed)."""
+        :raises BlinkApiError: rows kept changing for :data:`COPY_PASSES` passes (nothing removed).
+        """
         for _ in range(COPY_PASSES):
             written, holding, failing = copy.run(self.pool)  # type: ignore[arg-type]
             if failing:
@@ -461,9 +497,12 @@ class Steps:
         )
 
     def _confirm_removed(self, removed: FieldUpdates) -> FieldUpdates:
-        """The removals' report, each one Blink answered with a 2xx confirmed by one read of the
-        table's fields: a field the read still lists was not removed (its 2xx was not Blink's
-        answer: a proxy's page, say), so it is ``unknown``, never ``removed``."""
+        """
+        Return the removals' report, each one Blink answered with a 2xx confirmed by one read of the table's fields.
+
+        A field the read still lists was not removed (its 2xx was not Blink's answer: a proxy's page, say), so it is
+        ``unknown``, never ``removed``.
+        """
         if not removed.applied:
             return removed
         try:
@@ -478,8 +517,11 @@ class Steps:
         return removed
 
     def _not_removed(self, removed: FieldUpdates, name: str, why: str) -> None:
-        """A removal the fields read contradicts (or could not confirm: ``why``): a 404 of a field
-        Blink still lists failed; any other answer is ``unknown``."""
+        """
+        Report a removal the fields read contradicts (or could not confirm: ``why``).
+
+        A 404 of a field Blink still lists failed; any other answer is ``unknown``.
+        """
         held = self.blink[name]
         if not why and held in self.not_found:
             removed.failed[name] = self.not_found[held]
@@ -492,9 +534,12 @@ class Steps:
         )
 
     def _backfill(self, added: FieldUpdates) -> None:
-        """Fill the empty rows of each field the plan backfills: an added one under
-        the name Blink gave it, once its add is confirmed; one turning ``required`` on, before its
-        change is sent."""
+        """
+        Fill the empty rows of each field the plan backfills.
+
+        An added one under the name Blink gave it, once its add is confirmed; one turning ``required`` on, before its
+        change is sent.
+        """
         assert self.pool is not None
         for row in self.plan.fields:
             rows = (row.counts or {}).get("backfill")
@@ -513,8 +558,11 @@ class Steps:
             )
 
     def _change(self) -> FieldUpdates:
-        """The fields to change (``PUT``), a batch: every planned body but the adds Blink lacks
-        and the fields skipped."""
+        """
+        Return the fields to change (``PUT``), a batch.
+
+        Every planned body but the adds Blink lacks and the fields skipped.
+        """
         created = self.plan.against_blink  # (an add planned against the record alone is sent as the rest)
         changes = [
             (row.field, row.body)
@@ -529,7 +577,7 @@ class Steps:
         return self._batch(changes, lambda name, body: put(ws_id, self.table_name, blink[name], body), what)
 
     def _change_table(self) -> None:
-        """The table's own change (its display name or description), when the plan has one."""
+        """Send the table's own change (its display name or description), when the plan has one."""
         table, ws_id = self.plan.table_plan, self.plan.ws_id
         if table.action == Action.CHANGE and table.body is not None:
             self.hook.update_table(ws_id, self.table_name, table.body)
@@ -538,7 +586,7 @@ class Steps:
             )
 
     def _add(self) -> FieldUpdates:
-        """The fields Blink lacks (``POST``), a batch; then the ones Blink's answers left unnamed, found."""
+        """Return the fields Blink lacks (``POST``), a batch; then the ones Blink's answers left unnamed, found."""
         if self.created or not self.plan.against_blink:
             return FieldUpdates()  # (the table's creation added them; against the record, they are changes)
         adds = [(row.field, row.body) for row in self._rows(Action.ADD) if row.body is not None]
@@ -548,8 +596,12 @@ class Steps:
         return self._named(added, dict(adds))
 
     def _named(self, added: FieldUpdates, bodies: Mapping[str, FieldUpdate]) -> FieldUpdates:
-        """The adds' report, each field Blink's answer did not name found in one read of the table's
-        fields (by its display name, shown once), however many there are."""
+        """
+        Return the adds' report.
+
+        Each field Blink's answer did not name found in one read of the table's fields (by its display name, shown
+        once), however many there are.
+        """
         unnamed = [name for name, stored in added.applied.items() if stored is None and name in bodies]
         if not unnamed:
             return added
@@ -571,10 +623,13 @@ class Steps:
         return added
 
     def _remove(self, name: str) -> None:
-        """Remove Blink's field ``name``. A 2xx or a 404 (its DELETE was carried out and the answer
-        lost, then the retry found nothing, or someone removed it since the plan) is a removal once
-        the batch's one read of Blink's fields no longer lists it (:meth:`_confirm_removed`);
-        anything else fails the field."""
+        """
+        Remove Blink's field ``name``.
+
+        A 2xx or a 404 (its DELETE was carried out and the answer lost, then the retry found nothing, or someone removed
+        it since the plan) is a removal once the batch's one read of Blink's fields no longer lists it
+        (:meth:`_confirm_removed`); anything else fails the field.
+        """
         try:
             self.hook.delete_table_field(self.plan.ws_id, self.table_name, name)
         except BlinkNotFoundError as err:
@@ -595,7 +650,7 @@ class Steps:
         )
 
     def _create(self) -> ApplyResult:
-        """The table, created with its declared fields (one ``POST``), and their names as Blink gave them."""
+        """Return the table, created with its declared fields (one ``POST``), and their names as Blink gave them."""
         table = self.plan.table_plan
         adds = [(row.field, row.body) for row in self._rows(Action.ADD) if row.body is not None]
         body = NewTable.model_validate({**(table.body or {}), "fields": [update for _, update in adds]})
@@ -610,7 +665,7 @@ class Steps:
         return ApplyResult(updated, order=[n for n, _ in adds], applied=applied, table_name=made.name)
 
     def _report(self, parts: Sequence[FieldUpdates]) -> ApplyResult:
-        """Every field's outcome, in the declared order, from the steps' reports."""
+        """Return every field's outcome, in the declared order, from the steps' reports."""
         refused: dict[str, BlinkApiError] = {
             name: BlinkBadRequestError(f"not sent: {why}") for name, why in self.refused.items()
         }
@@ -622,9 +677,12 @@ class Steps:
         return report.merge(parts)
 
     def complete(self, result: ApplyResult, now: Any, *, raising: bool) -> ApplyResult:
-        """The report, after recording what Blink confirmed. A record that cannot be written fails
-        the task (``raising``) or is logged (an interruption goes on up anyway); either way the
-        report travels with the exception."""
+        """
+        Return the report, after recording what Blink confirmed.
+
+        A record that cannot be written fails the task (``raising``) or is logged (an interruption goes on up anyway);
+        either way the report travels with the exception.
+        """
         log = self.hook.log
         try:
             self._write(result, now)
@@ -647,12 +705,15 @@ class Steps:
         return result
 
     def _write(self, result: ApplyResult, now: Any) -> None:
-        """The record, written whenever it is missing or differs from what Blink confirmed (left
-        alone when they agree, so a rerun that changes nothing keeps it as it is): the bodies Blink
-        confirmed (an added field as Blink answered or listed it, with the defaults it filled in; a
-        field left unchanged as Blink's read showed it), Blink's names where they are not the
-        declared ones (a field found by its display name too, even when nothing was sent to Blink),
-        and no entry for a field removed. Writing the record is not writing to Blink."""
+        """
+        Write the record.
+
+        It is written whenever it is missing or differs from what Blink confirmed (left alone when they agree, so a
+        rerun that changes nothing keeps it as it is): the bodies Blink confirmed (an added field as Blink answered or
+        listed it, with the defaults it filled in; a field left unchanged as Blink's read showed it), Blink's names
+        where they are not the declared ones (a field found by its display name too, even when nothing was sent to
+        Blink), and no entry for a field removed. Writing the record is not writing to Blink.
+        """
         fields, names = self._content(result)
         table_name = self.created or self.record.table_name
         held = (
@@ -674,7 +735,7 @@ class Steps:
         )
 
     def _content(self, result: ApplyResult) -> tuple[dict[str, Any], dict[str, str]]:
-        """The record's fields and notes of Blink's names after this apply."""
+        """Return the record's fields and notes of Blink's names after this apply."""
         fields = dict(self.recorded)
         names = dict(self.record.names)
         for row in self.plan.fields:
@@ -693,8 +754,12 @@ class Steps:
         return fields, names
 
     def _recorded(self, row: FieldPlan, result: ApplyResult) -> tuple[Any, str] | None:
-        """What the record takes of one row: its body and Blink's name of it; ``_GONE`` for a field
-        removed; None for nothing (not confirmed, and not seen unchanged in Blink's read)."""
+        """
+        Return what the record takes of one row.
+
+        Its body and Blink's name of it; ``_GONE`` for a field removed; None for nothing (not confirmed, and not seen
+        unchanged in Blink's read).
+        """
         if row.field in result.applied:
             if row.action == Action.REMOVE:
                 return _GONE, ""
@@ -707,8 +772,12 @@ class Steps:
 
 
 def _skipped(plan: SchemaPlan, only_changed: bool) -> list[str]:
-    """The fields not sent: planned unchanged against Blink's fields (or, with ``only_changed``,
-    against the record), and the tombstones of fields Blink no longer has."""
+    """
+    Return the fields not sent.
+
+    Planned unchanged against Blink's fields (or, with ``only_changed``, against the record), and the tombstones of
+    fields Blink no longer has.
+    """
     return [
         row.field
         for row in plan.fields
@@ -721,8 +790,12 @@ _GONE = object()
 
 
 def _confirmed(row: FieldPlan, stored: TableField | None) -> dict[str, Any] | None:
-    """What the record keeps of a field Blink confirmed: an added one as Blink answered or listed
-    it (the defaults it filled in too), else the body sent (None: nothing sent)."""
+    """
+    Return what the record keeps of a field Blink confirmed.
+
+    An added one as Blink answered or listed it (the defaults it filled in too), else the body sent (None: nothing
+    sent).
+    """
     if row.action in (Action.ADD, Action.RETYPE) and stored is not None:
         return field_body(stored)
     return row.body.to_body() if row.body is not None else None

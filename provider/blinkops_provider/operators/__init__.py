@@ -1,5 +1,9 @@
-"""Operators of the Blink provider: :class:`BaseBlinkOperator`, the base of the operators in
-:mod:`blinkops_provider.operators.tables` and :mod:`blinkops_provider.operators.connection_types`."""
+"""
+Operators of the Blink provider.
+
+:class:`BaseBlinkOperator`, the base of the operators in :mod:`blinkops_provider.operators.tables` and
+:mod:`blinkops_provider.operators.connection_types`.
+"""
 
 from __future__ import annotations
 

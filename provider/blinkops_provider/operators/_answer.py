@@ -1,5 +1,7 @@
-"""A review's answer as Airflow records it, read by the operators (the migrations read no
-Airflow): who chose what and when, a Reject, and who let a plan through.
+"""
+A review's answer as Airflow records it, read by the operators (the migrations read no Airflow).
+
+Who chose what and when, a Reject, and who let a plan through.
 
 The evidence of a person's Approve is Airflow's record of the answer (the human-in-the-loop
 detail: chosen options, responded by, responded at), as Airflow hands it to the task that asked
@@ -24,25 +26,25 @@ from blinkops_provider.exceptions import BlinkInputError
 
 
 def _when(value: Any) -> str:
-    """An answer's time as ISO 8601 text (Airflow hands it back as a datetime or as text)."""
+    """Return an answer's time as ISO 8601 text (Airflow hands it back as a datetime or as text)."""
     return value.isoformat() if isinstance(value, dt.datetime) else str(value)
 
 
 def responder(answer: Mapping[str, Any]) -> tuple[str, str]:
-    """Who answered a review and when, as Airflow recorded it: ``(name, ISO time)``."""
+    """Return who answered a review and when, as Airflow recorded it: ``(name, ISO time)``."""
     user = answer.get("responded_by_user")
     who = user.get("name") or user.get("id") if isinstance(user, Mapping) else user
     return one_line(str(who or "an unknown user")), one_line(_when(answer.get("responded_at")))
 
 
 def chosen(answer: Any) -> list[str]:
-    """The options a review's answer chose (none for anything that is not an answer)."""
+    """Return the options a review's answer chose (none for anything that is not an answer)."""
     options = answer.get("chosen_options") if isinstance(answer, Mapping) else None
     return [str(option) for option in options] if isinstance(options, list) else []
 
 
 def rejection(answer: Mapping[str, Any], what: str) -> str:
-    """The message of a rejected review: who rejected ``what`` and when, and that nothing was applied."""
+    """Return the message of a rejected review: who rejected ``what`` and when, and that nothing was applied."""
     who, when = responder(answer)
     return (
         f"{REJECTED_IN_REVIEW}: {who} rejected {what} at {when}. Change the declared schema and trigger the DAG "
@@ -51,7 +53,8 @@ def rejection(answer: Mapping[str, Any], what: str) -> str:
 
 
 def _review_task(task: Any, review_task_id: str) -> Any:
-    """The approval task ``review_task_id`` of ``task``'s DAG, upstream of ``task``.
+    """
+    Return the approval task ``review_task_id`` of ``task``'s DAG, upstream of ``task``.
 
     :raises BlinkInputError: no such task, not upstream, or not an approval task.
     """
@@ -78,10 +81,12 @@ def _review_task(task: Any, review_task_id: str) -> Any:
 
 
 def approval_from_review(task: Any, ti: Any, review_task_id: str | None) -> None:
-    """Stop when the approval task ``review_task_id`` rejected this run's plan. Its answer is read
-    from its XCom, a copy anyone allowed to edit XComs may overwrite: it may stop an apply, never
-    let a removal through (:func:`approval_from_record` reads a person's Approve where Airflow
-    records it, in the task that asked).
+    """
+    Stop when the approval task ``review_task_id`` rejected this run's plan.
+
+    Its answer is read from its XCom, a copy anyone allowed to edit XComs may overwrite: it may stop an apply, never let
+    a removal through (:func:`approval_from_record` reads a person's Approve where Airflow records it, in the task that
+    asked).
 
     :param task: the apply's task (the review must be an ``ApprovalOperator`` upstream of it).
     :param review_task_id: as the operator checked it when it was built (a task id, or None).
@@ -98,7 +103,7 @@ def approval_from_review(task: Any, ti: Any, review_task_id: str | None) -> None
 
 
 def _who_answered(record: Any) -> dict[str, str] | None:
-    """The person a recorded answer names (``{"id", "name"}``); None when no person answered."""
+    """Return the person a recorded answer names (``{"id", "name"}``); None when no person answered."""
     user = record.get("responded_by_user") if isinstance(record, Mapping) else None
     if not isinstance(user, Mapping):
         return None
@@ -106,7 +111,11 @@ def _who_answered(record: Any) -> dict[str, str] | None:
 
 
 def _check_assigned(who: Mapping[str, str], assigned: Sequence[Mapping[str, Any]] | None, what: str) -> None:
-    """:raises BlinkInputError: the review names ``assigned`` users and ``who`` is not one of them."""
+    """
+    Check that ``who`` may answer the review.
+
+    :raises BlinkInputError: the review names ``assigned`` users and ``who`` is not one of them.
+    """
     allowed = {
         str(entry.get("id")): str(entry.get("name") or "") for entry in assigned or () if isinstance(entry, Mapping)
     }
@@ -123,11 +132,13 @@ def _check_assigned(who: Mapping[str, str], assigned: Sequence[Mapping[str, Any]
 def approval_from_record(
     record: Mapping[str, Any], assigned: Sequence[Mapping[str, Any]] | None, what: str
 ) -> dict[str, str]:
-    """Who approved, and when (``{"approved_by", "approved_at"}``), read from Airflow's record of
-    the answer to the review this task asked, as Airflow hands it to that task when it resumes it
-    (the human-in-the-loop detail's ``chosen_options``, ``responded_by_user``, ``responded_at``:
-    Airflow builds it from the record when a person answers; no XCom, and nothing a user allowed
-    to edit XComs can write, reaches it).
+    """
+    Return who approved, and when (``{"approved_by", "approved_at"}``).
+
+    Read from Airflow's record of the answer to the review this task asked, as Airflow hands it to that task when it
+    resumes it (the human-in-the-loop detail's ``chosen_options``, ``responded_by_user``, ``responded_at``: Airflow
+    builds it from the record when a person answers; no XCom, and nothing a user allowed to edit XComs can write,
+    reaches it).
 
     :param record: that answer.
     :param assigned: the review's ``assigned_users`` (``{"id", "name"}``): when given, only their

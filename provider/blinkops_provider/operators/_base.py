@@ -24,7 +24,7 @@ HOOK_PARAMS = tuple(
 
 
 def with_alias(declared: Any, name: str) -> list[Any]:
-    """The inlets or outlets given, with the asset alias ``name`` added when it is not there."""
+    """Return the inlets or outlets given, with the asset alias ``name`` added when it is not there."""
     from airflow.providers.common.compat.sdk import AssetAlias
 
     items = list(declared) if isinstance(declared, (list, tuple)) else [] if declared is None else [declared]
@@ -38,7 +38,8 @@ TABLE_PAGE_KEY = "blink_table_page"
 
 
 class BaseBlinkOperator(BaseOperator):
-    """Base of the Blink operators.
+    """
+    Base of the Blink operators.
 
     :param blink_conn_id: the ``blink`` connection to use.
     :param hook_params: keyword arguments for :class:`~blinkops_provider.hooks.blink.BlinkHook`
@@ -74,9 +75,12 @@ class BaseBlinkOperator(BaseOperator):
         return BlinkHook(blink_conn_id=self.blink_conn_id, **self.hook_params)
 
     def keep_table_page(self, context: Any, ws_id: str, table: str) -> None:
-        """Keep the table's address in Blink's UI for the "Blink table" link
-        (:class:`~blinkops_provider.operators.tables.BlinkTableLink`). Never fails the task: a
-        connection that cannot be read fails it in its first request, with its own message."""
+        """
+        Keep the table's address in Blink's UI for the "Blink table" link.
+
+        See :class:`~blinkops_provider.operators.tables.BlinkTableLink`. Never fails the task: a
+        connection that cannot be read fails it in its first request, with its own message.
+        """
         ti = context.get("ti")
         if ti is None:  # a bare execute() outside Airflow
             return
@@ -93,11 +97,14 @@ class BaseBlinkOperator(BaseOperator):
         applied: list[str],
         planned: dict[str, list[str]] | None = None,
     ) -> None:
-        """Add the event of the table's ``blink://`` asset, its extra naming the fields applied: on
-        that asset when the task declares it among its outlets (Airflow then lists the task as a
-        producer), else through the operator's alias :data:`~blinkops_provider.assets.TABLES_ALIAS`. Airflow
-        records it when the task succeeds. A failure here is logged, never raised: the fields
-        were applied, and the task must not fail for its announcement."""
+        """
+        Add the event of the table's ``blink://`` asset, its extra naming the fields applied.
+
+        On that asset when the task declares it among its outlets (Airflow then lists the task as a producer), else
+        through the operator's alias :data:`~blinkops_provider.assets.TABLES_ALIAS`. Airflow records it when the task
+        succeeds. A failure here is logged, never raised: the fields were applied, and the task must not fail for its
+        announcement.
+        """
         from blinkops_provider.assets import TABLES_ALIAS, add_alias_event, blink_table_asset
 
         events = context.get("outlet_events")

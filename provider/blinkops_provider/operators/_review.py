@@ -1,4 +1,5 @@
-"""The review step of a migration (Airflow 3.1+), asked only when the review policy says so.
+"""
+The review step of a migration (Airflow 3.1+), asked only when the review policy says so.
 
 - :class:`ReviewedApply`: the apply that asks a person itself and, on an Approve, applies. The
   evidence of the Approve is Airflow's record of the answer to the review this very task asked
@@ -42,8 +43,12 @@ def _name(plan: Mapping[str, Any]) -> str:
 
 
 def _plan_body(plan: Mapping[str, Any], acknowledged: bool) -> str:
-    """One table's review: the plan as ``blink-schema plan --format markdown`` prints it (the
-    fingerprint first, then the plan's text), and what Approve and Reject do."""
+    """
+    Return one table's review.
+
+    The plan as ``blink-schema plan --format markdown`` prints it (the fingerprint first, then the plan's text), and
+    what Approve and Reject do.
+    """
     return f"{plan_markdown(plan, acknowledged)}\n\n{ENDING.format(what='this plan')}"
 
 
@@ -52,9 +57,10 @@ def _iso(when: Any) -> str:
 
 
 class PlanReview(ApprovalOperator):  # type: ignore[misc]
-    """Ask a person to approve the plans of the task ``plan_task_id`` (one table's, or a mapped
-    task's, one per table), when ``review_policy`` says so; else skip (the apply then runs, and
-    sends no removal without ``acknowledge_risks``).
+    """
+    Ask a person to approve the plans of the task ``plan_task_id`` (one table's, or a mapped task's, one per table).
+
+    When ``review_policy`` says so; else skip (the apply then runs, and sends no removal without ``acknowledge_risks``).
 
     The body is the plans as Markdown, the fingerprint first. On a Reject the task fails, naming
     who rejected which plan and when, and pushes the answer as its XCom; nothing downstream runs.
@@ -119,7 +125,8 @@ class PlanReview(ApprovalOperator):  # type: ignore[misc]
 
 
 class ReviewedApply(UpdateTableFieldsOperator):
-    """An apply that asks a person when ``review_policy`` says so, and applies on an Approve.
+    """
+    An apply that asks a person when ``review_policy`` says so, and applies on an Approve.
 
     It plans against Blink; when a person must approve (the policy, judged from that plan's rows;
     with ``removals_only``, only when the plan removes fields that ``acknowledge_risks`` does not
@@ -181,8 +188,11 @@ class ReviewedApply(UpdateTableFieldsOperator):
         return review_needed([plan], policy, acknowledged=acknowledged)
 
     def _ask(self, context: Context, plan: Mapping[str, Any], acknowledged: bool) -> None:
-        """Write the review request for this task and wait for the answer (Airflow 3.3 parks the task
-        awaiting input; 3.1 and 3.2 defer to the answer's trigger), remembering the plan shown."""
+        """
+        Write the review request for this task and wait for the answer, remembering the plan shown.
+
+        Airflow 3.3 parks the task awaiting input; 3.1 and 3.2 defer to the answer's trigger.
+        """
         from airflow.providers.standard.triggers.hitl import HITLTrigger
         from airflow.providers.standard.version_compat import AIRFLOW_V_3_3_PLUS
         from airflow.sdk.execution_time.hitl import upsert_hitl_detail
@@ -220,9 +230,12 @@ class ReviewedApply(UpdateTableFieldsOperator):
         self.defer(trigger=trigger, method_name="execute_complete", kwargs=shown)
 
     def execute_complete(self, context: Context, event: dict[str, Any], shown: str = "") -> Any:
-        """The answer arrived: Airflow resumed this task with its record of the answer (built from the
-        human-in-the-loop detail when the person answered, kept with the task instance; no XCom).
-        Apply the plan shown on a person's Approve, or fail."""
+        """
+        Return the answer arrived.
+
+        Airflow resumed this task with its record of the answer (built from the human-in-the-loop detail when the person
+        answered, kept with the task instance; no XCom). Apply the plan shown on a person's Approve, or fail.
+        """
         what = f"plan {one_line(shown)} of {one_line(f'{self.ws_id}/{self.table}')}"
         self.keep_table_page(context, self.ws_id, self.table)  # (a resumed task's XComs may be new)
         if isinstance(event, Mapping) and "error" in event:

@@ -24,7 +24,8 @@ _LARGE_XCOM_ITEMS = 5_000
 
 
 class ConnectionTypesToXComOperator(BaseBlinkOperator):
-    """Fetch Blink's connection-type catalogue, every page of it, into XCom or a file.
+    """
+    Fetch Blink's connection-type catalogue, every page of it, into XCom or a file.
 
     :param filter: an RQL filter, e.g. ``{"name": {"$like": "aws%"}}`` (a dict, or a JSON string
         as a template renders it).
@@ -100,12 +101,17 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         return items
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        """OpenLineage: the catalogue as an input dataset and, with ``output_path``, the snapshot
-        as an output dataset (no request: the hook already knows its Base URL)."""
+        """
+        OpenLineage.
+
+        The catalogue as an input dataset and, with ``output_path``, the snapshot as an output dataset (no request: the
+        hook already knows its Base URL).
+        """
         return catalogue_lineage(self.hook.base_url, str(self.output_path) if self.output_path else None)
 
     def _write(self, pages: Iterable[Any], target: Any) -> dict[str, Any]:
-        """Stream the catalogue to a file of this run's own, then move it into place.
+        """
+        Stream the catalogue to a file of this run's own, then move it into place.
 
         Nothing half-written stays: on any failure the partial file is removed, and the target
         (a previous snapshot, say) is left as it was. Each item is written as the JSON object

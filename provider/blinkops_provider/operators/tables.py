@@ -1,6 +1,9 @@
-"""Operators for Blink tables, and what an apply of one table tells: one log line per field that
-was not left unchanged, the summary its task pushes to XCom (on every way out, and what a fleet's
-summary reads), and the error that ends a batch that did not apply every field."""
+"""
+Operators for Blink tables, and what an apply of one table tells.
+
+One log line per field that was not left unchanged, the summary its task pushes to XCom (on every way out, and what a
+fleet's summary reads), and the error that ends a batch that did not apply every field.
+"""
 
 from __future__ import annotations
 
@@ -63,8 +66,11 @@ def grouped(outcomes: dict[str, str]) -> dict[str, list[str]]:
 
 
 def _table_outcome(counts: Counter[str], exc: BaseException | None) -> str:
-    """The table's outcome for a fleet: ``failed`` (a field failed, or unknown, or the task did),
-    ``applied`` (a field sent), else ``unchanged``."""
+    """
+    Return the table's outcome for a fleet.
+
+    ``failed`` (a field failed, or unknown, or the task did), ``applied`` (a field sent), else ``unchanged``.
+    """
     if exc is not None or counts[FieldOutcome.FAILED] or counts[FieldOutcome.UNKNOWN]:
         return TableOutcome.FAILED
     sent = (FieldOutcome.ADDED, FieldOutcome.CHANGED, FieldOutcome.REMOVED, FieldOutcome.RETYPED, FieldOutcome.APPLIED)
@@ -72,7 +78,7 @@ def _table_outcome(counts: Counter[str], exc: BaseException | None) -> str:
 
 
 def _why(name: str, result: ApplyResult) -> str:
-    """A field the batch did not apply, with why in a few words: ``'Tags' (404: not found)``."""
+    """Return a field the batch did not apply, with why in a few words: ``'Tags' (404: not found)``."""
     unclear = result.unconfirmed.get(name)
     error = unclear or result.failed.get(name)
     if error is None:
@@ -85,8 +91,12 @@ def _why(name: str, result: ApplyResult) -> str:
 
 
 def not_applied(result: ApplyResult) -> BlinkApiError:
-    """The error that ends a batch that did not apply every field: each field and why, and the
-    class :func:`~blinkops_provider.retry_policy.batch_error` gives it (whether a retry helps)."""
+    """
+    Return the error that ends a batch that did not apply every field.
+
+    Each field and why, and the class :func:`~blinkops_provider.retry_policy.batch_error` gives it (whether a retry
+    helps).
+    """
     missing = [*result.failed, *result.not_sent, *result.unknown]
     more = f" and {len(missing) - SHOWN_FIELDS} more" if len(missing) > SHOWN_FIELDS else ""
     names = ", ".join(_why(name, result) for name in missing[:SHOWN_FIELDS]) + more
@@ -110,9 +120,12 @@ class ApplyReport:
         exc: BaseException | None = None,
         rate_limited: int = 0,
     ) -> dict[str, Any]:
-        """Log the outcome, keyed by the declared names: a summary line, then one line per field
-        added, changed, failed or unknown (unchanged fields are counted, not listed); the XCom
-        summary. Linear in the number of fields."""
+        """
+        Log the outcome, keyed by the declared names.
+
+        A summary line, then one line per field added, changed, failed or unknown (unchanged fields are counted, not
+        listed); the XCom summary. Linear in the number of fields.
+        """
         outcomes = result.outcomes()
         counts = Counter(outcomes.values())
         self._log_tally(result, counts)
@@ -135,7 +148,7 @@ class ApplyReport:
         }
 
     def _log_tally(self, result: ApplyResult, counts: Counter[str]) -> None:
-        """The summary line: ``Schema of ws/table: n of m fields applied (k changed, ...)``."""
+        """Return the summary line: ``Schema of ws/table: n of m fields applied (k changed, ...)``."""
         tally = ", ".join(f"{counts[word]} {word}" for word in OUTCOMES if counts[word])
         self.log.info(
             "Schema of %s/%s: %d of %d fields applied (%s)",
@@ -154,8 +167,12 @@ class ApplyReport:
         exc: BaseException,
         rate_limited: int = 0,
     ) -> dict[str, Any]:
-        """The XCom of an apply that ``exc`` ended: what was known then (``result``, or what the
-        exception carries), or an apply that sent nothing (stale, locked, unreachable)."""
+        """
+        Return the XCom of an apply that ``exc`` ended.
+
+        What was known then (``result``, or what the exception carries), or an apply that sent nothing (stale, locked,
+        unreachable).
+        """
         known = result or ApplyResult.carried_by(exc)
         if known is not None:
             return self.summary(known, let_through=let_through, exc=exc, rate_limited=rate_limited)
@@ -169,9 +186,12 @@ class ApplyReport:
     def fleet_facts(
         let_through: dict[str, Any] | None, exc: BaseException | None, outcome: str, rate_limited: int
     ) -> dict[str, Any]:
-        """What a fleet's summary reads of an apply: its outcome, its rate-limit waits, who let its
-        plan through (``approved_by`` and ``approved_at``, or ``acknowledged``), and why it failed
-        (a provider error's scrubbed text)."""
+        """
+        Return what a fleet's summary reads of an apply.
+
+        Its outcome, its rate-limit waits, who let its plan through (``approved_by`` and ``approved_at``, or
+        ``acknowledged``), and why it failed (a provider error's scrubbed text).
+        """
         facts: dict[str, Any] = {"outcome": str(outcome), "rate_limited": rate_limited, **(let_through or {})}
         if exc is not None:
             shown = str(exc) if isinstance(exc, (BlinkApiError, BlinkInputError, BlinkLockedError)) else ""
@@ -179,8 +199,12 @@ class ApplyReport:
         return facts
 
     def _stopped_by(self, result: ApplyResult, exc: BaseException | None = None) -> str:
-        """Why fields were left unsent: the key refused, ``fail_fast``, an earlier step's failure
-        (an error of Blink's or the provider's), or an interruption (a timeout, a signal)."""
+        """
+        Return why fields were left unsent.
+
+        The key refused, ``fail_fast``, an earlier step's failure (an error of Blink's or the provider's), or an
+        interruption (a timeout, a signal).
+        """
         auth = next((error for error in result.failed.values() if isinstance(error, BlinkAuthError)), None)
         if auth is not None:
             return "Blink refused the API key (401)" if auth.status != 403 else "the key lacks the workspace role (403)"
@@ -236,20 +260,24 @@ __all__ = ["BlinkTableLink", "UpdateTableFieldOperator", "UpdateTableFieldsOpera
 
 
 class BlinkTableLink(BaseOperatorLink):
-    """The "Blink table" button of a table task: the table in Blink's UI, built from the
-    connection's host (see :meth:`~blinkops_provider.hooks.blink.BlinkHook.table_page`) when the
-    task ran; no button before."""
+    """
+    The "Blink table" button of a table task.
+
+    The table in Blink's UI, built from the connection's host (see
+    :meth:`~blinkops_provider.hooks.blink.BlinkHook.table_page`) when the task ran; no button before.
+    """
 
     name = "Blink table"
 
     def get_link(self, operator: Any, *, ti_key: Any) -> str:
-        """The address the task kept (an ``http(s)`` URL), else ""."""
+        """Return the address the task kept (an ``http(s)`` URL), else ""."""
         page = XCom.get_value(ti_key=ti_key, key=TABLE_PAGE_KEY)
         return page if isinstance(page, str) and page.startswith(("https://", "http://")) else ""
 
 
 class UpdateTableFieldOperator(BaseBlinkOperator):
-    """Set the type, display name and attributes of a field of a Blink table.
+    """
+    Set the type, display name and attributes of a field of a Blink table.
 
     Blink's update replaces the whole field, so the operator reads the table's fields first and
     sends the update merged with the field as Blink holds it: what it leaves out (``required``,
@@ -317,7 +345,8 @@ class UpdateTableFieldOperator(BaseBlinkOperator):
         self.replace = check_flag(replace, "replace")
 
     def build_update(self) -> FieldUpdate:
-        """The request body from the (rendered) arguments.
+        """
+        Return the request body from the (rendered) arguments.
 
         :raises BlinkInputError: a wrong type, a blank display name, unknown attributes.
         """
@@ -377,8 +406,11 @@ class _Outcome:
 
 
 class UpdateTableFieldsOperator(BaseBlinkOperator):
-    """Make a Blink table match its declared schema, in one task: fields added, changed and
-    (behind an approval) removed, the table created or its display name and description changed.
+    """
+    Make a Blink table match its declared schema, in one task.
+
+    Fields added, changed and (behind an approval) removed, the table created or its display name and description
+    changed.
 
     Every entry is checked after templating and before any request (names, types, attributes,
     no field twice; all problems reported together). The task plans against the table as Blink
@@ -517,9 +549,12 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
 
     @contextlib.contextmanager
     def _reported(self, context: Context, request: ApplyRequest) -> Iterator[_Outcome]:
-        """Around one apply of ``request`` (called in the ``with`` block, so that the request path
-        stays short): its XCom pushed on every way out (a failure, execution_timeout, a signal), and
-        its summary logged and announced when it succeeded."""
+        """
+        Around one apply of ``request`` (called in the ``with`` block, so that the request path stays short).
+
+        Its XCom pushed on every way out (a failure, execution_timeout, a signal), and its summary logged and announced
+        when it succeeded.
+        """
         let_through = request.let_through
         report = ApplyReport(str(self.ws_id), str(self.table), self.log, self.fail_fast)
         outcome = _Outcome()
@@ -537,8 +572,12 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         outcome.summary = summary
 
     def _request(self, context: Context) -> ApplyRequest:
-        """The plan's or apply's arguments: the templated ones checked here, once rendered, before
-        any request; the others were checked when the operator was built."""
+        """
+        Return the plan's or apply's arguments.
+
+        The templated ones checked here, once rendered, before any request; the others were checked when the operator
+        was built.
+        """
         rendered = ApplyRequest.checked(self.ws_id, self.table, self.fields, source="fields", approved=self.plan)
         self._declared = [{"field": name, **update.to_body()} for name, update in rendered.declared.fields]  # lineage
         return dataclasses.replace(
@@ -555,7 +594,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         )
 
     def _announce(self, context: Context, summary: dict[str, Any], *, planned: bool) -> None:
-        """The table's asset event, unless a plan found nothing to add, change or remove."""
+        """Announce the table's asset event, unless a plan found nothing to add, change or remove."""
         groups = grouped(summary["outcomes"]) if planned else None
         if groups is None or any(groups.get(outcome) for outcome in CHANGING):
             self.announce_table(context, self.ws_id, self.table, summary["updated"], groups)
@@ -564,15 +603,18 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             self.log.info("No field was added, changed or removed: no asset event for %s", where)
 
     def _plan(self, request: ApplyRequest) -> dict[str, Any]:
-        """The plan's XCom, once the key is known to work (before anyone is asked to review)."""
+        """Return the plan's XCom, once the key is known to work (before anyone is asked to review)."""
         self.hook.check_key()
         planned = plan(self.hook, request)
         planned.log_to(self.log)
         return planned.to_xcom()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        """OpenLineage: the table as an output dataset with the declared schema (no request;
-        what ``execute`` checked). A plan changes nothing: no dataset."""
+        """
+        OpenLineage: the table as an output dataset with the declared schema (no request; what ``execute`` checked).
+
+        A plan changes nothing: no dataset.
+        """
         from airflow.providers.openlineage.extractors import OperatorLineage
 
         if self.plan_only or not getattr(self, "_declared", None):

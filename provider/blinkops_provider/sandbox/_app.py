@@ -79,13 +79,14 @@ class ApiError(Exception):
 def wrapper_response(
     status: int, message: str, details: str | None = None, identifier: str | None = None
 ) -> JSONResponse:
-    """Blink's error wrapper, every member present."""
+    """Return Blink's error wrapper, every member present."""
     body = ErrorWrapper(status=status, message=message, details=details, identifier=identifier)
     return JSONResponse({**dict.fromkeys(ErrorWrapper.model_fields), **body.model_dump(mode="json")}, status)
 
 
 def _as_json(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    """The headers with the body declared JSON: Blink reads a body as JSON whatever its Content-Type.
+    """
+    Return the headers with the body declared JSON: Blink reads a body as JSON whatever its Content-Type.
 
     Blink's own docs update a field with ``Content-Type: */*``, which FastAPI would not parse.
     """
@@ -101,7 +102,7 @@ _RAW_PATHS = ("/_sandbox/workspace/", "/_sandbox/ui/")
 
 
 def _table_html(store: SandboxStore, ws_id: str, table: str) -> str:
-    """A table's page: its display name, its fields and how many rows it holds (no values)."""
+    """Return a table's page: its display name, its fields and how many rows it holds (no values)."""
     try:
         entry = next((t for t in store.tables(ws_id) if t["name"] == table), None)
     except StoreError:
@@ -126,7 +127,8 @@ def _table_html(store: SandboxStore, ws_id: str, table: str) -> str:
 
 
 class ApiGate:
-    """In front of the API routes: the key check, then routing on the undecoded path.
+    """
+    In front of the API routes: the key check, then routing on the undecoded path.
 
     The key is checked before the body is read, so a bad key is a 401 whatever the body. Routing
     on the raw path keeps an encoded ``/`` inside its segment (names such as ``Q1/Q2 plans``);
@@ -161,7 +163,7 @@ class ApiGate:
 
 
 def _openapi_without_422(app: FastAPI) -> dict[str, Any]:
-    """The OpenAPI document, without FastAPI's 422: invalid requests are 400s with the error wrapper."""
+    """Return the OpenAPI document, without FastAPI's 422: invalid requests are 400s with the error wrapper."""
     if app.openapi_schema is None:
         from fastapi.openapi.utils import get_openapi
 
@@ -175,7 +177,7 @@ def _openapi_without_422(app: FastAPI) -> dict[str, Any]:
 
 
 def create_app(sandbox: Served) -> FastAPI:
-    """The FastAPI application of a sandbox (wrap it in the sandbox's fault middleware to serve it)."""
+    """Return the FastAPI application of a sandbox (wrap it in the sandbox's fault middleware to serve it)."""
     app = FastAPI(
         title="Blink API (sandbox)",
         version=__version__,
@@ -202,11 +204,11 @@ def create_app(sandbox: Served) -> FastAPI:
 
 
 def _api_router(sandbox: Served) -> APIRouter:
-    """Blink's endpoints: the field update, the table reads, the connection-type listing."""
+    """Return Blink's endpoints: the field update, the table reads, the connection-type listing."""
     api_key_scheme = APIKeyHeader(name=KEY_HEADER, auto_error=False, description="A Blink API key.")
 
     def require_key(key: str | None = Security(api_key_scheme)) -> None:
-        """Declares the key for the OpenAPI document; ApiGate has checked it already."""
+        """Declare the key for the OpenAPI document; ApiGate has checked it already."""
 
     api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(require_key)], responses=_ERRORS)
 
@@ -219,8 +221,11 @@ def _api_router(sandbox: Served) -> APIRouter:
         summary="Update a field of a table",
     )
     def update_field(ws_id: str, table: str, field: str, update: Annotated[FieldUpdate, Body()]) -> Any:
-        """Replace a field's display name, description, type and attributes, as a whole: every
-        member and attribute left out is reset."""
+        """
+        Replace a field's display name, description, type and attributes, as a whole.
+
+        Every member and attribute left out is reset.
+        """
         return sandbox.store.update_field(unquote(ws_id), unquote(table), unquote(field), update, SANDBOX_USER)
 
     _table_writes(api, sandbox)
@@ -233,7 +238,7 @@ def _api_router(sandbox: Served) -> APIRouter:
         summary="List the tables of a workspace",
     )
     def list_tables(ws_id: str) -> Any:
-        """The workspace's tables: ``name`` is what the table paths take."""
+        """Return the workspace's tables: ``name`` is what the table paths take."""
         return {"results": sandbox.store.tables(unquote(ws_id))}
 
     @api.get(
@@ -245,7 +250,7 @@ def _api_router(sandbox: Served) -> APIRouter:
         summary="List the fields of a table",
     )
     def list_fields(ws_id: str, table: str) -> Any:
-        """The table's fields, Blink's five system fields first."""
+        """Return the table's fields, Blink's five system fields first."""
         unread = sandbox.faults.config.fields_read_status
         if unread is not None:
             raise ApiError(unread, "Not Found" if unread == 404 else "Method Not Allowed", None, "SANDBOX_FAULT")
@@ -261,7 +266,7 @@ def _api_router(sandbox: Served) -> APIRouter:
     def list_connection_types(
         q: Annotated[str, Query(description='RQL query as JSON, e.g. {"limit": 25, "offset": 0, "filter": {...}}')],
     ) -> Any:
-        """One page of the connection-type catalogue matching the RQL query in ``q``."""
+        """Return one page of the connection-type catalogue matching the RQL query in ``q``."""
         try:
             query = parse_query(q)
         except QueryError as err:
@@ -284,9 +289,12 @@ def _table_writes(api: APIRouter, sandbox: Served) -> None:
         summary="Add a field to a table",
     )
     def create_field(ws_id: str, table: str, body: Annotated[FieldUpdate, Body()]) -> Any:
-        """Add a field: ``type`` and ``display_name`` are required, and the field's ``name`` is
-        derived from ``display_name`` (the sandbox's rule: lower case, ``_`` between words, ``_2``
-        when taken; Blink's own rule is not published)."""
+        """
+        Add a field.
+
+        ``type`` and ``display_name`` are required, and the field's ``name`` is derived from ``display_name`` (the
+        sandbox's rule: lower case, ``_`` between words, ``_2`` when taken; Blink's own rule is not published).
+        """
         return sandbox.store.add_field(unquote(ws_id), unquote(table), body, SANDBOX_USER)
 
     @api.delete(
@@ -296,8 +304,11 @@ def _table_writes(api: APIRouter, sandbox: Served) -> None:
         summary="Remove a field and its values",
     )
     def delete_field(ws_id: str, table: str, field: str) -> Any:
-        """Remove a field and its values in every row, irreversibly; Blink's system and protected
-        fields cannot be removed (400)."""
+        """
+        Remove a field and its values in every row, irreversibly.
+
+        Blink's system and protected fields cannot be removed (400).
+        """
         sandbox.store.delete_field(unquote(ws_id), unquote(table), unquote(field))
         return {}
 
@@ -331,8 +342,11 @@ def _table_writes(api: APIRouter, sandbox: Served) -> None:
 
 
 def _records_routes(api: APIRouter, sandbox: Served) -> None:
-    """Blink's table records: find (with ``q``), create, get, update (the whole record) and delete.
-    Registered after the fields routes, so ``.../fields`` is never taken for a record id."""
+    """
+    Blink's table records: find (with ``q``), create, get, update (the whole record) and delete.
+
+    Registered after the fields routes, so ``.../fields`` is never taken for a record id.
+    """
     tags: list[str | Enum] = ["Table records"]
 
     @api.get("/workspace/{ws_id}/table/{table}", operation_id="TableFindRecord", tags=tags, summary="Find records")
@@ -341,18 +355,21 @@ def _records_routes(api: APIRouter, sandbox: Served) -> None:
         table: str,
         q: Annotated[str, Query(description='{"limit": 25, "offset": 0, "filter": {...}}; filter is optional')],
     ) -> Any:
-        """The rows matching ``filter``, one page: ``{limit, offset, results, total}``, ``total``
-        counting every matching row."""
+        """
+        Return the rows matching ``filter``, one page.
+
+        ``{limit, offset, results, total}``, ``total`` counting every matching row.
+        """
         return sandbox.store.find_records(unquote(ws_id), unquote(table), q)
 
     @api.post("/workspace/{ws_id}/table/{table}", operation_id="TableCreateRecord", tags=tags, summary="Add a record")
     def create_record(ws_id: str, table: str, body: Annotated[Any, Body()]) -> Any:
-        """A new row; its values by field name."""
+        """Return a new row; its values by field name."""
         return sandbox.store.create_records(unquote(ws_id), unquote(table), [body], SANDBOX_USER)[0]
 
     @api.get("/workspace/{ws_id}/table/{table}/{record_id}", operation_id="TableGetRecord", tags=tags)
     def get_record(ws_id: str, table: str, record_id: str) -> Any:
-        """One row."""
+        """Return one row."""
         return sandbox.store.get_record(unquote(ws_id), unquote(table), unquote(record_id))
 
     @api.put("/workspace/{ws_id}/table/{table}/{record_id}", operation_id="TableUpdateRecord", tags=tags)
@@ -368,7 +385,7 @@ def _records_routes(api: APIRouter, sandbox: Served) -> None:
 
 
 def _admin_router(sandbox: Served) -> APIRouter:
-    """The sandbox's own endpoints (faults, the request log, tables and types), behind its admin token."""
+    """Return the sandbox's own endpoints (faults, the request log, tables and types), behind its admin token."""
 
     def require_admin(request: Request) -> None:
         token = request.headers.get(ADMIN_HEADER, "")
@@ -420,12 +437,16 @@ def _admin_router(sandbox: Served) -> APIRouter:
 
 
 def _admin_tables(admin: APIRouter, sandbox: Served) -> None:
-    """The admin API's tables: one made with names given exactly (for seeding), its fields, its row count."""
+    """Serve the admin API's tables: one made with names given exactly (for seeding), its fields, its row count."""
 
     @admin.put("/workspace/{ws_id}/table/{table}")
     def create_table(ws_id: str, table: str, declared: dict[str, Any]) -> Any:
-        """A table with its fields, declared as a schema is (``{"fields": [{"field", "type",
-        "display_name", "attributes"}]}``), so a fleet can be set up as a user would."""
+        """
+        Return a table with its fields.
+
+        Declared as a schema is (``{"fields": [{"field", "type", "display_name", "attributes"}]}``), so a fleet can be
+        set up as a user would.
+        """
         entries = declared.get("fields")
         if not isinstance(entries, list) or not entries:
             raise ApiError(400, 'give the table\'s fields: {"fields": [{"field", "type", "display_name"}, ...]}')
@@ -438,7 +459,7 @@ def _admin_tables(admin: APIRouter, sandbox: Served) -> None:
 
     @admin.put("/workspace/{ws_id}/table/{table}/records")
     def set_records(ws_id: str, table: str, given: dict[str, Any]) -> Any:
-        """The table's ``estimated_records_count``: ``{"estimated_records_count": n}``."""
+        """Return the table's ``estimated_records_count``: ``{"estimated_records_count": n}``."""
         count = given.get("estimated_records_count")
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ApiError(400, 'give {"estimated_records_count": n}, n a whole number of 0 or more')
@@ -446,8 +467,11 @@ def _admin_tables(admin: APIRouter, sandbox: Served) -> None:
 
     @admin.post("/workspace/{ws_id}/table/{table}/rows")
     def put_rows(ws_id: str, table: str, given: list[Any]) -> Any:
-        """Rows loaded at once (``blink-sandbox put-records``), each checked as Blink checks a new
-        record: all written, or none."""
+        """
+        Return rows loaded at once (``blink-sandbox put-records``), each checked as Blink checks a new record.
+
+        All written, or none.
+        """
         made = sandbox.store.create_records(unquote(ws_id), unquote(table), given, UI_USER)
         return {"written": len(made), "ids": [row["id"] for row in made]}
 
@@ -457,9 +481,12 @@ def _admin_tables(admin: APIRouter, sandbox: Served) -> None:
 
     @admin.patch("/workspace/{ws_id}/table/{table}/fields/{field}")
     def edit_field(ws_id: str, table: str, field: str, given: dict[str, Any]) -> Any:
-        """A change made as a person makes it in Blink's UI: only the members given change
-        (``display_name``, ``description``, ``attributes``, each attribute given replacing Blink's),
-        the rest is kept, and ``by`` (default ``UI_USER``) is recorded as who changed it."""
+        """
+        Return a change made as a person makes it in Blink's UI.
+
+        Only the members given change (``display_name``, ``description``, ``attributes``, each attribute given replacing
+        Blink's), the rest is kept, and ``by`` (default ``UI_USER``) is recorded as who changed it.
+        """
         allowed = {"display_name", "description", "attributes", "by"}
         unknown = sorted(set(given) - allowed)
         if unknown or not isinstance(given.get("attributes", {}), dict):

@@ -1,6 +1,7 @@
-"""The sandbox's own models of Blink's bodies, written from Blink's contract and Blink's own
-open-source tool, not from the client's models: an emulator that shared the client's models
-could only agree with it.
+"""
+The sandbox's own models of Blink's bodies, written from Blink's contract and Blink's own open-source tool.
+
+Not from the client's models: an emulator that shared the client's models could only agree with it.
 
 Members are named as they travel (``defaultAPIAddress``, not a Python alias); every answer model
 keeps what it does not know, since the sandbox only documents answers with them.
@@ -264,7 +265,7 @@ class ConnectionTypePage(_Open):
 
 
 def type_change(update: FieldUpdate, field: str, current_type: str) -> str:
-    """Why ``update`` would change a field's type (a left-out type resets to ``text``), or empty."""
+    """Return why ``update`` would change a field's type (a left-out type resets to ``text``), or empty."""
     given = update.type.value if update.type is not None else "text"
     if given == current_type:
         return ""
@@ -273,8 +274,11 @@ def type_change(update: FieldUpdate, field: str, current_type: str) -> str:
 
 
 def field_problems(update: FieldUpdate) -> list[str]:
-    """Why Blink would refuse ``update`` of a field of its own type (empty: it takes it): a select
-    needs options, a reference its table."""
+    """
+    Return why Blink would refuse ``update`` of a field of its own type (empty: it takes it).
+
+    A select needs options, a reference its table.
+    """
     given = update.type.value if update.type is not None else "text"
     problems = []
     attributes = update.attributes or FieldAttributes()
@@ -286,7 +290,7 @@ def field_problems(update: FieldUpdate) -> list[str]:
 
 
 def errors_text(errors: list[Any]) -> str:
-    """A validation error list as one line, ``where: what; ...`` (no values echoed)."""
+    """Return a validation error list as one line, ``where: what; ...`` (no values echoed)."""
     parts = []
     for error in errors:
         where = ".".join(str(part) for part in error.get("loc", ()))
@@ -296,8 +300,10 @@ def errors_text(errors: list[Any]) -> str:
 
 
 def declared_fields(entries: list[Any]) -> list[dict[str, Any]]:
-    """A new table's fields from declared-schema entries (``{"field", "type", "display_name",
-    "attributes"}``), as Blink's UI would make them.
+    """
+    Return a new table's fields from declared-schema entries (``{"field", "type", "display_name", "attributes"}``).
+
+    As Blink's UI would make them.
 
     :raises ValueError: naming the first wrong entry.
     """

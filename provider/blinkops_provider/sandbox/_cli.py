@@ -23,7 +23,7 @@ def _faults(text: str) -> list[str | int]:
 
 
 def _port(text: str) -> int:
-    """A TCP port, 0 to 65535 (argparse says what was wrong and exits 2)."""
+    """Return a TCP port, 0 to 65535 (argparse says what was wrong and exits 2)."""
     try:
         port = int(text)
     except ValueError:
@@ -34,8 +34,12 @@ def _port(text: str) -> int:
 
 
 def _credential(text: str) -> str:
-    """An API key or admin token: text a header can carry (Latin-1, no control character), so a
-    mistake is one line and exit 2 (argparse's), never a traceback after the banner."""
+    """
+    Return an API key or admin token.
+
+    Text a header can carry (Latin-1, no control character), so a mistake is one line and exit 2 (argparse's), never a
+    traceback after the banner.
+    """
     try:
         text.encode("latin-1")
     except UnicodeEncodeError:
@@ -49,7 +53,7 @@ def _credential(text: str) -> str:
 
 
 def _url(text: str) -> str:
-    """A running sandbox's URL, as ``serve`` prints it."""
+    """Return a running sandbox's URL, as ``serve`` prints it."""
     from urllib.parse import urlsplit
 
     try:
@@ -145,8 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _admin_command(commands: Any, name: str, help_text: str, workspace: str | None = None) -> argparse.ArgumentParser:
-    """A command of a running sandbox's admin API: its URL and admin token, and (``workspace``
-    given: what to say of it, "" for the usual) the workspace and table it acts on."""
+    """
+    Return a command of a running sandbox's admin API.
+
+    Its URL and admin token, and (``workspace`` given: what to say of it, "" for the usual) the workspace and table it
+    acts on.
+    """
     command: argparse.ArgumentParser = commands.add_parser(name, help=help_text)
     command.add_argument("url", type=_url, help="the sandbox's URL, as 'serve' or make airflow-ui prints it")
     command.add_argument("--admin-token", type=_credential, required=True, help="the sandbox's admin token, as printed")
@@ -157,7 +165,7 @@ def _admin_command(commands: Any, name: str, help_text: str, workspace: str | No
 
 
 def _attribute(text: str) -> tuple[str, Any]:
-    """``NAME=VALUE``: the value as JSON when it is JSON, else as text."""
+    """Return ``NAME=VALUE``: the value as JSON when it is JSON, else as text."""
     import json
 
     name, sep, value = text.partition("=")
@@ -170,7 +178,7 @@ def _attribute(text: str) -> tuple[str, Any]:
 
 
 def _admin(args: argparse.Namespace, path: str, body: Any, done: str, method: str = "PUT") -> int:
-    """One call (a PUT by default) to a running sandbox's admin API; what it did, or why not."""
+    """Return one call (a PUT by default) to a running sandbox's admin API; what it did, or why not."""
     import requests
 
     url = f"{args.url.rstrip('/').removesuffix('/api/v1')}/_sandbox/{path}"
@@ -188,7 +196,7 @@ def _admin(args: argparse.Namespace, path: str, body: Any, done: str, method: st
 
 
 def create_table(args: argparse.Namespace) -> int:
-    """``create-table``: a table with the fields a declared-schema file names."""
+    """Return ``create-table``: a table with the fields a declared-schema file names."""
     from urllib.parse import quote
 
     declared = _json_file(args.schema, "schema")
@@ -203,7 +211,7 @@ def create_table(args: argparse.Namespace) -> int:
 
 
 def _json_file(path: str, what: str) -> Any:
-    """A JSON file's content; None (said on stderr) when it cannot be read."""
+    """Return a JSON file's content; None (said on stderr) when it cannot be read."""
     import json
     from pathlib import Path
 
@@ -216,8 +224,12 @@ def _json_file(path: str, what: str) -> Any:
 
 
 def put_records(args: argparse.Namespace) -> int:
-    """``put-records``: the rows of a JSON file written to a table, each checked as Blink checks a
-    new record (a required field empty, a unique value taken, an option not offered): all or none."""
+    """
+    Return ``put-records``.
+
+    The rows of a JSON file written to a table, each checked as Blink checks a new record (a required field empty, a
+    unique value taken, an option not offered): all or none.
+    """
     from urllib.parse import quote
 
     rows = _json_file(args.file, "records")
@@ -235,8 +247,12 @@ def put_records(args: argparse.Namespace) -> int:
 
 
 def update_field(args: argparse.Namespace) -> int:
-    """``update-field``: one field changed through the running sandbox's admin API, the members not
-    given kept, recorded as changed by ``--by``: drift, as a person in Blink's UI makes it."""
+    """
+    Return ``update-field``.
+
+    One field changed through the running sandbox's admin API, the members not given kept, recorded as changed by
+    ``--by``: drift, as a person in Blink's UI makes it.
+    """
     from urllib.parse import quote
 
     body: dict[str, Any] = {}
@@ -269,7 +285,7 @@ def update_field(args: argparse.Namespace) -> int:
 
 
 def put_connection_type(args: argparse.Namespace) -> int:
-    """``put-connection-type``: one connection type written through the running sandbox's admin API."""
+    """Return ``put-connection-type``: one connection type written through the running sandbox's admin API."""
     doc = {"id": args.id, "name": args.name, "display_name": args.display_name or args.name, "plugin_name": args.name}
     done = f"Connection type {args.id!r} ({args.name}) written to the sandbox at {args.url}"
     return _admin(args, "connection_types", [doc], done)

@@ -1,4 +1,5 @@
-"""Fault injection and the request log of the sandbox, as one ASGI middleware around the API.
+"""
+Fault injection and the request log of the sandbox, as one ASGI middleware around the API.
 
 Faults are drawn per API request (paths under ``/api/v1``), in arrival order: first from the
 fixed ``sequence``, then by the rates, from a random generator seeded with ``seed``, so the same
@@ -43,7 +44,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class FaultConfig(BaseModel):
-    """What the sandbox does wrong, and how often.
+    """
+    What the sandbox does wrong, and how often.
 
     :param latency_ms: added to every API request.
     :param error_rate: share of requests answered with one of ``error_statuses``.
@@ -113,7 +115,8 @@ class FaultInjector:
 
 
 class RequestLog:
-    """The API requests the sandbox received (the newest ``size``), for tests to inspect.
+    """
+    The API requests the sandbox received (the newest ``size``), for tests to inspect.
 
     :ivar in_flight: API requests being answered now.
     :ivar peak_in_flight: the most answered at once since the log was last cleared.
@@ -161,7 +164,7 @@ LOGGED_BODY_BYTES = 2000
 
 
 def _describe_body(body: bytes) -> Any:
-    """A request body as the log keeps it: parsed JSON when short, else its first bytes as text."""
+    """Return a request body as the log keeps it: parsed JSON when short, else its first bytes as text."""
     if not body:
         return None
     if len(body) > LOGGED_BODY_BYTES:

@@ -1,4 +1,5 @@
-"""pytest plugin (entry point ``pytest11``): the ``blink_sandbox`` fixture.
+"""
+pytest plugin (entry point ``pytest11``): the ``blink_sandbox`` fixture.
 
 Test your DAGs and hooks offline::
 
@@ -38,8 +39,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _sandbox_class() -> type[BlinkSandbox]:
-    """The sandbox's class, imported only when a test asks for the fixture; a clear failure, not a
-    traceback, when its server libraries are missing."""
+    """
+    Return the sandbox's class, imported only when a test asks for the fixture.
+
+    A clear failure, not a traceback, when its server libraries are missing.
+    """
     from blinkops_provider.sandbox._server import BlinkSandbox, SandboxDependencyError, check_dependencies
 
     try:
@@ -51,14 +55,14 @@ def _sandbox_class() -> type[BlinkSandbox]:
 
 @pytest.fixture(scope="session")
 def blink_sandbox_session() -> Iterator[BlinkSandbox]:
-    """The sandbox shared by the session's tests (use ``blink_sandbox`` in tests)."""
+    """Yield the sandbox shared by the session's tests (use ``blink_sandbox`` in tests)."""
     with _sandbox_class()() as sandbox:
         yield sandbox
 
 
 @pytest.fixture
 def blink_sandbox(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[BlinkSandbox]:
-    """A running Blink sandbox with ``blink_default`` pointed at it, fresh for this test."""
+    """Yield a running Blink sandbox with ``blink_default`` pointed at it, fresh for this test."""
     marker = request.node.get_closest_marker("blink_sandbox")
     if marker is not None:
         sandbox = _sandbox_class()(*marker.args, **marker.kwargs).start()

@@ -1,4 +1,5 @@
-"""The sandbox's table records (rows): kept in SQLite, read with Blink's query object, written whole.
+"""
+The sandbox's table records (rows): kept in SQLite, read with Blink's query object, written whole.
 
 What the sandbox does, from Blink's published spec (TableFindRecord and its siblings) and Blink's
 notes, and where it chooses:
@@ -49,12 +50,13 @@ class RecordError(ValueError):
 
 
 def empty(value: Any) -> bool:
-    """Whether a value counts as empty: null, ``""`` or an empty list."""
+    """Return whether a value counts as empty: null, ``""`` or an empty list."""
     return value is None or value == "" or value == []
 
 
 def parse_find(q: str, fields: Mapping[str, Mapping[str, Any]]) -> tuple[str, list[Any], int, int]:
-    """``q`` of a find: the SQL condition, its parameters, the limit and the offset.
+    """
+    Return ``q`` of a find: the SQL condition, its parameters, the limit and the offset.
 
     :param fields: the table's user fields by name (with ``type``).
     :raises RecordError: ``q`` is not a query object Blink takes.
@@ -110,7 +112,7 @@ def _condition(given: Any, fields: Mapping[str, Mapping[str, Any]], depth: int) 
 
 
 def _column(key: str, fields: Mapping[str, Mapping[str, Any]]) -> tuple[str, list[str]]:
-    """The SQL of a field's value, and its parameters."""
+    """Return the SQL of a field's value, and its parameters."""
     if key in SYSTEM_COLUMNS:
         return key, []
     if key not in fields:
@@ -124,7 +126,7 @@ def path_of(name: str) -> str:
 
 
 def answer(row: tuple[Any, ...]) -> dict[str, Any]:
-    """A record as the API answers it, from ``(id, doc, created_at, created_by, updated_at, updated_by)``."""
+    """Return a record as the API answers it, from ``(id, doc, created_at, created_by, updated_at, updated_by)``."""
     record_id, doc, created_at, created_by, updated_at, updated_by = row
     return {
         "id": record_id,
@@ -137,7 +139,8 @@ def answer(row: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def checked_values(body: Any, fields: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """A record body's user-field values (system members ignored, empty values dropped).
+    """
+    Return a record body's user-field values (system members ignored, empty values dropped).
 
     :raises RecordError: the body is not an object, names no field of the table, or breaks a
         required field or a select's options.
@@ -167,7 +170,11 @@ def _check_options(name: str, value: Any, options: list[Any]) -> None:
 def check_unique(
     db: sqlite3.Connection, table_id: str, fields: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any], own: str
 ) -> None:
-    """:raises RecordError: another row of the table holds a unique field's value."""
+    """
+    Check the unique fields' values.
+
+    :raises RecordError: another row of the table holds a unique field's value.
+    """
     for name, field in fields.items():
         if (field.get("attributes") or {}).get("is_unique") and name in values:
             path = path_of(name)
@@ -180,7 +187,7 @@ def check_unique(
 
 
 def repeated(db: sqlite3.Connection, table_id: str, name: str) -> int:
-    """How many rows hold a value of ``name`` that another row holds too."""
+    """Return how many rows hold a value of ``name`` that another row holds too."""
     path = path_of(name)
     return int(
         db.execute(
@@ -194,7 +201,7 @@ def repeated(db: sqlite3.Connection, table_id: str, name: str) -> int:
 def insert(
     db: sqlite3.Connection, table_id: str, values: Mapping[str, Any], when: int, user: str, new_id: Callable[[], str]
 ) -> str:
-    """A new row; its id."""
+    """Return a new row; its id."""
     record_id = new_id()
     db.execute(
         "INSERT INTO records (id, table_id, doc, created_at, created_by, updated_at, updated_by) "
@@ -209,5 +216,5 @@ def new_record_id() -> str:
 
 
 def drop_values(db: sqlite3.Connection, table_id: str, name: str) -> None:
-    """A removed field's values, gone from every row."""
+    """Remove a removed field's values from every row."""
     db.execute("UPDATE records SET doc = json_remove(doc, ?) WHERE table_id = ?", (path_of(name), table_id))

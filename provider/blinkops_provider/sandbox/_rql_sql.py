@@ -1,4 +1,5 @@
-"""The sandbox's own RQL: the ``q`` parameter parsed as Blink's parser does, and turned into SQL.
+r"""
+The sandbox's own RQL: the ``q`` parameter parsed as Blink's parser does, and turned into SQL.
 
 Blink's RQL is the open-source Go library a8m/rql. This module follows that library's grammar and
 rules, with the connection-type model as its schema. It does not share code with the client's
@@ -107,7 +108,8 @@ def _refuse_constant(name: str) -> Any:
 
 
 def parse_query(q: str) -> SQLQuery:
-    """Parse the ``q`` parameter.
+    """
+    Parse the ``q`` parameter.
 
     :raises QueryError: the JSON is invalid, or the query breaks a rule; the message says which
         and what is allowed.
@@ -184,7 +186,8 @@ def _strings(value: Any, what: str) -> list[str]:
 
 
 def _order(sort: list[str]) -> str:
-    """The SQL ORDER BY list of an RQL sort, with insertion order breaking ties.
+    """
+    Return the SQL ORDER BY list of an RQL sort, with insertion order breaking ties.
 
     ``id`` is unique, so nothing after it can break a tie: the list ends there, and SQLite walks
     the ``id`` index instead of sorting every match (what a keyset walk asks for, page after page).
@@ -207,7 +210,7 @@ _Compiled = tuple[str, list[Any]]
 
 
 def _conjunction(condition: Mapping[str, Any], where: str, depth: int = 0) -> _Compiled | None:
-    """Every key of one condition object, ANDed; None when the object sets no condition."""
+    """Return every key of one condition object, ANDed; None when the object sets no condition."""
     parts: list[_Compiled] = []
     for key, value in condition.items():
         if key in ("$or", "$and"):
@@ -258,7 +261,7 @@ def _field(name: str, kind: type, value: Any, where: str) -> _Compiled | None:
 
 
 def _operand(name: str, kind: type, value: Any, where: str) -> Any:
-    """The SQL parameter for a filter value, after checking its type against the field's."""
+    """Return the SQL parameter for a filter value, after checking its type against the field's."""
     wrong = QueryError(f"{where}: {name!r} is {_KIND[kind]} field and takes {_KIND[kind]}, not {_json_type(value)}")
     if kind is bool:
         if not isinstance(value, bool):

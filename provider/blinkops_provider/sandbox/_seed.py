@@ -32,10 +32,10 @@ PAGINATION = ("offset", "cursor", "page", "link-header")
 
 @functools.cache
 def _profile(vendor: str, kind: str, is_jwt: bool, pagination: str) -> tuple[str, str]:
-    """The bulky members shared by every connection type of one vendor and auth kind, as JSON.
+    """
+    Return the bulky members shared by every connection type of one vendor and auth kind, as JSON.
 
-    Returns the JSON text of ``attributes``, ``metadata`` and ``methods`` (without the braces
-    around them), and the display name; cached, so a large catalogue is built quickly.
+    The JSON text of ``attributes``, ``metadata`` and ``methods`` (no braces), and the display name; cached.
     """
     display = vendor.replace("-", " ").title()
     keys = {
@@ -114,7 +114,7 @@ def _profile(vendor: str, kind: str, is_jwt: bool, pagination: str) -> tuple[str
 
 
 def connection_type_json(index: int, rng: random.Random) -> tuple[dict[str, Any], str]:
-    """The ``index``-th connection type: its scalar members, and the whole of it as JSON text."""
+    """Return the ``index``-th connection type: its scalar members, and the whole of it as JSON text."""
     vendor = VENDORS[index % len(VENDORS)]
     round_ = index // len(VENDORS)
     kind = AUTH_KINDS[index % len(AUTH_KINDS)]
@@ -143,14 +143,14 @@ def connection_type_json(index: int, rng: random.Random) -> tuple[dict[str, Any]
 
 
 def connection_type_rows(count: int, seed: int = 0) -> Iterator[tuple[dict[str, Any], str]]:
-    """``count`` generated connection types as (scalar members, JSON text); the same for the same seed."""
+    """Yield ``count`` generated connection types as (scalar members, JSON text); the same for the same seed."""
     rng = random.Random(seed)
     for index in range(count):
         yield connection_type_json(index, rng)
 
 
 def connection_types(count: int, seed: int = 0) -> list[dict[str, Any]]:
-    """``count`` generated connection types as dicts (see :func:`connection_type_rows`)."""
+    """Return ``count`` generated connection types as dicts (see :func:`connection_type_rows`)."""
     return [json.loads(text) for _, text in connection_type_rows(count, seed)]
 
 
@@ -212,7 +212,7 @@ _TITLES = [
 
 
 def _incident(number: int, pick: random.Random) -> dict[str, Any]:
-    """One seeded incident: some fields left empty, titles repeated, every select option in use."""
+    """Return one seeded incident: some fields left empty, titles repeated, every select option in use."""
     row: dict[str, Any] = {"Title": _TITLES[number % len(_TITLES)] if number % 5 else f"Incident {number}"}
     if number % 9:
         row["Description"] = f"Case {number}: {pick.choice(['seen by the SOC', 'reported by a user', 'alerted'])}"

@@ -27,7 +27,8 @@ class SandboxDependencyError(ImportError):
 
 
 def check_dependencies() -> None:
-    """Check, without importing them, that the sandbox's server libraries are installed.
+    """
+    Check, without importing them, that the sandbox's server libraries are installed.
 
     :raises SandboxDependencyError: FastAPI or uvicorn is missing (the message says what to install).
     """
@@ -47,7 +48,8 @@ def _installed(name: str) -> bool:
 
 
 class BlinkSandbox:
-    """A local Blink API for tests, demos and DAG development.
+    """
+    A local Blink API for tests, demos and DAG development.
 
     Use it as a context manager (the server runs in a background thread), or call
     :meth:`serve_forever` (the CLI does, in the foreground). Binds to 127.0.0.1 unless told.
@@ -104,7 +106,7 @@ class BlinkSandbox:
         return f"{self.url}/api/v1"
 
     def connection_json(self) -> str:
-        """An Airflow connection pointing at this sandbox, for ``AIRFLOW_CONN_BLINK_DEFAULT``."""
+        """Return an Airflow connection pointing at this sandbox, for ``AIRFLOW_CONN_BLINK_DEFAULT``."""
         from blinkops_provider.sandbox._app import TABLE_PAGE
 
         return json.dumps(
@@ -114,8 +116,11 @@ class BlinkSandbox:
     # -- state ----------------------------------------------------------------------------
 
     def create_table(self, ws_id: str, table: str, declared: dict[str, Any]) -> None:
-        """A table with its fields, declared as a schema is (``{"fields": [{"field", "type",
-        "display_name", "attributes"}]}``), as ``blink-sandbox create-table`` makes one.
+        """
+        Create a table with its fields.
+
+        Declared as a schema is (``{"fields": [{"field", "type", "display_name", "attributes"}]}``), as ``blink-sandbox
+        create-table`` makes one.
 
         :raises ValueError: a wrong entry, named.
         :raises StoreError: the table exists already (the store's error, a 409).
@@ -125,9 +130,11 @@ class BlinkSandbox:
         self.store.add_table(ws_id, table, declared_fields(declared.get("fields") or []))
 
     def set_records(self, ws_id: str, table: str, count: int) -> None:
-        """Set a table's ``estimated_records_count`` (what a removal's plan says is lost).
+        """
+        Set a table's ``estimated_records_count`` (what a removal's plan says is lost).
 
-        :raises StoreError: no such workspace or table (the store's error, a 404)."""
+        :raises StoreError: no such workspace or table (the store's error, a 404).
+        """
         self.store.set_records(ws_id, table, count)
 
     def reset(self) -> None:
@@ -187,7 +194,8 @@ class BlinkSandbox:
         self.store.close()
 
     def serve_forever(self, stop: threading.Event | None = None) -> None:
-        """Serve in this thread until SIGINT or SIGTERM, then release everything.
+        """
+        Serve in this thread until SIGINT or SIGTERM, then release everything.
 
         :param stop: set by a signal that came before serving began (the CLI handles signals from
             its first moment): then the sandbox stops at once, its store closed cleanly.

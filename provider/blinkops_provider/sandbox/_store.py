@@ -1,4 +1,5 @@
-"""The sandbox's state in SQLite: workspaces, tables, fields and the connection-type catalogue.
+"""
+The sandbox's state in SQLite: workspaces, tables, fields and the connection-type catalogue.
 
 Timestamps (``created_at``, ``updated_at``) are integer milliseconds since the Unix epoch.
 """
@@ -49,10 +50,13 @@ _DEFAULT_SETTINGS = {"icon": "table", "color": "#4f7cff"}
 
 
 def derived_name(display_name: str, taken: Iterable[str]) -> str:
-    """The name the sandbox gives a new table or field, from its display name: lower case, each run
-    of characters other than letters and digits one ``_``, trimmed, then ``_2``, ``_3``... while it is
-    taken (``"Root cause"`` -> ``root_cause``). This is the sandbox's own rule: Blink derives names
-    by a rule it does not publish, and a client must not rely on either."""
+    """
+    Return the name the sandbox gives a new table or field, from its display name.
+
+    Lower case, each run of characters other than letters and digits one ``_``, trimmed, then ``_2``, ``_3``... while it
+    is taken (``"Root cause"`` -> ``root_cause``). This is the sandbox's own rule: Blink derives names by a rule it does
+    not publish, and a client must not rely on either.
+    """
     base = re.sub(r"[^0-9a-z]+", "_", display_name.casefold()).strip("_") or "field"
     used = set(taken)
     name, n = base, 1
@@ -110,7 +114,8 @@ def _now_ms() -> int:
 
 
 class SandboxStore:
-    """Thread-safe access to the sandbox's SQLite database.
+    """
+    Thread-safe access to the sandbox's SQLite database.
 
     :param path: a file to persist to, or ``":memory:"`` (the default).
     :param clock: returns the current time in epoch milliseconds (tests inject one).
@@ -148,8 +153,11 @@ class SandboxStore:
             self._insert_connection_types(seed_data.connection_type_rows(connection_types, seed))
 
     def add_table(self, ws_id: str, table: str, fields: list[dict[str, Any]]) -> None:
-        """Create a table (and its workspace when new) with fields given as
-        ``{"name", "type", "display_name", "attributes"}``, as the seed data does."""
+        """
+        Create a table (and its workspace when new) with its fields.
+
+        The fields are given as ``{"name", "type", "display_name", "attributes"}``, as the seed data does.
+        """
         with self._lock, self._transaction():
             exists = "SELECT 1 FROM tables WHERE workspace_id = ? AND name = ?"
             if self._db.execute(exists, (ws_id, table)).fetchone() is not None:
@@ -174,7 +182,7 @@ class SandboxStore:
                 )
 
     def _insert_table(self, ws_id: str, name: str, display_name: str, description: str, records: int) -> str:
-        """A table with Blink's five system fields; its id."""
+        """Return a table with Blink's five system fields; its id."""
         table_id = f"tbl-{uuid.uuid5(uuid.NAMESPACE_URL, f'{ws_id}/{name}').hex[:12]}"
         self._db.execute(
             "INSERT INTO tables (id, workspace_id, name, display_name, description, settings, records) "
@@ -245,7 +253,7 @@ class SandboxStore:
             return sum(self._db.execute("DELETE FROM connection_types WHERE id = ?", (i,)).rowcount for i in ids)
 
     def list_connection_types(self, query: SQLQuery) -> bytes:
-        """The JSON page ``{limit, offset, total, results}`` for a parsed query."""
+        """Return the JSON page ``{limit, offset, total, results}`` for a parsed query."""
         where, params, order, limit, offset = query.where, query.params, query.order, query.limit, query.offset
         with self._lock:
             total = self._db.execute(f"SELECT count(*) FROM connection_types WHERE {where}", params).fetchone()[0]
@@ -302,12 +310,12 @@ class SandboxStore:
         return field
 
     def get_field(self, ws_id: str, table: str, field: str) -> dict[str, Any]:
-        """A field as the API returns it. :raises StoreError: 404 for an unknown workspace, table or field."""
+        """Return a field as the API returns it. :raises StoreError: 404 for an unknown workspace, table or field."""
         with self._lock:
             return self._field_dict(self._field_row(ws_id, table, field))
 
     def fields(self, ws_id: str, table: str) -> list[dict[str, Any]]:
-        """Every field of a table, in creation order (Blink's system fields first); none for an unknown table."""
+        """Return every field of a table, in creation order (Blink's system fields first); none for an unknown table."""
         with self._lock:
             rows = self._db.execute(
                 f"SELECT {', '.join('f.' + c for c in _FIELD_COLUMNS)} FROM fields f JOIN tables t "
@@ -317,13 +325,13 @@ class SandboxStore:
         return [self._field_dict(row) for row in rows]
 
     def table_fields(self, ws_id: str, table: str) -> list[dict[str, Any]]:
-        """``GET .../fields``: :meth:`fields`. :raises StoreError: 404 for an unknown workspace or table."""
+        """Return ``GET .../fields``: :meth:`fields`. :raises StoreError: 404 for an unknown workspace or table."""
         with self._lock:
             self._table_id(ws_id, table)
             return self.fields(ws_id, table)
 
     def tables(self, ws_id: str) -> list[dict[str, Any]]:
-        """``GET .../tables``: the workspace's tables. :raises StoreError: 404 for an unknown workspace."""
+        """Return ``GET .../tables``: the workspace's tables. :raises StoreError: 404 for an unknown workspace."""
         with self._lock:
             if self._db.execute("SELECT 1 FROM workspaces WHERE id = ?", (ws_id,)).fetchone() is None:
                 raise StoreError(404, f"workspace {ws_id!r} not found", identifier="WORKSPACE_NOT_FOUND")
@@ -355,8 +363,11 @@ class SandboxStore:
     def create_table(
         self, ws_id: str, display_name: str, description: str, fields: list[FieldUpdate], user: str
     ) -> dict[str, Any]:
-        """``POST .../table``: a table with Blink's system fields and ``fields``, its name and its
-        fields' names derived from their display names (:func:`derived_name`).
+        """
+        Return ``POST .../table``.
+
+        A table with Blink's system fields and ``fields``, its name and its fields' names derived from their display
+        names (:func:`derived_name`).
 
         :raises StoreError: 404 for an unknown workspace; 400 for a field Blink would refuse.
         """
@@ -373,7 +384,8 @@ class SandboxStore:
     def update_table(
         self, ws_id: str, table: str, display_name: str, description: str, settings: dict[str, Any]
     ) -> dict[str, Any]:
-        """``PUT .../table/{table}``: the table's display name, description and settings, as given.
+        """
+        Return ``PUT .../table/{table}``: the table's display name, description and settings, as given.
 
         :raises StoreError: 404 for an unknown workspace or table.
         """
@@ -386,13 +398,14 @@ class SandboxStore:
             return self._table_entry(ws_id, table)
 
     def set_records(self, ws_id: str, table: str, count: int) -> dict[str, Any]:
-        """The table's ``estimated_records_count`` (the sandbox keeps no rows: the admin API sets it)."""
+        """Return the table's ``estimated_records_count`` (the sandbox keeps no rows: the admin API sets it)."""
         with self._lock, self._transaction():
             self._db.execute("UPDATE tables SET records = ? WHERE id = ?", (count, self._table_id(ws_id, table)))
             return self._table_entry(ws_id, table)
 
     def add_field(self, ws_id: str, table: str, body: FieldUpdate, user: str) -> dict[str, Any]:
-        """``POST .../fields``: a new field, its name derived from its display name.
+        """
+        Return ``POST .../fields``: a new field, its name derived from its display name.
 
         :raises StoreError: 404 for an unknown workspace or table; 400 for what Blink refuses (no
             type or display name, a select without options, a second reference to one table).
@@ -427,7 +440,8 @@ class SandboxStore:
         return name
 
     def delete_field(self, ws_id: str, table: str, field: str) -> None:
-        """``DELETE .../fields/{field}``: the field and its values, gone.
+        """
+        ``DELETE .../fields/{field}``: the field and its values, gone.
 
         :raises StoreError: 404 for an unknown workspace, table or field; 400 for a system or protected field.
         """
@@ -445,7 +459,8 @@ class SandboxStore:
             record_rows.drop_values(self._db, current["table_id"], field)
 
     def update_field(self, ws_id: str, table: str, field: str, update: FieldUpdate, user: str) -> dict[str, Any]:
-        """Apply a field update as Blink does: it replaces the whole field and may not change its type.
+        """
+        Apply a field update as Blink does: it replaces the whole field and may not change its type.
 
         Members the update leaves out are reset: ``type`` to ``text`` (and so refused unless the
         field is a text field), ``display_name`` to the field's name, ``description`` to empty,
@@ -516,7 +531,8 @@ class SandboxStore:
         return {f["name"]: f for f in fields if not any(f["attributes"].get(m) for m in MARKERS)}
 
     def find_records(self, ws_id: str, table: str, q: str) -> dict[str, Any]:
-        """``GET .../table/{table}?q=``: ``{limit, offset, results, total}`` of the rows matching the filter.
+        """
+        Return ``GET .../table/{table}?q=``: ``{limit, offset, results, total}`` of the rows matching the filter.
 
         :raises StoreError: 404 for an unknown workspace or table; 400 for a query Blink refuses.
         """
@@ -535,7 +551,7 @@ class SandboxStore:
         return {"limit": limit, "offset": offset, "results": [record_rows.answer(r) for r in rows], "total": total[0]}
 
     def get_record(self, ws_id: str, table: str, record_id: str) -> dict[str, Any]:
-        """``GET .../table/{table}/{id}``. :raises StoreError: 404 for an unknown table or record."""
+        """Return ``GET .../table/{table}/{id}``. :raises StoreError: 404 for an unknown table or record."""
         with self._lock:
             return record_rows.answer(self._record_row(self._table_id(ws_id, table), record_id))
 
@@ -548,7 +564,8 @@ class SandboxStore:
         return tuple(row)
 
     def create_records(self, ws_id: str, table: str, bodies: list[Any], user: str) -> list[dict[str, Any]]:
-        """``POST .../table/{table}`` (one body), or the admin's load of many, in one transaction.
+        """
+        Return ``POST .../table/{table}`` (one body), or the admin's load of many, in one transaction.
 
         :raises StoreError: 404 for an unknown table; 400 for a record Blink would refuse (none written).
         """
@@ -575,7 +592,8 @@ class SandboxStore:
         return values
 
     def update_record(self, ws_id: str, table: str, record_id: str, body: Any, user: str) -> dict[str, Any]:
-        """``PUT .../table/{table}/{id}``: the whole record replaced; a field left out is emptied.
+        """
+        Return ``PUT .../table/{table}/{id}``: the whole record replaced; a field left out is emptied.
 
         :raises StoreError: 404 for an unknown table or record; 400 for a record Blink would refuse.
         """
