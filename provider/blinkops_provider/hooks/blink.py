@@ -100,6 +100,11 @@ def table_route(ws_id: str, table: str) -> str:
     return "/workspace/{}/table/{}".format(path_segment(ws_id, "ws_id"), path_segment(table, "table"))
 
 
+def records_subject(ws_id: str, table: str) -> str:
+    """Return what a records read is about, as its errors name it."""
+    return f"the records of table {table!r} in workspace {ws_id!r}"
+
+
 def record_route(ws_id: str, table: str, record_id: Any) -> str:
     if isinstance(record_id, bool) or not isinstance(record_id, (str, int)):
         raise BlinkInputError(f"record_id must be a record's id (text), got {type(record_id).__name__}")
@@ -773,13 +778,6 @@ class BlinkHook(BaseHook):
 
     # -- table records -------------------------------------------------------------------
 
-    def _find(self, ws_id: str, table: str, where: Mapping[str, Any], limit: int, offset: int) -> RecordPage:
-        route = table_route(ws_id, table)
-        subject = f"the records of table {table!r} in workspace {ws_id!r}"
-        with in_workspace(self.blink_conn_id, ws_id), _readable(subject):
-            answer = self._transport.send("GET", route, params=records_query(where, limit, offset), subject=subject)
-        return self._parsed(answer, RecordPage, "GET", route)
-
     def iter_records(
         self,
         ws_id: str,
@@ -811,8 +809,7 @@ class BlinkHook(BaseHook):
 
     def _walk_records(self, ws_id: str, table: str, where: Mapping[str, Any], size: int) -> Iterator[dict[str, Any]]:
         """Yield the pages of :meth:`iter_records`, each sent from here and checked by a :class:`RecordWalk`."""
-        route = table_route(ws_id, table)
-        subject = f"the records of table {table!r} in workspace {ws_id!r}"
+        route, subject = table_route(ws_id, table), records_subject(ws_id, table)
         walk = RecordWalk(route, size, self.max_pages)
         for number in range(1, self.max_pages + 1):
             with in_workspace(self.blink_conn_id, ws_id), _readable(subject):
@@ -836,7 +833,10 @@ class BlinkHook(BaseHook):
         :raises BlinkReadUnavailableError: 404 or 405: no such table, or this Blink does not serve the read.
         """
         condition = check_where(where)
-        counted = counted_total(self._find(ws_id, table, condition, 1, 0), table_route(ws_id, table))
+        route, subject = table_route(ws_id, table), records_subject(ws_id, table)
+        with in_workspace(self.blink_conn_id, ws_id), _readable(subject):  # (sent from here: the path stays short)
+            answer = self._transport.send("GET", route, params=records_query(condition, 1, 0), subject=subject)
+        counted = counted_total(self._parsed(answer, RecordPage, "GET", route), route)
         if counted is not None:
             return counted
         return sum(1 for _ in self.iter_records(ws_id, table, where=condition))
