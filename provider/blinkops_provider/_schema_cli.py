@@ -59,7 +59,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Return ``blink-schema``: the arguments parsed here, then the command run."""
+    """Run ``blink-schema``: the arguments parsed here, then the command."""
     args = parser().parse_args(argv)
     if args.command == "validate":  # offline: no Airflow, no connection
         from blinkops_provider._validate import validate

@@ -284,7 +284,7 @@ def record_catalogue_diff(
     snapshot: Any, *, total: int, keep: int, outlet_events: Any = None, log: Any = None
 ) -> dict[str, Any]:
     """
-    Return the nightly diff of a catalogue, in one call.
+    Record the nightly diff of a catalogue, in one call.
 
     For the task after ``ConnectionTypesToXComOperator(output_path=...)``: compare ``snapshot`` with the latest earlier
     snapshot in its folder (the first run records a baseline), write ``<name>.diff.json`` beside it, keep the latest

@@ -466,10 +466,10 @@ def _print_plans(plans: list[dict[str, Any]], args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """
-    Return one command.
+    Run one command, its arguments parsed by ``blink-schema``'s entry point; return its exit status.
 
-    Its arguments parsed by ``blink-schema``'s entry point (:mod:`blinkops_provider._schema_cli`, which imports no
-    Airflow): its exit status (2: a mistake, said in one line on stderr).
+    The entry point is :mod:`blinkops_provider._schema_cli`, which imports no Airflow. The exit
+    status 2 is a mistake, said in one line on stderr.
     """
     logging.getLogger("airflow.models.crypto").setLevel(logging.ERROR)  # "empty cryptography key": nothing is stored
     if args.command == "pull":
@@ -503,7 +503,7 @@ def _locks(args: argparse.Namespace) -> int:
 
 
 def _unlock(args: argparse.Namespace) -> int:
-    """Return ``unlock``: release one lock by its id."""
+    """Release one lock by its id (``unlock``)."""
     ws_id, table = _table(args.table)
     released = force_unlock(args.records, ws_id, table, args.lock_id)
     print(f"Released the {released.describe()}")

@@ -915,7 +915,7 @@ def _referenced(fields: Sequence[TableField]) -> dict[str, str]:
 
 def _add(name: str, update: FieldUpdate, context: _Context) -> FieldPlan:
     """
-    Return a declared field Blink lacks.
+    Return the plan of a declared field Blink lacks.
 
     Added with its declaration as the ``POST`` body (refused when required on a table with rows and no backfill).
     """
@@ -1032,7 +1032,7 @@ def _retype(
     how: str,
 ) -> FieldPlan:
     """
-    Return a declared type change (``type_change``).
+    Return the plan of a declared type change (``type_change``).
 
     A ``retype`` whose body is the new field's declaration, judged with the rows (:func:`._rows.judge_retype`), or
     refused.

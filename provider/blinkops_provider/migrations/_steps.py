@@ -187,7 +187,7 @@ class Fill:
         return written
 
     def _fill_one(self, record_id: Any) -> int:
-        """Return one row, read again and written whole with the value, if it is still empty: 1, else 0."""
+        """Fill one row, read again and written whole with the value, if it is still empty: 1, else 0."""
         fresh = self.hook.get_record(self.ws_id, self.table, record_id)
         if not empty(fresh.get(self.name)):
             return 0
@@ -239,7 +239,7 @@ class Copy:
 
     def run(self, pool: Executor, page_size: int = 500) -> tuple[int, int, int]:
         """
-        Return one pass over every row.
+        Make one pass over every row.
 
         ``(rows written, rows that hold the converted value, values that do not convert)``.
         """
@@ -272,7 +272,7 @@ class Copy:
         return (not self.strict), None
 
     def _copy_one(self, record_id: Any) -> int:
-        """Return one row, read again and written whole with its converted value, if still due: 1, else 0."""
+        """Copy one row, read again and written whole with its converted value, if still due: 1, else 0."""
         fresh = self.hook.get_record(self.ws_id, self.table, record_id)
         ok, want = self.wanted(fresh)
         if not ok or not _differs(fresh.get(self.new), want):
@@ -360,7 +360,7 @@ class Steps:
 
     def _send(self, done: list[FieldUpdates]) -> bool:
         """
-        Return each step in turn, its report appended to ``done``.
+        Send each step in turn, its report appended to ``done``.
 
         The table's creation, the adds, the changes, the table's own change, then the removals (only when every other
         step succeeded). Whether the removals were sent (their report last in ``done``, to confirm).
@@ -408,7 +408,7 @@ class Steps:
 
     def _retype(self, row: FieldPlan) -> TableField:
         """
-        Return a type change as Blink says.
+        Make a type change as Blink says.
 
         A new field of the new type (shown as ``<display name> (retyping)`` until the end), every value copied and
         converted, the copy checked by a pass that finds nothing left to write, the new field given the declared checks,
@@ -559,7 +559,7 @@ class Steps:
 
     def _change(self) -> FieldUpdates:
         """
-        Return the fields to change (``PUT``), a batch.
+        Send the fields to change (``PUT``), a batch.
 
         Every planned body but the adds Blink lacks and the fields skipped.
         """
@@ -586,7 +586,7 @@ class Steps:
             )
 
     def _add(self) -> FieldUpdates:
-        """Return the fields Blink lacks (``POST``), a batch; then the ones Blink's answers left unnamed, found."""
+        """Send the fields Blink lacks (``POST``), a batch; then find the ones Blink's answers left unnamed."""
         if self.created or not self.plan.against_blink:
             return FieldUpdates()  # (the table's creation added them; against the record, they are changes)
         adds = [(row.field, row.body) for row in self._rows(Action.ADD) if row.body is not None]
@@ -650,7 +650,7 @@ class Steps:
         )
 
     def _create(self) -> ApplyResult:
-        """Return the table, created with its declared fields (one ``POST``), and their names as Blink gave them."""
+        """Create the table with its declared fields (one ``POST``); their names as Blink gave them."""
         table = self.plan.table_plan
         adds = [(row.field, row.body) for row in self._rows(Action.ADD) if row.body is not None]
         body = NewTable.model_validate({**(table.body or {}), "fields": [update for _, update in adds]})

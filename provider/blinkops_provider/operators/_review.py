@@ -231,10 +231,10 @@ class ReviewedApply(UpdateTableFieldsOperator):
 
     def execute_complete(self, context: Context, event: dict[str, Any], shown: str = "") -> Any:
         """
-        Return the answer arrived.
+        Apply the plan shown on a person's Approve, or fail: the answer has arrived.
 
         Airflow resumed this task with its record of the answer (built from the human-in-the-loop detail when the person
-        answered, kept with the task instance; no XCom). Apply the plan shown on a person's Approve, or fail.
+        answered, kept with the task instance; no XCom).
         """
         what = f"plan {one_line(shown)} of {one_line(f'{self.ws_id}/{self.table}')}"
         self.keep_table_page(context, self.ws_id, self.table)  # (a resumed task's XComs may be new)

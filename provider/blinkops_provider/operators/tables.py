@@ -148,7 +148,7 @@ class ApplyReport:
         }
 
     def _log_tally(self, result: ApplyResult, counts: Counter[str]) -> None:
-        """Return the summary line: ``Schema of ws/table: n of m fields applied (k changed, ...)``."""
+        """Log the summary line: ``Schema of ws/table: n of m fields applied (k changed, ...)``."""
         tally = ", ".join(f"{counts[word]} {word}" for word in OUTCOMES if counts[word])
         self.log.info(
             "Schema of %s/%s: %d of %d fields applied (%s)",

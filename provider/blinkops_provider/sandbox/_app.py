@@ -364,7 +364,7 @@ def _records_routes(api: APIRouter, sandbox: Served) -> None:
 
     @api.post("/workspace/{ws_id}/table/{table}", operation_id="TableCreateRecord", tags=tags, summary="Add a record")
     def create_record(ws_id: str, table: str, body: Annotated[Any, Body()]) -> Any:
-        """Return a new row; its values by field name."""
+        """Create a row; its values by field name."""
         return sandbox.store.create_records(unquote(ws_id), unquote(table), [body], SANDBOX_USER)[0]
 
     @api.get("/workspace/{ws_id}/table/{table}/{record_id}", operation_id="TableGetRecord", tags=tags)
@@ -442,7 +442,7 @@ def _admin_tables(admin: APIRouter, sandbox: Served) -> None:
     @admin.put("/workspace/{ws_id}/table/{table}")
     def create_table(ws_id: str, table: str, declared: dict[str, Any]) -> Any:
         """
-        Return a table with its fields.
+        Create a table with its fields.
 
         Declared as a schema is (``{"fields": [{"field", "type", "display_name", "attributes"}]}``), so a fleet can be
         set up as a user would.
@@ -459,7 +459,7 @@ def _admin_tables(admin: APIRouter, sandbox: Served) -> None:
 
     @admin.put("/workspace/{ws_id}/table/{table}/records")
     def set_records(ws_id: str, table: str, given: dict[str, Any]) -> Any:
-        """Return the table's ``estimated_records_count``: ``{"estimated_records_count": n}``."""
+        """Set the table's ``estimated_records_count``: ``{"estimated_records_count": n}``."""
         count = given.get("estimated_records_count")
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ApiError(400, 'give {"estimated_records_count": n}, n a whole number of 0 or more')
@@ -468,7 +468,7 @@ def _admin_tables(admin: APIRouter, sandbox: Served) -> None:
     @admin.post("/workspace/{ws_id}/table/{table}/rows")
     def put_rows(ws_id: str, table: str, given: list[Any]) -> Any:
         """
-        Return rows loaded at once (``blink-sandbox put-records``), each checked as Blink checks a new record.
+        Load rows at once (``blink-sandbox put-records``), each checked as Blink checks a new record.
 
         All written, or none.
         """

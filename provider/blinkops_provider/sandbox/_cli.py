@@ -196,7 +196,7 @@ def _admin(args: argparse.Namespace, path: str, body: Any, done: str, method: st
 
 
 def create_table(args: argparse.Namespace) -> int:
-    """Return ``create-table``: a table with the fields a declared-schema file names."""
+    """Run ``create-table``: a table with the fields a declared-schema file names."""
     from urllib.parse import quote
 
     declared = _json_file(args.schema, "schema")
@@ -225,7 +225,7 @@ def _json_file(path: str, what: str) -> Any:
 
 def put_records(args: argparse.Namespace) -> int:
     """
-    Return ``put-records``.
+    Run ``put-records``.
 
     The rows of a JSON file written to a table, each checked as Blink checks a new record (a required field empty, a
     unique value taken, an option not offered): all or none.
@@ -248,7 +248,7 @@ def put_records(args: argparse.Namespace) -> int:
 
 def update_field(args: argparse.Namespace) -> int:
     """
-    Return ``update-field``.
+    Run ``update-field``.
 
     One field changed through the running sandbox's admin API, the members not given kept, recorded as changed by
     ``--by``: drift, as a person in Blink's UI makes it.
@@ -285,7 +285,7 @@ def update_field(args: argparse.Namespace) -> int:
 
 
 def put_connection_type(args: argparse.Namespace) -> int:
-    """Return ``put-connection-type``: one connection type written through the running sandbox's admin API."""
+    """Run ``put-connection-type``: one connection type written through the running sandbox's admin API."""
     doc = {"id": args.id, "name": args.name, "display_name": args.display_name or args.name, "plugin_name": args.name}
     done = f"Connection type {args.id!r} ({args.name}) written to the sandbox at {args.url}"
     return _admin(args, "connection_types", [doc], done)

@@ -364,7 +364,7 @@ class SandboxStore:
         self, ws_id: str, display_name: str, description: str, fields: list[FieldUpdate], user: str
     ) -> dict[str, Any]:
         """
-        Return ``POST .../table``.
+        Serve ``POST .../table``.
 
         A table with Blink's system fields and ``fields``, its name and its fields' names derived from their display
         names (:func:`derived_name`).
@@ -385,7 +385,7 @@ class SandboxStore:
         self, ws_id: str, table: str, display_name: str, description: str, settings: dict[str, Any]
     ) -> dict[str, Any]:
         """
-        Return ``PUT .../table/{table}``: the table's display name, description and settings, as given.
+        Serve ``PUT .../table/{table}``: the table's display name, description and settings, as given.
 
         :raises StoreError: 404 for an unknown workspace or table.
         """
@@ -398,14 +398,14 @@ class SandboxStore:
             return self._table_entry(ws_id, table)
 
     def set_records(self, ws_id: str, table: str, count: int) -> dict[str, Any]:
-        """Return the table's ``estimated_records_count`` (the sandbox keeps no rows: the admin API sets it)."""
+        """Set the table's ``estimated_records_count`` (the sandbox keeps no rows: the admin API sets it)."""
         with self._lock, self._transaction():
             self._db.execute("UPDATE tables SET records = ? WHERE id = ?", (count, self._table_id(ws_id, table)))
             return self._table_entry(ws_id, table)
 
     def add_field(self, ws_id: str, table: str, body: FieldUpdate, user: str) -> dict[str, Any]:
         """
-        Return ``POST .../fields``: a new field, its name derived from its display name.
+        Serve ``POST .../fields``: a new field, its name derived from its display name.
 
         :raises StoreError: 404 for an unknown workspace or table; 400 for what Blink refuses (no
             type or display name, a select without options, a second reference to one table).
@@ -565,7 +565,7 @@ class SandboxStore:
 
     def create_records(self, ws_id: str, table: str, bodies: list[Any], user: str) -> list[dict[str, Any]]:
         """
-        Return ``POST .../table/{table}`` (one body), or the admin's load of many, in one transaction.
+        Serve ``POST .../table/{table}`` (one body), or the admin's load of many, in one transaction.
 
         :raises StoreError: 404 for an unknown table; 400 for a record Blink would refuse (none written).
         """
@@ -593,7 +593,7 @@ class SandboxStore:
 
     def update_record(self, ws_id: str, table: str, record_id: str, body: Any, user: str) -> dict[str, Any]:
         """
-        Return ``PUT .../table/{table}/{id}``: the whole record replaced; a field left out is emptied.
+        Serve ``PUT .../table/{table}/{id}``: the whole record replaced; a field left out is emptied.
 
         :raises StoreError: 404 for an unknown table or record; 400 for a record Blink would refuse.
         """
