@@ -271,13 +271,14 @@ def task(try_number: int = 1, map_index: int = -1, host: str | None = None, pid:
 
 
 def lock(records: Path | str, holder: Holder, **kwargs: Any) -> TableLock:
+    """ws-1/Incidents' lock beside its record under ``records`` (no real sleep unless given one)."""
+    kwargs.setdefault("sleep", lambda s: None)
     return TableLock(
         record_location(str(records), "ws-1", "Incidents"),
         records=str(records),
         ws_id="ws-1",
         table="Incidents",
         holder=holder,
-        sleep=lambda s: None,
         **kwargs,
     )
 
@@ -346,16 +347,7 @@ def test_a_waiter_polls_often_with_jitter_and_says_whom_it_waits_for(records: st
         clock[0] += seconds
 
     with lock(records, task(host="worker-2")):
-        waiter = TableLock(
-            record_location(records, "ws-1", "Incidents"),
-            records=records,
-            ws_id="ws-1",
-            table="Incidents",
-            holder=task(),
-            wait=120,
-            sleep=sleep,
-            monotonic=lambda: clock[0],
-        )
+        waiter = lock(records, task(), wait=120, sleep=sleep, monotonic=lambda: clock[0])
         with caplog.at_level("INFO"), pytest.raises(BlinkLockedError, match=r"waited 120 s"):
             waiter.acquire()
     assert sum(slept) == pytest.approx(120)
@@ -379,16 +371,7 @@ def test_the_waits_restart_short_when_another_apply_takes_the_lock(records: str)
             first.release()
             lock(records, task(host="worker-3", map_index=5)).acquire()
 
-    waiter = TableLock(
-        record_location(records, "ws-1", "Incidents"),
-        records=records,
-        ws_id="ws-1",
-        table="Incidents",
-        holder=task(),
-        wait=60,
-        sleep=sleep,
-        monotonic=lambda: clock[0],
-    )
+    waiter = lock(records, task(), wait=60, sleep=sleep, monotonic=lambda: clock[0])
     with pytest.raises(BlinkLockedError):
         waiter.acquire()
     assert slept[19] > 1.0 and slept[20] <= 0.15  # back to 0.1 s (with jitter) for the new holder
@@ -405,16 +388,7 @@ def test_a_dangling_link_at_the_locks_path_is_refused_within_the_wait_not_spun_o
         clock[0] += seconds
 
     for wait in (0, 5):
-        waiter = TableLock(
-            record_location(records, "ws-1", "Incidents"),
-            records=records,
-            ws_id="ws-1",
-            table="Incidents",
-            holder=task(),
-            wait=wait,
-            sleep=sleep,
-            monotonic=lambda: clock[0],
-        )
+        waiter = lock(records, task(), wait=wait, sleep=sleep, monotonic=lambda: clock[0])
         with pytest.raises(BlinkLockedError, match="cannot be created and reads as missing"):
             waiter.acquire()
     assert sum(slept) == pytest.approx(5)

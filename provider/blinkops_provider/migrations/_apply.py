@@ -493,8 +493,15 @@ def apply_schema(
 def apply(hook: BlinkHook, request: ApplyRequest) -> ApplyResult:
     """Apply ``request`` (:func:`apply_schema`, whose arguments it holds, checked)."""
     location = _location(request)
-    table = {"ws_id": request.ws_id, "table": request.table}
-    lock = _lock(hook, location, records=request.record_path, holder=request.holder, wait=request.lock_wait, **table)
+    lock = _lock(
+        hook,
+        location,
+        records=request.record_path,
+        ws_id=request.ws_id,
+        table=request.table,
+        holder=request.holder,
+        wait=request.lock_wait,
+    )
     record = _record(hook, request.ws_id, request.table, location)  # reads the connection
     with lock:
         planned, recorded = _plan(hook, record, request.declared, request.replace, request.create_table)
