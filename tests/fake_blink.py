@@ -31,6 +31,9 @@ The records (#64): ``records`` holds each table's rows (``{"id": ..., field: val
 with ``give_total=False``; ``records_status`` answers the find with it), ``GET`` and ``PUT
 .../table/{t}/{id}`` (the whole row replaced; ``record_puts`` logs each). ``after_find`` runs after
 each find is answered: a test changes a row there, between a reader's walk and its write.
+A record write answers ``record_answer``: Blink's published string ``"ok"`` by default (None: the
+record, as the sandbox once did); ``lose_writes`` answers the next writes "ok" without keeping them;
+``by_update`` lists rows by their last update unless the find asks for a sort (``+id``).
 """
 
 from __future__ import annotations
@@ -93,6 +96,14 @@ class FakeBlink:
         self.records_status: int | None = None
         self.give_total = True
         self.after_find: Callable[[], None] | None = None
+        self.record_answer: Any = "ok"
+        """What a record write answers: Blink's published string by default; ``None``: the record written."""
+        self.lose_writes = 0
+        """The next record writes answered "ok" but not kept (a write's answer says accepted, not stored)."""
+        self.by_update = False
+        """List rows by last update (not by id) unless the find asks for a sort."""
+        self.updates = 0
+        self.touched: dict[str, int] = {}
         self.meta: dict[str, dict[str, Any]] = {
             name: {"display_name": name, "description": "", "settings": {"color": "blue"}} for name in self.tables
         }
@@ -121,6 +132,10 @@ class FakeBlink:
         q = json.loads(parse_qs(urlsplit(request.url).query)["q"][0])
         wanted = {k: v["$eq"] if isinstance(v, dict) else v for k, v in (q.get("filter") or {}).items()}
         rows = [r for r in self.records[table] if all(r.get(k) == v for k, v in wanted.items())]
+        if q.get("sort") == ["+id"]:
+            rows.sort(key=lambda r: str(r["id"]))
+        elif self.by_update:
+            rows.sort(key=lambda r: self.touched.get(r["id"], 0))
         limit, offset = q.get("limit") or 25, q.get("offset") or 0
         page = {"limit": limit, "offset": offset, "results": copy.deepcopy(rows[offset : offset + limit])}
         if self.after_find is not None:
@@ -144,9 +159,14 @@ class FakeBlink:
         if at is None:
             context.status_code = 404
             return {"status": 404, "message": "Can not find record"}
+        if self.lose_writes:
+            self.lose_writes -= 1
+            return self.record_answer if self.record_answer is not None else copy.deepcopy(rows[at])
         kept = {k: v for k, v in body.items() if k in self.tables[table] and v not in (None, "", [])}
+        self.updates += 1
         rows[at] = {"id": record_id, **kept}
-        return copy.deepcopy(rows[at])
+        self.touched[record_id] = self.updates
+        return self.record_answer if self.record_answer is not None else copy.deepcopy(rows[at])
 
     def _name(self, display_name: str, taken: Any) -> str:
         """This fake's naming rule (not the sandbox's): the letters, lower case, and a count."""

@@ -30,9 +30,11 @@ and a field that is not declared is never removed.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, TypeVar, get_args
@@ -832,7 +834,14 @@ def _extras(entries: list[Any], positions: list[int]) -> tuple[list[Any], dict[s
             continue
         where, name = f"entry {position} ({entry.get('field')!r})", str(entry.get("field"))
         if "backfill" in entry:
-            problems += [_backfill_problem(where, entry["backfill"])] if _not_a_value(entry["backfill"]) else []
+            if _not_a_value(entry["backfill"]):
+                problems.append(_backfill_problem(where, entry["backfill"]))
+            else:
+                given = entry.get("attributes")
+                attributes: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+                options = attributes.get("options") if isinstance(attributes.get("options"), list) else None
+                unfit = backfill_unfit(entry.get("type"), entry["backfill"], options)
+                problems += [f"{where}: {unfit}"] if unfit else []
             backfills[name] = entry["backfill"]
         if "type_change" in entry:
             problems += _type_change_problem(where, entry["type_change"])
@@ -853,6 +862,62 @@ def _backfill_problem(where: str, value: Any) -> str:
         f"{where}: 'backfill' must be the value to write in its empty rows (text, a number, true/false or a list), "
         f"not {value!r}"
     )
+
+
+_BACKFILL_FORMS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "text": (lambda value: isinstance(value, str), "text"),
+    "long-text": (lambda value: isinstance(value, str), "text"),
+    "number": (lambda value: _is_number(value), "a number"),
+    "duration": (lambda value: _is_number(value), "a number"),
+    "checkbox": (lambda value: isinstance(value, bool), "true or false"),
+    "risk-level": (lambda value: value in ("Low", "Medium", "High", "Critical"), "one of Low, Medium, High, Critical"),
+    "single-select": (lambda value: isinstance(value, str), "one of its options"),
+    "multi-select": (
+        lambda value: isinstance(value, list) and all(isinstance(v, str) for v in value),
+        "a list of its options",
+    ),
+    "list": (lambda value: isinstance(value, list), "a list"),
+    "date": (lambda value: _is_date(value), "an ISO 8601 date (YYYY-MM-DD, or with a time)"),
+}
+"""What a backfill of each type must be; the other types' values have no published form (no backfill)."""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_date(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        dt.date.fromisoformat(value) if len(value) == 10 else dt.datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+def backfill_unfit(kind: Any, value: Any, options: Sequence[Any] | None = None) -> str:
+    """
+    Return why a field of type ``kind`` cannot hold the backfill ``value`` ("" when it can).
+
+    Its type's form (text, a number, true/false, a list...), a select's ``options`` (when known: a declaration that
+    leaves them out is checked against Blink's at plan time).
+    """
+    kind = getattr(kind, "value", kind)
+    if not isinstance(kind, str) or kind not in _BACKFILL_FORMS:
+        return (
+            f"'backfill' cannot fill a {kind!r} field: Blink publishes no form of its values (backfill text, "
+            f"number, checkbox, risk-level, select, list and date fields)"
+        )
+    fits, form = _BACKFILL_FORMS[kind]
+    if not fits(value):
+        return f"'backfill' of a {kind!r} field must be {form}, got {value!r:.80}"
+    chosen = value if isinstance(value, list) else [value]
+    if kind in ("single-select", "multi-select") and options is not None:
+        missing = [choice for choice in chosen if choice not in options]
+        if missing:
+            return f"'backfill' {value!r:.80} is not among the field's options {options!r:.200}"
+    return ""
 
 
 def _not_a_value(value: Any) -> bool:

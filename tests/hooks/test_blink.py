@@ -21,7 +21,7 @@ from blinkops_provider.exceptions import (
     BlinkReadUnavailableError,
     BlinkResponseError,
 )
-from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.hooks.blink import BlinkHook, matches_filter
 from blinkops_provider.models import FieldType, FieldUpdate, TableField
 from blinkops_provider.sandbox import BlinkSandbox
 from blinkops_provider.sandbox._seed import DEMO_ROWS
@@ -537,13 +537,81 @@ def test_a_records_read_not_served_is_said_so(make_hook: Any, status: int) -> No
     assert caught.value.status == status
 
 
-def test_an_update_answered_by_something_else_is_unknown(make_hook: Any) -> None:
+@pytest.mark.parametrize(
+    "answer",
+    [{"json": "ok"}, {"text": "OK"}, {"text": ""}, {"json": {}}, {"json": {"id": "r2"}}, {"json": []}],
+    ids=["published-string", "plain-text", "empty", "empty-object", "another-id", "list"],
+)
+def test_an_update_answered_as_blinks_spec_publishes_is_accepted_not_read(make_hook: Any, answer: Any) -> None:
+    """Blink's published answer to TableUpdateRecord is a string: accepted, never an error, never the stored record."""
     route = f"{BASE}/workspace/ws-1/table/T/r1"
-    for answer in ({"text": "<html>login</html>"}, {"json": {"id": "r2"}}, {"json": []}):
-        with rm.Mocker() as m:
-            m.put(route, **answer)
-            with pytest.raises(BlinkResponseError):
-                make_hook().update_record("ws-1", "T", "r1", {"id": "r1", "Name": "x"})
+    with rm.Mocker() as m:
+        m.put(route, **answer)
+        assert make_hook().update_record("ws-1", "T", "r1", {"id": "r1", "Name": "x"}) == {}
+    assert m.call_count == 1
+
+
+def test_an_update_answered_with_the_record_returns_it(make_hook: Any) -> None:
+    route = f"{BASE}/workspace/ws-1/table/T/r1"
+    with rm.Mocker() as m:
+        m.put(route, json={"id": "r1", "Name": "x"})
+        assert make_hook().update_record("ws-1", "T", "r1", {"Name": "x"}) == {"id": "r1", "Name": "x"}
+
+
+def test_an_update_sends_the_tables_fields_only_never_blinks_system_members(make_hook: Any) -> None:
+    route = f"{BASE}/workspace/ws-1/table/T/r1"
+    record = {"id": "r1", "created_at": 1, "created_by": "a", "updated_at": 2, "updated_by": "b", "Name": "x", "N": 2}
+    with rm.Mocker() as m:
+        m.put(route, json="ok")
+        make_hook().update_record("ws-1", "T", "r1", record)
+        assert m.request_history[0].json() == {"Name": "x", "N": 2}
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), {1, 2}, object()], ids=["nan", "inf", "set", "object"])
+def test_an_update_with_a_value_json_cannot_carry_is_refused_before_any_request(make_hook: Any, value: Any) -> None:
+    with rm.Mocker() as m:
+        with pytest.raises(BlinkInputError, match="'Score' is not a JSON value") as caught:
+            make_hook().update_record("ws-1", "T", "r1", {"Name": "x", "Score": value})
+        assert m.call_count == 0
+    assert "Base URL" not in str(caught.value)
+
+
+def test_a_count_whose_row_contradicts_the_filter_is_an_error_not_a_count(make_hook: Any) -> None:
+    """A proxy that drops the filter answers every row's total; the row it answers shows it."""
+    with rm.Mocker() as m:
+        answer = {"results": [{"id": "r1", "Severity": "Low"}], "total": 90, "limit": 1, "offset": 0}
+        m.get(f"{BASE}/workspace/ws-1/table/T", json=answer)
+        with pytest.raises(BlinkResponseError, match="does not match the filter"):
+            make_hook().count_records("ws-1", "T", {"Severity": "High"})
+        answer["results"] = [{"id": "r1", "Severity": "High"}]
+        assert make_hook().count_records("ws-1", "T", {"Severity": "High"}) == 90
+
+
+@pytest.mark.parametrize(
+    ("row", "where", "verdict"),
+    [
+        ({"A": 1}, {"A": 1}, True),
+        ({"A": 1}, {"A": {"$gt": 1}}, False),
+        ({"A": 1}, {"A": {"$gte": 1, "$lt": 3}}, True),
+        ({"A": "x"}, {"$or": [{"A": "y"}, {"A": "x"}]}, True),
+        ({"A": "x"}, {"$or": [{"A": "y"}, {"A": "z"}]}, False),
+        ({"A": "x"}, {"$or": [{"A": "y"}, {"A": {"$like": "x%"}}]}, None),
+        ({"A": "1"}, {"A": 1}, None),
+        ({}, {"A": "x"}, False),
+        ({}, {"A": {"$neq": "x"}}, True),
+        ({"A": "x", "B": 2}, {"$and": [{"A": "x"}, {"B": {"$lte": 1}}]}, False),
+    ],
+)
+def test_a_row_is_told_to_match_a_filter_only_where_it_can_be(row: Any, where: Any, verdict: Any) -> None:
+    assert matches_filter(row, where) is verdict
+
+
+def test_every_walk_of_the_rows_asks_for_an_order_by_id(make_hook: Any) -> None:
+    with rm.Mocker() as m:
+        m.get(f"{BASE}/workspace/ws-1/table/T", json={"results": rows("a"), "total": 1, "limit": 2, "offset": 0})
+        list(make_hook().iter_records("ws-1", "T", page_size=2))
+        make_hook().count_records("ws-1", "T")
+    assert [json.loads(r.qs["q"][0])["sort"] for r in m.request_history] == [["+id"], ["+id"]]
 
 
 def test_ids_and_names_are_percent_encoded_and_the_query_is_blinks(make_hook: Any) -> None:
@@ -552,5 +620,6 @@ def test_ids_and_names_are_percent_encoded_and_the_query_is_blinks(make_hook: An
         m.get(f"{BASE}/workspace/ws%201/table/Q1%2FQ2/r%2F1", json={"id": "r/1"})
         hook = make_hook()
         assert hook.count_records("ws 1", "Q1/Q2", {"Name": "é"}) == 0
-        assert json.loads(m.request_history[0].qs["q"][0]) == {"limit": 1, "offset": 0, "filter": {"name": "é"}}
+        sent = json.loads(m.request_history[0].qs["q"][0])
+        assert sent == {"limit": 1, "offset": 0, "filter": {"name": "é"}, "sort": ["+id"]}
         assert hook.get_record("ws 1", "Q1/Q2", "r/1") == {"id": "r/1"}

@@ -29,6 +29,7 @@ from urllib.parse import quote
 import requests
 from airflow.providers.common.compat.sdk import AirflowNotFoundException, BaseHook, mask_secret
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import from_json
 
 from blinkops_provider._batch import FieldUpdates, run_batch
 from blinkops_provider._blink import API_PREFIX, MAX_LIMIT
@@ -141,9 +142,14 @@ def check_page_size(page_size: Any) -> int:
     return page_size
 
 
+RECORD_ORDER = ("+id",)
+"""The order every read of the rows asks for: by id. Paging by offset needs an order that a write does not change, and
+Blink publishes no default order."""
+
+
 def records_query(where: Mapping[str, Any], limit: int, offset: int) -> dict[str, str]:
     """Return the ``q`` parameter of one page."""
-    body: dict[str, Any] = {"limit": limit, "offset": offset}
+    body: dict[str, Any] = {"limit": limit, "offset": offset, "sort": list(RECORD_ORDER)}
     if where:
         body["filter"] = where
     return {"q": json.dumps(body, separators=(",", ":"), ensure_ascii=False)}
@@ -217,18 +223,80 @@ class RecordWalk:
         return False
 
 
-def counted_total(page: RecordPage, route: str) -> int | None:
-    """Return the exact count a one-row page gives (its ``total``, checked against the page), or None."""
+def counted_total(page: RecordPage, route: str, where: Mapping[str, Any] | None = None) -> int | None:
+    """
+    Return the exact count a one-row page gives (its ``total``, checked against the page), or None.
+
+    :param where: the filter asked: a row answered that does not match it means the filter was not applied (a proxy
+        that drops it, say), so the ``total`` is not the count asked for.
+    """
     if page.total is None:
         return None
+    problem = ""
     if len(page.results) != min(1, page.total):
+        problem = f"said {page.total} rows but answered {len(page.results)} for a page of one"
+    elif where and any(matches_filter(row, where) is False for row in page.results):
+        problem = (
+            f"answered a row that does not match the filter {json.dumps(where, ensure_ascii=False):.200} (the filter "
+            f"was not applied), so its total {page.total} is not the count asked for"
+        )
+    if problem:
         raise BlinkResponseError(
-            f"the records read of {route} said {page.total} rows but answered {len(page.results)} for a page of one",
-            status=200,
-            method="GET",
-            path=route,
+            f"the records read of {route} {problem}. Nothing was counted", status=200, method="GET", path=route
         )
     return page.total
+
+
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "$eq": lambda held, given: held == given,
+    "$neq": lambda held, given: held != given,
+    "$gt": lambda held, given: held > given,
+    "$gte": lambda held, given: held >= given,
+    "$lt": lambda held, given: held < given,
+    "$lte": lambda held, given: held <= given,
+}
+
+
+def matches_filter(row: Mapping[str, Any], where: Mapping[str, Any]) -> bool | None:
+    """
+    Return whether a row answered matches Blink's filter: True, False, or None when it cannot be told here.
+
+    Equals and the comparisons of numbers, text and booleans are told; ``$like``, values of other kinds and
+    operators Blink does not publish are not (None: never taken for a mismatch).
+    """
+    verdicts: list[bool | None] = []
+    for key, condition in where.items():
+        if key in ("$or", "$and") and isinstance(condition, list):
+            inner = [matches_filter(row, part) if isinstance(part, Mapping) else None for part in condition]
+            verdicts.append(_combined(inner, any_of=key == "$or"))
+            continue
+        predicates = condition if isinstance(condition, Mapping) else {"$eq": condition}
+        verdicts += [_compared(row.get(key), operator, given) for operator, given in predicates.items()]
+    return _combined(verdicts, any_of=False)
+
+
+def _combined(verdicts: list[bool | None], *, any_of: bool) -> bool | None:
+    """Return ``verdicts`` ORed (``any_of``) or ANDed, None where an unknown one could decide."""
+    decided = [verdict for verdict in verdicts if verdict is not None]
+    if any_of:
+        return True if any(decided) else (None if len(decided) < len(verdicts) or not verdicts else False)
+    return False if not all(decided) else (None if len(decided) < len(verdicts) else True)
+
+
+def _compared(held: Any, operator: str, given: Any) -> bool | None:
+    """Return one predicate of a row's value: None when it cannot be told (an unknown operator, mixed kinds)."""
+    compare = _COMPARE.get(operator)
+    scalars = (str, int, float, bool)
+    if compare is None or not isinstance(given, scalars) or not isinstance(held, (*scalars, type(None))):
+        return None
+    if held is None:
+        return operator == "$neq"  # (an empty value matches no comparison, as in SQL, but "not equal")
+    if isinstance(held, str) != isinstance(given, str) or isinstance(held, bool) != isinstance(given, bool):
+        return None  # (a number held as text, say: Blink may compare them its own way)
+    try:
+        return bool(compare(held, given))
+    except TypeError:
+        return None
 
 
 def checked_record(answer: Any, record_id: Any, method: str, route: str) -> dict[str, Any]:
@@ -242,6 +310,46 @@ def checked_record(answer: Any, record_id: Any, method: str, route: str) -> dict
             path=route,
         )
     return answer
+
+
+SYSTEM_MEMBERS = ("id", "created_at", "created_by", "updated_at", "updated_by")
+"""Blink's own members of a record: Blink sets them, a write leaves them out."""
+
+
+def record_body(record: Any) -> dict[str, Any]:
+    """
+    Return a record's body as a write sends it: the table's fields only, every value JSON.
+
+    :raises BlinkInputError: not an object of field names, or a value JSON cannot carry (NaN, an infinity, a set, an
+        object), before any request.
+    """
+    if not isinstance(record, Mapping) or not all(isinstance(key, str) for key in record):
+        raise BlinkInputError(f"record must be an object of field names and values, got {type(record).__name__}")
+    body = {key: value for key, value in record.items() if key not in SYSTEM_MEMBERS}
+    for key, value in body.items():
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            raise BlinkInputError(
+                f"record value of {key!r} is not a JSON value ({type(value).__name__} {value!r:.40}): a record's "
+                "values are text, numbers (finite), booleans, lists and objects of them, or null"
+            ) from None
+    return body
+
+
+def accepted_record(answer: Answer, record_id: Any) -> dict[str, Any]:
+    """
+    Return what a record write's 2xx said: the record when it is that record, else ``{}`` (accepted, not read).
+
+    Blink publishes the answer as a string (``"ok"``); any body of a 2xx is taken as "accepted", never as an error.
+    """
+    try:
+        said = from_json(answer.body or b"")
+    except (ValueError, RecursionError):
+        return {}
+    if isinstance(said, dict) and str(said.get("id")) == str(record_id):
+        return said
+    return {}
 
 
 __all__ = ["BlinkHook", "CataloguePage", "Clock", "ConnectionSettings", "FieldUpdates"]
@@ -836,7 +944,7 @@ class BlinkHook(BaseHook):
         route, subject = table_route(ws_id, table), records_subject(ws_id, table)
         with in_workspace(self.blink_conn_id, ws_id), _readable(subject):  # (sent from here: the path stays short)
             answer = self._transport.send("GET", route, params=records_query(condition, 1, 0), subject=subject)
-        counted = counted_total(self._parsed(answer, RecordPage, "GET", route), route)
+        counted = counted_total(self._parsed(answer, RecordPage, "GET", route), route, condition)
         if counted is not None:
             return counted
         return sum(1 for _ in self.iter_records(ws_id, table, where=condition))
@@ -861,21 +969,26 @@ class BlinkHook(BaseHook):
 
         Blink empties every field the body leaves out, so send the record as just read (:meth:`get_record`), changed
         where meant. Blink's update has no version check: a change made between that read and this write is overwritten.
+        Blink's own members (``id``, ``created_at``/``created_by``, ``updated_at``/``updated_by``) are Blink's to set:
+        they are left out of the body sent.
 
-        :returns: the record as Blink answered it.
-        :raises BlinkInputError: ``record`` is not an object of JSON values, before any request.
+        Blink's published answer to the update is a string (``"ok"``): it says the write was accepted, not what was
+        stored. So a 2xx is never read as the stored record: confirm what was stored by reading it
+        (:meth:`get_record`, or the next walk of the rows).
+
+        :returns: the record as Blink answered it when the answer is that record (the sandbox's older answer), else
+            ``{}`` (Blink's published answer: accepted, not yet read).
+        :raises BlinkInputError: ``record`` is not an object of JSON values (NaN, infinities, sets, objects that are not
+            JSON), before any request.
         :raises BlinkBadRequestError: Blink refused it (400): a required field empty, a unique
             value taken, an option not offered.
-        :raises BlinkResponseError: the answer is not that record (unknown: it may not have reached Blink).
         """
-        if not isinstance(record, Mapping) or not all(isinstance(key, str) for key in record):
-            raise BlinkInputError(f"record must be an object of field names and values, got {type(record).__name__}")
+        body = record_body(record)
         route = record_route(ws_id, table, record_id)
         subject = f"record {record_id!r} of table {table!r} in workspace {ws_id!r}"
         with in_workspace(self.blink_conn_id, ws_id), served("PUT", route):
-            answer = self._transport.send("PUT", route, json=dict(record), subject=subject)
-        said = parse_json(answer, method="PUT", path=route, scrub=self._transport.scrub)
-        return checked_record(said, record_id, "PUT", route)
+            answer = self._transport.send("PUT", route, json=body, subject=subject)
+        return accepted_record(answer, record_id)
 
     def check_key(self) -> None:
         """

@@ -67,6 +67,7 @@ from blinkops_provider.models import (
     FieldType,
     FieldUpdate,
     TableField,
+    backfill_unfit,
 )
 
 
@@ -310,6 +311,30 @@ def merge_field(update: FieldUpdate, held: TableField | Mapping[str, Any], *, na
             f"field {name!r} as Blink holds it cannot be sent back unchanged ({describe_errors(err.errors())}); "
             "nothing was sent: replace=True sends the declaration as given, and Blink resets what it leaves out"
         ) from None
+
+
+_TYPE_BOUND: tuple[tuple[str, tuple[FieldType, ...]], ...] = (
+    ("options", _SELECT_TYPES),
+    ("include_time", (FieldType.DATE,)),
+    ("table_reference", (FieldType.REFERENCE,)),
+)
+"""The attributes that belong to some types only: a retype's new field of another type does not carry them."""
+
+
+def retyped_body(body: FieldUpdate) -> FieldUpdate:
+    """
+    Return the new field of a retype: ``body`` (the declaration merged with the old field) for the new type.
+
+    Everything the old field holds is carried (description, ``required``, ``is_unique``, the default, attributes this
+    provider does not know), but the attributes of the old type alone (a select's options, a date's ``include_time``,
+    a reference's target) when the new type has none; the plan shows each dropped one.
+    """
+    given = body.to_body()
+    attributes = dict(given.get("attributes") or {})
+    for attribute, types in _TYPE_BOUND:
+        if attribute in attributes and body.type not in types:
+            del attributes[attribute]
+    return FieldUpdate.model_validate({**given, "attributes": attributes}, context={"from_blink": True})
 
 
 _DONE: dict[str, FieldOutcome] = {
@@ -885,10 +910,22 @@ def _one_live(
         return FieldPlan(name, Action.REFUSED, risk=matches.refused[name])
     backfill = context.backfills.get(name)
     if name not in matches.found:
-        return dataclasses.replace(_add(name, update, context), backfill=backfill)
+        return _backfill_checked(dataclasses.replace(_add(name, update, context), backfill=backfill))
     found = matches.found[name]
     plan = _against_blink(name, update, held[found], recorded.get(name), replace, context)
-    return dataclasses.replace(plan, blink_name=found if found != name else "", backfill=backfill)
+    return _backfill_checked(dataclasses.replace(plan, blink_name=found if found != name else "", backfill=backfill))
+
+
+def _backfill_checked(plan: FieldPlan) -> FieldPlan:
+    """Return the plan, refused when the field it sends cannot hold its backfill (its type, a select's options)."""
+    if plan.backfill is None or plan.body is None or plan.action not in (Action.ADD, Action.CHANGE, Action.RETYPE):
+        return plan
+    body = plan.body.to_body()
+    options = (body.get("attributes") or {}).get("options")
+    why = backfill_unfit(body.get("type"), plan.backfill, options if isinstance(options, list) else None)
+    if not why:
+        return plan
+    return dataclasses.replace(plan, action=Action.REFUSED, risk=f"{why}: nothing is sent", body=None)
 
 
 def _against_record(
@@ -1020,7 +1057,11 @@ def _against(
         how = held[1].type_changes.get(name) if held is not None else None
         if how is None:
             return FieldPlan(name, Action.REFUSED, tuple(members), values, _retyped(name, before, after))
-        return _retype(name, (tuple(members), values), (before, update), held, how)
+        new_field = retyped_body(body)
+        after = new_field.to_body()
+        members = differing_members(after, before)
+        values = tuple((member, _member(before, member), _member(after, member)) for member in members)
+        return _retype(name, (tuple(members), values), (before, new_field), held, how)
     return _judged(name, (tuple(members), values), (before, after, body), held)
 
 
@@ -1040,11 +1081,12 @@ def _retype(
     members, values = shown
     before, update = sides
     blink_name, context = held or (name, _Context({}, "", NOTHING_READ, {}))
-    judged = judge_retype(blink_name, before, update.to_body(), context.facts, how)
+    judged = judge_retype(blink_name, before, update.to_body(), context.facts, how, context.backfills.get(name))
     counts = dict(judged.counts) or None
     if judged.refusal:
         return FieldPlan(name, Action.REFUSED, members, values, judged.refusal, counts=counts)
-    return FieldPlan(name, Action.RETYPE, members, values, judged.risk, body=update, counts=counts)
+    backfill = context.backfills.get(name)
+    return FieldPlan(name, Action.RETYPE, members, values, judged.risk, body=update, counts=counts, backfill=backfill)
 
 
 def _retyped(name: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:

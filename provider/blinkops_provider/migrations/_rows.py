@@ -261,8 +261,21 @@ def count_row(tallies: Mapping[str, Tally], needs: Sequence[Need], record: Mappi
 
 
 def _count(counted: Tally, need: Need, value: Any) -> None:
-    """One row's value, counted as the need asks."""
+    """
+    One row's value, counted as the need asks.
+
+    For a retype, the value is tried against the new type first: one that does not convert is counted among the
+    failures, and the repeats (``is_unique``) are those of the converted values, which the new field will hold.
+    """
     counted.filled += 1
+    if need.retype is not None:
+        converts, converted = convert(value, *need.retype)
+        if not converts:
+            key = repr(value)
+            counted.failed[key] += 1
+            counted.shown.setdefault(key, value)
+            return
+        value = converted
     if need.unique:
         key = repr(value)
         counted.values[key] += 1
@@ -270,17 +283,6 @@ def _count(counted: Tally, need: Need, value: Any) -> None:
     if need.options:
         held = value if isinstance(value, list) else [value]
         counted.options.update(option for option in need.options if option in held)
-    if need.retype is not None:
-        _try(counted, value, need.retype)
-
-
-def _try(counted: Tally, value: Any, retype: tuple[str, str, tuple[Any, ...]]) -> None:
-    """Count ``value`` among the failures when it does not convert."""
-    source, target, options = retype
-    if not convert(value, source, target, options)[0]:
-        key = repr(value)
-        counted.failed[key] += 1
-        counted.shown.setdefault(key, value)
 
 
 def read_rows(hook: Any, ws_id: str, table: str, needs: Sequence[Need], estimate: int | None) -> RowFacts:
@@ -361,6 +363,12 @@ def judge_add(update_body: Mapping[str, Any], facts: RowFacts, backfill: Any = N
     counts: dict[str, Any] = {}
     if facts.counted and backfill is not None:
         counts["backfill"] = facts.total
+    if _member(update_body, "is_unique") is True and backfill is not None and (facts.total or 0) > 1:
+        why = (
+            f"a new unique field whose backfill {show(backfill)} would be written into all {facts.total} rows "
+            "(counted): they would repeat. Leave is_unique out, or the backfill"
+        )
+        return Judged(refusal=why, counts={"rows": facts.total})
     if _member(update_body, "required") is True and facts.counted and facts.total and backfill is None:
         why = (
             f"a new required field on a table with {facts.total} rows (counted): each would be left without a "
@@ -475,7 +483,7 @@ def _retype_need(row: Any, body: Mapping[str, Any]) -> Need:
     """Return a retype's need: every value of the field, tried against the new type."""
     types = next((before, after) for member, before, after in row.values if member == "type")
     retype = (str(types[0]), str(types[1]), tuple(_member(body, "options") or ()))
-    return Need(row.name_in_blink, filled=True, retype=retype)
+    return Need(row.name_in_blink, filled=True, unique=_member(body, "is_unique") is True, retype=retype)
 
 
 def _change_need(row: Any, body: Mapping[str, Any]) -> Need | None:
@@ -489,12 +497,15 @@ def _change_need(row: Any, body: Mapping[str, Any]) -> Need | None:
     return Need(row.name_in_blink, "required" in on, "is_unique" in on, tuple(dropped), multi)
 
 
-def judge_retype(name: str, before: Mapping[str, Any], after: Mapping[str, Any], facts: RowFacts, how: str) -> Judged:
+def judge_retype(
+    name: str, before: Mapping[str, Any], after: Mapping[str, Any], facts: RowFacts, how: str, backfill: Any = None
+) -> Judged:
     """
     Return a declared type change.
 
-    Refused when the pair never converts, when the rows cannot be read, or (``copy``) when a value does not convert;
-    else the retype's plan, counted.
+    Refused when the pair never converts, when the rows cannot be read, (``copy``) when a value does not convert, when
+    the new field is ``required`` and rows would be left empty with no ``backfill``, or when it is ``is_unique`` and
+    converted values repeat; else the retype's plan, counted. (The new field gets its checks after the copy.)
     """
     source, target = str(before.get("type")), str(after.get("type"))
     said, converter = rule(source, target)
@@ -513,18 +524,64 @@ def judge_retype(name: str, before: Mapping[str, Any], after: Mapping[str, Any],
         "not_converted": failed,
         "values": [{"value": value, "rows": n} for value, n in failing[:SHOWN_REPEATS]],
     }
+    refusals = []
     if failed and how == "copy":
-        why = (
+        refusals.append(
             f"{source} → {target}: {failed} of {counted.filled} rows hold a value that does not convert ({said}): "
             f'{named}. Fix them in Blink, or declare "type_change": "copy_or_empty" to leave those rows empty'
         )
-        return Judged(refusal=why, counts=counts)
+    empties = facts.total - (counted.filled - failed)  # type: ignore[operator]
+    refusals += _retype_checks(after, counted, facts, empties, backfill, counts)
+    if refusals:
+        return Judged(refusal="; ".join(refusals), counts=counts)
     lost = f" ({failed} do not convert: {named}; left empty)" if failed else ""
+    filled = f", fill {empties} empty rows with {show(backfill)}" if counts.get("backfill") else ""
+    checks = [check for check in ("required", "is_unique") if _member(after, check) is True]
+    checked = f", then give it {' and '.join(checks)}" if checks else ""
     risk = (
-        f"{source} → {target}: add the new field, copy {counted.filled - failed} rows{lost}, remove the old field, "
-        f"give the new one its display name. Workflows that use the field's name {name!r} must use Blink's new name"
+        f"{source} → {target}: add the new field, copy {counted.filled - failed} rows{lost}{filled}{checked}, remove "
+        f"the old field, give the new one its display name. Workflows that use the field's name {name!r} must use "
+        "Blink's new name"
     )
     return Judged(risk=risk, counts=counts)
+
+
+def _retype_checks(
+    after: Mapping[str, Any], counted: Tally, facts: RowFacts, empties: int, backfill: Any, counts: dict[str, Any]
+) -> list[str]:
+    """
+    Return why the new field's checks would fail on the rows it will hold after the copy (``counts`` told of them).
+
+    ``required``: rows left empty (empty now, or not converting) with no ``backfill``; ``is_unique``: converted values
+    that repeat, or a backfill written into more than one row.
+    """
+    refusals = []
+    if _member(after, "required") is True and empties:
+        counts["empty"] = empties
+        if backfill is None:
+            refusals.append(
+                f"the new field is required, but {empties} of {facts.total} rows would have no value after the copy "
+                '(counted). Declare "backfill": VALUE on the entry to fill them, fill them in Blink first, or declare '
+                '"required": false'
+            )
+        else:
+            counts["backfill"] = empties
+    if _member(after, "is_unique") is True:
+        repeats = counted.repeats()
+        counts["repeated"] = [{"value": v, "rows": n} for v, n in repeats[:SHOWN_REPEATS]]
+        if repeats:
+            named = ", ".join(f"{show(value)} ×{n}" for value, n in repeats[:SHOWN_REPEATS])  # noqa: RUF001
+            more = f" and {len(repeats) - SHOWN_REPEATS} more" if len(repeats) > SHOWN_REPEATS else ""
+            refusals.append(
+                f"the new field is unique, but {len(repeats)} converted value(s) repeat in "
+                f"{sum(n for _, n in repeats)} of {facts.total} rows (counted): {named}{more}. Make them unique in "
+                'Blink first, or declare "is_unique": false'
+            )
+        if backfill is not None and empties > 1:
+            refusals.append(
+                f"the new field is unique, but its backfill {show(backfill)} would be written into {empties} rows"
+            )
+    return refusals
 
 
 def _uncounted_retype(pair: str, said: str, facts: RowFacts) -> Judged:

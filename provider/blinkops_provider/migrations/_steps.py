@@ -151,8 +151,8 @@ class ApplyResult(FieldUpdates):
         return classify
 
 
-PROGRESS_EVERY = 500
-"""Rows between two progress lines of a long fill."""
+COPY_PASSES = 5
+"""The most passes a copy or a fill makes before it gives up on rows that keep changing (or writes that do not hold)."""
 
 
 @dataclass
@@ -175,15 +175,43 @@ class Fill:
     """The rows written at once (the apply's ``max_concurrency``)."""
 
     def run(self, pool: Executor, page_size: int = 500) -> int:
-        """Fill every empty row; how many were written."""
+        """
+        Fill every empty row, in passes until one finds none empty; how many rows were filled.
+
+        A write's answer says Blink accepted it, not what it stored, so the pass that finds no empty row is what
+        confirms the fill (a row whose write did not hold is written again in the next pass, and counted once).
+
+        :raises BlinkApiError: rows were still empty after :data:`COPY_PASSES` passes.
+        """
+        filled: set[Any] = set()
+        for _ in range(COPY_PASSES):
+            written = self._pass(pool, page_size, filled)
+            if not written:
+                return len(filled)
+        raise BlinkApiError(
+            f"{self.name!r}: rows were still empty after {COPY_PASSES} passes of the backfill (Blink accepted the "
+            "writes but did not keep them, or rows keep being emptied): run the apply again"
+        )
+
+    def _pass(self, pool: Executor, page_size: int, filled: set[Any]) -> int:
+        """Return how many rows one pass wrote (their ids added to ``filled``)."""
         written = seen = 0
         rows = self.hook.iter_records(self.ws_id, self.table, page_size=page_size)
         for page in _pages(rows, page_size):
             empties = [row["id"] for row in page if empty(row.get(self.name))]
-            written += in_turn(pool, self._fill_one, empties, self.workers)
-            before, seen = seen, seen + len(empties)
-            if seen // PROGRESS_EVERY != before // PROGRESS_EVERY:
-                self.hook.log.info("backfilled %s: %s/%s rows", self.name, f"{written:,}", f"{self.expected:,}")
+            done = in_turn(pool, self._fill_one, empties, self.workers)
+            wrote = [one for one, written_now in zip(empties, done, strict=True) if written_now]
+            written += len(wrote)
+            filled.update(wrote)
+            seen += len(page)
+            if wrote:
+                self.hook.log.info(
+                    "backfilled %s: %s/%s rows (%s rows read)",
+                    self.name,
+                    f"{len(filled):,}",
+                    f"{self.expected:,}",
+                    f"{seen:,}",
+                )
         return written
 
     def _fill_one(self, record_id: Any) -> int:
@@ -195,14 +223,16 @@ class Fill:
         return 1
 
 
-def in_turn(pool: Executor, write: Callable[[Any], int], ids: list[Any], workers: int) -> int:
+def in_turn(pool: Executor, write: Callable[[Any], int], ids: list[Any], workers: int) -> list[int]:
     """
-    Return ``write`` of every id, ``workers`` at a time on ``pool``.
+    Return ``write`` of every id, in the order of ``ids``, ``workers`` at a time on ``pool``.
 
-    Each of ``workers`` tasks takes its share of the ids in turn. The sum of what the writes return.
+    Each of ``workers`` tasks takes its share of the ids in turn (every ``workers``-th id).
     """
-    shares = [ids[start::workers] for start in range(min(workers, len(ids)))]
-    return sum(pool.map(lambda share: sum(write(one) for one in share), shares))
+    count = min(workers, len(ids))
+    shares = [ids[start::workers] for start in range(count)]
+    done = list(pool.map(lambda share: [write(one) for one in share], shares))
+    return [done[n % count][n // count] for n in range(len(ids))]
 
 
 def _pages(rows: Iterator[Mapping[str, Any]], size: int) -> Iterator[list[Mapping[str, Any]]]:
@@ -251,10 +281,12 @@ class Copy:
                 failing += 0 if ok else 1
                 holding += 1 if ok and want is not None else 0
                 due += [row["id"]] if ok and _differs(row.get(self.new), want) else []
-            written += in_turn(pool, self._copy_one, due, self.workers)
-            before, seen = seen, seen + len(page)
-            if due and seen // PROGRESS_EVERY != before // PROGRESS_EVERY:
-                self.hook.log.info("copied %s/%s rows", f"{written:,}", f"{self.expected:,}")
+            written += sum(in_turn(pool, self._copy_one, due, self.workers))
+            seen += len(page)
+            if due:
+                self.hook.log.info(
+                    "%s: copied %s/%s rows (%s rows read)", self.new, f"{written:,}", f"{self.expected:,}", f"{seen:,}"
+                )
         return written, holding, failing
 
     def wanted(self, row: Mapping[str, Any]) -> tuple[bool, Any]:
@@ -287,8 +319,18 @@ def _differs(held: Any, want: Any) -> bool:
 
 
 Batch = list[tuple[str, FieldUpdate]]
-COPY_PASSES = 5
-"""The most passes a retype's copy makes before it gives up on rows that keep changing."""
+
+
+CHECKS = ("required", "is_unique")
+"""The checks Blink enforces on a field's values: a new field gets them only once its rows hold their values."""
+
+
+def without_checks(body: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a field's body with its checks (``required``, ``is_unique``) left off."""
+    attributes = body.get("attributes")
+    if not isinstance(attributes, Mapping) or not any(attributes.get(check) for check in CHECKS):
+        return dict(body)
+    return {**body, "attributes": {key: value for key, value in attributes.items() if key not in CHECKS}}
 
 
 def _options(body: Mapping[str, Any]) -> list[Any]:
@@ -369,6 +411,8 @@ class Steps:
             done.append(self._create())
         done.append(self._add())
         self._backfill(done[-1])
+        checks = self._checks_of_adds(done[-1])
+        done[-1] = _checked_adds(done[-1], checks)
         done.append(self._change())
         self._change_table()
         return self._removing(done)
@@ -419,14 +463,19 @@ class Steps:
         ws_id, table, old = self.plan.ws_id, self.table_name, row.name_in_blink
         source = next(str(before) for member, before, _ in row.values if member == "type")
         target = row.body.to_body()
-        temporary = {**target, "display_name": f"{target.get('display_name')} (retyping)"}
-        new = self._new_field(row.field, temporary)
+        checked = {**target, "display_name": f"{target.get('display_name')} (retyping)"}
+        new = self._new_field(row.field, without_checks(checked))
         copy = Copy(self.hook, ws_id, table, old, new, (source, str(target["type"]), tuple(_options(target))))
         copy.strict = self.type_changes.get(row.field) != "copy_or_empty"
         copy.expected = int((row.counts or {}).get("converted") or 0)
         copy.workers = self.max_concurrency
         holding = self._copy(copy, row.field)
-        self.hook.update_table_field(ws_id, table, new, temporary)  # the declared checks, before the old goes
+        empties = int((row.counts or {}).get("backfill") or 0)
+        if row.backfill is not None and empties:
+            fill = Fill(self.hook, ws_id, table, new, row.backfill, empties, self.max_concurrency)
+            self.backfilled[row.field] = fill.run(self.pool)  # type: ignore[arg-type]
+        if checked != without_checks(checked):  # the checks once the rows hold their values, before the old goes
+            self.hook.update_table_field(ws_id, table, new, checked)
         self._remove(old)
         if old in {field.name for field in self.hook.get_table_fields(ws_id, table)}:
             raise BlinkResponseError(f"the removal of {old!r} was answered, but Blink still lists it: the retype stops")
@@ -592,8 +641,28 @@ class Steps:
         adds = [(row.field, row.body) for row in self._rows(Action.ADD) if row.body is not None]
         ws_id, table = self.plan.ws_id, self.table_name
         post = self.hook.create_table_field
-        added = self._batch(adds, lambda _, body: post(ws_id, table, body, read_unnamed=False), "added")
+        bare = [(name, without_checks(body.to_body())) for name, body in adds]
+        added = self._batch(bare, lambda _, body: post(ws_id, table, body, read_unnamed=False), "added")
         return self._named(added, dict(adds))
+
+    def _checks_of_adds(self, added: FieldUpdates) -> FieldUpdates:
+        """
+        Return the checks given to the fields just added (and filled) with ``required`` or ``is_unique``, a batch.
+
+        A new field is added without its checks, its empty rows filled (:meth:`_backfill`), then given them: the order
+        that works whatever Blink enforces on a table with rows.
+        """
+        checked = [
+            (row.field, row.body)
+            for row in self._rows(Action.ADD)
+            if row.body is not None
+            and (stored := added.applied.get(row.field)) is not None
+            and stored.name
+            and without_checks(row.body.to_body()) != row.body.to_body()
+        ]
+        names = {name: str(added.applied[name].name) for name, _ in checked}  # type: ignore[union-attr]
+        ws_id, put = self.plan.ws_id, self.hook.update_table_field
+        return self._batch(checked, lambda name, body: put(ws_id, self.table_name, names[name], body), "added")
 
     def _named(self, added: FieldUpdates, bodies: Mapping[str, FieldUpdate]) -> FieldUpdates:
         """
@@ -799,6 +868,21 @@ def _confirmed(row: FieldPlan, stored: TableField | None) -> dict[str, Any] | No
     if row.action in (Action.ADD, Action.RETYPE) and stored is not None:
         return field_body(stored)
     return row.body.to_body() if row.body is not None else None
+
+
+def _checked_adds(added: FieldUpdates, checks: FieldUpdates) -> FieldUpdates:
+    """Return the adds' report with the checks' outcome: an add whose checks Blink refused failed (its field stays)."""
+    for name, err in checks.failed.items():
+        added.applied.pop(name, None)
+        added.failed[name] = BlinkApiError(f"added without its checks, then Blink refused them: {err}")
+    for name in checks.unknown:
+        added.applied.pop(name, None)
+        added.unknown.append(name)
+        added.unconfirmed[name] = checks.unconfirmed.get(name) or BlinkApiError("its checks' answer was not Blink's")
+    for name, stored in checks.applied.items():
+        if stored is not None:
+            added.applied[name] = stored
+    return added
 
 
 def _not_sent(names: list[str], why: str) -> FieldUpdates:
