@@ -24,7 +24,7 @@ os.environ["AIRFLOW_CONN_BLINK_DEFAULT"] = json.dumps(
     {"conn_type": "blink", "host": "https://blink.test", "password": "profile-key-123456"}
 )
 
-from tests.operators.test_tables import profile_apply  # noqa: E402  (the test that holds the targets)
+from tests.operators.test_tables import profile_apply  # noqa: E402  (the apply the tests profile)
 
 
 def main() -> None:

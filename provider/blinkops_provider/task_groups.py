@@ -336,7 +336,7 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
         with self:
             self.tables = _tables(given, None if folder is None else os.fspath(folder), str(_dag_folder(self)))
             self.plan = UpdateTableFieldsOperator.partial(
-                task_id="plan", plan_only=True, **common, **connection
+                task_id="plan", plan_only=True, fail_on_refusal=False, **common, **connection
             ).expand_kwargs(self.tables)
             self.review = _review(self.plan.task_id, options)
             self.to_apply = _to_apply(self.tables, self.plan.output)

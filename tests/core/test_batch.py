@@ -104,7 +104,8 @@ def test_operator_contract() -> None:
     declared = "ws_id table fields max_concurrency fail_fast record_path only_changed plan_only plan lock_wait"
     declared += " replace"  # replace (#42): send declarations as given, not merged with Blink's fields
     declared += " acknowledge_risks create_table"  # #48: removals behind a flag, a table created
-    declared += " review_task_id blink_conn_id"  # #55: the approval, read from Airflow's record of the review
+    declared += " review_task_id"  # #55: the approval, read from Airflow's record of the review
+    declared += " fail_on_refusal blink_conn_id"  # #72: a plan task whose plan refuses an entry fails
     assert list(signature.parameters)[1:] == [*declared.split(), "hook_params", "kwargs"]
     assert signature.parameters["acknowledge_risks"].default is False
     assert signature.parameters["create_table"].default is False

@@ -150,35 +150,8 @@ def test_the_nightly_sync_example_calls_the_provider() -> None:
     assert "record_catalogue_diff(" in example.read_text()
 
 
-def test_no_function_outside_the_sandbox_is_above_complexity_10() -> None:
-    """#58 item 5: radon's cyclomatic complexity, boolean operators counted (ruff's C901 does
-    not count them), at most 10 for every function and method; the sandbox is Blink's copy, not
-    held to it."""
-    from radon.complexity import cc_visit
-
-    def blocks(found: list[object]) -> list[object]:
-        flat: list[object] = []
-        for block in found:
-            flat += [block, *blocks([*getattr(block, "methods", []), *getattr(block, "closures", [])])]
-        return flat
-
-    package = PACKAGE
-    over = [
-        f"{path.relative_to(package)}:{block.lineno} {block.name} ({block.complexity})"  # type: ignore[attr-defined]
-        for path in sorted(package.rglob("*.py"))
-        if "sandbox" not in path.relative_to(package).parts
-        for block in blocks(cc_visit(path.read_text()))
-        if not hasattr(block, "methods") and block.complexity > 10  # type: ignore[attr-defined]
-    ]
-    assert over == []
-
-
-def test_the_repository_keeps_its_shape() -> None:
-    """#66: a README for users, the tests laid out like the package, and a harness (``dev/``) that
-    needs no test code."""
-    assert len((ROOT / "README.md").read_text().splitlines()) <= 250
-    top = sorted(path.name for path in (ROOT / "tests").iterdir() if path.is_file())
-    assert len(top) <= 5, top
+def test_dev_imports_nothing_from_the_tests() -> None:
+    """#66: a harness (``dev/``) that needs no test code."""
     for path in sorted((ROOT / "dev").glob("*.py")):
         tree = ast.parse(path.read_text())
         imported = [
@@ -225,13 +198,3 @@ def test_the_migrations_read_nothing_of_airflows_task_context_dag_xcom_or_operat
                 assert "operators" not in (node.module or "").split("."), f"{path.name} imports {node.module}"
             elif isinstance(node, ast.Attribute):
                 assert node.attr not in AIRFLOW_AT_THE_EDGE, f"{path.name} reads .{node.attr}"
-
-
-def test_no_function_is_longer_than_sixty_lines() -> None:
-    """#66: small functions (the sandbox, a server of its own, up to eighty lines)."""
-    for path in sorted(PACKAGE.rglob("*.py")):
-        limit = 80 if "sandbox" in path.parts else 60
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                length = node.end_lineno - node.lineno + 1 if node.end_lineno else 0
-                assert length <= limit, f"{path.relative_to(PACKAGE)}: {node.name} is {length} lines"

@@ -248,8 +248,9 @@ def test_a_declaration_that_contradicts_itself_is_refused_by_the_plan(
     with rm.Mocker() as m:
         blink = FakeBlink(held).mount(m)
         entry = {"field": "A", "display_name": "A", **declared}
-        result = apply_schema(hook, "ws-1", "T", [entry], record_path=f"{tmp_path}/")
-    assert result.outcomes() == {"A": "failed"} and why in str(result.failed["A"])
+        with pytest.raises(BlinkInputError, match="refuses 1 of 1 entries, so nothing is applied") as caught:
+            apply_schema(hook, "ws-1", "T", [entry], record_path=f"{tmp_path}/")
+    assert why in str(caught.value)
     assert blink.puts == []
 
 
@@ -809,9 +810,30 @@ def test_a_type_change_is_planned_refused_and_never_sent(hook: Any, record: Path
     assert plan.action("Title") == "refused" and plan.counts["refused"] == 1
     assert "from 'text' to 'long-text'; Blink refuses type changes" in plan.risk("Title")
     assert plan.describe().index("**Refused**") < plan.describe().index("| field | action | details |")
-    result, sent = apply(hook, retyped, record)
-    assert sent == ["Due", "Severity"] and not result.ok
-    assert result.outcomes()["Title"] == "failed" and "Blink refuses type changes" in result.failed["Title"].message
+    with pytest.raises(BlinkInputError, match="refuses 1 of 3 entries, so nothing is applied") as caught:
+        apply(hook, retyped, record)
+    assert "'Title': the type would change from 'text' to 'long-text'; Blink refuses type changes" in str(caught.value)
+
+
+def test_a_declaration_with_one_refused_entry_sends_nothing_to_its_table_and_says_every_refusal(
+    hook: Any, tmp_path: Path
+) -> None:
+    held = {"T": [blink_field("A", "text"), blink_field("B", "text"), blink_field("C", "text")]}
+    declared = [
+        {"field": "A", "type": "text", "display_name": "A, renamed"},
+        {"field": "B", "type": "single-select", "display_name": "B", "attributes": {"options": []}},
+        {"field": "C", "type": "number", "display_name": "C"},
+        {"field": "New", "type": "text", "display_name": "New"},
+    ]
+    with rm.Mocker() as m:
+        blink = FakeBlink(held).mount(m)
+        with pytest.raises(BlinkInputError) as caught:
+            apply_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/", acknowledge_risks=True)
+        assert [r.method for r in m.request_history if r.method != "GET"] == []
+    said = str(caught.value)
+    assert "refuses 2 of 4 entries, so nothing is applied to this table" in said
+    assert "'B': the declaration contradicts itself" in said and "'C': the type would change" in said
+    assert blink.puts == [] and blink.posts == [] and not (tmp_path / "ws-1" / "T.json").exists()
 
 
 @pytest.mark.parametrize(

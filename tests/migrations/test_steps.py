@@ -102,8 +102,8 @@ def test_a_backfill_that_is_not_a_value_is_refused_before_any_request(hook: Any)
 def test_the_sandbox_backfills_a_new_required_field(blink_sandbox: BlinkSandbox, tmp_path: Path) -> None:
     hook = BlinkHook()
     declared = [{"field": "Queue", "type": "text", "display_name": "Queue", "attributes": {"required": True}}]
-    refused = apply_schema(hook, "ws-demo", "Incidents", declared, record_path=f"{tmp_path}/")
-    assert refused.outcomes() == {"Queue": "failed"}
+    with pytest.raises(BlinkInputError, match="a new required field on a table with"):
+        apply_schema(hook, "ws-demo", "Incidents", declared, record_path=f"{tmp_path}/")
     declared[0]["backfill"] = "triage"
     done = apply_schema(hook, "ws-demo", "Incidents", declared, record_path=f"{tmp_path}/")
     assert done.backfilled == {"Queue": len(DEMO_ROWS["Incidents"])}
@@ -413,7 +413,8 @@ def test_a_type_change_is_refused_with_blinks_way(hook: Any, tmp_path: Path) -> 
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
         plan = plan_schema(hook, "ws-1", "Incidents", [{**TITLE, "type": "long-text"}], record_path=f"{tmp_path}/")
-        apply_schema(hook, "ws-1", "Incidents", [{**TITLE, "type": "long-text"}], record_path=f"{tmp_path}/")
+        with pytest.raises(BlinkInputError, match="Blink refuses type changes"):
+            apply_schema(hook, "ws-1", "Incidents", [{**TITLE, "type": "long-text"}], record_path=f"{tmp_path}/")
     (row,) = plan.fields
     assert row.action == "refused"
     assert "add a new field of the new type" in row.risk and "copy the values" in row.risk and "tombstone" in row.risk
@@ -426,7 +427,8 @@ def test_a_second_reference_to_one_table_is_refused_before_it_is_sent(hook: Any,
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
         plan = plan_schema(hook, "ws-1", "Incidents", [second], record_path=f"{tmp_path}/")
-        apply_schema(hook, "ws-1", "Incidents", [second], record_path=f"{tmp_path}/")
+        with pytest.raises(BlinkInputError, match="one reference field per target table"):
+            apply_schema(hook, "ws-1", "Incidents", [second], record_path=f"{tmp_path}/")
     assert plan.fields[0].action == "refused" and "one reference field per target table" in plan.fields[0].risk
     assert blink.posts == []
 
@@ -890,9 +892,10 @@ def test_a_value_that_does_not_convert_refuses_the_retype_before_any_write(hook:
     with rm.Mocker() as m:
         blink = FakeBlink(SCORES).mount(m)
         scored(blink, "3", "high", "high", "n/a")
-        result = apply_schema(hook, "ws-1", "T", [RETYPE], record_path=f"{tmp_path}/", acknowledge_risks=True)
+        with pytest.raises(BlinkInputError) as caught:
+            apply_schema(hook, "ws-1", "T", [RETYPE], record_path=f"{tmp_path}/", acknowledge_risks=True)
         assert writes(blink) == [] and blink.record_puts == []
-    said = str(result.failed["Score"])
+    said = str(caught.value)
     assert "3 of 4 rows hold a value that does not convert" in said and "'high' ×2, 'n/a'" in said  # noqa: RUF001
     assert '"type_change": "copy_or_empty"' in said
 
@@ -961,3 +964,198 @@ def test_a_retry_resumes_with_the_checkpointed_field_and_copies_only_what_is_lef
     assert second.outcomes() == {"Score": "retyped"} and second.names() == checkpoint
     assert written == 6 and len(blink.record_puts) == 6  # nothing copied twice
     assert [f["name"] for f in blink.tables["T"].values() if f["type"] == "number"] == list(checkpoint.values())
+
+
+# -- #72: a retype keeps what the declaration leaves out; checks come last; writes confirmed by reading --------------
+
+KEPT = {
+    "T": [
+        blink_field("Name", "text"),
+        blink_field("Score", "text", "Score", description="How bad", required=True, is_unique=True, color="red"),
+    ]
+}
+
+
+def test_a_retype_keeps_what_the_declaration_leaves_out_then_plans_unchanged(hook: Any, tmp_path: Path) -> None:
+    records = f"{tmp_path}/"
+    with rm.Mocker() as m:
+        blink = FakeBlink(KEPT).mount(m)
+        scored(blink, "3", "4", "5")
+        (row,) = plan_schema(hook, "ws-1", "T", [RETYPE], record_path=records).fields
+        assert row.action == "retype"
+        held = row.body.to_body()
+        assert held["description"] == "How bad" and held["attributes"] == {
+            "required": True,
+            "is_unique": True,
+            "color": "red",
+        }
+        result = apply_schema(hook, "ws-1", "T", [RETYPE], record_path=records, acknowledge_risks=True)
+        new = result.names()["Score"]
+        stored = blink.field("T", new)
+        assert stored["description"] == "How bad"
+        assert stored["attributes"] == {"required": True, "is_unique": True, "color": "red"}
+        assert [r.get(new) for r in blink.records["T"]] == [3, 4, 5]
+        again = plan_schema(hook, "ws-1", "T", [RETYPE], record_path=records)
+    assert [r.action for r in again.fields] == ["unchanged"]
+
+
+def test_a_retypes_new_field_is_added_without_its_checks_and_given_them_after_the_copy(
+    hook: Any, tmp_path: Path
+) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(KEPT).mount(m)
+        scored(blink, "3", "4")
+        apply_schema(hook, "ws-1", "T", [RETYPE], record_path=f"{tmp_path}/", acknowledge_risks=True)
+        (posted,) = blink.posts
+        assert "required" not in posted[1]["attributes"] and "is_unique" not in posted[1]["attributes"]
+        calls = _calls(m)
+        checks = next(n for n, (method, url) in enumerate(calls) if method == "PUT" and "/fields/" in url)
+        last_row = max(n for n, (method, url) in enumerate(calls) if method == "PUT" and "/fields/" not in url)
+        removal = next(n for n, (method, _) in enumerate(calls) if method == "DELETE")
+    assert last_row < checks < removal  # rows copied, then the checks, then the old field removed
+    assert blink.puts[0][2]["attributes"]["required"] is True and blink.puts[0][2]["display_name"] == "Score (retyping)"
+
+
+def test_converted_values_that_collide_under_is_unique_refuse_the_retype_before_any_write(
+    hook: Any, tmp_path: Path
+) -> None:
+    with rm.Mocker() as m:
+        blink = FakeBlink(KEPT).mount(m)
+        scored(blink, "1", "1.0", "01", "2")
+        (row,) = plan_schema(hook, "ws-1", "T", [RETYPE], record_path=f"{tmp_path}/").fields
+        assert row.action == "refused"
+        assert "1 converted value(s) repeat in 3 of 4 rows" in row.risk and "1 ×3" in row.risk  # noqa: RUF001
+        with pytest.raises(BlinkInputError):
+            apply_schema(hook, "ws-1", "T", [RETYPE], record_path=f"{tmp_path}/", acknowledge_risks=True)
+    assert writes(blink) == [] and blink.record_puts == []
+
+
+def test_a_required_retype_over_empty_rows_needs_a_backfill_and_fills_them_before_the_checks(
+    hook: Any, tmp_path: Path
+) -> None:
+    held = {"T": [blink_field("Name", "text"), blink_field("Score", "text", "Score")]}
+    declared = [{**RETYPE, "attributes": {"required": True}}]
+    with rm.Mocker() as m:
+        blink = FakeBlink(held).mount(m)
+        scored(blink, "3", None, "")
+        (row,) = plan_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/").fields
+        assert row.action == "refused" and "2 of 3 rows would have no value after the copy" in row.risk
+        with pytest.raises(BlinkInputError):
+            apply_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/", acknowledge_risks=True)
+        assert writes(blink) == [] and blink.record_puts == []
+        declared[0]["backfill"] = 0
+        (row,) = plan_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/").fields
+        assert row.action == "retype" and row.counts["backfill"] == 2 and "fill 2 empty rows with 0" in row.risk
+        result = apply_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/", acknowledge_risks=True)
+    new = result.names()["Score"]
+    assert [r.get(new) for r in blink.records["T"]] == [3, 0, 0]
+    assert result.backfilled == {"Score": 2} and blink.field("T", new)["attributes"]["required"] is True
+
+
+def test_a_new_required_field_is_added_without_its_checks_filled_then_given_them(hook: Any, tmp_path: Path) -> None:
+    declared = [
+        {
+            "field": "Queue",
+            "type": "text",
+            "display_name": "Queue",
+            "attributes": {"required": True},
+            "backfill": "triage",
+        }
+    ]
+    with rm.Mocker() as m:
+        blink = FakeBlink(FILL_HELD).mount(m)
+        blink.records["T"] = [{"id": f"r{n}"} for n in range(3)]
+        result = apply_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/")
+        (posted,) = blink.posts
+        assert "required" not in (posted[1].get("attributes") or {})
+        calls = _calls(m)
+        checks = next(n for n, (method, url) in enumerate(calls) if method == "PUT" and "/fields/" in url)
+        last_row = max(n for n, (method, url) in enumerate(calls) if method == "PUT" and "/fields/" not in url)
+        assert last_row < checks
+        name = result.names()["Queue"]
+        assert blink.field("T", name)["attributes"]["required"] is True
+        assert {r[name] for r in blink.records["T"]} == {"triage"}
+        assert plan_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/").fields[0].action == "unchanged"
+    assert result.outcomes() == {"Queue": "added"}
+
+
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ({"type": "number", "backfill": "abc"}, "must be a number"),
+        ({"type": "number", "backfill": True}, "must be a number"),
+        ({"type": "checkbox", "backfill": "yes"}, "must be true or false"),
+        (
+            {"type": "single-select", "attributes": {"options": ["a", "b"]}, "backfill": "c"},
+            "not among the field's options",
+        ),
+        ({"type": "multi-select", "attributes": {"options": ["a"]}, "backfill": "a"}, "must be a list of its options"),
+        ({"type": "date", "backfill": "tomorrow"}, "ISO 8601"),
+        ({"type": "user", "backfill": "bob"}, "publishes no form"),
+    ],
+)
+def test_a_backfill_the_field_cannot_hold_is_refused_before_any_request(hook: Any, entry: Any, why: str) -> None:
+    declared = [{"field": "New", "display_name": "New", **entry}]
+    with rm.Mocker() as m:
+        with pytest.raises(BlinkInputError, match=why):
+            plan_schema(hook, "ws-1", "T", declared)
+        assert m.call_count == 0
+
+
+def test_a_backfill_outside_blinks_options_is_refused_at_the_plan(hook: Any, tmp_path: Path) -> None:
+    """A declaration that leaves the options out is checked against Blink's options."""
+    held = {"T": [blink_field("Sev", "single-select", "Sev", options=["Low", "High"])]}
+    declared = [
+        {
+            "field": "Sev",
+            "type": "single-select",
+            "display_name": "Sev",
+            "attributes": {"required": True},
+            "backfill": "Mid",
+        }
+    ]
+    with rm.Mocker() as m:
+        blink = FakeBlink(held).mount(m)
+        blink.records["T"] = [{"id": "r1"}]
+        (row,) = plan_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/").fields
+        with pytest.raises(BlinkInputError):
+            apply_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/")
+    assert row.action == "refused" and "not among the field's options ['Low', 'High']" in row.risk
+    assert writes(blink) == [] and blink.record_puts == []
+
+
+def test_a_thousand_row_backfill_and_retype_complete_where_blink_answers_as_published(
+    hook: Any, tmp_path: Path
+) -> None:
+    """Blink answers a record write with a string; the rows come by last update unless a sort is asked."""
+    held = {"T": [blink_field("Name", "text"), blink_field("Score", "text", "Score"), blink_field("Team", "text")]}
+    declared = [
+        {**RETYPE},
+        {"field": "Team", "type": "text", "display_name": "Team", "attributes": {"required": True}, "backfill": "red"},
+    ]
+    with rm.Mocker() as m:
+        blink = FakeBlink(held).mount(m)
+        blink.record_answer, blink.by_update = "ok", True
+        blink.records["T"] = [{"id": f"r{n:04d}", "Name": f"n{n}", "Score": str(n)} for n in range(1000)]
+        result = apply_schema(
+            hook, "ws-1", "T", declared, record_path=f"{tmp_path}/", acknowledge_risks=True, max_concurrency=4
+        )
+        new = result.names()["Score"]
+        assert result.outcomes() == {"Score": "retyped", "Team": "changed"}
+        assert result.backfilled == {"Team": 1000}
+        assert [r.get(new) for r in blink.records["T"]] == list(range(1000))
+        assert {r["Team"] for r in blink.records["T"]} == {"red"}
+        assert all(set(body) <= {"Name", "Score", "Team", new} for _, _, body in blink.record_puts)  # no system member
+        again = plan_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/")
+    assert [r.action for r in again.fields] == ["unchanged", "unchanged"]
+
+
+def test_a_write_accepted_but_not_kept_is_written_again_and_counted_once(hook: Any, tmp_path: Path) -> None:
+    declared = [team(attributes={"required": True}, backfill="blue")]
+    with rm.Mocker() as m:
+        blink = FakeBlink(FILL_HELD).mount(m)
+        blink.records["T"] = [{"id": f"r{n}"} for n in range(5)]
+        blink.lose_writes = 2  # answered "ok", not kept
+        result = apply_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/")
+    assert {r.get("Team") for r in blink.records["T"]} == {"blue"}
+    assert result.backfilled == {"Team": 5} and len(blink.record_puts) == 7

@@ -242,12 +242,10 @@ def test_without_blinks_fields_the_operator_sends_nothing_and_names_replace(blin
 
 
 def test_a_merged_body_that_contradicts_itself_is_refused_before_any_write(blink_conn: None) -> None:
-    from blinkops_provider.exceptions import BlinkBadRequestError
-
     op = severity_operator(["A", "A"])
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
-        with pytest.raises(BlinkBadRequestError, match="not sent: the declaration contradicts itself: option 'A'"):
+        with pytest.raises(BlinkInputError, match="nothing is applied.*the declaration contradicts itself: option 'A'"):
             op.execute({})
     assert blink.puts == []
 
@@ -561,13 +559,11 @@ def profile_apply(records: Path) -> tuple[dict[str, Any], set[str], list[list[st
     return result, entered, sends
 
 
-def test_one_apply_enters_at_most_15_modules_with_at_most_6_frames_at_any_send(
+def test_the_profiled_apply_that_the_benchmark_prints_adds_changes_and_removes(
     blink_conn: None, tmp_path: Path
 ) -> None:
+    """#73: the module and frame budget is retired; benchmarks/apply_profile.py still prints this apply's reach."""
     result, entered, sends = profile_apply(tmp_path)
     assert result["outcomes"] == {"title": "unchanged", "sev": "changed", "New": "added", "old": "removed"}
     assert len(sends) >= 6  # (the reads, an add, a change, a removal and its confirming read: all seen)
-    assert len(entered) <= 15, sorted(entered)
-    deepest = max(sends, key=len)
-    assert len(deepest) <= 6, deepest
-    assert {"migrations/_lock.py", "hooks/_transport.py", "operators/tables.py"} <= entered  # (what was profiled)
+    assert {"migrations/_lock.py", "hooks/_transport.py", "operators/tables.py"} <= entered

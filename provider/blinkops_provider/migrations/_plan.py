@@ -573,6 +573,22 @@ class SchemaPlan:
             plan.action != Action.UNCHANGED for plan in self.fields
         )
 
+    def check_whole(self) -> None:
+        """
+        Check that the plan refuses no entry: a reviewed plan is one unit, so a plan with a refusal applies nothing.
+
+        :raises BlinkInputError: every refused entry and why, in full; nothing was sent.
+        """
+        refused = [row for row in self.fields if row.action == Action.REFUSED]
+        if not refused:
+            return
+        said = "; ".join(f"{one_line(row.field)!r}: {row.risk}" for row in refused)
+        raise BlinkInputError(
+            f"plan {self.fingerprint} for {self.ws_id}/{self.table} refuses {len(refused)} of {len(self.fields)} "
+            f"entries, so nothing is applied to this table (a plan is applied whole or not at all): {said}. Change the "
+            "declaration and plan again"
+        )
+
     def describe(self) -> str:
         """Return the plan as text for the log and for a reviewer (the text a review shows)."""
         return plan_text(self)

@@ -62,6 +62,8 @@ class Planned(Protocol):
 
     def check_approved(self, approved: Mapping[str, Any] | str) -> None: ...
 
+    def check_whole(self) -> None: ...
+
 
 """What a rejected run's failure and a rejected fleet's summary say."""
 
@@ -184,6 +186,7 @@ def admit(
     :raises BlinkStalePlanError: the approved plan is not what would be applied now.
     :raises BlinkInputError: a removal neither approved nor acknowledged.
     """
+    planned.check_whole()
     if approved is not None:
         planned.check_approved(approved)
     _check_loss(log, planned, approval, acknowledge_risks)

@@ -277,12 +277,19 @@ def _count(counted: Tally, need: Need, value: Any) -> None:
             return
         value = converted
     if need.unique:
-        key = repr(value)
+        key = repr(_as_compared(value))
         counted.values[key] += 1
         counted.shown.setdefault(key, value)
     if need.options:
         held = value if isinstance(value, list) else [value]
         counted.options.update(option for option in need.options if option in held)
+
+
+def _as_compared(value: Any) -> Any:
+    """Return a value as a unique check compares it: a whole number the same whether held as 1 or 1.0."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def read_rows(hook: Any, ws_id: str, table: str, needs: Sequence[Need], estimate: int | None) -> RowFacts:

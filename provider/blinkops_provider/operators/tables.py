@@ -442,6 +442,10 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         again, which corrects a change made in Blink since.
     :param plan_only: check that Blink accepts the connection's key (one small request), log
         the plan and return it, and send nothing else: the first task of a plan, review, apply DAG.
+    :param fail_on_refusal: with ``plan_only``, fail the task when the plan refuses an entry (every
+        refusal said in full), so that nobody is asked to review a plan that would apply nothing: a
+        plan is applied whole or not at all, and the apply itself refuses such a plan before any
+        write. ``BlinkSchemaFleet`` sets False, so that its other tables go on.
     :param plan: the approved plan, to apply it and nothing else: the plan task's XCom
         (``plan=plan_task.output``, or its JSON text) or its ``fingerprint``. The apply plans again
         (under the table's lock with a ``record_path``) and, if anything changed since, fails with
@@ -508,6 +512,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         acknowledge_risks: bool | str = False,
         create_table: bool = False,
         review_task_id: str | None = None,
+        fail_on_refusal: bool = True,
         blink_conn_id: str = BlinkHook.default_conn_name,
         hook_params: dict[str, Any] | None = None,
         **kwargs: Any,
@@ -533,6 +538,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         self.record_path = record_path
         self.only_changed = check_flag(only_changed, "only_changed")
         self.plan_only = check_flag(plan_only, "plan_only")
+        self.fail_on_refusal = check_flag(fail_on_refusal, "fail_on_refusal")
         self.plan = plan
         self.lock_wait = check_lock_wait(lock_wait)
 
@@ -607,6 +613,8 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         self.hook.check_key()
         planned = plan(self.hook, request)
         planned.log_to(self.log)
+        if self.fail_on_refusal:
+            planned.check_whole()  # a plan that refuses an entry applies nothing: nobody is asked to review it
         return planned.to_xcom()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
