@@ -245,7 +245,9 @@ def test_a_merged_body_that_contradicts_itself_is_refused_before_any_write(blink
     op = severity_operator(["A", "A"])
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
-        with pytest.raises(BlinkInputError, match=r"nothing is applied.*the declaration contradicts itself: option 'A'"):
+        with pytest.raises(
+            BlinkInputError, match=r"nothing is applied.*the declaration contradicts itself: option 'A'"
+        ):
             op.execute({})
     assert blink.puts == []
 

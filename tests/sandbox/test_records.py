@@ -85,6 +85,7 @@ def test_an_update_replaces_the_whole_record(blink_sandbox: BlinkSandbox) -> Non
     assert "Risk" in row
     answer = call(blink_sandbox, "PUT", f"{TABLE}/{row['id']}", json={"Title": "Renamed", "Severity": "Low"})
     assert answer.status_code == 200, answer.text
+    assert answer.json() == "ok"  # Blink's published answer: accepted, not what was stored
     again = call(blink_sandbox, "GET", f"{TABLE}/{row['id']}").json()
     assert again["Title"] == "Renamed" and again["Severity"] == "Low"
     assert "Risk" not in again  # left out: emptied
@@ -128,9 +129,12 @@ def test_a_removed_fields_values_are_gone_from_every_row(blink_sandbox: BlinkSan
 def test_create_get_and_delete_a_record(blink_sandbox: BlinkSandbox) -> None:
     made = call(blink_sandbox, "POST", TABLE, json={"Title": "New", "Tags": ["malware"]})
     assert made.status_code == 200, made.text
-    record_id = made.json()["id"]
+    assert made.json() == "OK"  # Blink's published answer is a string, not the record
+    (found,) = find(blink_sandbox, filter={"Title": "New"})["results"]
+    record_id = found["id"]
     assert call(blink_sandbox, "GET", f"{TABLE}/{record_id}").json()["Tags"] == ["malware"]
-    assert call(blink_sandbox, "DELETE", f"{TABLE}/{record_id}").status_code == 200
+    deleted = call(blink_sandbox, "DELETE", f"{TABLE}/{record_id}")
+    assert (deleted.status_code, deleted.json()) == (200, "ok")
     gone = call(blink_sandbox, "GET", f"{TABLE}/{record_id}")
     assert gone.status_code == 404 and gone.json()["message"] == "Can not find record"
 
@@ -152,3 +156,53 @@ def test_faults_apply_to_the_record_routes(blink_sandbox: BlinkSandbox) -> None:
     blink_sandbox.set_faults(sequence=[503])
     assert call(blink_sandbox, "GET", TABLE, params={"q": "{}"}).status_code == 503
     assert call(blink_sandbox, "GET", TABLE, params={"q": "{}"}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("q", "why"),
+    [
+        ('{"offset": 99999999999999999999999}', "beyond 64 bits"),
+        ('{"filter": {"Impact": 99999999999999999999999}}', "beyond 64 bits"),
+        ('{"filter": {"Title": "\\ud800"}}', "lone surrogate"),
+        ("[" * 5000 + "]" * 5000, "nested too deep"),
+        ('{"filter": {"Impact": ' + "9" * 5000 + "}}", "over 4300 digits"),
+        (json.dumps({"filter": {"$or": [{"Title": f"t{n}"} for n in range(1001)]}}), "at most 500 conditions"),
+        ('{"filter": {"Title": "x"}, "sort": ["+Nope"]}', "not a field of the table"),
+    ],
+    ids=["huge-offset", "huge-filter", "surrogate", "deep", "5000-digits", "long-or", "sort-unknown"],
+)
+def test_a_query_the_store_cannot_serve_is_the_wrappers_400_never_a_500(
+    blink_sandbox: BlinkSandbox, q: str, why: str
+) -> None:
+    response = call(blink_sandbox, "GET", TABLE, params={"q": q})
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert why in body["details"] and isinstance(body["details"], str)
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [("\ud800", "lone surrogate"), (99999999999999999999999, "beyond 64 bits")],
+    ids=["surrogate", "huge"],
+)
+def test_a_value_the_store_cannot_hold_is_refused_before_anything_is_stored(
+    blink_sandbox: BlinkSandbox, value: Any, why: str
+) -> None:
+    row = find(blink_sandbox, limit=1)["results"][0]
+    raw = json.dumps({"Title": "x", "Description": value}).replace("\\\\", "\\")
+    answer = call(blink_sandbox, "PUT", f"{TABLE}/{row['id']}", data=raw.encode())
+    assert answer.status_code == 400 and why in answer.json()["details"]
+    assert call(blink_sandbox, "GET", f"{TABLE}/{row['id']}").json()["Title"] == row["Title"]  # nothing stored
+    assert len(every_row(blink_sandbox)) == len(DEMO_ROWS["Incidents"])  # every page still reads
+
+
+def test_rows_come_in_the_order_sort_asks(blink_sandbox: BlinkSandbox) -> None:
+    ids = [row["id"] for row in find(blink_sandbox, limit=50, sort=["+id"])["results"]]
+    assert ids == sorted(ids)
+    down = [row["id"] for row in find(blink_sandbox, limit=50, sort=["-id"])["results"]]
+    assert down == sorted(down, reverse=True)
+
+
+def test_an_errors_details_is_a_string_never_null(blink_sandbox: BlinkSandbox) -> None:
+    gone = call(blink_sandbox, "GET", "/workspace/ws-demo/table/Nope/fields")
+    assert gone.status_code == 404 and isinstance(gone.json()["details"], str)

@@ -79,8 +79,8 @@ class ApiError(Exception):
 def wrapper_response(
     status: int, message: str, details: str | None = None, identifier: str | None = None
 ) -> JSONResponse:
-    """Return Blink's error wrapper, every member present."""
-    body = ErrorWrapper(status=status, message=message, details=details, identifier=identifier)
+    """Return Blink's error wrapper, every member present (``details`` a string, as Blink's spec types it)."""
+    body = ErrorWrapper(status=status, message=message, details=details or "", identifier=identifier)
     return JSONResponse({**dict.fromkeys(ErrorWrapper.model_fields), **body.model_dump(mode="json")}, status)
 
 
@@ -364,8 +364,9 @@ def _records_routes(api: APIRouter, sandbox: Served) -> None:
 
     @api.post("/workspace/{ws_id}/table/{table}", operation_id="TableCreateRecord", tags=tags, summary="Add a record")
     def create_record(ws_id: str, table: str, body: Annotated[Any, Body()]) -> Any:
-        """Create a row; its values by field name."""
-        return sandbox.store.create_records(unquote(ws_id), unquote(table), [body], SANDBOX_USER)[0]
+        """Create a row; its values by field name. Blink's published answer is a string: ``"OK"``, not the row."""
+        sandbox.store.create_records(unquote(ws_id), unquote(table), [body], SANDBOX_USER)
+        return "OK"
 
     @api.get("/workspace/{ws_id}/table/{table}/{record_id}", operation_id="TableGetRecord", tags=tags)
     def get_record(ws_id: str, table: str, record_id: str) -> Any:
@@ -374,14 +375,15 @@ def _records_routes(api: APIRouter, sandbox: Served) -> None:
 
     @api.put("/workspace/{ws_id}/table/{table}/{record_id}", operation_id="TableUpdateRecord", tags=tags)
     def update_record(ws_id: str, table: str, record_id: str, body: Annotated[Any, Body()]) -> Any:
-        """Replace the whole row: a field the body leaves out is emptied."""
-        return sandbox.store.update_record(unquote(ws_id), unquote(table), unquote(record_id), body, SANDBOX_USER)
+        """Replace the whole row: a field the body leaves out is emptied. Answers ``"ok"``, as Blink publishes."""
+        sandbox.store.update_record(unquote(ws_id), unquote(table), unquote(record_id), body, SANDBOX_USER)
+        return "ok"
 
     @api.delete("/workspace/{ws_id}/table/{table}/{record_id}", operation_id="TableDeleteRecord", tags=tags)
     def delete_record(ws_id: str, table: str, record_id: str) -> Any:
-        """Remove one row."""
+        """Remove one row. Answers ``"ok"``, as Blink publishes."""
         sandbox.store.delete_record(unquote(ws_id), unquote(table), unquote(record_id))
-        return {}
+        return "ok"
 
 
 def _admin_router(sandbox: Served) -> APIRouter:

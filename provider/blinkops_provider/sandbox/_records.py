@@ -8,7 +8,11 @@ notes, and where it chooses:
   ``created_by``/``updated_by``, then one member per user field that holds a value.
 * ``GET .../table/{table}?q=...`` answers ``{limit, offset, results, total}``; ``total`` counts
   every row matching the filter. ``limit`` is 1 to 1000 (0 or left out: 100); rows come in the
-  order they were created.
+  order of ``sort`` (``["+id"]``, any field or system column, ``-`` descending), else in the order
+  they were created.
+* A query or a record the store cannot hold (a number beyond 64 bits, text that is not Unicode,
+  nesting deeper than 32 levels, more than 500 conditions) is refused with a 400, before anything
+  is stored.
 * The filter is an object: a field name takes a value (equals) or an object of ``$eq``, ``$neq``,
   ``$gt``, ``$gte``, ``$lt``, ``$lte``, ``$like``; ``$or``/``$and`` take a list of filters. A
   comparison with an empty value is false, as in SQL. (The sandbox's choice: Blink publishes
@@ -24,6 +28,7 @@ notes, and where it chooses:
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import uuid
 from collections.abc import Callable, Mapping
@@ -54,20 +59,22 @@ def empty(value: Any) -> bool:
     return value is None or value == "" or value == []
 
 
-def parse_find(q: str, fields: Mapping[str, Mapping[str, Any]]) -> tuple[str, list[Any], int, int]:
+MAX_CONDITIONS = 500
+"""The most conditions one filter holds (SQLite's expression depth is 1000; Blink publishes no bound)."""
+MAX_DEPTH = 32
+"""The most levels a query or a record's value nests."""
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def parse_find(q: str, fields: Mapping[str, Mapping[str, Any]]) -> tuple[str, list[Any], str, int, int]:
     """
-    Return ``q`` of a find: the SQL condition, its parameters, the limit and the offset.
+    Return ``q`` of a find: the SQL condition, its parameters, the SQL order, the limit and the offset.
 
     :param fields: the table's user fields by name (with ``type``).
-    :raises RecordError: ``q`` is not a query object Blink takes.
+    :raises RecordError: ``q`` is not a query object Blink takes, or holds what the store cannot compare (a number
+        beyond 64 bits, text that is not Unicode, nesting deeper than 32 levels, more than 500 conditions).
     """
-    try:
-        query = json.loads(q) if q else {}
-    except json.JSONDecodeError as err:
-        raise RecordError(400, f"q is not JSON: {err.msg}") from None
-    query = {} if query is None else query
-    if not isinstance(query, dict):
-        raise RecordError(400, 'q must be a JSON object such as {"limit": 25, "offset": 0, "filter": {...}}')
+    query = _query(q)
     unknown = sorted(set(query) - {"limit", "offset", "filter", "sort", "select"})
     if unknown:
         raise RecordError(400, f"q does not take {unknown}: give limit, offset and filter")
@@ -75,7 +82,63 @@ def parse_find(q: str, fields: Mapping[str, Mapping[str, Any]]) -> tuple[str, li
     if limit > MAX_LIMIT:
         raise RecordError(400, f"limit must be 1 to {MAX_LIMIT}, got {limit}")
     where, params = _condition(query.get("filter") or {}, fields, 0)
-    return where or "1", params, limit, _whole(query.get("offset"), "offset")
+    if len(params) > 2 * MAX_CONDITIONS:
+        raise RecordError(400, f"a filter holds at most {MAX_CONDITIONS} conditions")
+    order, order_params = _order(query.get("sort"), fields)
+    return where or "1", [*params, *order_params], order, limit, _whole(query.get("offset"), "offset")
+
+
+def _query(q: str) -> dict[str, Any]:
+    """Return ``q`` parsed, checked storable (see :func:`storable_problem`)."""
+    try:
+        query = json.loads(q) if q else {}
+    except json.JSONDecodeError as err:
+        raise RecordError(400, f"q is not JSON: {err.msg}") from None
+    except (ValueError, RecursionError):
+        raise RecordError(
+            400, "q is not JSON a query can hold (a number over 4300 digits, or nested too deep)"
+        ) from None
+    query = {} if query is None else query
+    if not isinstance(query, dict):
+        raise RecordError(400, 'q must be a JSON object such as {"limit": 25, "offset": 0, "filter": {...}}')
+    problem = storable_problem(query)
+    if problem:
+        raise RecordError(400, f"q holds {problem}")
+    return query
+
+
+def storable_problem(value: Any, depth: int = 0) -> str:
+    """Return what in a JSON value the store cannot hold or compare ("" when nothing)."""
+    if depth > MAX_DEPTH:
+        return f"values nested deeper than {MAX_DEPTH} levels"
+    if isinstance(value, bool) or value is None:
+        return ""
+    if isinstance(value, int):
+        return "" if INT64[0] <= value <= INT64[1] else "a whole number beyond 64 bits"
+    if isinstance(value, float):
+        return "" if math.isfinite(value) else "a number that is not finite"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "text that is not valid Unicode (a lone surrogate)"
+        return ""
+    items = [*value.keys(), *value.values()] if isinstance(value, dict) else value if isinstance(value, list) else []
+    return next((problem for item in items if (problem := storable_problem(item, depth + 1))), "")
+
+
+def _order(sort: Any, fields: Mapping[str, Mapping[str, Any]]) -> tuple[str, list[Any]]:
+    """Return the SQL order of ``sort`` (``["+name", "-name"]``), rows in the order they were created otherwise."""
+    if sort is None:
+        return "seq", []
+    if not isinstance(sort, list) or not all(isinstance(item, str) and item.lstrip("+-") for item in sort):
+        raise RecordError(400, 'sort is a list of field names, each "+name" (ascending) or "-name"')
+    parts, params = [], []
+    for item in sort:
+        column, path = _column(item.lstrip("+-"), fields)
+        parts.append(f"{column} {'DESC' if item.startswith('-') else 'ASC'}")
+        params += path
+    return ", ".join([*parts, "seq"]), params
 
 
 def _whole(value: Any, what: str) -> int:
@@ -87,7 +150,7 @@ def _whole(value: Any, what: str) -> int:
 
 
 def _condition(given: Any, fields: Mapping[str, Mapping[str, Any]], depth: int) -> tuple[str, list[Any]]:
-    if not isinstance(given, dict) or depth > 32:
+    if not isinstance(given, dict) or depth > MAX_DEPTH:
         raise RecordError(400, "a filter is an object of field conditions, $or and $and (nested at most 32 deep)")
     parts: list[str] = []
     params: list[Any] = []
@@ -147,6 +210,9 @@ def checked_values(body: Any, fields: Mapping[str, Mapping[str, Any]]) -> dict[s
     """
     if not isinstance(body, dict):
         raise RecordError(400, "a record is a JSON object of field names and values")
+    problem = storable_problem(body)
+    if problem:
+        raise RecordError(400, f"the record holds {problem}: nothing was stored")
     unknown = sorted(k for k in body if k not in fields and k not in SYSTEM_COLUMNS)
     if unknown:
         raise RecordError(400, f"the record names {unknown}, which are not fields of the table")

@@ -539,15 +539,21 @@ class SandboxStore:
         with self._lock:
             table_id = self._table_id(ws_id, table)
             try:
-                where, params, limit, offset = record_rows.parse_find(q, self._user_fields(table_id))
+                where, params, order, limit, offset = record_rows.parse_find(q, self._user_fields(table_id))
             except record_rows.RecordError as err:
                 raise StoreError(err.status, "invalid records query", err.message, "INVALID_QUERY") from None
             condition = f"table_id = ? AND ({where})"
-            total = self._db.execute(f"SELECT count(*) FROM records WHERE {condition}", (table_id, *params)).fetchone()
-            rows = self._db.execute(
-                f"SELECT {_RECORD_COLUMNS} FROM records WHERE {condition} ORDER BY seq LIMIT ? OFFSET ?",
-                (table_id, *params, limit, offset),
-            ).fetchall()
+            count = len(params) - order.count("?")
+            try:
+                total = self._db.execute(
+                    f"SELECT count(*) FROM records WHERE {condition}", (table_id, *params[:count])
+                ).fetchone()
+                rows = self._db.execute(
+                    f"SELECT {_RECORD_COLUMNS} FROM records WHERE {condition} ORDER BY {order} LIMIT ? OFFSET ?",
+                    (table_id, *params, limit, offset),
+                ).fetchall()
+            except (sqlite3.OperationalError, OverflowError) as err:  # (what the checks above did not foresee)
+                raise StoreError(400, "invalid records query", str(err), "INVALID_QUERY") from None
         return {"limit": limit, "offset": offset, "results": [record_rows.answer(r) for r in rows], "total": total[0]}
 
     def get_record(self, ws_id: str, table: str, record_id: str) -> dict[str, Any]:
