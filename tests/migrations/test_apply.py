@@ -143,7 +143,10 @@ def test_a_field_changed_in_blink_between_two_applies_shows_drift(hook: Any, tmp
     assert plan.to_xcom()["fields"][0]["drift"] == ["attributes.is_unique"]
     text = plan.describe()
     assert "Changed in Blink since the last apply" in text
-    assert "- Severity: attributes.is_unique (changed in Blink by alice@blink.test, 2026-01-01T00:01:00+00:00)" in text
+    assert (
+        "- Severity: attributes.is_unique (last changed in Blink by alice@blink.test at 2026-01-01T00:01:00+00:00)"
+        in text
+    )
 
 
 def test_a_field_changed_in_blink_after_approval_makes_the_plan_stale(hook: Any, tmp_path: Path) -> None:
@@ -338,7 +341,7 @@ def test_a_field_left_unchanged_is_recorded_as_blink_showed_it_so_later_drift_sh
         plan = plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
     stage = next(row for row in plan.fields if row.field == "Stage")
     assert stage.drift == ("attributes.options",)
-    assert "- Stage: attributes.options (changed in Blink by bob@blink.test" in plan.describe()
+    assert "- Stage: attributes.options (last changed in Blink by bob@blink.test" in plan.describe()
 
 
 BASE = "https://blink.test/api/v1"
@@ -428,6 +431,7 @@ def test_after_an_apply_the_plan_is_unchanged_then_names_the_members_that_differ
         "refused": 0,
         "remove": 0,
         "retype": 0,
+        "gone": 0,
         "destructive": 0,
     }
 
@@ -605,6 +609,7 @@ def test_plan_only_returns_the_plan_and_sends_nothing(blink_conn: None, record: 
         "refused": 0,
         "remove": 0,
         "retype": 0,
+        "gone": 0,
         "destructive": 0,
     }
     assert plan["baseline"] == RECORD_BASELINE and RECORD_BASELINE in plan["text"]
@@ -686,11 +691,12 @@ def assert_stale_refused(hook: Any, record: str) -> None:
         ) as caught:
             apply_schema(hook, "ws-1", "Incidents", DECLARED, record_path=record, plan=record_case[1])
         assert not writes(m)
-    assert "fields planned differently now: 'Title', 'Severity', 'Due'" in str(caught.value)
+    assert "planned differently now (each changed since the plan): 'Title', 'Severity', 'Due'" in str(caught.value)
     with rm.Mocker() as m:
         without_table_reads(m)
         with pytest.raises(  # #50 item 7: both plans named, the one approved and the one now
-            BlinkStalePlanError, match=r"the approved plan 0123456789abcdef is not .* \(plan [0-9a-f]{16}\)"
+            BlinkStalePlanError,
+            match=r"the plan this apply was given, 0123456789abcdef, is not .* \(plan [0-9a-f]{16}\)",
         ):
             apply_schema(hook, "ws-1", "Incidents", DECLARED, record_path=record, plan="0123456789abcdef")
     assert not writes(m)
@@ -878,7 +884,7 @@ def test_plan_rows_show_the_values_cut_to_a_bounded_length(hook: Any, record: Pa
     changed.append({"field": "Notes", "type": "long-text", "display_name": "Notes"})
     text = plan_schema(hook, "ws-1", "Incidents", changed, record_path=str(record)).describe()
     assert "| Severity | change | attributes.default_value: 'Low' → 'High' |" in text
-    assert "| Notes | add | type 'long-text', display_name 'Notes' |" in text
+    assert "| Notes | add | adds Notes (long-text), shown as 'Notes' |" in text
     due = next(line for line in text.splitlines() if line.startswith("| Due |"))
     assert "display_name: 'Due by' → 'xxx" in due and "…" in due and len(due) < 200
 
@@ -890,7 +896,7 @@ def test_plan_cells_survive_every_line_break_and_backslash(hook: Any, record: Pa
     ).describe()
     (row,) = [line for line in text.splitlines() if line.startswith("| a")]
     assert len(re.split(r"(?<!\\)\|", row)) == 5  # four cells' borders: field, action, details
-    assert row.count("add") == 1
+    assert row.count("| add |") == 1
 
 
 def test_a_refused_key_fails_the_plan_step_with_the_connection_hint(blink_conn: None, record: Path) -> None:
@@ -1052,7 +1058,8 @@ def test_a_stale_apply_pushes_its_outcome_with_why_and_sends_nothing(blink_conn:
     pushed = ti.pushed["return_value"]
     assert pushed["outcome"] == "stale" and pushed["updated"] == [] and pushed["table"] == "Incidents"
     assert re.match(
-        r"BlinkStalePlanError: the approved plan [0-9a-f]{16} is not what would be applied now", pushed["error"]
+        r"BlinkStalePlanError: the plan this apply was given, [0-9a-f]{16}, is not what would be applied now",
+        pushed["error"],
     )
 
 

@@ -148,7 +148,7 @@ def test_the_pulled_record_is_the_next_plans_baseline_so_a_later_change_in_blink
         plan = plan_schema(hook, "ws-1", "Contracts", pulled.declaration, record_path=f"{tmp_path}/")
     tier = next(row for row in plan.fields if row.field == "tier_2")
     assert tier.drift == ("attributes.options",) and tier.action == "change"  # the declaration puts it back
-    assert "(changed in Blink by carol@blink.test" in plan.describe()
+    assert "(last changed in Blink by carol@blink.test" in plan.describe()
     assert blink.puts == []
 
 
@@ -476,7 +476,7 @@ def test_plan_prints_the_plan_and_says_with_its_exit_code_whether_anything_would
     args = ["plan", "ws-demo", "Incidents", str(EXAMPLE), "--record-path", f"{records}/"]
     assert main(args) == 0  # without --detailed-exitcode: 0 whatever the plan
     text = capsys.readouterr().out
-    assert "2 to add, 8 to change (0 destructive), 1 to remove, 1 to retype" in text
+    assert "2 to add, 8 to change, 1 to remove, 1 to retype (2 destructive)" in text
     assert "- Affected hosts: remove: deletes values in 90 of 120 rows, permanently" in text
     assert main([*args, "--detailed-exitcode"]) == 2
     capsys.readouterr()
@@ -485,7 +485,8 @@ def test_plan_prints_the_plan_and_says_with_its_exit_code_whether_anything_would
                  acknowledge_risks=True)  # fmt: skip
     recorded = (records / "ws-demo" / "Incidents.json").read_bytes()
     assert main([*args, "--detailed-exitcode"]) == 0
-    assert "12 unchanged" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "11 unchanged, 1 already gone" in said and "| 11 fields | unchanged |" in said
     assert (records / "ws-demo" / "Incidents.json").read_bytes() == recorded  # the baseline is read, not written
 
 

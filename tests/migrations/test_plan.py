@@ -205,8 +205,8 @@ def test_an_added_field_shows_every_declared_member_to_the_reviewer() -> None:
     plan = plan_of([severity], {})
     (row,) = [line for line in plan.describe().splitlines() if line.startswith("| Severity |")]
     assert row == (
-        "| Severity | add | type 'single-select', display_name 'Severity', description 'How bad', "
-        'attributes.default_value \'Low\', attributes.options ["Low", "High"], attributes.required true |'
+        "| Severity | add | adds Severity (single-select, required), shown as 'Severity', described 'How bad', "
+        'with {"default_value": "Low", "options": ["Low", "High"]} |'
     )
 
 

@@ -209,7 +209,10 @@ def test_a_new_field_is_added_once_with_blinks_name_reported_and_recorded(hook: 
         apply_schema(hook, "ws-1", "Incidents", [TITLE, IMPACT], record_path=records, only_changed=True)
         assert writes(blink) == []
     row = next(row for row in plan.fields if row.field == "Impact")
-    assert row.action == "add" and 'POST {"attributes": {"default_value": "1"}' in plan.describe()
+    assert (
+        row.action == "add"
+        and 'adds Impact (number), shown as \'Impact\', with {"default_value": "1"}' in plan.describe()
+    )
     assert result.outcomes() == {"Title": "unchanged", "Impact": "added"}
     assert result.applied["Impact"] is not None and result.applied["Impact"].name == "impact_9"
     assert result.names() == {"Impact": "impact_9"}  # the XCom's "names" (#56 item 4)

@@ -346,7 +346,7 @@ def test_update_field_makes_drift_that_the_next_plan_names_with_who(
     assert after["attributes"] == {**before["attributes"], "default_value": "n/a"}  # the rest kept
     assert after["display_name"] == before["display_name"]
     text = plan_schema(hook, "ws-demo", "Incidents", declared, record_path=record).describe()
-    assert "- Title: description, attributes.default_value (changed in Blink by alice@x.io" in text
+    assert "- Title: description, attributes.default_value (last changed in Blink by alice@x.io" in text
 
     assert main(edit) == 2  # nothing to change
     assert "give what to change: --display-name, --description or --attribute" in capsys.readouterr().err

@@ -439,7 +439,7 @@ def change_a_field_as_printed(printed: str) -> str:
     words = printed_command(printed, "Change a field as in Blink's UI")
     done = subprocess.run(words, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and "Field 'Severity' of ws-demo/Incidents changed" in done.stdout, done.stderr
-    return "Severity: attributes.default_value (changed in Blink by you@example.com"
+    return "Severity: attributes.default_value (last changed in Blink by you@example.com"
 
 
 def the_printed_change_queues_the_event_driven_sync(

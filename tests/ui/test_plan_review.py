@@ -127,7 +127,7 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
     #    before the approval. The plan adds two fields, removes one (#48) and retypes one (#64): the
     #    review shows the removal and the retype first, with the rows they count, and the body the add will POST.
     log = tmp_path / "run-1.log"
-    counted = "2 to add, 8 to change (0 destructive), 1 to remove, 1 to retype"
+    counted = "2 to add, 8 to change, 1 to remove, 1 to retype (2 destructive)"
     review = approve(start(log), log, counted, nothing_sent=True)
     hosts = sum("Affected hosts" in row for row in DEMO_ROWS["Incidents"])
     assert f"- Affected hosts: remove: deletes values in {hosts} of 120 rows, permanently" in review["body"]

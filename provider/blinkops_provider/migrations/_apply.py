@@ -120,6 +120,13 @@ def declared_schema(value: Any, *, source: str) -> list[dict[str, Any]] | dict[s
     return read_declaration(value, source=source).to_json()
 
 
+def let_through_said(approval: Mapping[str, Any]) -> str:
+    """Return who let an apply through, as its record notes it, in words ("" when the record says nothing)."""
+    if approval.get("approved_by"):
+        return f"approved by {one_line(str(approval['approved_by']))} at {one_line(str(approval.get('approved_at')))}"
+    return "acknowledged by the DAG (acknowledge_risks=True)" if approval.get("acknowledged") else ""
+
+
 def check_names(ws_id: str, table: str) -> None:
     """
     Check that the workspace and table names can name a record.
@@ -280,6 +287,7 @@ def _plan(
         declared=declared.fields,
         recorded=recorded,
         recorded_at=recorded_at,
+        recorded_by=let_through_said(record.approval),
         live=live,
         unread=unread,
         replace=replace,

@@ -163,6 +163,9 @@ class SchemaRecord:
         """What :meth:`read` found noted: the new field of each retype in progress (a checkpoint)."""
         self.found = False
         """Whether :meth:`read` found a record."""
+        self.approval: dict[str, Any] = {}
+        """What :meth:`read` found noted: who let the last apply through (``approved_by``/``approved_at``, or
+        ``acknowledged``)."""
 
     def read(self) -> tuple[dict[str, dict[str, Any]], str | None]:
         """
@@ -194,6 +197,8 @@ class SchemaRecord:
         """
         self.names = _names(data.get("names"))
         self.retyping = _names(data.get("retyping"))
+        approval = data.get("approval")
+        self.approval = dict(approval) if isinstance(approval, dict) else {}
         table_name = data.get("table_name")
         self.table_name = table_name if isinstance(table_name, str) and table_name else None
 

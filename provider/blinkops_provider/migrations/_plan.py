@@ -492,6 +492,8 @@ class SchemaPlan:
     table_plan: TablePlan = TablePlan()
     rows_digest: str = ""
     """A digest of what the plan counted in the table's rows ("" when nothing was counted)."""
+    recorded_by: str = ""
+    """Who let the last apply through, as its record says (``approved by X at T in review``, or ``acknowledged``)."""
 
     @property
     def fingerprint(self) -> str:
@@ -544,13 +546,17 @@ class SchemaPlan:
         """
         Count the fields by action.
 
-        ``{"add": n, "change": n, "unchanged": n, "refused": n, "remove": n, "destructive": n}``
-        (the destructive ones are among the changes; every removal is destructive too).
+        ``{"add": n, "change": n, "unchanged": n, "refused": n, "remove": n, "retype": n, "gone": n,
+        "destructive": n}``: ``unchanged`` the declared fields Blink holds as declared, ``gone`` the tombstones of
+        fields Blink no longer has (nothing to remove), ``destructive`` every row the Destructive section lists
+        (changes, removals that lose values, and retypes).
         """
         counts: dict[str, int] = {action.value: 0 for action in FIELD_ACTIONS}  # plain text keys: XCom-ready
         for plan in self.fields:
             counts[str(plan.action)] += 1
-        counts["destructive"] = sum(plan.destructive for plan in self.fields if plan.action == Action.CHANGE)
+        counts["gone"] = sum(plan.action == Action.UNCHANGED and bool(plan.risk) for plan in self.fields)
+        counts[Action.UNCHANGED.value] -= counts["gone"]
+        counts["destructive"] = sum(plan.destructive for plan in self.fields)
         return counts
 
     @property
@@ -632,7 +638,8 @@ class SchemaPlan:
         edited = _edited(approved, self)
         if edited:
             raise BlinkStalePlanError(
-                f"the approved plan {self.fingerprint} shows {' and '.join(edited)} other than it would apply: "
+                f"the plan this apply was given, {self.fingerprint}, shows {' and '.join(edited)} other than it would "
+                "apply: "
                 "its XCom was edited after it was made. Nothing was sent: plan again and review the new plan"
             )
 
@@ -654,8 +661,8 @@ class SchemaPlan:
                 return
             given, why = str(approved.get("fingerprint")), self._stale_reasons(approved)
         raise BlinkStalePlanError(
-            f"the approved plan {one_line(given)} is not what would be applied now (plan {self.fingerprint}): "
-            f"{'; '.join(why)}. Nothing was sent: plan again and review the new plan"
+            f"the plan this apply was given, {one_line(given)}, is not what would be applied now (plan "
+            f"{self.fingerprint}): {'; '.join(why)}. Nothing was sent: plan again and review the new plan"
         )
 
     def _stale_reasons(self, approved: Mapping[str, Any]) -> list[str]:
@@ -678,7 +685,7 @@ class SchemaPlan:
         why = [reason for same, reason in zip(checks, reasons, strict=True) if not same]
         moved = self._moved(approved)
         listed = ", ".join(map(repr, moved[:20])) + (f" and {len(moved) - 20} more" if len(moved) > 20 else "")
-        return why + ([f"fields planned differently now: {listed}"] if moved else [])
+        return why + ([f"the fields planned differently now (each changed since the plan): {listed}"] if moved else [])
 
     def _moved(self, approved: Mapping[str, Any]) -> list[str]:
         """Return the fields whose rows differ between the approved plan's XCom and this plan."""
@@ -717,6 +724,7 @@ def make_plan(
     facts: RowFacts = NOTHING_READ,
     backfills: Mapping[str, Any] | None = None,
     type_changes: Mapping[str, str] | None = None,
+    recorded_by: str = "",
 ) -> SchemaPlan:
     """
     Return the plan of ``declared`` for one table.
@@ -750,6 +758,7 @@ def make_plan(
         table=table,
         record=record,
         recorded_at=recorded_at,
+        recorded_by=recorded_by,
         fields=tuple(rows),
         undeclared=tuple(undeclared),
         schema_digest=_digest([[host, ws_id, table], schema, replace, list(removals), list(declared_table)]),
@@ -1140,8 +1149,12 @@ def _changed_by(held: TableField) -> str:
             when = dt.datetime.fromtimestamp(held.updated_at / 1000, dt.UTC).isoformat(timespec="seconds")
         except (OverflowError, OSError, ValueError):
             when = str(held.updated_at)
-    said = [part for part in (f"by {one_line(held.updated_by)}" if held.updated_by else "", when) if part]
-    return f" (changed in Blink {', '.join(said)})" if said else ""
+    said = [
+        part
+        for part in (f"by {one_line(held.updated_by)}" if held.updated_by else "", f"at {when}" if when else "")
+        if part
+    ]
+    return f" (last changed in Blink {' '.join(said)})" if said else ""  # (Blink keeps one editor per field)
 
 
 def _member(body: Mapping[str, Any], member: str) -> Any:

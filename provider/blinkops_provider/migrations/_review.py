@@ -224,13 +224,14 @@ def _say_who(log: Any, planned: Planned, approval: Mapping[str, str] | None, ack
     """Log who approved the plan, and who let its removals through."""
     plan, removals = planned.fingerprint, len(planned.removals)
     retypes = sum(getattr(row, "action", None) == Action.RETYPE for row in planned.removals)
-    if approval:
-        log.info("Plan %s approved by %s at %s in review", plan, approval["approved_by"], approval["approved_at"])
+    how = "acknowledged by the DAG (acknowledge_risks=True)"
+    how = f"approved by {approval['approved_by']} at {approval['approved_at']} in review" if approval else how
     if removals and (approval or acknowledged):
-        how = "acknowledged by the DAG (acknowledge_risks=True)"
-        how = f"approved by {approval['approved_by']}" if approval else how
-        also = f" and retypes {retypes} (the values copied first)" if retypes else ""
-        log.warning("Plan %s removes %d field(s) with their values%s: %s", plan, removals - retypes, also, how)
+        said = [f"removes {removals - retypes} field(s) with their values"] if removals - retypes else []
+        said += [f"retypes {retypes} (the values copied first)"] if retypes else []
+        log.warning("Plan %s %s: %s", plan, " and ".join(said), how)
+    elif approval:
+        log.info("Plan %s %s", plan, how)
 
 
 def plan_markdown(plan: Mapping[str, Any], acknowledged: bool = False) -> str:
@@ -275,20 +276,29 @@ def _rank(plan: Mapping[str, Any]) -> tuple[int, str]:
 
 def _line(plan: Mapping[str, Any]) -> str:
     rows = rows_of(plan)
-    count = {action: sum(row.get("action") == action for row in rows) for action in FIELD_ACTIONS}
-    destructive = sum(row.get("destructive") is True for row in rows if row.get("action") != Action.REMOVE)
-    removing = f", {count[Action.REMOVE]} to remove" if count[Action.REMOVE] else ""
-    removing += f", {count[Action.RETYPE]} to retype" if count[Action.RETYPE] else ""
-    flags = [
-        word
-        for word, n in (("refused", count[Action.REFUSED]), ("destructive", destructive + count[Action.REMOVE]))
-        if n
-    ]
+    count: dict[str, int] = {action: sum(row.get("action") == action for row in rows) for action in FIELD_ACTIONS}
+    destructive = sum(
+        row.get("destructive") is True or (row.get("action") == Action.REMOVE and row.get("destructive") is not False)
+        for row in rows
+    )
+    flags = [word for word, n in (("refused", count[Action.REFUSED]), ("destructive", destructive)) if n]
     mark = f" [{', '.join(flags).upper()}]" if flags else ""
+    return f"- {_name(plan)}{mark}: {counts_said(count, destructive)} (plan {one_line(str(plan.get('fingerprint')))})"
+
+
+def counts_said(count: Mapping[str, int], destructive: int) -> str:
+    """
+    Return a plan's counts as every summary says them (the plan's first line, a fleet's line).
+
+    ``2 to add, 8 to change, 1 to remove, 1 to retype (2 destructive), 12 unchanged, 0 refused``: ``destructive``
+    counts every row the Destructive section lists; the tombstones of fields Blink no longer has are ``already gone``.
+    """
+    removing = f", {count[Action.REMOVE]} to remove" if count.get(Action.REMOVE) else ""
+    removing += f", {count[Action.RETYPE]} to retype" if count.get(Action.RETYPE) else ""
+    gone = f", {count['gone']} already gone" if count.get("gone") else ""
     return (
-        f"- {_name(plan)}{mark}: {count[Action.ADD]} to add, {count[Action.CHANGE]} to change "
-        f"({destructive} destructive){removing}, {count[Action.REFUSED]} refused, {count[Action.UNCHANGED]} unchanged "
-        f"(plan {one_line(str(plan.get('fingerprint')))})"
+        f"{count[Action.ADD]} to add, {count[Action.CHANGE]} to change{removing} ({destructive} destructive), "
+        f"{count[Action.UNCHANGED]} unchanged{gone}, {count[Action.REFUSED]} refused"
     )
 
 
@@ -537,13 +547,11 @@ def _summary_line(plan: SchemaPlan) -> str:
     """Return ``Plan <fingerprint> for ws/table: n to add, ... (where the record is)``."""
     counts = plan.counts
     since = f"recorded {plan.recorded_at}" if plan.recorded_at else "none recorded yet"
-    removing = f", {counts[Action.REMOVE]} to remove" if counts[Action.REMOVE] else ""
-    removing += f", {counts[Action.RETYPE]} to retype" if counts[Action.RETYPE] else ""
+    since += f", {plan.recorded_by}" if plan.recorded_at and plan.recorded_by else ""
     where = f"last apply: {since}, at {one_line(plan.record)}" if plan.record else "no record kept"
     return (
-        f"Plan {plan.fingerprint} for {one_line(plan.ws_id)}/{one_line(plan.table)}: {counts['add']} to add, "
-        f"{counts['change']} to change ({counts['destructive']} destructive){removing}, {counts['unchanged']} "
-        f"unchanged, {counts['refused']} refused ({where})"
+        f"Plan {plan.fingerprint} for {one_line(plan.ws_id)}/{one_line(plan.table)}: "
+        f"{counts_said(counts, counts['destructive'])} ({where})"
     )
 
 
@@ -583,7 +591,8 @@ def log_plan(plan: SchemaPlan, log: Any) -> None:
 
 _FLAGS: tuple[tuple[str, Callable[[FieldPlan], bool], Callable[[FieldPlan], str]], ...] = (
     (
-        "**Refused** (Blink refuses these changes; the apply does not send them and reports them failed):",
+        "**Refused** (each says who refuses it and why; while any entry is refused the apply sends nothing to this "
+        "table):",
         lambda plan: plan.action == Action.REFUSED,
         lambda plan: plan.risk,
     ),
@@ -669,19 +678,39 @@ POSTED_CHARS = 400
 
 def _details(plan: FieldPlan, against_blink: bool) -> str:
     named = f"declared as {plan.field!r}, Blink's name is {plan.blink_name!r}; " if plan.blink_name else ""
-    if against_blink and plan.action == Action.ADD and plan.body is not None:
-        return _cell(f"POST {_posted(plan.body)}")
+    if plan.action == Action.ADD and plan.body is not None:
+        return _cell(_added(plan.field, plan.body) + _fills(plan))
     if plan.action == Action.ADD:
         return _cell(", ".join(f"{member} {show(after)}" for member, _, after in plan.values))
     if plan.action in REMOVING:
         return _cell(f"{named}{plan.risk}")
-    return _cell(named + _changed(plan))
+    return _cell(named + _changed(plan) + _fills(plan))
 
 
-def _posted(body: FieldUpdate) -> str:
-    """Return an add's ``POST`` body as its row shows it, cut at :data:`POSTED_CHARS`."""
-    text = json.dumps(body.to_body(), ensure_ascii=False, sort_keys=True)
-    return text if len(text) <= POSTED_CHARS else text[: POSTED_CHARS - 1] + "…"
+def _added(name: str, body: FieldUpdate) -> str:
+    """Return an add in words: ``adds Queue (text, required), shown as 'Queue'``, its attributes cut at a length."""
+    given = body.to_body()
+    attributes = dict(given.get("attributes") or {})
+    checks = [
+        check.replace("is_unique", "unique") for check in ("required", "is_unique") if attributes.pop(check, None)
+    ]
+    kind = ", ".join([str(given.get("type")), *checks])
+    said = f"adds {name} ({kind}), shown as {show(given.get('display_name'))}"
+    said += f", described {show(given['description'])}" if given.get("description") else ""
+    if attributes:
+        text = json.dumps(attributes, ensure_ascii=False, sort_keys=True)
+        said += f", with {text if len(text) <= POSTED_CHARS else text[: POSTED_CHARS - 1] + '…'}"
+    return said
+
+
+def _fills(plan: FieldPlan) -> str:
+    """Return what a backfill writes (``, fills 120 rows with 'triage'``), or "" (none, or nothing to fill)."""
+    rows = (plan.counts or {}).get("backfill")
+    if plan.backfill is None or plan.action == Action.RETYPE:  # (a retype's risk says its fill)
+        return ""
+    if rows is None:
+        return f", fills its empty rows with {show(plan.backfill)} (not counted)"
+    return f", fills {rows} empty row(s) with {show(plan.backfill)}" if rows else ""
 
 
 def _changed(plan: FieldPlan) -> str:

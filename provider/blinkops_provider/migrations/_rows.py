@@ -219,11 +219,13 @@ class Tally:
 
     def unconverted(self) -> list[tuple[Any, int]]:
         """Return the values that do not convert, the most held first."""
-        return [(self.shown[key], n) for key, n in self.failed.most_common()]
+        held = sorted(self.failed.items(), key=lambda item: (-item[1], item[0]))  # (not the walk's order)
+        return [(self.shown[key], n) for key, n in held]
 
     def repeats(self) -> list[tuple[Any, int]]:
         """Return the values held by more than one row, the most held first."""
-        return [(self.shown[key], n) for key, n in self.values.most_common() if n > 1]
+        held = sorted(self.values.items(), key=lambda item: (-item[1], item[0]))  # (not the walk's order)
+        return [(self.shown[key], n) for key, n in held if n > 1]
 
 
 @dataclass(frozen=True)

@@ -50,9 +50,6 @@ if TYPE_CHECKING:
 OUTCOMES = tuple(FieldOutcome)
 """A field's outcomes, in the order the summary line counts them."""
 
-WHY_CHARS = 80
-"""The most characters of one field's reason the task's final error shows (the log has it whole)."""
-
 SHOWN_FIELDS = 20
 """The most fields the final error names one by one."""
 
@@ -85,9 +82,7 @@ def _why(name: str, result: ApplyResult) -> str:
         return f"{one_line(name)!r} ({'in flight when interrupted' if name in result.unknown else 'not sent'})"
     why = one_line(f"{error.status}: {error.message}" if error.status else str(error.message))
     why = f"unknown: {why}" if unclear is not None else why
-    if isinstance(error, BlinkAuthError):  # the workspace and the role it lacks: said whole (#50 item 3)
-        return f"{one_line(name)!r} ({why})"
-    return f"{one_line(name)!r} ({why if len(why) <= WHY_CHARS else why[: WHY_CHARS - 1] + '…'})"
+    return f"{one_line(name)!r} ({why})"  # whole: the advice is at the end of a reason (#72)
 
 
 def not_applied(result: ApplyResult) -> BlinkApiError:
