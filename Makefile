@@ -5,6 +5,7 @@
 #   make test-py313                    the compat tests on Python 3.13, the newest supported (.venv-py3.13, locked)
 #   make test-lowest                   the built wheel with its lowest declared dependencies, then the compat tests
 #   make ui-test                       the connection form and the plan review in Airflow 3's UI, in headless Chromium
+#   make ci-recipe                     docs/ci.md's workflow line by line, installed as written into a fresh virtual environment
 #   make demo                          the main job: both example DAGs end to end against the sandbox
 #   make celery-demo                   the fleet example on CeleryExecutor: two workers, Redis, PostgreSQL, S3 (moto), the sandbox
 #   make airflow-ui                    the example DAGs in Airflow 3's UI (airflow standalone, the sandbox); Ctrl-C stops
@@ -36,7 +37,7 @@ unexport PYTHONDONTWRITEBYTECODE
 PYTHONPYCACHEPREFIX ?= $(CURDIR)/build/pycache
 export PYTHONPYCACHEPREFIX
 
-.PHONY: help uv env lint typecheck pytest test compat test-py313 test-lowest ui-test demo debian-services celery-env celery-demo airflow-ui docs bench bench-fleet pins clean
+.PHONY: help uv env lint typecheck pytest test compat test-py313 test-lowest ui-test ci-recipe demo debian-services celery-env celery-demo airflow-ui docs bench bench-fleet pins clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -115,6 +116,12 @@ ui-test: env
 		DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -qq chromium chromium-driver >/dev/null; }
 	$(PY) -m pytest -m ui tests/ui $(PYTEST_ARGS)
 	@echo "Screenshots: build/ui-test/"
+
+# docs/ci.md's workflow as a runner runs it: its install line into a fresh virtual environment (the
+# locked versions as pip's constraints, so that the install resolves nothing), then its commands.
+ci-recipe: env
+	$(UV) export --locked --no-hashes --no-emit-project --all-extras --quiet -o build/ci-recipe-constraints.txt
+	PIP_CONSTRAINT="$(CURDIR)/build/ci-recipe-constraints.txt" $(PY) -m pytest -m recipe tests/e2e/test_ci_recipe.py $(PYTEST_ARGS)
 
 # With BLINK_BASE_URL and BLINK_API_KEY set, against that tenant instead (see dev/demo.py).
 demo: env

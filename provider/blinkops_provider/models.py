@@ -946,6 +946,17 @@ def _check_whole(fields: FieldBatch, removals: list[str], source: str) -> None:
         raise Problems(
             f"{source} both declares and removes {', '.join(map(repr, twice))}: keep the entry or the tombstone"
         )
+    shown: dict[str, list[str]] = {}
+    for name, update in fields:
+        if update.display_name is not None:
+            shown.setdefault(update.display_name.strip(), []).append(name)
+    alike = [names for names in shown.values() if len(names) > 1]
+    if alike:
+        said = "; ".join(" and ".join(map(repr, names)) for names in alike)
+        raise Problems(
+            f"{source} gives one display name to several entries ({said}): Blink shows each field by its display "
+            "name, and derives an added field's name from it, so give each entry its own display name"
+        )
     if not fields and not removals:
         raise Problems(f"{source} declares no field; give at least one (a template that rendered nothing?)")
 

@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.conftest import EXAMPLE_DAGS
 
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "ci.md"
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "ci.md"
 
 
 def steps() -> dict[str, str]:
@@ -80,3 +82,42 @@ def test_the_recipes_commands_validate_and_post_the_plan_of_each_changed_table(
     assert failed.returncode == 1
     (line,) = failed.stdout.splitlines()
     assert line.startswith("::error file=blink_schemas/ws-demo/Incidents.json,line=5::entry 2 ('Description'): type:")
+
+
+def install_step() -> dict[str, Any]:
+    workflow = yaml.safe_load(re.search(r"```yaml\n(.*?)```", PAGE.read_text(), re.S).group(1))  # type: ignore[union-attr]
+    (step,) = [step for step in workflow["jobs"]["plan"]["steps"] if step.get("name") == "Install"]
+    return dict(step)
+
+
+@pytest.mark.recipe
+def test_the_recipe_installs_as_written_into_a_fresh_environment_and_runs(blink_sandbox: Any, tmp_path: Path) -> None:
+    """#72 item 8: the workflow line by line on a fresh runner: a new virtual environment, the
+    install line as written (``BLINK_PROVIDER`` this repository, as a runner would name its copy),
+    then the validate and plan steps with the commands that install gave."""
+    repo = pull_request(tmp_path)
+    venv = tmp_path / "runner"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    install = install_step()
+    assert install["env"]["BLINK_PROVIDER"].startswith("git+https://")  # what the page tells a reader
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "VIRTUAL_ENV", "PYTHON"))},
+        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
+        "GITHUB_BASE_REF": "main",
+        "BLINK_BASE_URL": blink_sandbox.base_url,
+        "BLINK_API_KEY": blink_sandbox.api_key,
+        "BLINK_PROVIDER": str(ROOT),  # (this repository, where the runner would clone its copy)
+        "AIRFLOW_HOME": str(tmp_path / "airflow"),
+    }
+    installed = subprocess.run(
+        ["bash", "-e", "-c", install["run"]], cwd=repo, env=env, capture_output=True, text=True, timeout=1800
+    )
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    assert (venv / "bin" / "blink-schema").exists()
+    commands = steps()
+    validated = run(commands["Validate every declaration"], repo, env)
+    assert validated.returncode == 0 and validated.stdout.endswith("declaration(s) valid\n"), validated.stderr
+    planned = run(commands["Plan each changed table"], repo, env)
+    assert planned.returncode == 0, planned.stderr
+    comment = (repo / "plan.md").read_text()
+    assert "for ws-demo/Incidents" in comment and "deletes values in 90 of 120 rows" in comment

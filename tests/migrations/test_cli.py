@@ -573,3 +573,75 @@ def test_plan_against_a_blink_with_its_own_naming_rule(
         (row,) = json.loads(capsys.readouterr().out)["fields"]
         assert (row["action"], row["members"]) == ("change", ["display_name"])
         assert [r.method for r in m.request_history if r.method != "GET"] == [] and blink.puts == []
+
+
+# -- #72 item 8: the commands -------------------------------------------------------------------
+
+
+def test_a_refused_key_given_by_the_environment_is_said_in_its_terms(
+    blink_sandbox: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BLINK_BASE_URL", blink_sandbox.base_url)
+    monkeypatch.setenv("BLINK_API_KEY", "wrong-key-123456")
+    assert main(["plan", "ws-demo", "Incidents", str(EXAMPLE)]) == 1
+    err = capsys.readouterr().err
+    assert "BLINK_API_KEY" in err and "BLINK_BASE_URL" in err
+    assert "blink_default" not in err and "password" not in err and "header_name" not in err
+
+
+@pytest.mark.parametrize(
+    ("declared", "table"),
+    [
+        (
+            [{"field": "Title", "type": "text", "display_name": "Title"}, {"field": "Title", "remove": True}],
+            "Incidents",
+        ),
+        ([{"field": "Title", "type": "text", "display_name": "Title"}], "Incidentz"),
+    ],
+    ids=["tombstone-conflict", "mistyped-table"],
+)
+def test_a_mistake_that_is_not_the_connections_gets_no_connection_advice(
+    blink_sandbox: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    declared: Any,
+    table: str,
+) -> None:
+    monkeypatch.setenv("BLINK_BASE_URL", blink_sandbox.base_url)
+    monkeypatch.setenv("BLINK_API_KEY", blink_sandbox.api_key)
+    path = tmp_path / "declared.json"
+    path.write_text(json.dumps(declared))
+    assert main(["plan", "ws-demo", table, str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("blink-schema: ") and "BLINK_BASE_URL" not in err and "connection" not in err, err
+
+
+def test_plan_out_creates_its_folder(blink_sandbox: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "not" / "yet" / "plan.json"
+    assert main(["plan", "ws-demo", "Incidents", str(EXAMPLE), "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["table"] == "Incidents"
+
+
+def test_validate_and_plan_refuse_two_entries_with_one_display_name(
+    blink_sandbox: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "declared.json"
+    declared = [
+        {"field": "Queue", "type": "text", "display_name": "Queue"},
+        {"field": "Team", "type": "text", "display_name": "Queue"},
+    ]
+    path.write_text(json.dumps(declared))
+    assert main(["validate", str(path)]) == 1
+    said = capsys.readouterr().out
+    assert "one display name to several entries ('Queue' and 'Team')" in said, said
+    assert main(["plan", "ws-demo", "Incidents", str(path)]) == 1
+    assert "one display name to several entries ('Queue' and 'Team')" in capsys.readouterr().err
+    assert writes_of(blink_sandbox) == []
+
+
+def test_validate_refuses_a_backfill_its_field_cannot_hold(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "declared.json"
+    path.write_text(json.dumps([{"field": "Impact", "type": "number", "display_name": "Impact", "backfill": "triage"}]))
+    assert main(["validate", str(path)]) == 1
+    assert "'backfill' of a 'number' field must be a number, got 'triage'" in capsys.readouterr().out

@@ -37,6 +37,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -258,8 +259,7 @@ def pull(args: argparse.Namespace) -> int:
                 print(f"blink-schema: the record of {one.ws_id}/{one.table} written to {where}", file=sys.stderr)
         return 0
     except (BlinkApiError, BlinkInputError, BlinkConfigurationError, BlinkLockedError) as err:
-        given = " (BLINK_BASE_URL and BLINK_API_KEY are that connection here)" if _from_env() else ""
-        print(f"blink-schema: {_hidden(str(err), key)}{given}", file=sys.stderr)
+        print(f"blink-schema: {_hidden(_said_of_connection(str(err), args.conn_id), key)}", file=sys.stderr)
     except Exception as err:  # Airflow's own (no metadata database), a library's: one line, never a traceback
         why = " ".join(str(err).split())[:300] or "no detail"
         print(f"blink-schema: pull failed ({type(err).__name__}: {_hidden(why, key)})", file=sys.stderr)
@@ -347,6 +347,31 @@ _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
 
 
+_ENV_WORDS = (
+    ("its API key (password)", "BLINK_API_KEY"),
+    ("its Base URL (host)", "BLINK_BASE_URL"),
+    ("put it in the password field (labelled 'API key' in the UI)", "set BLINK_API_KEY"),
+)
+"""How an error's advice on a connection's members reads when BLINK_BASE_URL and BLINK_API_KEY give it."""
+
+
+def _said_of_connection(message: str, conn_id: str) -> str:
+    """
+    Return an error's message, its words on the connection in the terms the user gave it.
+
+    Only an error about the connection speaks of one: with ``BLINK_BASE_URL``/``BLINK_API_KEY`` set, of those
+    variables (never of Airflow's connection, its password or its extras); an error about anything else is left alone.
+    """
+    named = f"the connection {conn_id!r}"
+    if not _from_env() or named not in message:
+        return message
+    message = message.replace(named, "the connection that BLINK_BASE_URL and BLINK_API_KEY give")
+    message = re.sub(r" and its header name \(extra header_name, now ('[^']*')\)", r" (sent in the header \1)", message)
+    for words, env in _ENV_WORDS:
+        message = message.replace(words, env)
+    return message
+
+
 def _from_env() -> bool:
     """Return whether the connection is given by ``BLINK_BASE_URL`` and ``BLINK_API_KEY`` (both set)."""
     return bool(os.environ.get("BLINK_BASE_URL") and os.environ.get("BLINK_API_KEY"))
@@ -405,20 +430,19 @@ def plan(args: argparse.Namespace) -> int:
             ]
         _print_plans([one.to_xcom() for one in plans], args)
     except Exception as err:  # one line, never a traceback, never the key
-        print(f"blink-schema: {_mistake(err, key)}", file=sys.stderr)
+        print(f"blink-schema: {_mistake(err, key, args.conn_id)}", file=sys.stderr)
         return 1
     return 2 if args.detailed_exitcode and any(one.has_changes for one in plans) else 0
 
 
-def _mistake(err: Exception, key: str) -> str:
+def _mistake(err: Exception, key: str, conn_id: str = "blink_default") -> str:
     """
     Return what went wrong, in one line.
 
     The provider's error as it says it (with how the connection was given), or Airflow's or a library's, named.
     """
     if isinstance(err, (BlinkApiError, BlinkInputError, BlinkConfigurationError, BlinkLockedError, OSError)):
-        given = " (BLINK_BASE_URL and BLINK_API_KEY are that connection here)" if _from_env() else ""
-        return f"{_hidden(' '.join(str(err).split()), key)}{given}"
+        return _hidden(_said_of_connection(" ".join(str(err).split()), conn_id), key)
     why = " ".join(str(err).split())[:300] or "no detail"
     return f"plan failed ({type(err).__name__}: {_hidden(why, key)})"
 
@@ -455,7 +479,9 @@ def _print_plans(plans: list[dict[str, Any]], args: argparse.Namespace) -> None:
 
     shown: Any = plans[0] if len(plans) == 1 else plans
     if args.out:
-        Path(args.out).write_text(json.dumps(shown, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(shown, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     if args.format == "json":
         sys.stdout.write(json.dumps(shown, indent=2, ensure_ascii=False) + "\n")
     elif args.format == "markdown":

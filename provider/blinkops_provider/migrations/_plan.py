@@ -352,8 +352,9 @@ class FieldPlan:
     """
     What the apply will do to one field.
 
-    :ivar action: ``add``, ``change``, ``unchanged`` or ``refused`` (a change Blink refuses, such
-        as a type change: not sent).
+    :ivar action: ``add``, ``change``, ``retype`` (a declared type change: a new field, the values
+        copied, the old one removed), ``remove`` (a tombstone), ``unchanged`` or ``refused`` (not
+        sent, and while any entry is refused the apply sends nothing to the table).
     :ivar members: what differs, e.g. ``display_name``, ``attributes.options``.
     :ivar values: ``(member, before, after)`` for each member shown to a reviewer (before is
         None for an ``add``).
@@ -363,11 +364,13 @@ class FieldPlan:
         (changed in Blink since); empty without a record or a live read.
     :ivar changed_by: who changed the field in Blink last, and when, as Blink says (with drift).
     :ivar body: what the apply sends for this field (None when it sends nothing): the ``PUT``
-        body of a change, the ``POST`` body of an add.
+        body of a change, the ``POST`` body of an add (sent without its checks, which a ``PUT`` gives
+        once its rows are filled), the new field of a retype.
     :ivar blink_name: Blink's name of the field, when it is not the declared one (Blink derived
         it when the field was added).
-    :ivar rows: for a ``remove``, how many rows lose their values, as Blink estimates it (None:
-        Blink does not say).
+    :ivar rows: for a ``remove``, how many rows lose their values: counted, or Blink's
+        ``estimated_records_count`` where the rows could not be read (``counts`` says which; None:
+        neither is known).
     """
 
     field: str

@@ -132,7 +132,8 @@ class ApplyResult(FieldUpdates):
         """
         Return what happened to a declared field.
 
-        ``added``, ``changed``, ``removed`` or ``unchanged`` (as planned, and confirmed by Blink or skipped),
+        ``added``, ``changed``, ``removed``, ``retyped`` or ``unchanged`` (as planned, and confirmed by Blink or
+        skipped),
         ``applied`` (confirmed, with no plan), ``failed`` (refused, or not sent) or ``unknown`` (sent, perhaps applied:
         in flight when interrupted, or answered with a 2xx that is not Blink's answer).
         """

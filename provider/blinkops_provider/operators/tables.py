@@ -470,11 +470,12 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         ``"table_name"`` (Blink's name of the table) when it created the table, ``"approved_by"``
         and ``"approved_at"`` when a person approved the plan in the review this task asked (see
         :class:`~blinkops_provider.task_groups.BlinkTableMigration`), or ``"acknowledged": true`` with
-        ``acknowledge_risks``; an outcome being
-        ``added``, ``changed``, ``removed``, ``unchanged``, ``applied``, ``failed`` or ``unknown``
-        (in flight when interrupted); with ``plan_only``, the plan
+        ``acknowledge_risks``, and ``"backfilled"`` (the rows each declared ``backfill`` filled, by
+        field); an outcome being ``added``, ``changed``, ``removed``, ``retyped``, ``unchanged``,
+        ``applied``, ``failed`` or ``unknown`` (in flight when interrupted); with ``plan_only``, the plan
         (:meth:`~blinkops_provider.migrations.SchemaPlan.to_xcom`).
-    :raises BlinkInputError: invalid entries, before any request; a ``review_task_id`` that names
+    :raises BlinkInputError: invalid entries, before any request; a plan that refuses an entry
+        (every refusal said; nothing sent to the table); a ``review_task_id`` that names
         no approval task upstream, or whose answer rejected the plan; a removal not acknowledged,
         before anything is sent.
     :raises BlinkStalePlanError: ``plan`` is not what would be applied now, before anything is sent.
