@@ -178,8 +178,9 @@ def test_schema_migration_applies_every_declared_field(
     retyping = NEW_NAMES["Risk"]
     assert sorted(writes) == sorted(
         [("POST", "fields")] * 3 + [*(("PUT", e["field"].replace(" ", "%20")) for e in SCHEMA), ("PUT", "Incidents"),
-         ("PUT", retyping), ("PUT", retyping), ("DELETE", "Risk"), ("DELETE", "Affected%20hosts")]
+         ("PUT", "queue"), ("PUT", retyping), ("DELETE", "Risk"), ("DELETE", "Affected%20hosts")]
     )  # fmt: skip
+    # (Queue is added without its check, filled, then made required; the retyped field has no check to give)
     assert writes[-1] == ("DELETE", "Affected%20hosts") and writes[0] == ("POST", "fields")  # removals last
     assert fields["root_cause"]["display_name"] == "Root cause" and "Affected hosts" not in fields
     assert fields["queue"]["attributes"]["required"] is True and "Risk" not in fields
@@ -191,39 +192,51 @@ def test_schema_migration_applies_every_declared_field(
     assert record["names"] == NEW_NAMES and record["backfilled"] == {"Queue": 120}
 
 
-def test_a_failing_field_fails_alone(
+def test_a_refused_field_applies_nothing_and_asks_no_one(
     blink_sandbox: BlinkSandbox, tmp_path: Path, records: Path, dags_folder: Path
 ) -> None:
+    """#72 item 6: a plan is one unit. A type change the plan refuses fails the plan task with the
+    refusal said; nobody is asked to review, and nothing at all is sent to the table."""
     schema = [dict(entry) for entry in SCHEMA]
     broken = next(entry for entry in schema if entry["field"] == "Severity")
-    broken["type"] = "text"  # a type change: the plan refuses it (Blink would answer 400), nothing is sent
+    broken["type"] = "text"  # a type change without type_change: the plan refuses it
     (tmp_path / "schema.json").write_text(json.dumps({"fields": schema}))
     run = migrate(migration_dag(dags_folder, str(tmp_path / "schema.json")))
     assert state(run) == "failed"
+    states = {ti.task_id: str(getattr(ti.state, "value", ti.state)) for ti in run.get_task_instances()}
+    assert states["migrate.plan"] == "failed" and states["migrate.apply"] != "success"
+    assert states.get("migrate.review") in (None, "upstream_failed")  # nobody was asked
     fields = {field["name"]: field for field in blink_sandbox.store.fields("ws-demo", "Incidents")}
-    assert fields["Severity"]["display_name"] == "Severity"  # untouched: the seed's
     assert fields["Severity"]["type"] == "single-select"
-    others = [entry for entry in schema if entry["field"] != "Severity"]
-    assert all(fields[e["field"]]["display_name"] == e["display_name"] for e in others)
-    severity_puts = [r for r in blink_sandbox.requests if r["raw_path"].endswith("/Severity")]
-    assert severity_puts == []  # refused by the plan: never sent, and no task retry sends it
-    assert len([r for r in blink_sandbox.requests if r["method"] == "PUT"]) == len(schema) - 1
+    assert [r for r in blink_sandbox.requests if r["method"] != "GET"] == []  # not one write
+
+
+def reviewer_field(sandbox: BlinkSandbox) -> dict[str, Any]:
+    """A second reference field in Blink (to the table itself), and its declaration moved to Users,
+    which Owner references already: the plan cannot know it, Blink refuses it (one reference per
+    target table) when the apply sends it."""
+    from blinkops_provider.sandbox._blink_models import FieldUpdate as SandboxField
+
+    body = {"type": "reference", "display_name": "Reviewer",
+            "attributes": {"table_reference": {"table_name": "Incidents", "display_name_field": "Title"}}}  # fmt: skip
+    sandbox.store.add_field("ws-demo", "Incidents", SandboxField.model_validate(body), "seed@sandbox.blink")
+    return {"field": "reviewer", "type": "reference", "display_name": "Reviewer",
+            "attributes": {"table_reference": {"table_name": "Users", "display_name_field": "Name"}}}  # fmt: skip
 
 
 def test_the_batch_summary_reaches_xcom_even_when_the_task_fails(
     blink_sandbox: BlinkSandbox, tmp_path: Path, records: Path, dags_folder: Path
 ) -> None:
-    schema = [dict(entry) for entry in SCHEMA]
-    next(entry for entry in schema if entry["field"] == "Owner")["type"] = "text"  # a type change: refused
+    schema = [*(dict(entry) for entry in SCHEMA), reviewer_field(blink_sandbox)]
     (tmp_path / "schema.json").write_text(json.dumps({"fields": schema}))
     dag = migration_dag(dags_folder, str(tmp_path / "schema.json"))
-    run = migrate(dag)
+    run = migrate(dag, acknowledge_risks=True)
     assert state(run) == "failed"
     (ti,) = [ti for ti in run.get_task_instances() if ti.task_id == "migrate.apply"]
     summary = xcom_of(ti, dag)
-    assert summary["updated"] == [entry["field"] for entry in schema if entry["field"] != "Owner"]
-    assert [f["field"] for f in summary["failed"]] == ["Owner"]
-    assert "not sent: the type would change from 'reference' to 'text'" in summary["failed"][0]["message"]
+    assert summary["updated"] == [entry["field"] for entry in SCHEMA]
+    assert [f["field"] for f in summary["failed"]] == ["reviewer"]
+    assert "already references table 'Users'" in summary["failed"][0]["message"]
 
 
 def test_the_plan_is_made_against_blink_then_all_unchanged(blink_sandbox: BlinkSandbox, records: Path) -> None:
@@ -710,18 +723,18 @@ def test_a_rate_limited_task_is_retried_after_blinks_retry_after_not_its_retry_d
 def test_a_partly_applied_migration_still_announces_what_it_changed(
     blink_sandbox: BlinkSandbox, records: Path, dags_folder: Path
 ) -> None:
-    """#36: an approved plan with one refused type change: two fields are changed in Blink, the
-    apply fails (a BlinkClientError, so the run is failed), and the table's asset event still
+    """#36: an approved plan whose apply Blink refuses in part: two fields are changed in Blink,
+    one is refused (a BlinkClientError, so the run is failed), and the table's asset event still
     tells downstream DAGs which fields changed (the announce teardown)."""
-    assert state(migrate()) == "success"
+    assert state(migrate(migration_dag(dags_folder, {"fields": SCHEMA}))) == "success"  # (in this DAGs folder)
     uri = f"blink://{asset_host(blink_sandbox.base_url)}/ws-demo/Incidents"
     before = len(asset_events(uri))
     changed = json.loads(json.dumps(SCHEMA))
     by_name = {entry["field"]: entry for entry in changed}
-    by_name["Title"]["type"] = "long-text"  # refused: Blink refuses type changes
+    changed.append(reviewer_field(blink_sandbox))  # refused by Blink when the apply sends it
     by_name["Description"]["display_name"] = "What happened, in short"
     by_name["Impact"]["display_name"] = "Impact (0-10)"
-    run = migrate(migration_dag(dags_folder, {"fields": changed}))
+    run = migrate(migration_dag(dags_folder, {"fields": changed}), acknowledge_risks=True)
     assert state(run) == "failed"
     events = asset_events(uri)[before:]
     assert len(events) == 1

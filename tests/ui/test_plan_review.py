@@ -133,7 +133,7 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
     assert f"- Affected hosts: remove: deletes values in {hosts} of 120 rows, permanently" in review["body"]
     assert "- Risk: retype: risk-level → single-select: add the new field, copy 120 rows" in review["body"]
     assert review["body"].index("Affected hosts") < review["body"].index("| field | action | details |")
-    assert '| Root cause | add | POST {"description": "Why it happened, once known"' in review["body"]
+    assert "| Root cause | add | adds Root cause (long-text), shown as 'Root cause', described" in review["body"]
     writes = [(r["method"], r["raw_path"].rsplit("/", 1)[-1]) for r in sandbox.requests if r["method"] != "GET"]
     assert writes[0] == ("POST", "fields") and writes[-1] == ("DELETE", "Affected%20hosts")  # removals last
     rows = [path for method, path in writes if method == "PUT" and path.startswith("rec-")]
