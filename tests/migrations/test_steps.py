@@ -302,8 +302,12 @@ def test_a_removal_goes_last_once_acknowledged_or_approved(
     writes_in_order = [method for method in sent if method != "GET"]
     assert writes_in_order == ["POST", "DELETE"]  # Title, unchanged in Blink, is not sent (#56 item 2)
     assert '"Legacy"' not in (tmp_path / "ws-1" / "Incidents.json").read_text()
-    said = "acknowledged by the DAG (acknowledge_risks=True)" if how == "acknowledged" else "approved by alice"
+    said = (
+        "acknowledged by the DAG (acknowledge_risks=True)" if how == "acknowledged" else "let through by that approval"
+    )
     assert any("removes 1 field(s) with their values: " + said in line for line in provider_log())
+    approved = [line for line in provider_log() if "approved by alice" in line]
+    assert len(approved) == (0 if how == "acknowledged" else 1)  # who approved: said once
 
 
 def test_a_review_the_plan_xcom_claims_never_lets_a_removal_through(hook: Any, tmp_path: Path) -> None:
