@@ -305,8 +305,9 @@ def test_a_removal_goes_last_once_acknowledged_or_approved(
     said = (
         "acknowledged by the DAG (acknowledge_risks=True)" if how == "acknowledged" else "let through by that approval"
     )
-    assert any("removes 1 field(s) with their values: " + said in line for line in provider_log())
-    approved = [line for line in provider_log() if "approved by alice" in line]
+    logged = provider_log()
+    assert any("removes 1 field(s) with their values: " + said in line for line in logged)
+    approved = [line for line in logged if "approved by alice" in line]
     assert len(approved) == (0 if how == "acknowledged" else 1)  # who approved: said once
 
 
