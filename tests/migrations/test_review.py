@@ -232,3 +232,50 @@ def test_an_unknown_policy_is_refused_naming_the_allowed_ones(policy: Any) -> No
         check_review_policy(policy)
     with pytest.raises(BlinkInputError, match=allowed):
         review_needed(fleet(), policy)
+
+
+# -- #72 item 7: what the review shows is what happens ---------------------------------------------
+
+
+def test_the_review_shows_an_add_in_words_with_its_fill_and_who_let_the_last_apply_through(
+    blink_sandbox: Any, tmp_path: Any
+) -> None:
+    from blinkops_provider.hooks.blink import BlinkHook
+    from blinkops_provider.migrations import apply_schema, plan_schema
+
+    hook, records = BlinkHook(), f"{tmp_path}/"
+    queue = {"field": "Queue", "type": "text", "display_name": "Queue", "attributes": {"required": True}}
+    declared = [{**queue, "backfill": "triage"}]
+    text = plan_schema(hook, "ws-demo", "Incidents", declared, record_path=records).describe()
+    assert (
+        "| Queue | add | adds Queue (text, required), shown as 'Queue', fills 120 empty row(s) with 'triage' |" in text
+    )
+    approval = {"approved_by": "alice", "approved_at": "2026-11-28T01:02:03+00:00"}
+    apply_schema(hook, "ws-demo", "Incidents", declared, record_path=records, approval=approval)
+    again = plan_schema(hook, "ws-demo", "Incidents", declared, record_path=records).describe()
+    assert "approved by alice at 2026-11-28T01:02:03+00:00" in again.splitlines()[0]
+
+
+def test_refused_entries_are_said_by_who_refuses_them() -> None:
+    plan = plan_of(
+        "T", [{"field": "A", "type": "single-select", "display_name": "A", "attributes": {"options": []}}], {}
+    )
+    text = str(plan["text"])
+    assert "Blink refuses these changes" not in text
+    assert "**Refused** (each says who refuses it and why; while any entry is refused the apply sends nothing" in text
+
+
+def test_a_copy_says_its_progress_at_every_page_and_at_its_end(
+    blink_sandbox: Any, tmp_path: Any, provider_log: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from blinkops_provider.hooks.blink import BlinkHook
+    from blinkops_provider.migrations import _steps, apply_schema
+
+    real = _steps._pages
+    monkeypatch.setattr(_steps, "_pages", lambda rows, size: real(rows, 50))  # pages of 50: 120 rows are 3
+    risk = {"field": "Risk", "type": "text", "display_name": "Risk", "type_change": "copy"}
+    apply_schema(BlinkHook(), "ws-demo", "Incidents", [risk], record_path=f"{tmp_path}/", acknowledge_risks=True)
+    said = provider_log()
+    copied = [line.split("copied ")[1].split(" rows")[0] for line in said if "rows read)" in line]
+    assert copied[:3] == ["50/120", "100/120", "120/120"], said
+    assert any("verified, 120 row(s) hold their converted values" in line for line in said)

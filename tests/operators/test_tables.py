@@ -569,3 +569,14 @@ def test_the_profiled_apply_that_the_benchmark_prints_adds_changes_and_removes(
     assert result["outcomes"] == {"title": "unchanged", "sev": "changed", "New": "added", "old": "removed"}
     assert len(sends) >= 6  # (the reads, an add, a change, a removal and its confirming read: all seen)
     assert {"migrations/_lock.py", "hooks/_transport.py", "operators/tables.py"} <= entered
+
+
+def test_the_failure_summary_says_each_reason_whole() -> None:
+    """#72 item 7: the advice is at the end of a reason ("... declare a backfill"): never cut."""
+    from blinkops_provider.exceptions import BlinkBadRequestError
+    from blinkops_provider.migrations import ApplyResult
+    from blinkops_provider.operators.tables import not_applied
+
+    why = 'required turned on, but 2 of 3 rows have no value (counted). Declare "backfill": VALUE on the entry'
+    result = ApplyResult(failed={"Name": BlinkBadRequestError(why, status=400)}, order=["Name", "Code"])
+    assert why in str(not_applied(result))
