@@ -102,7 +102,7 @@ def migration_summary(log: Path, *, per_field: bool) -> list[str]:
         (r"(Plan [0-9a-f]{16} for \S+: .*\))", False),
         (r"\s{2}([^\s\]|][^:]*: (?:add|change|change \(destructive\)|remove:|retype:) .*?)(?:\s+\[airflow|$)", True),
         (r"(The table \(.*?)(?:\s+\[airflow|$)", True),
-        (r"(Plan [0-9a-f]{16} (?:approved by .*? in review|removes \d+ field.*?))(?:\s+\[airflow|$)", False),
+        (r"(Plan [0-9a-f]{16} (?:approved by .*? in review.*?|removes \d+ field.*?))(?:\s+\[airflow|$)", False),
         (r"(?:\] |INFO - )([^\[\]:]+: backfilled \d+ row\(s\) .*?)(?:\s+\[airflow|$)", False),
         (r"(Schema of \S+: \d+ of \d+ fields applied.*?)(?:\s+\[airflow|$)", False),
         (

@@ -303,10 +303,12 @@ def test_a_removal_goes_last_once_acknowledged_or_approved(
     assert writes_in_order == ["POST", "DELETE"]  # Title, unchanged in Blink, is not sent (#56 item 2)
     assert '"Legacy"' not in (tmp_path / "ws-1" / "Incidents.json").read_text()
     said = (
-        "acknowledged by the DAG (acknowledge_risks=True)" if how == "acknowledged" else "let through by that approval"
+        "removes 1 field(s) with their values: acknowledged by the DAG (acknowledge_risks=True)"
+        if how == "acknowledged"
+        else "approved by alice at 2026-11-28T01:02:03+00:00 in review; it removes 1 field(s) with their values"
     )
     logged = provider_log()
-    assert any("removes 1 field(s) with their values: " + said in line for line in logged)
+    assert any(said in line for line in logged), logged
     approved = [line for line in logged if "approved by alice" in line]
     assert len(approved) == (0 if how == "acknowledged" else 1)  # who approved: said once
 

@@ -224,13 +224,16 @@ def _say_who(log: Any, planned: Planned, approval: Mapping[str, str] | None, ack
     """Log who approved the plan, and who let its removals through."""
     plan, removals = planned.fingerprint, len(planned.removals)
     retypes = sum(getattr(row, "action", None) == Action.RETYPE for row in planned.removals)
-    if approval:
-        log.info("Plan %s approved by %s at %s in review", plan, approval["approved_by"], approval["approved_at"])
-    if removals and (approval or acknowledged):
-        how = "let through by that approval" if approval else "acknowledged by the DAG (acknowledge_risks=True)"
-        said = [f"removes {removals - retypes} field(s) with their values"] if removals - retypes else []
-        said += [f"retypes {retypes} (the values copied first)"] if retypes else []
-        log.warning("Plan %s %s: %s", plan, " and ".join(said), how)
+    said = [f"removes {removals - retypes} field(s) with their values"] if removals - retypes else []
+    said += [f"retypes {retypes} (the values copied first)"] if retypes else []
+    if approval:  # (one line: who approved, and what that lets through)
+        losing = f"; it {' and '.join(said)}" if said else ""
+        level = log.warning if said else log.info
+        level(
+            "Plan %s approved by %s at %s in review%s", plan, approval["approved_by"], approval["approved_at"], losing
+        )
+    elif removals and acknowledged:
+        log.warning("Plan %s %s: acknowledged by the DAG (acknowledge_risks=True)", plan, " and ".join(said))
 
 
 def plan_markdown(plan: Mapping[str, Any], acknowledged: bool = False) -> str:

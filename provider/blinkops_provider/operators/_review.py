@@ -245,8 +245,6 @@ class ReviewedApply(UpdateTableFieldsOperator):
             approval = approval_from_record(event, self.assigned_users, what)
         except BlinkInputError as err:  # a Reject, no answer, or someone not assigned: no retry helps
             raise AirflowFailException(str(err)) from None
-        who, when = approval["approved_by"], approval["approved_at"]
-        self.log.info("Plan %s approved by %s at %s (Airflow's record of this task's review)", shown, who, when)
         request = dataclasses.replace(self._request(context), approved=shown, approval=approval)
         with self._reported(context, request) as outcome:
             outcome.result = apply(self.hook, request)
