@@ -688,7 +688,7 @@ class Transport:
         """
         retrying = self._retrying(method, path)
         try:
-            for attempt in retrying:  # (each attempt in this frame: the request path is one frame deep)
+            for attempt in retrying:
                 with attempt:
                     started = self._waited()
                     # verify is passed per request: a session-level False loses to REQUESTS_CA_BUNDLE.

@@ -477,6 +477,10 @@ class BlinkHook(BaseHook):
             session_factory=self.session_factory,
         )
 
+    def _connected(self) -> Transport:
+        """Return the request path, made from the connection now if it is not yet (a broken one fails here)."""
+        return self._transport
+
     @property
     def rate_limited(self) -> int:
         """The rate-limit (429) answers this hook's calls met so far (0 before its first call)."""
@@ -611,7 +615,7 @@ class BlinkHook(BaseHook):
 
         :raises BlinkResponseError: an answer that is not Blink's (as the two reads say).
         """
-        self._transport  # noqa: B018 - made once, here, before two threads use it
+        self._connected()  # (before two threads use it)
         with ThreadPoolExecutor(1, thread_name_prefix="blink-reads") as pool:  # (no thread unless tables)
             listed = pool.submit(self._tables_or_none, ws_id) if tables else None
             try:
@@ -662,7 +666,7 @@ class BlinkHook(BaseHook):
         path_segment(table, "table")
         check_concurrency(max_concurrency)
         batch = validate_field_updates(updates)
-        self._transport  # noqa: B018 - a broken connection fails once, here, not once per field
+        self._connected()  # (a broken connection fails once, here, not once per field)
         return run_batch(
             batch,
             lambda name, update: self._put_field(ws_id, table, name, update),
@@ -942,7 +946,7 @@ class BlinkHook(BaseHook):
         """
         condition = check_where(where)
         route, subject = table_route(ws_id, table), records_subject(ws_id, table)
-        with in_workspace(self.blink_conn_id, ws_id), _readable(subject):  # (sent from here: the path stays short)
+        with in_workspace(self.blink_conn_id, ws_id), _readable(subject):
             answer = self._transport.send("GET", route, params=records_query(condition, 1, 0), subject=subject)
         counted = counted_total(self._parsed(answer, RecordPage, "GET", route), route, condition)
         if counted is not None:

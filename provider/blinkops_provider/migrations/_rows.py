@@ -305,7 +305,7 @@ def read_rows(hook: Any, ws_id: str, table: str, needs: Sequence[Need], estimate
         return NOTHING_READ
     try:
         total, tallies = 0, {need.name: Tally() for need in needs}
-        if all(need.by_total for need in needs):  # (each count sent from here: the path stays short)
+        if all(need.by_total for need in needs):
             total = hook.count_records(ws_id, table)
             for need in needs:
                 for option in need.options:

@@ -397,7 +397,7 @@ class Steps:
         done: list[FieldUpdates] = []
         try:
             with workers(self.max_concurrency) as self.pool:  # one set of threads (and connections) for every batch
-                if self._send(done):  # the removals' 2xx confirmed by one read, from here (the path's frames)
+                if self._send(done):  # the removals' 2xx confirmed by one read
                     done.append(self._confirm_removed(done.pop()))
         except BaseException as exc:
             partial = FieldUpdates.carried_by(exc)  # what the batch in flight knew

@@ -552,7 +552,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     @contextlib.contextmanager
     def _reported(self, context: Context, request: ApplyRequest) -> Iterator[_Outcome]:
         """
-        Around one apply of ``request`` (called in the ``with`` block, so that the request path stays short).
+        Around one apply of ``request``, called in the ``with`` block.
 
         Its XCom pushed on every way out (a failure, execution_timeout, a signal), and its summary logged and announced
         when it succeeded.
