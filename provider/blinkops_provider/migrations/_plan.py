@@ -1038,7 +1038,7 @@ def _against_blink(
     drift = tuple(differing_members(before, recorded)) if isinstance(recorded, Mapping) else ()
     changed_by = _changed_by(held) if drift else ""
     body = update if replace else merge_field(update, held, name=name)
-    plan = _against(name, update, before, body, (str(held.name), context))
+    plan = _against(name, update, before, body, str(held.name), context)
     kept = () if replace else _kept_checks(update, markers)
     return dataclasses.replace(plan, drift=drift, changed_by=changed_by, kept=kept)
 
@@ -1062,13 +1062,14 @@ def _against(
     update: FieldUpdate,
     before: Mapping[str, Any] | None,
     body: FieldUpdate,
-    held: tuple[str, _Context] | None = None,
+    blink_name: str | None = None,
+    context: _Context | None = None,
 ) -> FieldPlan:
     """
     Return one field's plan.
 
     ``body`` (what would be sent) against ``before`` (None: nothing known), judged with the rows of Blink's field
-    ``held`` names (none without a live read).
+    ``blink_name`` as ``context`` counted them (neither without a live read).
     """
     problems = contradictions(body)
     if problems:
@@ -1077,44 +1078,45 @@ def _against(
     if before is None:
         shown = tuple((member, None, _member(after, member)) for member in differing_members(after, {}))
         return FieldPlan(name, Action.ADD, values=shown, body=body)  # every member declared, for the reviewer
-    members = differing_members(after, before)
-    if not members:
+    if not differing_members(after, before):
         return FieldPlan(name, Action.UNCHANGED, body=body)
-    values = tuple((member, _member(before, member), _member(after, member)) for member in members)
-    if "type" in members and before.get("type") is not None:
-        how = held[1].type_changes.get(name) if held is not None else None
-        if how is None:
-            return FieldPlan(name, Action.REFUSED, tuple(members), values, _retyped(name, before, after))
-        new_field = retyped_body(body)
-        after = new_field.to_body()
-        members = differing_members(after, before)
-        values = tuple((member, _member(before, member), _member(after, member)) for member in members)
-        return _retype(name, (tuple(members), values), (before, new_field), held, how)
-    return _judged(name, (tuple(members), values), (before, after, body), held)
+    context = context or _Context({}, "", NOTHING_READ, {})
+    if after.get("type") == before.get("type") or before.get("type") is None:
+        return _change(name, before, body, blink_name or name, context)
+    how = context.type_changes.get(name)
+    if how is None:
+        members, values = _differences(after, before)
+        return FieldPlan(name, Action.REFUSED, members, values, _retyped(name, before, after))
+    return _retype(name, before, retyped_body(body), blink_name or name, context, how)
+
+
+def _differences(
+    after: Mapping[str, Any], before: Mapping[str, Any]
+) -> tuple[tuple[str, ...], tuple[tuple[str, Any, Any], ...]]:
+    """Return the members of two bodies that differ, and each one's ``(member, before, after)``."""
+    members = differing_members(after, before)
+    return tuple(members), tuple((member, _member(before, member), _member(after, member)) for member in members)
 
 
 def _retype(
-    name: str,
-    shown: tuple[tuple[str, ...], tuple[tuple[str, Any, Any], ...]],
-    sides: tuple[Mapping[str, Any], FieldUpdate],
-    held: tuple[str, _Context] | None,
-    how: str,
+    name: str, before: Mapping[str, Any], new_field: FieldUpdate, blink_name: str, context: _Context, how: str
 ) -> FieldPlan:
     """
     Return the plan of a declared type change (``type_change``).
 
-    A ``retype`` whose body is the new field's declaration, judged with the rows (:func:`._rows.judge_retype`), or
-    refused.
+    A ``retype`` whose body is the new field (:func:`retyped_body`), judged with the rows (:func:`._rows.judge_retype`),
+    or refused.
     """
-    members, values = shown
-    before, update = sides
-    blink_name, context = held or (name, _Context({}, "", NOTHING_READ, {}))
-    judged = judge_retype(blink_name, before, update.to_body(), context.facts, how, context.backfills.get(name))
+    after = new_field.to_body()
+    members, values = _differences(after, before)
+    backfill = context.backfills.get(name)
+    judged = judge_retype(blink_name, before, after, context.facts, how, backfill)
     counts = dict(judged.counts) or None
     if judged.refusal:
         return FieldPlan(name, Action.REFUSED, members, values, judged.refusal, counts=counts)
-    backfill = context.backfills.get(name)
-    return FieldPlan(name, Action.RETYPE, members, values, judged.risk, body=update, counts=counts, backfill=backfill)
+    return FieldPlan(
+        name, Action.RETYPE, members, values, judged.risk, body=new_field, counts=counts, backfill=backfill
+    )
 
 
 def _retyped(name: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
@@ -1127,16 +1129,10 @@ def _retyped(name: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> 
     )
 
 
-def _judged(
-    name: str,
-    shown: tuple[tuple[str, ...], tuple[tuple[str, Any, Any], ...]],
-    sides: tuple[Mapping[str, Any], Mapping[str, Any], FieldUpdate],
-    held: tuple[str, _Context] | None,
-) -> FieldPlan:
+def _change(name: str, before: Mapping[str, Any], body: FieldUpdate, blink_name: str, context: _Context) -> FieldPlan:
     """Return a change, judged with the rows (:func:`._rows.judge_change`): refused, or sent with its risk."""
-    members, values = shown
-    before, after, body = sides
-    blink_name, context = held or (name, _Context({}, "", NOTHING_READ, {}))
+    after = body.to_body()
+    members, values = _differences(after, before)
     judged = judge_change(after, before, blink_name, context.facts, context.backfills.get(name))
     counts = dict(judged.counts) or None
     if judged.refusal:
