@@ -769,7 +769,8 @@ def checked_declaration(value: Any, *, source: str = "the declared schema", pref
         problems += extra
     else:  # a mapping {field name: update}, or what validate_field_updates names as wrong
         entries, removals = value, []
-    fields = _fields(entries, positions, problems, (source, prefix))
+    total = len(value) if positions is not None else None
+    fields = _fields(entries, positions, problems, (source, prefix), total)
     _check_whole(fields, removals, source)
     shown = (table.get("display_name"), table.get("description"))
     return Declaration(fields, tuple(removals), *shown, backfills, type_changes)
@@ -782,7 +783,9 @@ TYPE_CHANGES = {
 """What an entry's ``type_change`` may say."""
 
 
-def _fields(entries: Any, positions: list[int] | None, problems: list[str], named: tuple[str, bool]) -> Any:
+def _fields(
+    entries: Any, positions: list[int] | None, problems: list[str], named: tuple[str, bool], total: int | None = None
+) -> Any:
     """
     Return the declared fields, checked, once the tombstones and the extras were (their ``problems``).
 
@@ -798,6 +801,8 @@ def _fields(entries: Any, positions: list[int] | None, problems: list[str], name
         found = [_renumbered(problem, positions) for problem in err.problems]
         if not problems:  # (the entries' own problems alone: said as the batch check says them)
             message = _renumbered(err.message, positions, every=True)
+            if total is not None and total != len(positions or ()):  # (tombstones too: every entry counted)
+                message = re.sub(r"^(\d+) of \d+ field update\(s\)", rf"\1 of {total} entries", message)
             raise Problems(f"{source}: {message}" if prefix else message, found) from None
         problems = problems + found
     if problems:

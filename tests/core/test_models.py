@@ -326,3 +326,15 @@ def test_a_type_change_that_is_not_one_of_the_two_is_refused_naming_both() -> No
 
     with pytest.raises(BlinkInputError, match=r"entry 1 \('Risk'\): 'type_change' must be one of: 'copy'"):
         read_declaration([{"field": "Risk", "type": "text", "display_name": "Risk", "type_change": "cast"}])
+
+
+def test_an_invalid_declaration_counts_every_entry_tombstones_too() -> None:
+    """#72 item 7: "1 of 3 entries", not "1 of 2 field update(s)" for a declaration with a tombstone."""
+    declared = [
+        {"field": "A", "type": "nope", "display_name": "A"},
+        {"field": "B", "remove": True},
+        {"field": "C", "type": "text", "display_name": "C"},
+    ]
+    with pytest.raises(BlinkInputError, match=r"1 of 3 entries are invalid, so none was sent") as caught:
+        read_declaration(declared)
+    assert "entry 1 ('A')" in str(caught.value)
