@@ -344,7 +344,8 @@ def test_pull_reads_blink_base_url_and_api_key_and_never_prints_the_key(
     monkeypatch.setenv("BLINK_API_KEY", "wrong-key-123456")
     assert main(["pull", "ws-demo", "Users"]) == 2
     err = capsys.readouterr().err
-    assert len(err.splitlines()) == 1 and "401: invalid API key" in err and "BLINK_API_KEY are that connection" in err
+    assert len(err.splitlines()) == 1 and "401: invalid API key" in err and "check BLINK_API_KEY" in err
+    assert "the connection that BLINK_BASE_URL and BLINK_API_KEY give" in err and "password" not in err
     assert "wrong-key" not in err and blink_sandbox.api_key not in err
 
 
