@@ -53,6 +53,16 @@ def run(script: str, repo: Path, env: dict[str, str]) -> subprocess.CompletedPro
     return subprocess.run(["bash", "-e", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
 
 
+def validated_and_planned(repo: Path, env: dict[str, str]) -> str:
+    """Run the recipe's validate and plan steps; the comment they write."""
+    commands = steps()
+    validated = run(commands["Validate every declaration"], repo, env)
+    assert validated.returncode == 0 and validated.stdout.endswith("declaration(s) valid\n"), validated.stderr
+    planned = run(commands["Plan each changed table"], repo, env)
+    assert planned.returncode == 0, planned.stderr
+    return (repo / "plan.md").read_text()
+
+
 def test_the_recipes_commands_validate_and_post_the_plan_of_each_changed_table(
     blink_sandbox: Any, tmp_path: Path
 ) -> None:
@@ -66,11 +76,7 @@ def test_the_recipes_commands_validate_and_post_the_plan_of_each_changed_table(
     }
     env.pop("AIRFLOW_CONN_BLINK_DEFAULT", None)  # the recipe's connection is BLINK_BASE_URL/BLINK_API_KEY
     commands = steps()
-    validated = run(commands["Validate every declaration"], repo, env)
-    assert validated.returncode == 0 and validated.stdout.endswith("declaration(s) valid\n"), validated.stderr
-    planned = run(commands["Plan each changed table"], repo, env)
-    assert planned.returncode == 0, planned.stderr
-    comment = (repo / "plan.md").read_text()
+    comment = validated_and_planned(repo, env)
     assert comment.startswith("## Blink schema plans\n\n**Plan `")
     assert "for ws-demo/Incidents" in comment and "deletes values in 90 of 120 rows" in comment
     assert comment.count("**Plan `") == 1  # the changed table only
@@ -114,10 +120,5 @@ def test_the_recipe_installs_as_written_into_a_fresh_environment_and_runs(blink_
     )
     assert installed.returncode == 0, installed.stderr[-3000:]
     assert (venv / "bin" / "blink-schema").exists()
-    commands = steps()
-    validated = run(commands["Validate every declaration"], repo, env)
-    assert validated.returncode == 0 and validated.stdout.endswith("declaration(s) valid\n"), validated.stderr
-    planned = run(commands["Plan each changed table"], repo, env)
-    assert planned.returncode == 0, planned.stderr
-    comment = (repo / "plan.md").read_text()
+    comment = validated_and_planned(repo, env)
     assert "for ws-demo/Incidents" in comment and "deletes values in 90 of 120 rows" in comment

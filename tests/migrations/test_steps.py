@@ -1062,16 +1062,13 @@ def test_a_required_retype_over_empty_rows_needs_a_backfill_and_fills_them_befor
     assert result.backfilled == {"Score": 2} and blink.field("T", new)["attributes"]["required"] is True
 
 
+def required_with_backfill(name: str, kind: str, backfill: Any) -> dict[str, Any]:
+    """An entry that turns ``required`` on (or adds a required field), its empty rows filled with ``backfill``."""
+    return {"field": name, "type": kind, "display_name": name, "attributes": {"required": True}, "backfill": backfill}
+
+
 def test_a_new_required_field_is_added_without_its_checks_filled_then_given_them(hook: Any, tmp_path: Path) -> None:
-    declared = [
-        {
-            "field": "Queue",
-            "type": "text",
-            "display_name": "Queue",
-            "attributes": {"required": True},
-            "backfill": "triage",
-        }
-    ]
+    declared = [required_with_backfill("Queue", "text", "triage")]
     with rm.Mocker() as m:
         blink = FakeBlink(FILL_HELD).mount(m)
         blink.records["T"] = [{"id": f"r{n}"} for n in range(3)]
@@ -1115,15 +1112,7 @@ def test_a_backfill_the_field_cannot_hold_is_refused_before_any_request(hook: An
 def test_a_backfill_outside_blinks_options_is_refused_at_the_plan(hook: Any, tmp_path: Path) -> None:
     """A declaration that leaves the options out is checked against Blink's options."""
     held = {"T": [blink_field("Sev", "single-select", "Sev", options=["Low", "High"])]}
-    declared = [
-        {
-            "field": "Sev",
-            "type": "single-select",
-            "display_name": "Sev",
-            "attributes": {"required": True},
-            "backfill": "Mid",
-        }
-    ]
+    declared = [required_with_backfill("Sev", "single-select", "Mid")]
     with rm.Mocker() as m:
         blink = FakeBlink(held).mount(m)
         blink.records["T"] = [{"id": "r1"}]
