@@ -344,17 +344,36 @@ def the_fleet_runs_to_green(url: str, api: requests.Session, driver: subprocess.
 
 
 def a_partly_applied_migration_is_announced(
-    url: str, api: requests.Session, schema: dict[str, Any], browser: Any, driver: subprocess.Popen[str], log: Path
+    url: str,
+    api: requests.Session,
+    schema: dict[str, Any],
+    browser: Any,
+    driver: subprocess.Popen[str],
+    log: Path,
+    sandbox: dict[str, Any],
 ) -> None:
-    """An approved plan with one refused type change: the run fails, and the table's asset still
-    gets an event naming the fields that did change (the announce teardown), in the REST API and
-    on the asset's page."""
+    """An approved plan that Blink refuses in part (a second reference to one table, which no plan
+    can foresee): the run fails, and the table's asset still gets an event naming the fields that did
+    change (the announce teardown), in the REST API and on the asset's page. (A plan that refuses an
+    entry itself applies nothing, #72.)"""
     from selenium.webdriver.support.ui import WebDriverWait
 
     from tests.ui.conftest import SHOTS
 
+    blink = f"http://127.0.0.1:{sandbox['port']}/api/v1/workspace/ws-demo/table/Incidents/fields"
+    made = requests.post(  # a person adds a reference field in Blink's UI (to the table itself)
+        blink,
+        headers={"BLINK-API-KEY": sandbox["api_key"]},
+        json={"type": "reference", "display_name": "Reviewer",
+              "attributes": {"table_reference": {"table_name": "Incidents", "display_name_field": "Title"}}},
+        timeout=API_TIMEOUT,
+    )  # fmt: skip
+    assert made.ok, made.text
     changed = json.loads(json.dumps(schema))
-    changed["fields"][0]["type"] = "long-text"  # Title: refused
+    changed["fields"].append(  # moved to Users, which Owner references already: Blink refuses it
+        {"field": "reviewer", "type": "reference", "display_name": "Reviewer",
+         "attributes": {"table_reference": {"table_name": "Users", "display_name_field": "Name"}}}
+    )  # fmt: skip
     changed["fields"][1]["display_name"] = "What happened, briefly"  # Description: changed
     assert migrate_and_approve(url, api, changed, driver, log) == "failed"
     found = api.get(
@@ -537,7 +556,7 @@ def test_a_second_start_has_the_same_blink_the_connection_in_view_and_a_command_
                 the_fleet_runs_to_green(url, api, driver, log)
                 the_printed_change_queues_the_event_driven_sync(url, api, printed, driver, log, home)
                 in_the_browser(browser, url, api, driver, log)
-                a_partly_applied_migration_is_announced(url, api, schema, browser, driver, log)
+                a_partly_applied_migration_is_announced(url, api, schema, browser, driver, log, saved)
         finally:
             stop_driver(driver, out)
     assert sandboxes[0] == sandboxes[1]  # the same port, every start
