@@ -540,7 +540,7 @@ def plan_text(plan: SchemaPlan) -> str:
         "",
         "| field | action | details |",
         "|---|---|---|",
-        *_field_rows(plan.fields, plan.against_blink),
+        *_field_rows(plan.fields),
     ]
     return "\n".join(lines + _left_alone(plan))
 
@@ -586,7 +586,7 @@ def log_plan(plan: SchemaPlan, log: Any) -> None:
             )
     for row in plan.fields:
         if row.action in (Action.ADD, Action.CHANGE):
-            log.info("  %s: %s %s", one_line(row.field), _action_cell(row), _details(row, plan.against_blink))
+            log.info("  %s: %s %s", one_line(row.field), _action_cell(row), _details(row))
     if plan.counts[Action.UNCHANGED]:
         log.info("  (%d field(s) unchanged)", plan.counts[Action.UNCHANGED])
 
@@ -626,18 +626,14 @@ def _flagged(fields: Sequence[FieldPlan]) -> list[str]:
     return lines
 
 
-def _field_rows(fields: Sequence[FieldPlan], against_blink: bool) -> list[str]:
+def _field_rows(fields: Sequence[FieldPlan]) -> list[str]:
     """
     Return the table's rows.
 
     One per field to add, change or refuse, then the unchanged ones folded into one row with their count and names
     (Blink's name beside a field's where they differ).
     """
-    rows = [
-        f"| {_cell(p.field)} | {_action_cell(p)} | {_details(p, against_blink)} |"
-        for p in fields
-        if p.action != Action.UNCHANGED
-    ]
+    rows = [f"| {_cell(p.field)} | {_action_cell(p)} | {_details(p)} |" for p in fields if p.action != Action.UNCHANGED]
     same = [
         f"{p.field} (Blink's name {p.blink_name!r})" if p.blink_name else p.field
         for p in fields
@@ -678,7 +674,7 @@ POSTED_CHARS = 400
 """The most characters of an add's ``POST`` body its row shows."""
 
 
-def _details(plan: FieldPlan, against_blink: bool) -> str:
+def _details(plan: FieldPlan) -> str:
     named = f"declared as {plan.field!r}, Blink's name is {plan.blink_name!r}; " if plan.blink_name else ""
     if plan.action == Action.ADD and plan.body is not None:
         return _cell(_added(plan.field, plan.body) + _fills(plan))

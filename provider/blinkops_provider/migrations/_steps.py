@@ -334,7 +334,7 @@ def without_checks(body: Mapping[str, Any]) -> dict[str, Any]:
     return {**body, "attributes": {key: value for key, value in attributes.items() if key not in CHECKS}}
 
 
-def sent(body: Mapping[str, Any]) -> FieldUpdate:
+def field_update_of(body: Mapping[str, Any]) -> FieldUpdate:
     """Return a body made from a plan's (which may hold attributes Blink keeps that this provider does not know)."""
     return FieldUpdate.model_validate(dict(body), context={"from_blink": True})
 
@@ -470,7 +470,7 @@ class Steps:
         source = next(str(before) for member, before, _ in row.values if member == "type")
         target = row.body.to_body()
         checked = {**target, "display_name": f"{target.get('display_name')} (retyping)"}
-        new = self._new_field(row.field, sent(without_checks(checked)))
+        new = self._new_field(row.field, field_update_of(without_checks(checked)))
         copy = Copy(self.hook, ws_id, table, old, new, (source, str(target["type"]), tuple(_options(target))))
         copy.strict = self.type_changes.get(row.field) != "copy_or_empty"
         copy.expected = int((row.counts or {}).get("converted") or 0)
@@ -481,7 +481,7 @@ class Steps:
             fill = Fill(self.hook, ws_id, table, new, row.backfill, empties, self.max_concurrency)
             self.backfilled[row.field] = fill.run(self.pool)  # type: ignore[arg-type]
         if checked != without_checks(checked):  # the checks once the rows hold their values, before the old goes
-            self.hook.update_table_field(ws_id, table, new, sent(checked))
+            self.hook.update_table_field(ws_id, table, new, field_update_of(checked))
         self._remove(old)
         if old in {field.name for field in self.hook.get_table_fields(ws_id, table)}:
             raise BlinkResponseError(f"the removal of {old!r} was answered, but Blink still lists it: the retype stops")
@@ -645,7 +645,7 @@ class Steps:
         adds = [(row.field, row.body) for row in self._rows(Action.ADD) if row.body is not None]
         ws_id, table = self.plan.ws_id, self.table_name
         post = self.hook.create_table_field
-        bare = [(name, sent(without_checks(body.to_body()))) for name, body in adds]
+        bare = [(name, field_update_of(without_checks(body.to_body()))) for name, body in adds]
         added = self._batch(bare, lambda _, body: post(ws_id, table, body, read_unnamed=False), "added")
         return self._named(added, dict(adds))
 
