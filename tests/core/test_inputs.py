@@ -22,7 +22,15 @@ from blinkops_provider._inputs import blink_host, canonical_segment, escaped, on
 from blinkops_provider.assets import asset_host, normalize_uri, storage_dataset, table_uri
 from blinkops_provider.catalogue import diff_catalogues
 from blinkops_provider.exceptions import BlinkBadRequestError, BlinkInputError
-from blinkops_provider.migrations import SchemaRecord, fleet_review, fleet_summary, record_location
+from blinkops_provider.migrations import (
+    SchemaRecord,
+    fleet_review,
+    fleet_summary,
+    log_plan,
+    plan_text,
+    plan_xcom,
+    record_location,
+)
 from blinkops_provider.migrations._plan import make_plan
 from blinkops_provider.migrations._steps import ApplyResult
 from blinkops_provider.models import FieldUpdate, TableField
@@ -284,10 +292,10 @@ def plan_of(where: str, name: str) -> Any:
 @pytest.mark.parametrize("kind", list(BREAKS))
 def test_the_plan_and_its_log_lines(where: str, kind: str) -> None:
     plan = plan_of(where, forged(kind))
-    clean(plan.describe())
-    assert "### FORGED" in plan.describe()  # the name is shown, escaped
+    clean(plan_text(plan))
+    assert "### FORGED" in plan_text(plan)  # the name is shown, escaped
     log, handler = a_logger()
-    plan.log_to(log)
+    log_plan(plan, log)
     assert any("### FORGED" in line for line in handler.lines)
     for line in handler.lines:
         clean(line, lines_allowed=False)
@@ -296,7 +304,7 @@ def test_the_plan_and_its_log_lines(where: str, kind: str) -> None:
 @pytest.mark.parametrize("where", ["ws", "table", "field"])
 @pytest.mark.parametrize("kind", list(BREAKS))
 def test_the_fleets_review_and_summary(where: str, kind: str) -> None:
-    plan = plan_of(where, forged(kind)).to_xcom()
+    plan = plan_xcom(plan_of(where, forged(kind)))
     review = fleet_review([plan])
     clean(review)
     summary = fleet_summary([{"ws_id": plan["ws_id"], "table": plan["table"]}], [{"error": forged(kind)}])

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from blinkops_provider._states import FIELD_ACTIONS, Action, Decision, FieldOutcome, TableOutcome
+from blinkops_provider.migrations import plan_xcom
 
 VALUES = {
     Action: ["add", "change", "unchanged", "refused", "remove", "retype", "create"],
@@ -54,11 +55,12 @@ def test_a_plans_xcom_holds_plain_text_so_a_rendered_template_reads_back() -> No
     ``ast.literal_eval``, which an Enum's repr would break."""
     import ast
 
-    from blinkops_provider.migrations._plan import SchemaPlan, plan_fields
+    from blinkops_provider.migrations import SchemaPlan
+    from blinkops_provider.migrations._plan import plan_fields
     from blinkops_provider.models import validate_field_updates
 
     batch = validate_field_updates([{"field": "Title", "type": "text", "display_name": "Title"}])
     plan = SchemaPlan("ws", "T", "r.json", None, tuple(plan_fields(batch, {})), (), "s", "r")
-    xcom = plan.to_xcom()
+    xcom = plan_xcom(plan)
     assert type(xcom["fields"][0]["action"]) is str and type(xcom["table_plan"]["action"]) is str
     assert ast.literal_eval(str(xcom)) == xcom

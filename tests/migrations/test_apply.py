@@ -23,9 +23,10 @@ from blinkops_provider.exceptions import (
     BlinkLockedError,
     BlinkStalePlanError,
 )
-from blinkops_provider.migrations import SchemaRecord, apply_schema, declared_schema, plan_schema
+from blinkops_provider.migrations import SchemaRecord, apply_schema, declared_schema, plan_schema, plan_text, plan_xcom
 from blinkops_provider.migrations._lock import Holder, TableLock, record_location
-from blinkops_provider.migrations._plan import RECORD_BASELINE, differing_members
+from blinkops_provider.migrations._matching import differing_members
+from blinkops_provider.migrations._plan_types import RECORD_BASELINE
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 from tests.conftest import FakeTI, keys
 from tests.fake_blink import field_json, without_table_reads
@@ -39,7 +40,7 @@ SCHEMA = [{"field": "Title", "type": "text", "display_name": "Title"}]
 @pytest.mark.parametrize("form", ["dict", "json", "python", "fingerprint"])
 def test_the_hooks_plan_takes_the_same_forms_as_the_operators(hook: Any, tmp_path: Path, form: str) -> None:
     records = f"{tmp_path}/records/"
-    plan = plan_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=records).to_xcom()
+    plan = plan_xcom(plan_schema(hook, "ws-1", "Incidents", SCHEMA, record_path=records))
     given = {"dict": plan, "json": json.dumps(plan), "python": repr(plan), "fingerprint": plan["fingerprint"]}[form]
     with rm.Mocker() as m:
         without_table_reads(m)
@@ -140,8 +141,8 @@ def test_a_field_changed_in_blink_between_two_applies_shows_drift(hook: Any, tmp
         plan = plan_schema(hook, "ws-1", "Incidents", OPTIONS_ONLY, record_path=f"{tmp_path}/")
     (row,) = plan.fields
     assert row.drift == ("attributes.is_unique",) and row.action == "unchanged"
-    assert plan.to_xcom()["fields"][0]["drift"] == ["attributes.is_unique"]
-    text = plan.describe()
+    assert plan_xcom(plan)["fields"][0]["drift"] == ["attributes.is_unique"]
+    text = plan_text(plan)
     assert "Changed in Blink since the last apply" in text
     assert (
         "- Severity: attributes.is_unique (last changed in Blink by alice@blink.test at 2026-01-01T00:01:00+00:00)"
@@ -154,7 +155,7 @@ def test_a_field_changed_in_blink_after_approval_makes_the_plan_stale(hook: Any,
 
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
-        approved = plan_schema(hook, "ws-1", "Incidents", OPTIONS_ONLY, record_path=f"{tmp_path}/").to_xcom()
+        approved = plan_xcom(plan_schema(hook, "ws-1", "Incidents", OPTIONS_ONLY, record_path=f"{tmp_path}/"))
         blink.change_in_ui("Incidents", "Severity", required=False)
         with pytest.raises(BlinkStalePlanError, match="changed in Blink since the plan"):
             apply_schema(hook, "ws-1", "Incidents", OPTIONS_ONLY, record_path=f"{tmp_path}/", plan=approved)
@@ -168,7 +169,7 @@ def test_a_fields_read_blink_does_not_serve_falls_back_to_the_record(hook: Any, 
         blink.fields_status = status
         plan = plan_schema(hook, "ws-1", "Incidents", OPTIONS_ONLY, record_path=f"{tmp_path}/")
         result = apply_schema(hook, "ws-1", "Incidents", OPTIONS_ONLY, record_path=f"{tmp_path}/")
-    first = plan.describe().splitlines()[0]
+    first = plan_text(plan).splitlines()[0]
     assert first == f"Blink's live schema could not be read ({status}): planned against the record of the last apply"
     assert plan.unread == str(status) and [p.action for p in plan.fields] == ["add"]
     assert result.ok and [field for _, field, _ in blink.puts] == ["Severity"]
@@ -270,7 +271,7 @@ def test_a_plan_xcom_that_claims_a_review_never_removes_a_field(
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
         blink.records["Incidents"] = [{"id": "r1", "Stage": "triage"}]  # a value the removal would lose
-        plan = {**plan_schema(hook, "ws-1", "Incidents", removing, record_path=records).to_xcom(), **claim}
+        plan = {**plan_xcom(plan_schema(hook, "ws-1", "Incidents", removing, record_path=records)), **claim}
         with pytest.raises(
             BlinkInputError, match=r"the review the applying task asked.*acknowledge_risks=True"
         ) as refused:
@@ -341,7 +342,7 @@ def test_a_field_left_unchanged_is_recorded_as_blink_showed_it_so_later_drift_sh
         plan = plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
     stage = next(row for row in plan.fields if row.field == "Stage")
     assert stage.drift == ("attributes.options",)
-    assert "- Stage: attributes.options (last changed in Blink by bob@blink.test" in plan.describe()
+    assert "- Stage: attributes.options (last changed in Blink by bob@blink.test" in plan_text(plan)
 
 
 BASE = "https://blink.test/api/v1"
@@ -439,7 +440,7 @@ def test_after_an_apply_the_plan_is_unchanged_then_names_the_members_that_differ
 def test_the_plan_says_its_baseline_is_the_last_recorded_apply(hook: Any, record: Path) -> None:
     apply(hook, DECLARED, record)
     plan = plan_schema(hook, "ws-1", "Incidents", changed_schema()[:2], record_path=str(record))
-    text = plan.describe()
+    text = plan_text(plan)
     assert text.splitlines()[0].startswith("Blink's live schema could not be read (404)")
     assert RECORD_BASELINE in text
     assert "not Blink's current state" in RECORD_BASELINE
@@ -448,7 +449,7 @@ def test_the_plan_says_its_baseline_is_the_last_recorded_apply(hook: Any, record
         '["Low", "High", "Critical"] |' in text
     )
     assert "Recorded but no longer declared (left as they are): 'Due'" in text
-    xcom = plan.to_xcom()
+    xcom = plan_xcom(plan)
     assert json.loads(json.dumps(xcom)) == xcom  # JSON-ready
     assert xcom["undeclared"] == ["Due"] and xcom["recorded_at"] == plan.recorded_at is not None
 
@@ -651,21 +652,21 @@ def test_a_plan_has_a_stable_fingerprint_in_its_xcom_and_text(hook: Any, record:
     first = plan_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record))
     again = plan_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record))
     assert re.fullmatch(r"[0-9a-f]{16}", first.fingerprint) and first.fingerprint == again.fingerprint
-    assert first.to_xcom()["fingerprint"] == first.fingerprint and first.fingerprint in first.describe()
+    assert plan_xcom(first)["fingerprint"] == first.fingerprint and first.fingerprint in plan_text(first)
     other = plan_schema(hook, "ws-2", "Incidents", DECLARED, record_path=str(record.with_name("o.json")))
     assert other.fingerprint != first.fingerprint  # another target
 
 
 @pytest.mark.parametrize("given", ["xcom", "fingerprint"])
 def test_the_apply_of_the_approved_plan_sends_it(hook: Any, record: Path, given: str) -> None:
-    approved = plan_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record)).to_xcom()
+    approved = plan_xcom(plan_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record)))
     result, sent = apply(hook, DECLARED, record, plan=approved if given == "xcom" else approved["fingerprint"])
     assert result.ok and sent == ["Due", "Severity", "Title"]
 
 
 def stale_cases(hook: Any, record: str) -> list[tuple[str, dict[str, Any], list[dict[str, Any]], str]]:
     """(what changed, the approved plan, the schema the apply is given, the expected reason)."""
-    approved = plan_schema(hook, "ws-1", "Incidents", DECLARED, record_path=record).to_xcom()
+    approved = plan_xcom(plan_schema(hook, "ws-1", "Incidents", DECLARED, record_path=record))
     return [
         ("schema", approved, changed_schema(), "the declared schema changed since the plan"),
         ("record", approved, DECLARED, "the record at .* changed since the plan"),
@@ -815,7 +816,7 @@ def test_a_type_change_is_planned_refused_and_never_sent(hook: Any, record: Path
     plan = plan_schema(hook, "ws-1", "Incidents", retyped, record_path=str(record))
     assert plan.action("Title") == "refused" and plan.counts["refused"] == 1
     assert "from 'text' to 'long-text'; Blink refuses type changes" in plan.risk("Title")
-    assert plan.describe().index("**Refused**") < plan.describe().index("| field | action | details |")
+    assert plan_text(plan).index("**Refused**") < plan_text(plan).index("| field | action | details |")
     with pytest.raises(BlinkInputError, match="refuses 1 of 3 entries, so nothing is applied") as caught:
         apply(hook, retyped, record)
     assert "'Title': the type would change from 'text' to 'long-text'; Blink refuses type changes" in str(caught.value)
@@ -858,7 +859,7 @@ def test_removing_select_options_is_destructive_and_listed_first(
     plan = plan_schema(hook, "ws-1", "Incidents", changed, record_path=str(record))
     assert plan.action("Severity") == "change" and plan.risk("Severity").startswith(risk)
     assert plan.counts["destructive"] == (1 if risk else 0)
-    assert ("**Destructive**" in plan.describe()) is bool(risk)
+    assert ("**Destructive**" in plan_text(plan)) is bool(risk)
 
 
 def test_a_new_table_reference_is_destructive(hook: Any, record: Path) -> None:
@@ -882,7 +883,7 @@ def test_plan_rows_show_the_values_cut_to_a_bounded_length(hook: Any, record: Pa
     changed[1]["attributes"]["default_value"] = "High"
     changed[2]["display_name"] = "x" * 500
     changed.append({"field": "Notes", "type": "long-text", "display_name": "Notes"})
-    text = plan_schema(hook, "ws-1", "Incidents", changed, record_path=str(record)).describe()
+    text = plan_text(plan_schema(hook, "ws-1", "Incidents", changed, record_path=str(record)))
     assert "| Severity | change | attributes.default_value: 'Low' → 'High' |" in text
     assert "| Notes | add | adds Notes (long-text), shown as 'Notes' |" in text
     due = next(line for line in text.splitlines() if line.startswith("| Due |"))
@@ -891,9 +892,11 @@ def test_plan_rows_show_the_values_cut_to_a_bounded_length(hook: Any, record: Pa
 
 @pytest.mark.parametrize("name", ["a\rb", "a\u2028b", "a\x85b", "a\x0bb", "a\\|b", "a|b", "a\nb", "a\u2029b"])
 def test_plan_cells_survive_every_line_break_and_backslash(hook: Any, record: Path, name: str) -> None:
-    text = plan_schema(
-        hook, "ws-1", "Incidents", [{"field": name, "type": "text", "display_name": name}], record_path=str(record)
-    ).describe()
+    text = plan_text(
+        plan_schema(
+            hook, "ws-1", "Incidents", [{"field": name, "type": "text", "display_name": name}], record_path=str(record)
+        )
+    )
     (row,) = [line for line in text.splitlines() if line.startswith("| a")]
     assert len(re.split(r"(?<!\\)\|", row)) == 5  # four cells' borders: field, action, details
     assert row.count("| add |") == 1

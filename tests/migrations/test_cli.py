@@ -25,7 +25,7 @@ import requests_mock as rm
 from blinkops_provider._schema_cli import main
 from blinkops_provider.exceptions import BlinkLockedError, BlinkNotFoundError
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.migrations import apply_schema, plan_schema, pull_schema
+from blinkops_provider.migrations import apply_schema, plan_schema, plan_text, plan_xcom, pull_schema
 from blinkops_provider.migrations._cli import pull_table, record_pulled
 from blinkops_provider.models import FieldType
 from blinkops_provider.sandbox import BlinkSandbox
@@ -75,7 +75,7 @@ def test_a_pulled_table_of_every_type_plans_all_unchanged_against_the_sandbox(
     reference = next(entry for entry in declaration["fields"] if entry["type"] == "reference")
     assert reference["attributes"]["table_reference"] == {"table_name": "Users", "display_name_field": "Name"}
     plan = plan_schema(hook, "ws-pull", table, json.loads(json.dumps(declaration)), record_path=f"{tmp_path}/")
-    assert all_unchanged(plan), plan.describe()
+    assert all_unchanged(plan), plan_text(plan)
 
 
 def test_the_demo_table_pulled_plans_all_unchanged_and_keeps_no_system_field(blink_sandbox: BlinkSandbox) -> None:
@@ -120,7 +120,7 @@ def test_a_blink_with_its_own_names_and_defaults_pulls_to_all_unchanged_naming_w
     due = next(entry for entry in pulled.declaration["fields"] if entry["field"] == "due_3")
     assert due["attributes"] == {"include_time": False}
     assert pulled.unsettable == {"due_3": ["color"]}
-    assert all_unchanged(plan), plan.describe()
+    assert all_unchanged(plan), plan_text(plan)
     assert blink.puts == [] and blink.posts == [] and blink.deletes == []
 
 
@@ -148,7 +148,7 @@ def test_the_pulled_record_is_the_next_plans_baseline_so_a_later_change_in_blink
         plan = plan_schema(hook, "ws-1", "Contracts", pulled.declaration, record_path=f"{tmp_path}/")
     tier = next(row for row in plan.fields if row.field == "tier_2")
     assert tier.drift == ("attributes.options",) and tier.action == "change"  # the declaration puts it back
-    assert "(last changed in Blink by carol@blink.test" in plan.describe()
+    assert "(last changed in Blink by carol@blink.test" in plan_text(plan)
     assert blink.puts == []
 
 
@@ -173,7 +173,7 @@ def test_every_type_pulled_from_a_blink_with_its_own_names_and_defaults_plans_al
     assert pulled.declaration["fields"][0]["field"] != "F text"  # Blink's own name, not the sandbox's
     assert pulled.unsettable == {entry["field"]: ["color"] for entry in pulled.declaration["fields"]}
     assert all("color" not in entry["attributes"] for entry in pulled.declaration["fields"])
-    assert all_unchanged(plan), plan.describe()
+    assert all_unchanged(plan), plan_text(plan)
 
 
 LOCKS = pytest.mark.usefixtures("blink_without_table_reads")
@@ -501,7 +501,7 @@ def test_plan_markdown_is_the_review_body_and_json_is_the_plans_xcom(
     args = ["plan", "ws-demo", "Incidents", str(EXAMPLE), "--out", str(out)]
     assert main([*args, "--format", "markdown"]) == 0
     markdown = capsys.readouterr().out
-    planned = plan_schema(BlinkHook(), "ws-demo", "Incidents", json.loads(EXAMPLE.read_text())).to_xcom()
+    planned = plan_xcom(plan_schema(BlinkHook(), "ws-demo", "Incidents", json.loads(EXAMPLE.read_text())))
     assert _plan_body(planned, False).startswith(markdown.rstrip("\n"))  # the review shows exactly this
     assert markdown.startswith(f"**Plan `{planned['fingerprint']}`** for ws-demo/Incidents")
     assert main([*args, "--format", "json"]) == 0

@@ -29,7 +29,7 @@ import pytest
 import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError, BlinkLockedError, BlinkStalePlanError
-from blinkops_provider.migrations import SchemaRecord, apply_schema, force_unlock, held_locks, plan_schema
+from blinkops_provider.migrations import SchemaRecord, apply_schema, force_unlock, held_locks, plan_schema, plan_xcom
 from blinkops_provider.migrations._lock import Holder, LockInfo, TableLock, lock_file, record_location, unlock_command
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 from tests.fake_blink import field_json, without_table_reads
@@ -561,7 +561,7 @@ def test_lock_wait_is_checked_wherever_it_is_accepted(hook: Any, records: str, w
 
 def test_a_plan_made_stale_by_the_apply_waited_for_says_to_plan_and_review_again(make_hook: Any, records: str) -> None:
     first_hook = make_hook()
-    approved = plan_schema(first_hook, "ws-1", "Incidents", SCHEMA, record_path=records).to_xcom()
+    approved = plan_xcom(plan_schema(first_hook, "ws-1", "Incidents", SCHEMA, record_path=records))
     first = lock(records, task(host="worker-2"))
     first.acquire()
 

@@ -15,15 +15,9 @@ import pytest
 
 from blinkops_provider._states import Action
 from blinkops_provider.exceptions import BlinkInputError, BlinkStalePlanError
-from blinkops_provider.migrations._plan import (
-    SchemaPlan,
-    contradictions,
-    field_body,
-    match_fields,
-    match_table,
-    merge_field,
-    plan_fields,
-)
+from blinkops_provider.migrations import SchemaPlan, check_approved, log_plan, plan_text, plan_xcom
+from blinkops_provider.migrations._matching import contradictions, field_body, match_fields, match_table, merge_field
+from blinkops_provider.migrations._plan import plan_fields
 from blinkops_provider.models import BlinkTable, FieldUpdate, TableField, validate_field_updates
 from tests.core.test_models import DOCS_BODY
 
@@ -172,21 +166,21 @@ def test_an_approved_plan_whose_rows_or_text_were_edited_is_refused(edit: str) -
     declared = [{"field": "Severity", "type": "single-select", "display_name": "S", "attributes": {"options": ["Low"]}}]
     plan = plan_of(declared, recorded)
     assert plan.fields[0].destructive
-    approved = plan.to_xcom()
+    approved = plan_xcom(plan)
     if edit == "a row":  # the destructive change shown as unchanged
         approved["fields"][0].update(action="unchanged", destructive=False, risk="")
     else:
         approved["text"] = approved["text"].replace("destructive", "harmless")
     with pytest.raises(BlinkStalePlanError, match=r"its XCom was edited after it was made\. Nothing was sent"):
-        plan.check_approved(approved)
-    plan.check_approved(plan.to_xcom())  # as made: approved
+        check_approved(plan, approved)
+    check_approved(plan, plan_xcom(plan))  # as made: approved
 
 
 def test_field_names_cannot_break_or_forge_log_lines(caplog: Any) -> None:
     names = ["a\nINFO forged", "b\rX", "c\u2028Y", "d\x85Z", "e\vW"]
     plan = plan_of([{"field": n, "type": "text", "display_name": "T"} for n in names], {})
     with caplog.at_level(logging.INFO):
-        plan.log_to(logging.getLogger("plan"))
+        log_plan(plan, logging.getLogger("plan"))
     messages = [record.getMessage() for record in caplog.records]
     assert not any(ch in m for m in messages for ch in "\n\r\u2028\x85\v")
     assert any("a\\u000aINFO forged" in m for m in messages)
@@ -203,7 +197,7 @@ def test_an_added_field_shows_every_declared_member_to_the_reviewer() -> None:
         "attributes": {"options": ["Low", "High"], "default_value": "Low", "required": True},
     }
     plan = plan_of([severity], {})
-    (row,) = [line for line in plan.describe().splitlines() if line.startswith("| Severity |")]
+    (row,) = [line for line in plan_text(plan).splitlines() if line.startswith("| Severity |")]
     assert row == (
         "| Severity | add | adds Severity (single-select, required), shown as 'Severity', described 'How bad', "
         'with {"default_value": "Low", "options": ["Low", "High"]} |'
@@ -218,7 +212,7 @@ def test_unchanged_rows_fold_into_one_row_with_their_count() -> None:
     ]
     recorded = {entry["field"]: {"type": "text", "display_name": entry["field"]} for entry in declared}
     recorded["Owner"] = {"type": "text", "display_name": "Owner (old)"}
-    rows = [line for line in plan_of(declared, recorded).describe().splitlines() if line.startswith("| ")][1:]
+    rows = [line for line in plan_text(plan_of(declared, recorded)).splitlines() if line.startswith("| ")][1:]
     assert rows == [
         "| Owner | change | display_name: 'Owner (old)' → 'Owner' |",
         "| 3 fields | unchanged | Title, Notes, Summary |",
@@ -240,7 +234,7 @@ def test_a_field_found_under_blinks_own_name_says_that_name_in_its_row() -> None
     ]
     fields = tuple(plan_fields(validate_field_updates(declared), {}, live))
     plan = SchemaPlan("ws", "Incidents", "r.json", None, fields, (), "s", "r")
-    rows = [line for line in plan.describe().splitlines() if line.startswith("| ")][1:]
+    rows = [line for line in plan_text(plan).splitlines() if line.startswith("| ")][1:]
     assert rows == [
         "| Severity | change | declared as 'Severity', Blink's name is 'sev_2'; description: null → 'How bad' |",
         "| 1 field | unchanged | Root cause (Blink's name 'root_cause') |",

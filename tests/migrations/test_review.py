@@ -13,14 +13,17 @@ from typing import Any
 import pytest
 
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations._plan import SchemaPlan, plan_fields
-from blinkops_provider.migrations._review import (
-    MAX_REVIEW_CHARS,
+from blinkops_provider.migrations import (
+    SchemaPlan,
     check_review_policy,
     fleet_review,
     fleet_summary,
+    plan_text,
+    plan_xcom,
     review_needed,
 )
+from blinkops_provider.migrations._plan import plan_fields
+from blinkops_provider.migrations._text import MAX_REVIEW_CHARS
 from blinkops_provider.models import validate_field_updates
 
 SELECT = {"type": "single-select", "display_name": "S", "attributes": {"options": ["Low", "High"]}}
@@ -29,7 +32,7 @@ SELECT = {"type": "single-select", "display_name": "S", "attributes": {"options"
 def plan_of(table: str, declared: list[dict[str, Any]], recorded: dict[str, Any]) -> dict[str, Any]:
     batch = validate_field_updates(declared)
     fields = tuple(plan_fields(batch, recorded))
-    return SchemaPlan("ws", table, f"{table}.json", None, fields, (), table, "r").to_xcom()
+    return plan_xcom(SchemaPlan("ws", table, f"{table}.json", None, fields, (), table, "r"))
 
 
 def fleet() -> list[dict[str, Any]]:
@@ -56,7 +59,7 @@ def test_the_review_leads_with_a_summary_and_the_risky_tables_first() -> None:
 
 
 def test_the_baseline_is_said_once_for_the_fleet_not_once_a_table() -> None:
-    from blinkops_provider.migrations._plan import BASELINE
+    from blinkops_provider.migrations._plan_types import BASELINE
 
     plans = fleet()
     assert all(BASELINE in plan["text"] for plan in plans)  # each plan's own text says it
@@ -169,7 +172,6 @@ def test_a_fleet_of_one_table_is_said_as_a_person_says_it() -> None:
 
 def test_a_retype_in_a_fleet_is_counted_and_flagged_like_a_removal() -> None:
     """#64: the fleet's review names a table's retype, flags it destructive and puts it first."""
-    from blinkops_provider.migrations._review import review_needed
 
     retyping = plan_of("Eta", [{"field": "S", **SELECT}], {"S": SELECT})
     retyping["fields"][0].update(action="retype", destructive=True, risk="text → number: copy 3 rows")
@@ -246,13 +248,13 @@ def test_the_review_shows_an_add_in_words_with_its_fill_and_who_let_the_last_app
     hook, records = BlinkHook(), f"{tmp_path}/"
     queue = {"field": "Queue", "type": "text", "display_name": "Queue", "attributes": {"required": True}}
     declared = [{**queue, "backfill": "triage"}]
-    text = plan_schema(hook, "ws-demo", "Incidents", declared, record_path=records).describe()
+    text = plan_text(plan_schema(hook, "ws-demo", "Incidents", declared, record_path=records))
     assert (
         "| Queue | add | adds Queue (text, required), shown as 'Queue', fills 120 empty row(s) with 'triage' |" in text
     )
     approval = {"approved_by": "alice", "approved_at": "2026-11-28T01:02:03+00:00"}
     apply_schema(hook, "ws-demo", "Incidents", declared, record_path=records, approval=approval)
-    again = plan_schema(hook, "ws-demo", "Incidents", declared, record_path=records).describe()
+    again = plan_text(plan_schema(hook, "ws-demo", "Incidents", declared, record_path=records))
     assert "approved by alice at 2026-11-28T01:02:03+00:00" in again.splitlines()[0]
 
 

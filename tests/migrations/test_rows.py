@@ -17,8 +17,7 @@ import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.migrations import apply_schema, plan_schema
-from blinkops_provider.migrations._review import review_needed
+from blinkops_provider.migrations import apply_schema, plan_schema, plan_text, plan_xcom, review_needed
 from blinkops_provider.migrations._rows import (
     OPAQUE,
     SHOWN_REPEATS,
@@ -134,8 +133,8 @@ def test_a_removal_of_a_field_empty_everywhere_loses_nothing_and_asks_no_one(hoo
         rows(blink, {"Name": "a"}, {"Name": "b", "Code": ""})
         plan = plan_schema(hook, "ws-1", "T", removing, record_path=f"{tmp_path}/")
         assert not plan.fields[0].destructive
-        assert "holds no value in any of the 2 rows (counted): nothing is lost" in plan.describe()
-        assert not review_needed([plan.to_xcom()], "destructive")
+        assert "holds no value in any of the 2 rows (counted): nothing is lost" in plan_text(plan)
+        assert not review_needed([plan_xcom(plan)], "destructive")
         done = apply_schema(hook, "ws-1", "T", removing, record_path=f"{tmp_path}/")  # no approval needed
     assert done.outcomes() == {"Code": "removed"}
 
@@ -145,7 +144,7 @@ def test_a_row_that_gains_a_value_since_the_plan_makes_it_stale(hook: Any, tmp_p
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
         rows(blink, {"Name": "a"})
-        plan = plan_schema(hook, "ws-1", "T", removing, record_path=f"{tmp_path}/").to_xcom()
+        plan = plan_xcom(plan_schema(hook, "ws-1", "T", removing, record_path=f"{tmp_path}/"))
         blink.records["T"][0]["Code"] = "written since"
         with pytest.raises(Exception, match="the table's rows changed since the plan"):
             apply_schema(hook, "ws-1", "T", removing, record_path=f"{tmp_path}/", plan=plan, acknowledge_risks=True)
@@ -223,7 +222,7 @@ def test_the_sandbox_plan_counts_the_seeded_rows(blink_sandbox: BlinkSandbox, tm
     seeded = DEMO_ROWS["Incidents"]
     hosts = sum(bool(row.get("Affected hosts")) for row in seeded)
     plan = plan_schema(BlinkHook(), "ws-demo", "Incidents", [{"field": "Affected hosts", "remove": True}])
-    assert f"deletes values in {hosts} of {len(seeded)} rows, permanently" in plan.describe()
+    assert f"deletes values in {hosts} of {len(seeded)} rows, permanently" in plan_text(plan)
     titles = plan_schema(BlinkHook(), "ws-demo", "Incidents", [entry("Title", required=True, is_unique=True)])
     assert titles.fields[0].action == "refused" and "'Malware on laptop' ×" in titles.fields[0].risk  # noqa: RUF001
     with pytest.raises(BlinkInputError):

@@ -22,7 +22,7 @@ import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkNotFoundError
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.migrations import apply_schema, plan_schema
+from blinkops_provider.migrations import apply_schema, plan_schema, plan_text, plan_xcom
 from blinkops_provider.operators.tables import ApplyReport
 from blinkops_provider.sandbox import BlinkSandbox
 from blinkops_provider.sandbox._seed import DEMO_ROWS
@@ -211,7 +211,7 @@ def test_a_new_field_is_added_once_with_blinks_name_reported_and_recorded(hook: 
     row = next(row for row in plan.fields if row.field == "Impact")
     assert (
         row.action == "add"
-        and 'adds Impact (number), shown as \'Impact\', with {"default_value": "1"}' in plan.describe()
+        and 'adds Impact (number), shown as \'Impact\', with {"default_value": "1"}' in plan_text(plan)
     )
     assert result.outcomes() == {"Title": "unchanged", "Impact": "added"}
     assert result.applied["Impact"] is not None and result.applied["Impact"].name == "impact_9"
@@ -219,7 +219,7 @@ def test_a_new_field_is_added_once_with_blinks_name_reported_and_recorded(hook: 
     assert '"Impact": "impact_9"' in (tmp_path / "ws-1" / "Incidents.json").read_text()
     impact = next(row for row in again.fields if row.field == "Impact")
     assert (impact.action, impact.blink_name) == ("unchanged", "impact_9")
-    assert "declared as 'Impact', Blink's name is 'impact_9'" not in again.describe()  # unchanged rows are folded
+    assert "declared as 'Impact', Blink's name is 'impact_9'" not in plan_text(again)  # unchanged rows are folded
 
 
 def test_a_changed_display_name_of_an_added_field_is_a_change_not_a_second_add(hook: Any, tmp_path: Path) -> None:
@@ -232,7 +232,7 @@ def test_a_changed_display_name_of_an_added_field_is_a_change_not_a_second_add(h
         apply_schema(hook, "ws-1", "Incidents", [renamed], record_path=records)
     (row,) = plan.fields
     assert (row.action, row.members, row.blink_name) == ("change", ("display_name",), "impact_9")
-    assert "declared as 'Impact', Blink's name is 'impact_9'" in plan.describe()
+    assert "declared as 'Impact', Blink's name is 'impact_9'" in plan_text(plan)
     assert len(blink.posts) == 1 and [(field, body["display_name"]) for _, field, body in blink.puts] == [
         ("impact_9", "Impact (1-10)")
     ]
@@ -266,14 +266,14 @@ def test_a_removal_is_refused_unapproved_and_nothing_at_all_is_sent(hook: Any, t
         plan = plan_schema(hook, "ws-1", "Incidents", [TITLE, IMPACT, GONE], record_path=f"{tmp_path}/")
         with pytest.raises(BlinkInputError) as refused:
             apply_schema(
-                hook, "ws-1", "Incidents", [TITLE, IMPACT, GONE], record_path=f"{tmp_path}/", plan=plan.to_xcom()
+                hook, "ws-1", "Incidents", [TITLE, IMPACT, GONE], record_path=f"{tmp_path}/", plan=plan_xcom(plan)
             )
         assert writes(blink) == []
     row = plan.fields[-1]
     assert (row.action, row.rows, row.destructive) == ("remove", 27, True)
     assert row.to_xcom()["counts"] == {"rows": 36, "with_value": 27}
-    assert "deletes values in 27 of 36 rows, permanently" in plan.describe()
-    assert plan.describe().index("**Destructive**") < plan.describe().index("| field |")
+    assert "deletes values in 27 of 36 rows, permanently" in plan_text(plan)
+    assert plan_text(plan).index("**Destructive**") < plan_text(plan).index("| field |")
     said = str(refused.value)
     assert "'Legacy'" in said and "27 of 36 rows" in said and "acknowledge_risks=True" in said and "review" in said
 
@@ -287,7 +287,7 @@ def test_a_removal_goes_last_once_acknowledged_or_approved(
         blink = FakeBlink(HELD).mount(m)
         sent: list[str] = []
         m.register_uri(rm.ANY, rm.ANY, additional_matcher=lambda r: bool(sent.append(r.method)) and False)
-        plan = plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/").to_xcom()
+        plan = plan_xcom(plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/"))
         if how == "acknowledged":
             result = apply_schema(
                 hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/", plan=plan, acknowledge_risks=True
@@ -317,7 +317,7 @@ def test_a_review_the_plan_xcom_claims_never_lets_a_removal_through(hook: Any, t
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
         blink.records["Incidents"] = [{"id": "r1", "Legacy": "L-1"}]
-        plan = plan_schema(hook, "ws-1", "Incidents", [GONE], record_path=f"{tmp_path}/").to_xcom()
+        plan = plan_xcom(plan_schema(hook, "ws-1", "Incidents", [GONE], record_path=f"{tmp_path}/"))
         for policy in ("always", "changes", "destructive"):
             with pytest.raises(BlinkInputError):
                 apply_schema(
@@ -351,7 +351,7 @@ def test_tombstones_of_a_system_field_and_of_a_field_blink_lacks(hook: Any, tmp_
     system, absent = plan.fields
     assert system.action == "refused" and "system or protected" in system.risk
     assert absent.action == "unchanged" and "nothing to remove" in absent.risk
-    assert plan.removals == [] and "Already gone from Blink (nothing to remove): 'Nowhere'" in plan.describe()
+    assert plan.removals == [] and "Already gone from Blink (nothing to remove): 'Nowhere'" in plan_text(plan)
 
 
 def test_a_removal_whose_count_blink_does_not_give_says_so(hook: Any, tmp_path: Path) -> None:
@@ -360,7 +360,7 @@ def test_a_removal_whose_count_blink_does_not_give_says_so(hook: Any, tmp_path: 
         blink.records_status = 404
         plan = plan_schema(hook, "ws-1", "Incidents", [GONE], record_path=f"{tmp_path}/")
     assert plan.fields[0].rows is None
-    assert "an unknown number of rows (Blink does not say how many) (the rows could not be read: 404" in plan.describe()
+    assert "an unknown number of rows (Blink does not say how many) (the rows could not be read: 404" in plan_text(plan)
 
 
 def test_a_removal_from_a_table_blink_estimates_empty_says_so_not_about_0_rows(hook: Any, tmp_path: Path) -> None:
@@ -369,8 +369,8 @@ def test_a_removal_from_a_table_blink_estimates_empty_says_so_not_about_0_rows(h
         blink.rows["Incidents"] = 0
         blink.records_status = 405
         plan = plan_schema(hook, "ws-1", "Incidents", [GONE], record_path=f"{tmp_path}/")
-    assert "deletes its values in no rows, by Blink's estimate (0) (the rows could not be read: 405" in plan.describe()
-    assert "about 0 rows" not in plan.describe()
+    assert "deletes its values in no rows, by Blink's estimate (0) (the rows could not be read: 405" in plan_text(plan)
+    assert "about 0 rows" not in plan_text(plan)
 
 
 def test_a_missing_table_names_the_flag_and_sends_nothing(hook: Any, tmp_path: Path) -> None:
@@ -392,8 +392,8 @@ def test_a_created_table_is_one_post_with_its_fields_and_then_all_unchanged(hook
         blink.puts.clear()
         apply_schema(hook, "ws-1", "Reviews", declared, record_path=records, only_changed=True)
         assert writes(blink)[1:] == []  # the creation only
-    assert plan.describe().startswith("Create table 'Incident reviews' in workspace ws-1 with 2 field(s)")
-    assert plan.table_plan.action == "create" and plan.to_xcom()["table_plan"]["action"] == "create"
+    assert plan_text(plan).startswith("Create table 'Incident reviews' in workspace ws-1 with 2 field(s)")
+    assert plan.table_plan.action == "create" and plan_xcom(plan)["table_plan"]["action"] == "create"
     [created] = blink.created
     assert created["display_name"] == "Incident reviews" and created["description"] == "Post-mortems"
     assert [field["display_name"] for field in created["fields"]] == ["Title", "Impact"] and blink.posts == []
@@ -413,7 +413,7 @@ def test_the_tables_display_name_and_description_are_put_with_its_settings_kept(
         plan = plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
         apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/")
     assert plan.table_plan.action == "change" and plan.table_plan.members == ("description",)
-    assert "**The table** (Incidents): change description: '' → 'Security incidents'" in plan.describe()
+    assert "**The table** (Incidents): change description: '' → 'Security incidents'" in plan_text(plan)
     assert blink.table_puts == [
         ("Incidents", {"display_name": "Incidents", "description": "Security incidents", "settings": {"color": "blue"}})
     ]
@@ -451,8 +451,8 @@ def test_a_reviewer_sees_the_checks_blink_keeps_enforcing_on_a_changed_field(hoo
             hook, "ws-1", "Incidents", [{**TITLE, "display_name": "Headline"}], record_path=f"{tmp_path}/"
         )
     (row,) = plan.fields
-    assert row.kept == ("required",) and plan.to_xcom()["fields"][0]["kept"] == ["required"]
-    assert "(Blink keeps enforcing required: not declared, sent as held)" in plan.describe()
+    assert row.kept == ("required",) and plan_xcom(plan)["fields"][0]["kept"] == ["required"]
+    assert "(Blink keeps enforcing required: not declared, sent as held)" in plan_text(plan)
 
 
 # -- #56 items 8, 9, 10 -------------------------------------------------------------------------------
@@ -466,7 +466,7 @@ def test_an_edited_table_change_in_the_approved_plan_is_refused(hook: Any, tmp_p
     declared = {"description": "Security incidents", "fields": [TITLE]}
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
-        plan = plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/").to_xcom()
+        plan = plan_xcom(plan_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/"))
         hidden = {**plan, "table_plan": {**plan["table_plan"], "action": "unchanged", "values": []}}
         with pytest.raises(BlinkStalePlanError, match="shows a table change other than it would apply"):
             apply_schema(hook, "ws-1", "Incidents", declared, record_path=f"{tmp_path}/", plan=hidden)
@@ -590,7 +590,7 @@ def test_the_record_keeps_an_added_field_as_blink_confirmed_it_so_no_false_drift
         again = plan_schema(hook, "ws-1", "Incidents", [TITLE, IMPACT], record_path=records)
     impact = next(row for row in again.fields if row.field == "Impact")
     assert (impact.action, impact.drift) == ("unchanged", ())
-    assert "Changed in Blink since the last apply" not in again.describe()
+    assert "Changed in Blink since the last apply" not in plan_text(again)
 
 
 def _calls_across(run: Any, monkeypatch: Any) -> set[tuple[str, str]]:
@@ -789,7 +789,7 @@ def test_a_table_param_naming_no_table_never_plans_against_the_declared_display_
         created = plan_schema(hook, "ws-1", "Nope", declared, create_table=True)
     assert writes(blink) == [] and not [r for r in fields_reads if "/table/Incidents/" in r.url]
     assert created.table_plan.name == "Incidents"
-    assert "taken as the one this DAG created" in created.describe() and "'Nope'" in created.table_plan.note
+    assert "taken as the one this DAG created" in plan_text(created) and "'Nope'" in created.table_plan.note
 
 
 # -- #63 item 5: a field found by its display name is remembered under Blink's name ----------------
@@ -856,7 +856,7 @@ def test_a_tombstone_of_a_field_blink_lacks_is_listed_once_as_already_gone(hook:
     """#63 item 11: not both among the unchanged fields and under "Already gone from Blink"."""
     with rm.Mocker() as m:
         FakeBlink(HELD).mount(m)
-        text = plan_schema(hook, "ws-1", "Incidents", [TITLE, {"field": "Affected hosts", "remove": True}]).describe()
+        text = plan_text(plan_schema(hook, "ws-1", "Incidents", [TITLE, {"field": "Affected hosts", "remove": True}]))
     assert text.count("Affected hosts") == 1 and "Already gone from Blink (nothing to remove): 'Affected hosts'" in text
     assert "| 1 field | unchanged | Title |" in text
 

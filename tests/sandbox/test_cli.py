@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import requests
 
+from blinkops_provider.migrations import plan_text
 from blinkops_provider.sandbox._cli import main
 
 
@@ -345,7 +346,7 @@ def test_update_field_makes_drift_that_the_next_plan_names_with_who(
     assert after["description"] == "What happened" and after["updated_by"] == "alice@x.io"
     assert after["attributes"] == {**before["attributes"], "default_value": "n/a"}  # the rest kept
     assert after["display_name"] == before["display_name"]
-    text = plan_schema(hook, "ws-demo", "Incidents", declared, record_path=record).describe()
+    text = plan_text(plan_schema(hook, "ws-demo", "Incidents", declared, record_path=record))
     assert "- Title: description, attributes.default_value (last changed in Blink by alice@x.io" in text
 
     assert main(edit) == 2  # nothing to change

@@ -10,14 +10,18 @@ task groups are the usual way in: :class:`~blinkops_provider.task_groups.BlinkTa
 of one :class:`ApplyRequest`. The migrations read nothing of Airflow's task context, DAG or
 XCom: the operators read the review's answer and the holder, and hand them in.
 
+A plan is read as a person reads it with :func:`plan_text` and :func:`log_plan`, pushed as an XCom with
+:func:`plan_xcom`, shown in a review or a pull request with :func:`plan_markdown`, and checked against the
+approved one with :func:`check_approved`.
+
 The private modules hold the parts (the declaration is read and checked by
-``blinkops_provider.models``, which imports no Airflow): the plan, how its entries are matched to
-Blink's fields, the merge and the risk rules (``_plan``); the table's rows, counted, and the
-conversions of a retype (``_rows``); the table's lock and the record of the last apply beside it,
-and where both are kept (``_lock``); the plan as people read it, who may let it through, and the
-fleet's review and summary (``_review``); the request and the apply (``_apply``); the order it
-sends in, the backfill and the copy, and its result (``_steps``); the command line and a live
-table as a declaration (``_cli``).
+``blinkops_provider.models``, which imports no Airflow): which of Blink's fields an entry is and the
+body sent for it (``_matching``); the plan's types and identity (``_plan_types``); the planner
+(``_plan``); the table's rows, counted, the risk rules and the conversions of a retype (``_rows``);
+the table's lock and the record of the last apply beside it (``_lock``); the gate: who may let a plan
+through, and whether it is the approved one (``_review``); the plan and a fleet as people read them
+(``_text``); the request and the apply (``_apply``); the order it sends in, the backfill and the copy,
+and its result (``_steps``); the command line and a live table as a declaration (``_cli``).
 """
 
 from __future__ import annotations
@@ -25,15 +29,17 @@ from __future__ import annotations
 from blinkops_provider.migrations._apply import ApplyRequest, apply, apply_schema, declared_schema, plan, plan_schema
 from blinkops_provider.migrations._cli import pull_schema
 from blinkops_provider.migrations._lock import Holder, LockInfo, SchemaRecord, force_unlock, held_locks, record_location
-from blinkops_provider.migrations._plan import FieldPlan, SchemaPlan, TablePlan
-from blinkops_provider.migrations._review import (
-    check_review_policy,
+from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan, TablePlan
+from blinkops_provider.migrations._review import check_approved, check_review_policy, review_needed
+from blinkops_provider.migrations._steps import ApplyResult
+from blinkops_provider.migrations._text import (
     fleet_review,
     fleet_summary,
+    log_plan,
     plan_markdown,
-    review_needed,
+    plan_text,
+    plan_xcom,
 )
-from blinkops_provider.migrations._steps import ApplyResult
 from blinkops_provider.models import Declaration
 
 __all__ = [
@@ -48,15 +54,19 @@ __all__ = [
     "TablePlan",
     "apply",
     "apply_schema",
+    "check_approved",
     "check_review_policy",
     "declared_schema",
     "fleet_review",
     "fleet_summary",
     "force_unlock",
     "held_locks",
+    "log_plan",
     "plan",
     "plan_markdown",
     "plan_schema",
+    "plan_text",
+    "plan_xcom",
     "pull_schema",
     "record_location",
     "review_needed",

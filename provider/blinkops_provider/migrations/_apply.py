@@ -3,7 +3,7 @@ How a schema migration is planned and applied.
 
 - :func:`plan` reads the table and its fields from Blink in one round trip
   (:meth:`~blinkops_provider.hooks.blink.BlinkHook.read_table`) and plans the declaration against
-  them (``_plan`` matches each entry to Blink's field), with the record of the last apply as the
+  them (``_matching`` matches each entry to Blink's field, ``_plan`` plans it), with the record of the last apply as the
   drift baseline (and as the baseline itself where Blink does not serve the fields read); it
   changes nothing.
 - :func:`apply` computes the record's location once, takes the table's lock there (``_lock``),
@@ -46,11 +46,14 @@ from blinkops_provider.exceptions import (
 )
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._lock import Holder, SchemaRecord, TableLock, check_shared, record_location
-from blinkops_provider.migrations._plan import SchemaPlan, TablePlan, created_as, make_plan, match_table, plan_table
+from blinkops_provider.migrations._matching import created_as, match_table
+from blinkops_provider.migrations._plan import make_plan, plan_table
+from blinkops_provider.migrations._plan_types import SchemaPlan, TablePlan
 from blinkops_provider.migrations._review import admit, check_approval, who_let_through
 from blinkops_provider.migrations._rows import needs_of, read_rows
 from blinkops_provider.migrations._steps import ApplyResult
 from blinkops_provider.migrations._steps import Steps as _Steps
+from blinkops_provider.migrations._text import log_plan
 from blinkops_provider.models import (
     BlinkTable,
     Declaration,
@@ -204,7 +207,7 @@ def _table_of(
     record: SchemaRecord, declared: Declaration, create_table: bool, read: TableRead, listed: bool
 ) -> tuple[TablePlan, str | None]:
     """
-    Return the table as Blink holds it (matched as ``_plan``'s :func:`match_table` says) and what happens to it.
+    Return the table as Blink holds it (matched as ``_matching``'s :func:`match_table` says) and what happens to it.
 
     From a read with Blink's tables read (``listed``: else the table is the one its name names); and, when its fields
     are still to be read (a table found under another name), the name to read them by.
@@ -236,7 +239,7 @@ def _matched(
     """
     Return the table ``table`` names in Blink's tables read, and what the plan must say of how it was found.
 
-    The match is ``_plan``'s :func:`match_table`; None when not there or not read. The declared
+    The match is ``_matching``'s :func:`match_table`; None when not there or not read. The declared
     display name finds a table only with ``create_table`` (one this DAG created), and the plan says so.
 
     :raises BlinkInputError: the read shows it ambiguously.
@@ -514,7 +517,7 @@ def apply(hook: BlinkHook, request: ApplyRequest) -> ApplyResult:
     with lock:
         planned, recorded = _plan(hook, record, request.declared, request.replace, request.create_table)
         who = admit(hook.log, planned, request.approved, request.approval, request.acknowledge_risks)  # before sending
-        planned.log_to(hook.log)
+        log_plan(planned, hook.log)
         sender = _Steps(
             hook,
             record,

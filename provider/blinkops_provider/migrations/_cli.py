@@ -59,7 +59,8 @@ from blinkops_provider.exceptions import (
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._apply import _lock, _record, plan_schema
 from blinkops_provider.migrations._lock import LockInfo, force_unlock, held_locks, record_location
-from blinkops_provider.migrations._plan import _system, field_body
+from blinkops_provider.migrations._matching import field_body, kept_by_blink
+from blinkops_provider.migrations._text import fleet_review, plan_markdown, plan_xcom
 from blinkops_provider.models import SYSTEM_FIELD_TYPES, BlinkTable, FieldAttributes, TableField
 
 SHOWN_TABLES = 20
@@ -176,7 +177,7 @@ def _listed(tables: Sequence[BlinkTable]) -> str:
 
 def _user_field(held: TableField) -> bool:
     """Return whether a field is the table's own (not one of Blink's system or protected fields)."""
-    return held.name is not None and not _system(held) and held.type not in SYSTEM_FIELD_TYPES
+    return held.name is not None and not kept_by_blink(held) and held.type not in SYSTEM_FIELD_TYPES
 
 
 def _declaration_of(held: TableField) -> tuple[dict[str, Any], list[str]]:
@@ -428,7 +429,7 @@ def plan(args: argparse.Namespace) -> int:
                 plan_schema(hook, ws_id, table, _declared(path), record_path=args.record_path)
                 for ws_id, table, path in targets
             ]
-        _print_plans([one.to_xcom() for one in plans], args)
+        _print_plans([plan_xcom(one) for one in plans], args)
     except Exception as err:  # one line, never a traceback, never the key
         print(f"blink-schema: {_mistake(err, key, args.conn_id)}", file=sys.stderr)
         return 1
@@ -475,8 +476,6 @@ def _declared(path: Path) -> Any:
 
 def _print_plans(plans: list[dict[str, Any]], args: argparse.Namespace) -> None:
     """Print the plans in ``--format`` on stdout; with ``--out``, write their JSON in that file too."""
-    from blinkops_provider.migrations._review import fleet_review, plan_markdown
-
     shown: Any = plans[0] if len(plans) == 1 else plans
     if args.out:
         out = Path(args.out)

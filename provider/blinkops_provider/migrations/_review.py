@@ -1,71 +1,25 @@
 """
-The gate: who may let a plan through, and what it may remove, in one place.
+The gate: whether a plan may be applied, and who let it through, asked by every apply before it sends anything.
 
-The review policies (when a person is asked), which fields no one may remove (:func:`removal_refused`, which the plan
-asks for each tombstone), and whether a plan may be applied (:func:`admit`: the approved plan is the one that would be
-applied, and a removal is approved or acknowledged). Every apply asks :func:`admit` before it sends anything.
+- when a person is asked (the review policies, :func:`review_needed`, read from the plans' rows);
+- whether the plan is the approved one (:func:`check_approved`: staleness, and an XCom edited after the review);
+- what a plan may lose (:func:`admit`: a plan with a refused entry applies nothing, and a removal passes only with a
+  person's Approve or ``acknowledge_risks``), and who let it through, for the log and the record.
 
-What a person answered is read by the operators, where Airflow keeps it, and handed in
-(``approval``); nothing here reads Airflow. A removal is sent only with a person's Approve read
-from Airflow's record, or with ``acknowledge_risks``.
-
-The plan as people read it: its text (:func:`plan_text`: the summary line, refused and destructive
-rows first, the baseline, a Markdown table of the fields), its log lines (:func:`log_plan`), and
-the same text in Markdown for the review and a pull request (:func:`plan_markdown`).
-
-One review for the plans of many tables (a fleet): what a person reads before approving them.
-
-:func:`fleet_review` takes the plans' XComs (:meth:`SchemaPlan.to_xcom
-<blinkops_provider.migrations._plan.SchemaPlan.to_xcom>`, one per table, for example the mapped
-plan tasks' ``plan.output``) and writes one text: a summary first, the tables with refused or
-destructive changes before the others, the tables with nothing to change in one line, then each
-changed table's rows, within a size bound.
-
-:func:`fleet_summary` says, once the applies are over, which tables were applied, unchanged,
-failed, stale or rejected, and how many rate-limit
-(429) answers they met.
+What a person answered is read by the operators, where Airflow keeps it, and handed in (``approval``); nothing here
+reads Airflow. Which fields no one may remove is Blink's rule (``_matching.removal_refused``), asked by the planner.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from blinkops_provider._inputs import counted, one_line, show
-from blinkops_provider._states import FIELD_ACTIONS, REJECTED_IN_REVIEW, REMOVING, Action, TableOutcome
-from blinkops_provider.exceptions import BlinkInputError
-
-if TYPE_CHECKING:
-    from blinkops_provider.migrations._plan import FieldPlan, SchemaPlan, TablePlan
-    from blinkops_provider.models import FieldUpdate
-
-
-class Planned(Protocol):
-    """
-    What the gate reads of a plan (:class:`~blinkops_provider.migrations.SchemaPlan`).
-
-    The plan module asks this one what may be removed, so this one does not import it.
-    """
-
-    @property
-    def ws_id(self) -> str: ...
-
-    @property
-    def table(self) -> str: ...
-
-    @property
-    def fingerprint(self) -> str: ...
-
-    @property
-    def removals(self) -> Sequence[Any]: ...
-
-    def check_approved(self, approved: Mapping[str, Any] | str) -> None: ...
-
-    def check_whole(self) -> None: ...
-
-
-"""What a rejected run's failure and a rejected fleet's summary say."""
+from blinkops_provider._inputs import one_line
+from blinkops_provider._states import Action
+from blinkops_provider.exceptions import BlinkInputError, BlinkStalePlanError
+from blinkops_provider.migrations._plan_types import SchemaPlan, changes, risky
+from blinkops_provider.migrations._text import plan_text
 
 ALWAYS, CHANGES, DESTRUCTIVE, NEVER = "always", "changes", "destructive", "never"
 REVIEW_POLICIES = {
@@ -88,37 +42,6 @@ def check_review_policy(policy: Any) -> str:
         return policy
     allowed = "; ".join(f"{name!r} ({meaning})" for name, meaning in REVIEW_POLICIES.items())
     raise BlinkInputError(f"review_policy must be one of: {allowed}. Got {policy!r}")
-
-
-def rows_of(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """Return a plan XCom's field rows (anything malformed left out)."""
-    rows = plan.get("fields")
-    return [row for row in rows if isinstance(row, Mapping)] if isinstance(rows, list) else []
-
-
-def risky(plan: Mapping[str, Any], *, acknowledged: bool = False) -> bool:
-    """
-    Return whether a plan refuses or destroys anything, by its rows (not its stored counts).
-
-    A removal the DAG acknowledged, or of a field the plan counted empty in every row, does not count.
-    """
-    return any(
-        row.get("action") == Action.REFUSED
-        or (row.get("action") in REMOVING and row.get("destructive") is not False and not acknowledged)
-        or (row.get("destructive") is True and row.get("action") not in REMOVING)
-        for row in rows_of(plan)
-    )
-
-
-def changes(plan: Mapping[str, Any]) -> bool:
-    """
-    Return whether a plan adds, changes, removes or refuses anything, or creates or changes the table.
-
-    By its rows (not its stored flag).
-    """
-    table = plan.get("table_plan")
-    touched = isinstance(table, Mapping) and table.get("action") not in (None, Action.UNCHANGED)
-    return touched or any(row.get("action") != Action.UNCHANGED for row in rows_of(plan))
 
 
 def review_needed(plans: Sequence[Mapping[str, Any]], policy: str = CHANGES, *, acknowledged: bool = False) -> bool:
@@ -170,7 +93,7 @@ def check_approval(approval: Any) -> None:
 
 def admit(
     log: Any,
-    planned: Planned,
+    planned: SchemaPlan,
     approved: Mapping[str, Any] | str | None,
     approval: Mapping[str, str] | None,
     acknowledge_risks: bool,
@@ -179,7 +102,7 @@ def admit(
     Return whether ``planned`` may be applied, asked once by every apply before it sends anything.
 
     It must be the approved plan when one is given (its staleness,
-    :meth:`~blinkops_provider.migrations.SchemaPlan.check_approved`), and its removals approved in review or
+    :func:`check_approved`), and its removals approved in review or
     acknowledged. Logs who let it through.
 
     :returns: who let it through, for the record (:func:`who_let_through`).
@@ -188,12 +111,12 @@ def admit(
     """
     planned.check_whole()
     if approved is not None:
-        planned.check_approved(approved)
+        check_approved(planned, approved)
     _check_loss(log, planned, approval, acknowledge_risks)
     return who_let_through(approval, acknowledge_risks)
 
 
-def _check_loss(log: Any, planned: Planned, approval: Mapping[str, str] | None, acknowledge_risks: bool) -> None:
+def _check_loss(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, acknowledge_risks: bool) -> None:
     """
     Say who let the plan through.
 
@@ -220,7 +143,7 @@ def _check_loss(log: Any, planned: Planned, approval: Mapping[str, str] | None, 
     )
 
 
-def _say_who(log: Any, planned: Planned, approval: Mapping[str, str] | None, acknowledged: bool) -> None:
+def _say_who(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, acknowledged: bool) -> None:
     """Log who approved the plan, and who let its removals through."""
     plan, removals = planned.fingerprint, len(planned.removals)
     retypes = sum(getattr(row, "action", None) == Action.RETYPE for row in planned.removals)
@@ -236,489 +159,77 @@ def _say_who(log: Any, planned: Planned, approval: Mapping[str, str] | None, ack
         log.warning("Plan %s %s: acknowledged by the DAG (acknowledge_risks=True)", plan, " and ".join(said))
 
 
-def plan_markdown(plan: Mapping[str, Any], acknowledged: bool = False) -> str:
+def _refuse_edited(plan: SchemaPlan, approved: Mapping[str, Any]) -> None:
     """
-    Return one table's plan (its XCom) as Markdown.
+    Refuse a plan XCom with this fingerprint whose rows or text say anything else: it was edited.
 
-    As the review shows it and ``blink-schema plan --format markdown`` prints it for a pull request: the fingerprint and
-    the table first, then the plan's text (its summary line, refused and destructive rows first, removals first with
-    their row counts, then the table of every field, the unchanged ones folded into one row).
+    A reviewer may have approved a false description, so nothing is applied.
     """
-    removes = any(row.get("action") in REMOVING for row in rows_of(plan))
-    said = ["", "The DAG already acknowledged the removals below (acknowledge_risks=True)."]
-    name = one_line(f"{plan.get('ws_id')}/{plan.get('table')}")
-    return "\n".join(
-        [
-            f"**Plan `{one_line(str(plan.get('fingerprint')))}`** for {name}",
-            *(said if acknowledged and removes else []),
-            "",
-            str(plan.get("text", "")),
-        ]
+    edited = _edited(approved, plan)
+    if edited:
+        raise BlinkStalePlanError(
+            f"the plan this apply was given, {plan.fingerprint}, shows {' and '.join(edited)} other than it would "
+            "apply: "
+            "its XCom was edited after it was made. Nothing was sent: plan again and review the new plan"
+        )
+
+
+def check_approved(plan: SchemaPlan, approved: Mapping[str, Any] | str) -> None:
+    """
+    Refuse to apply anything but the approved plan: ``plan`` (made now) must be ``approved``.
+
+    :param approved: the approved plan's XCom (``_text.plan_xcom``), or its fingerprint.
+    :raises BlinkStalePlanError: this plan is not the approved one, saying what changed since:
+        the record (when, and which fields are planned differently now), or the schema.
+    """
+    if isinstance(approved, str):
+        if approved.strip() == plan.fingerprint:
+            return
+        given, why = approved.strip(), ["its fingerprint is not this plan's"]
+    else:
+        if approved.get("fingerprint") == plan.fingerprint:
+            _refuse_edited(plan, approved)
+            return
+        given, why = str(approved.get("fingerprint")), _stale_reasons(plan, approved)
+    raise BlinkStalePlanError(
+        f"the plan this apply was given, {one_line(given)}, is not what would be applied now (plan "
+        f"{plan.fingerprint}): {'; '.join(why)}. Nothing was sent: plan again and review the new plan"
     )
 
 
-MAX_REVIEW_CHARS = 20_000
-"""The most characters of a fleet's review; the plans past it are in their tasks' XCom."""
-
-
-MIN_REVIEW_CHARS = 1_000
-"""The smallest size bound a review takes: room for its summary and the count of what it leaves out."""
-
-
-def _name(plan: Mapping[str, Any]) -> str:
-    """Return ``ws/table`` on one line, whatever the names hold (no line break can forge a review line)."""
-    return one_line(f"{plan.get('ws_id')}/{plan.get('table')}")
-
-
-def _rank(plan: Mapping[str, Any]) -> tuple[int, str]:
-    rows = rows_of(plan)
-    risk = 0 if any(row.get("action") == Action.REFUSED for row in rows) else 1 if risky(plan) else 2
-    return risk, _name(plan)
-
-
-def _line(plan: Mapping[str, Any]) -> str:
-    rows = rows_of(plan)
-    count: dict[str, int] = {action: sum(row.get("action") == action for row in rows) for action in FIELD_ACTIONS}
-    destructive = sum(
-        row.get("destructive") is True or (row.get("action") == Action.REMOVE and row.get("destructive") is not False)
-        for row in rows
+def _stale_reasons(plan: SchemaPlan, approved: Mapping[str, Any]) -> list[str]:
+    """Return what changed between the approved plan's XCom and this plan."""
+    checks = (
+        (approved.get("ws_id"), approved.get("table")) == (plan.ws_id, plan.table),
+        approved.get("record_digest") == plan.record_digest,
+        approved.get("schema_digest") == plan.schema_digest,
+        approved.get("live_digest", "") == plan.live_digest,
+        approved.get("rows_digest", "") == plan.rows_digest,
     )
-    flags = [word for word, n in (("refused", count[Action.REFUSED]), ("destructive", destructive)) if n]
-    mark = f" [{', '.join(flags).upper()}]" if flags else ""
-    return f"- {_name(plan)}{mark}: {counts_said(count, destructive)} (plan {one_line(str(plan.get('fingerprint')))})"
-
-
-def counts_said(count: Mapping[str, int], destructive: int) -> str:
-    """
-    Return a plan's counts as every summary says them (the plan's first line, a fleet's line).
-
-    ``2 to add, 8 to change, 1 to remove, 1 to retype (2 destructive), 12 unchanged, 0 refused``: ``destructive``
-    counts every row the Destructive section lists; the tombstones of fields Blink no longer has are ``already gone``.
-    """
-    removing = f", {count[Action.REMOVE]} to remove" if count.get(Action.REMOVE) else ""
-    removing += f", {count[Action.RETYPE]} to retype" if count.get(Action.RETYPE) else ""
-    gone = f", {count['gone']} already gone" if count.get("gone") else ""
-    return (
-        f"{count[Action.ADD]} to add, {count[Action.CHANGE]} to change{removing} ({destructive} destructive), "
-        f"{count[Action.UNCHANGED]} unchanged{gone}, {count[Action.REFUSED]} refused"
+    reasons = (
+        f"it was made for {approved.get('ws_id')}/{approved.get('table')}",
+        f"the record at {plan.record} changed since the plan (last apply then: "
+        f"{approved.get('recorded_at') or 'none'}; now: {plan.recorded_at or 'none'})",
+        "the declared schema changed since the plan",
+        "the declared fields changed in Blink since the plan (or Blink's read answers differently)",
+        "the table's rows changed since the plan (what it counted is not what they hold now)",
     )
-
-
-def _fit(items: Sequence[str], room: int, sep: str) -> tuple[list[str], int]:
-    """Return the first of ``items`` whose joined length fits in ``room``, and how many are left out."""
-    kept: list[str] = []
-    used = 0
-    for item in items:
-        used += len(item) + (len(sep) if kept else 0)
-        if used > room:
-            break
-        kept.append(item)
-    return kept, len(items) - len(kept)
-
-
-def fleet_review(plans: Sequence[Mapping[str, Any]], *, max_chars: int = MAX_REVIEW_CHARS) -> str:
-    """
-    Return the text of one review of many tables' plans (Markdown, which reads as plain text too).
-
-    At most ``max_chars`` long whatever the number of tables.
-
-    What a table needs is read from its rows, never from its stored counts; every name is written
-    on one line. The tables with refused or destructive changes come first; each changed table is
-    named, or counted with where its plan is (its plan task's XCom) when the bound leaves no room.
-
-    :param plans: the plans' XComs, one per table.
-    :param max_chars: the size bound (at least ``MIN_REVIEW_CHARS``, 1,000).
-    """
-    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < MIN_REVIEW_CHARS:
-        raise BlinkInputError(f"max_chars must be an integer of {MIN_REVIEW_CHARS} or more, got {max_chars!r}")
-    changed = sorted((p for p in plans if changes(p)), key=_rank)
-    unchanged = sorted(_name(p) for p in plans if not changes(p))
-    risky_ones = sum(1 for p in changed if _rank(p)[0] < 2)
-    lines = [
-        f"Fleet review: {counted(len(plans), 'table')}: {counted(len(changed), 'table')} to change ({risky_ones} with "
-        f"refused or destructive changes, listed first), {counted(len(unchanged), 'table')} unchanged.",
-        "",
-        *_changed_lines(changed, max_chars * 2 // 5),
-        *_unchanged_lines(unchanged, max_chars // 10),
-        *_baseline_lines(changed),
-    ]
-    text = "\n".join(lines)
-    return text + _table_rows(changed, max_chars - len(text))
-
-
-def _baseline_lines(changed: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Return each baseline paragraph the changed plans use, once for the fleet rather than once a table."""
-    said = [text for text in (BASELINE, RECORD_BASELINE) if any(p.get("baseline") == text for p in changed)]
-    return [line for text in said for line in ("", text)]
-
-
-def _changed_lines(changed: Sequence[Mapping[str, Any]], room: int) -> list[str]:
-    """Return one line per table to change while they fit in ``room``, then how many more."""
-    listed, left = _fit([_line(plan) for plan in changed], room, "\n")
-    more = [f"- and {left} more table(s) to change: their plans are in their plan tasks' XCom"] if left else []
-    return [*listed, *more]
-
-
-def _unchanged_lines(unchanged: Sequence[str], room: int) -> list[str]:
-    """Return the tables with nothing to change, named while they fit in ``room``, then counted."""
-    if not unchanged:
-        return []
-    names, more = _fit(list(unchanged), room, ", ")
-    return ["", f"Nothing to change in: {', '.join(names)}" + (f" and {more} more" if more else "")]
-
-
-def _table_rows(changed: Sequence[Mapping[str, Any]], room: int) -> str:
-    """
-    Return each changed table's rows while they fit in ``room``, then what was left out.
-
-    Named while that fits, else counted (a table's rows give way to the note that names the rest).
-    """
-    blocks = [f"\n\n### {_name(plan)}\n\n{_text_rows(plan)}" for plan in changed]
-    shown = 0
-    while shown < len(blocks) and sum(map(len, blocks[: shown + 1])) <= room:
-        shown += 1
-    while True:
-        text = "".join(blocks[:shown]) + _left_out([_name(plan) for plan in changed[shown:]], room)
-        if len(text) <= room or shown == 0:
-            return text[:room]
-        shown -= 1
-
-
-def _left_out(names: Sequence[str], room: int) -> str:
-    if not names:
-        return ""
-    note = (
-        "\n\n{} more table(s) not shown here, to keep the review within the bound: {}. Their full plans are in "
-        "the XCom of their plan tasks."
-    )
-    kept, more = _fit(names, max(room - len(note) - 40, 0), ", ")
-    return note.format(
-        len(names), ", ".join(kept) + (f" and {more} more" if more else "") if kept else f"{more} tables"
-    )
-
-
-def _text_rows(plan: Mapping[str, Any]) -> str:
-    """Return a plan's text without the baseline paragraph, which the fleet's review says once."""
-    baselines = (BASELINE, RECORD_BASELINE)
-    return "\n\n".join(part for part in str(plan.get("text", "")).split("\n\n") if part.strip() not in baselines)
-
-
-OUTCOMES = tuple(TableOutcome)
-"""A table's outcomes, in the order the fleet's summary lists them."""
-
-WHY_CHARS = 300
-"""The most characters of a failed table's cause the summary shows (its apply's log has it whole)."""
-
-
-def _outcome(result: Mapping[str, Any] | None) -> str:
-    if not result:
-        return TableOutcome.FAILED  # the apply failed before it knew anything of the table, or never ran
-    outcome = result.get("outcome")
-    return outcome if isinstance(outcome, str) and outcome in OUTCOMES else TableOutcome.FAILED
-
-
-def _waits(result: Mapping[str, Any] | None) -> int:
-    """Return the 429 answers an apply met, as it reports them (anything but a count is none)."""
-    waits = (result or {}).get("rate_limited")
-    return waits if isinstance(waits, int) and not isinstance(waits, bool) and waits > 0 else 0
-
-
-def fleet_summary(
-    tables: Sequence[Mapping[str, Any]],
-    results: Sequence[Mapping[str, Any] | None],
-    *,
-    rejected: bool = False,
-    plans: Sequence[Mapping[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """
-    Return what became of each table of a fleet once its applies are over.
-
-    Applied, unchanged, failed (with its cause in one line), stale, or rejected (``rejected``: the review rejected the
-    plans, so no apply ran and every table is ``rejected``).
-
-    :param tables: the tables, each with ``ws_id`` and ``table``, in the applies' map order.
-    :param results: each apply's XCom (the :class:`~blinkops_provider.operators.tables.UpdateTableFieldsOperator`
-        summary, pushed also when it fails), None where there is none: in the same order.
-    :param plans: the tables' plans (their XComs, any order): with ``rejected``, a table whose plan
-        had nothing to change is ``unchanged``, not ``rejected``.
-    :returns: ``{"applied", "unchanged", "failed", "stale", "rejected": ["ws/table", ...], "rate_limited": n,
-        "errors": {"ws/table": message}, "text": ...}``, ``rate_limited`` being the 429 answers the
-        applies met (each one waited out, or retried by the task).
-    """
-    if len(tables) != len(results):
-        raise BlinkInputError(f"{len(tables)} tables but {len(results)} apply results: give one result per table")
-    summary: dict[str, Any] = {outcome.value: [] for outcome in OUTCOMES}  # plain text keys: XCom-ready
-    errors: dict[str, str] = {}
-    waits = 0
-    kept = _unchanged_plans(plans)
-    for table, given in zip(tables, results, strict=True):
-        result = given if isinstance(given, Mapping) else None  # anything else: no result
-        name = _name(table) if isinstance(table, Mapping) else one_line(str(table))
-        outcome = _rejected(name in kept) if rejected else _outcome(result)
-        summary[outcome].append(name)
-        waits += _waits(result)
-        if outcome in (TableOutcome.FAILED, TableOutcome.STALE):
-            errors[name] = _why_failed(result)
-    return {
-        **summary,
-        "rate_limited": waits,
-        "errors": errors,
-        "text": _summary_text(len(tables), summary, errors, waits),
-    }
-
-
-def _unchanged_plans(plans: Sequence[Mapping[str, Any]] | None) -> set[str]:
-    """Return the tables whose plan changes nothing."""
-    return {_name(plan) for plan in plans or () if isinstance(plan, Mapping) and not changes(plan)}
-
-
-def _rejected(unchanged: bool) -> TableOutcome:
-    """Return a table's outcome when the review rejected the plans: unchanged when its plan changed nothing."""
-    return TableOutcome.UNCHANGED if unchanged else TableOutcome.REJECTED
-
-
-def _why_failed(result: Mapping[str, Any] | None) -> str:
-    """Return why an apply failed, in one line."""
-    why = one_line(str((result or {}).get("error") or _fields_failed(result) or "no result: see its task's log"))
-    return why if len(why) <= WHY_CHARS else why[: WHY_CHARS - 1] + "…"
-
-
-def _summary_text(count: int, summary: Mapping[str, list[str]], errors: Mapping[str, str], waits: int) -> str:
-    applied, kept, failed, stale, rejected = (summary[outcome] for outcome in OUTCOMES)
-    if rejected:
-        unchanged = f"\nUnchanged (nothing to apply): {', '.join(kept)}" if kept else ""
-        return f"Fleet of {counted(count, 'table')}: {REJECTED_IN_REVIEW}.\nRejected: {', '.join(rejected)}{unchanged}"
-    lines = [
-        f"Fleet of {counted(count, 'table')}: {len(applied)} applied, {len(kept)} unchanged, {len(failed)} failed, "
-        f"{len(stale)} stale; {waits} rate-limit (429) wait(s)."
-    ]
-    for outcome in OUTCOMES:
-        if summary[outcome]:
-            lines.append(f"{outcome.capitalize()}: {', '.join(summary[outcome])}")
-    lines += [f"- {name}: {message}" for name, message in errors.items()]
-    return "\n".join(lines)
-
-
-def _fields_failed(result: Mapping[str, Any] | None) -> str:
-    given = (result or {}).get("failed")
-    failed = [entry.get("field") for entry in given if isinstance(entry, Mapping)] if isinstance(given, list) else []
-    unknown = (result or {}).get("unknown")
-    unknown = list(unknown) if isinstance(unknown, list) else []
-    parts = [f"fields failed: {', '.join(map(str, failed))}"] if failed else []
-    return "; ".join(parts + ([f"fields unknown: {', '.join(map(str, unknown))}"] if unknown else []))
-
-
-# -- the plan as people read it (its text, its log lines) ------------------------------------
-
-RECORD_FALLBACK = "planned against the record of the last apply"
-"""What a plan says when Blink's fields read was not served."""
-
-BASELINE = (
-    "The baseline is the table as Blink holds it, read when the plan was made: what the declaration "
-    "leaves out of a field is sent as Blink holds it, so nothing is reset by omission."
-)
-RECORD_BASELINE = (
-    "The baseline is the last apply this provider recorded, not Blink's current state: changes made "
-    "in Blink's UI or by other tools are not seen, and Blink resets what a declaration leaves out."
-)
-
-
-def plan_text(plan: SchemaPlan) -> str:
-    """
-    Return the plan as text for the log and for a reviewer.
-
-    A summary line, refused and destructive changes first, the baseline, and a table of the fields with their values
-    (Markdown, which reads as plain text too).
-    """
-    lines = [] if not plan.unread else [f"Blink's live schema could not be read ({plan.unread}): {RECORD_FALLBACK}"]
-    if plan.table_plan.action == Action.CREATE:
-        lines.append(_creation(plan))
-    lines += [_summary_line(plan), *_flagged(plan.fields), *_table_lines(plan.table_plan)]
-    lines += [
-        "",
-        plan.baseline,
-        "",
-        "| field | action | details |",
-        "|---|---|---|",
-        *_field_rows(plan.fields),
-    ]
-    return "\n".join(lines + _left_alone(plan))
-
-
-def _summary_line(plan: SchemaPlan) -> str:
-    """Return ``Plan <fingerprint> for ws/table: n to add, ... (where the record is)``."""
-    counts = plan.counts
-    since = f"recorded {plan.recorded_at}" if plan.recorded_at else "none recorded yet"
-    since += f", {plan.recorded_by}" if plan.recorded_at and plan.recorded_by else ""
-    where = f"last apply: {since}, at {one_line(plan.record)}" if plan.record else "no record kept"
-    return (
-        f"Plan {plan.fingerprint} for {one_line(plan.ws_id)}/{one_line(plan.table)}: "
-        f"{counts_said(counts, counts['destructive'])} ({where})"
-    )
-
-
-def _left_alone(plan: SchemaPlan) -> list[str]:
-    """Return the closing lines: removals with nothing to remove, and the fields not declared."""
-    lines = []
-    gone = [row.field for row in plan.fields if row.action == Action.UNCHANGED and row.risk]
-    if gone:
-        lines += ["", f"Already gone from Blink (nothing to remove): {_cell(', '.join(map(repr, gone)))}"]
-    if plan.undeclared:
-        names = _cell(", ".join(map(repr, plan.undeclared)))
-        said = "Recorded but no longer declared" if plan.unread else "In Blink, not declared"
-        lines += ["", f"{said} (left as they are): {names}"]
-    return lines
-
-
-def log_plan(plan: SchemaPlan, log: Any) -> None:
-    """
-    Log the plan.
-
-    Its summary, refused and destructive changes, and each field that is added or changed, one line each; unchanged
-    fields are counted, not listed.
-    """
-    text = plan_text(plan).split("\n| field | action | details |")[0]
-    for line in text.splitlines():
-        if line and line != plan.baseline:  # plain text: no Markdown emphasis, bullets as indents
-            log.info(
-                "%s",
-                line.replace("**", "").replace("- ", "  ", 1) if line.startswith("- ") else line.replace("**", ""),
-            )
-    for row in plan.fields:
-        if row.action in (Action.ADD, Action.CHANGE):
-            log.info("  %s: %s %s", one_line(row.field), _action_cell(row), _details(row))
-    if plan.counts[Action.UNCHANGED]:
-        log.info("  (%d field(s) unchanged)", plan.counts[Action.UNCHANGED])
-
-
-_FLAGS: tuple[tuple[str, Callable[[FieldPlan], bool], Callable[[FieldPlan], str]], ...] = (
-    (
-        "**Refused** (each says who refuses it and why; while any entry is refused the apply sends nothing to this "
-        "table):",
-        lambda plan: plan.action == Action.REFUSED,
-        lambda plan: plan.risk,
-    ),
-    (
-        "**Destructive** (removals first: each deletes the field's values in every row, irreversibly; then the "
-        "changes that can orphan values already in the table or drop a check Blink enforces):",
-        lambda plan: plan.destructive,
-        lambda plan: f"{plan.action}: {plan.risk}" if plan.action in REMOVING else plan.risk,
-    ),
-    (
-        "**Changed in Blink since the last apply** (the plan is made against Blink's values):",
-        lambda plan: bool(plan.drift),
-        lambda plan: f"{', '.join(plan.drift)}{plan.changed_by}",
-    ),
-)
-"""The plan's flagged rows, in the order a reviewer reads them: a heading, which rows, what each says."""
-
-
-def _removals_first(plan: FieldPlan) -> bool:
-    return plan.action not in REMOVING
-
-
-def _flagged(fields: Sequence[FieldPlan]) -> list[str]:
-    """Return the refused, destructive (removals first) and drifted rows, each kind under its heading."""
-    lines: list[str] = []
-    for heading, flagged, said in _FLAGS:
-        rows = sorted((plan for plan in fields if flagged(plan)), key=_removals_first)
-        lines += ["", heading, *(f"- {_cell(plan.field)}: {said(plan)}" for plan in rows)] if rows else []
-    return lines
-
-
-def _field_rows(fields: Sequence[FieldPlan]) -> list[str]:
-    """
-    Return the table's rows.
-
-    One per field to add, change or refuse, then the unchanged ones folded into one row with their count and names
-    (Blink's name beside a field's where they differ).
-    """
-    rows = [f"| {_cell(p.field)} | {_action_cell(p)} | {_details(p)} |" for p in fields if p.action != Action.UNCHANGED]
-    same = [
-        f"{p.field} (Blink's name {p.blink_name!r})" if p.blink_name else p.field
-        for p in fields
-        if p.action == Action.UNCHANGED and not p.risk  # (a tombstone of a field Blink lacks is said apart)
-    ]
-    if same:
-        names = _cell(", ".join(same))
-        rows.append(f"| {len(same)} field{'s' if len(same) > 1 else ''} | unchanged | {names} |")
-    return rows
-
-
-def _creation(plan: SchemaPlan) -> str:
-    """Return the plan's first line when it creates the table."""
-    shown = dict((member, after) for member, _, after in plan.table_plan.values)
-    adds = [row.field for row in plan.fields if row.action == Action.ADD]
-    return (
-        f"Create table {show(shown.get('display_name'))} in workspace {one_line(plan.ws_id)} with {len(adds)} "
-        f"field(s): {_cell(', '.join(adds)) or 'none'} (Blink derives the table's name and its fields' names)"
-    )
-
-
-def _table_lines(table: TablePlan) -> list[str]:
-    """Return the table's own change (its display name or description), and what could not be planned."""
-    lines: list[str] = []
-    if table.action == Action.CHANGE:
-        shown = "; ".join(f"{member}: {show(before)} → {show(after)}" for member, before, after in table.values)
-        lines += ["", f"**The table** ({one_line(table.name)}): change {shown}"]
-    if table.note:
-        lines += ["", table.note]
-    return lines
-
-
-def _action_cell(plan: FieldPlan) -> str:
-    return "change (destructive)" if plan.destructive and plan.action == Action.CHANGE else plan.action
-
-
-POSTED_CHARS = 400
-"""The most characters of an add's ``POST`` body its row shows."""
-
-
-def _details(plan: FieldPlan) -> str:
-    named = f"declared as {plan.field!r}, Blink's name is {plan.blink_name!r}; " if plan.blink_name else ""
-    if plan.action == Action.ADD and plan.body is not None:
-        return _cell(_added(plan.field, plan.body) + _fills(plan))
-    if plan.action == Action.ADD:
-        return _cell(", ".join(f"{member} {show(after)}" for member, _, after in plan.values))
-    if plan.action in REMOVING:
-        return _cell(f"{named}{plan.risk}")
-    return _cell(named + _changed(plan) + _fills(plan))
-
-
-def _added(name: str, body: FieldUpdate) -> str:
-    """Return an add in words: ``adds Queue (text, required), shown as 'Queue'``, its attributes cut at a length."""
-    given = body.to_body()
-    attributes = dict(given.get("attributes") or {})
-    checks = [
-        check.replace("is_unique", "unique") for check in ("required", "is_unique") if attributes.pop(check, None)
-    ]
-    kind = ", ".join([str(given.get("type")), *checks])
-    said = f"adds {name} ({kind}), shown as {show(given.get('display_name'))}"
-    said += f", described {show(given['description'])}" if given.get("description") else ""
-    if attributes:
-        text = json.dumps(attributes, ensure_ascii=False, sort_keys=True)
-        said += f", with {text if len(text) <= POSTED_CHARS else text[: POSTED_CHARS - 1] + '…'}"
-    return said
-
-
-def _fills(plan: FieldPlan) -> str:
-    """Return what a backfill writes (``, fills 120 rows with 'triage'``), or "" (none, or nothing to fill)."""
-    rows = (plan.counts or {}).get("backfill")
-    if plan.backfill is None or plan.action == Action.RETYPE:  # (a retype's risk says its fill)
-        return ""
-    if rows is None:
-        return f", fills its empty rows with {show(plan.backfill)} (not counted)"
-    return f", fills {rows} empty row(s) with {show(plan.backfill)}" if rows else ""
-
-
-def _changed(plan: FieldPlan) -> str:
-    """Return a change's (or a refused change's) members, before and after, with what Blink keeps enforcing."""
-    shown = "; ".join(f"{member}: {show(before)} → {show(after)}" for member, before, after in plan.values)
-    if plan.kept and plan.action == Action.CHANGE:
-        shown += f" (Blink keeps enforcing {' and '.join(plan.kept)}: not declared, sent as held)"
-    return f"{shown} ({plan.risk})" if plan.action == Action.REFUSED else shown
-
-
-def _cell(text: str) -> str:
-    """Text as one Markdown table cell (:func:`blinkops_provider._inputs.one_line`)."""
-    return one_line(text)
+    why = [reason for same, reason in zip(checks, reasons, strict=True) if not same]
+    moved = _fields_planned_differently(plan, approved)
+    listed = ", ".join(map(repr, moved[:20])) + (f" and {len(moved) - 20} more" if len(moved) > 20 else "")
+    return why + ([f"the fields planned differently now (each changed since the plan): {listed}"] if moved else [])
+
+
+def _fields_planned_differently(plan: SchemaPlan, approved: Mapping[str, Any]) -> list[str]:
+    """Return the fields whose rows differ between the approved plan's XCom and this plan."""
+    then = {entry.get("field"): entry for entry in approved.get("fields") or [] if isinstance(entry, Mapping)}
+    now: dict[Any, Any] = {row.field: row.to_xcom() for row in plan.fields}
+    return [str(name) for name in dict.fromkeys([*then, *now]) if then.get(name) != now.get(name)]
+
+
+def _edited(approved: Mapping[str, Any], plan: SchemaPlan) -> list[str]:
+    """Return what of an approved plan's XCom differs from ``plan`` although its fingerprint is the same."""
+    edited = [] if approved.get("fields") == [row.to_xcom() for row in plan.fields] else ["rows"]
+    table = plan.table_plan.to_xcom()
+    edited += [] if approved.get("table_plan", table) == table else ["a table change"]
+    return edited + ([] if approved.get("text", plan_text(plan)) == plan_text(plan) else ["a text"])

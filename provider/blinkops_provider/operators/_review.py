@@ -28,7 +28,15 @@ from airflow.providers.standard.operators.hitl import ApprovalOperator
 from blinkops_provider._inputs import one_line, rendered_flag
 from blinkops_provider._states import REMOVING, Decision
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.migrations import apply, check_review_policy, fleet_review, plan, plan_markdown, review_needed
+from blinkops_provider.migrations import (
+    apply,
+    check_review_policy,
+    fleet_review,
+    plan,
+    plan_markdown,
+    plan_xcom,
+    review_needed,
+)
 from blinkops_provider.operators._answer import approval_from_record, chosen, rejection
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 
@@ -171,7 +179,7 @@ class ReviewedApply(UpdateTableFieldsOperator):
         policy = check_review_policy(self.review_policy)
         request = self._request(context)
         self.keep_table_page(context, self.ws_id, self.table)
-        shown = plan(self.hook, request).to_xcom()  # what Blink holds now: the plan a person is shown
+        shown = plan_xcom(plan(self.hook, request))  # what Blink holds now: the plan a person is shown
         if not self._asks(shown, policy, request.acknowledge_risks):
             self.log.info("No review: review policy %r asks no one for %s", policy, _what(shown))
             with self._reported(context, request) as outcome:

@@ -37,7 +37,16 @@ from blinkops_provider.exceptions import (
     BlinkStalePlanError,
 )
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.migrations import ApplyRequest, ApplyResult, Holder, apply, apply_schema, plan
+from blinkops_provider.migrations import (
+    ApplyRequest,
+    ApplyResult,
+    Holder,
+    apply,
+    apply_schema,
+    log_plan,
+    plan,
+    plan_xcom,
+)
 from blinkops_provider.models import FieldBatch, FieldType, FieldUpdate
 from blinkops_provider.operators._answer import approval_from_review
 from blinkops_provider.operators._base import TABLE_PAGE_KEY, BaseBlinkOperator, with_alias
@@ -473,7 +482,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         ``acknowledge_risks``, and ``"backfilled"`` (the rows each declared ``backfill`` filled, by
         field); an outcome being ``added``, ``changed``, ``removed``, ``retyped``, ``unchanged``,
         ``applied``, ``failed`` or ``unknown`` (in flight when interrupted); with ``plan_only``, the plan
-        (:meth:`~blinkops_provider.migrations.SchemaPlan.to_xcom`).
+        (:func:`~blinkops_provider.migrations.plan_xcom`).
     :raises BlinkInputError: invalid entries, before any request; a plan that refuses an entry
         (every refusal said; nothing sent to the table); a ``review_task_id`` that names
         no approval task upstream, or whose answer rejected the plan; a removal not acknowledged,
@@ -608,10 +617,10 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         """Return the plan's XCom, once the key is known to work (before anyone is asked to review)."""
         self.hook.check_key()
         planned = plan(self.hook, request)
-        planned.log_to(self.log)
+        log_plan(planned, self.log)
         if self.fail_on_refusal:
             planned.check_whole()  # a plan that refuses an entry applies nothing: nobody is asked to review it
-        return planned.to_xcom()
+        return plan_xcom(planned)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """
