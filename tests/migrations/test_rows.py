@@ -18,17 +18,9 @@ import requests_mock as rm
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations import apply_schema, plan_schema, plan_text, plan_xcom, review_needed
-from blinkops_provider.migrations._rows import (
-    OPAQUE,
-    SHOWN_REPEATS,
-    USER_TYPES,
-    Need,
-    Tally,
-    convert,
-    count_row,
-    rule,
-    table,
-)
+from blinkops_provider.migrations._conversions import OPAQUE, USER_TYPES, conversion, conversion_table, convert
+from blinkops_provider.migrations._risks import SHOWN_REPEATS
+from blinkops_provider.migrations._rows import Need, Tally, count_row
 from blinkops_provider.sandbox import BlinkSandbox
 from blinkops_provider.sandbox._seed import DEMO_ROWS
 from tests.fake_blink import FakeBlink, blink_field
@@ -39,14 +31,14 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "migrating_data.md"
 def test_the_docs_table_is_the_rules() -> None:
     page = DOCS.read_text()
     shown = re.search(r"<!-- conversion-table:.*?-->\n(.*?)\n<!-- /conversion-table -->", page, re.S)
-    assert shown is not None and shown.group(1).strip() == table().strip()
+    assert shown is not None and shown.group(1).strip() == conversion_table().strip()
 
 
 def test_every_pair_of_the_18_types_has_a_rule() -> None:
     assert len(USER_TYPES) == 18
     for source in USER_TYPES:
         for target in USER_TYPES:
-            how, converter = rule(source, target)
+            how, converter = conversion(source, target)
             assert how
             if source == target or source in OPAQUE or target in OPAQUE:
                 assert converter is None

@@ -17,7 +17,8 @@ approved one with :func:`check_approved`.
 The private modules hold the parts (the declaration is read and checked by
 ``blinkops_provider.models``, which imports no Airflow): which of Blink's fields an entry is and the
 body sent for it (``_matching``); the plan's types and identity (``_plan_types``); the planner
-(``_plan``); the table's rows, counted, the risk rules and the conversions of a retype (``_rows``);
+(``_plan``); the risk rules, one table (``_risks``); the table's rows, counted (``_rows``); the conversions
+of a retype (``_conversions``);
 the table's lock and the record of the last apply beside it (``_lock``); the gate: who may let a plan
 through, and whether it is the approved one (``_review``); the plan and a fleet as people read them
 (``_text``); the request and the apply (``_apply``); the order it sends in, the backfill and the copy,

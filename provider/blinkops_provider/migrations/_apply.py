@@ -50,7 +50,7 @@ from blinkops_provider.migrations._matching import created_as, match_table
 from blinkops_provider.migrations._plan import make_plan, plan_table
 from blinkops_provider.migrations._plan_types import SchemaPlan, TablePlan
 from blinkops_provider.migrations._review import admit, check_approval, who_let_through
-from blinkops_provider.migrations._rows import needs_of, read_rows
+from blinkops_provider.migrations._rows import read_rows
 from blinkops_provider.migrations._steps import ApplyResult
 from blinkops_provider.migrations._steps import Steps as _Steps
 from blinkops_provider.migrations._text import log_plan
@@ -273,7 +273,11 @@ def _to_create(record: SchemaRecord, wanted: tuple[str | None, str | None], crea
 def _plan(
     hook: BlinkHook, record: SchemaRecord, declared: Declaration, replace: bool, create_table: bool = False
 ) -> tuple[SchemaPlan, dict[str, Any]]:
-    """Return the plan of ``declared`` against Blink's table, its fields and the record; and the record's bodies."""
+    """
+    Return the plan of ``declared`` against Blink's table, its fields and the record; and the record's bodies.
+
+    One plan: the rows its changes need are counted while it is made (``make_plan``'s ``count_rows``).
+    """
     recorded, recorded_at = record.read()
     listed = not _fields_tell_all(declared)  # Blink's tables read, only for what the fields read does not tell
     read = hook.read_table(record.ws_id, record.table, tables=listed)
@@ -283,8 +287,13 @@ def _plan(
     if other_name is not None:  # found under another name: its fields are read by that name
         read = hook.read_table(record.ws_id, other_name, tables=False)
     live, unread = _live(hook, record, read, table_plan, replace)
-    planning = functools.partial(
-        make_plan,
+    rows_of_table = table_plan.name or record.table
+    count_rows = (
+        functools.partial(read_rows, hook, record.ws_id, rows_of_table, estimate=table_plan.rows)
+        if _rows_matter(live, table_plan)
+        else None
+    )
+    plan = make_plan(
         target=(record.host, record.ws_id, record.table),
         record=record.location,
         declared=declared.fields,
@@ -298,13 +307,10 @@ def _plan(
         notes=record.names,
         table_plan=table_plan,
         declared_table=(declared.display_name, declared.description),
+        count_rows=count_rows,
         backfills=declared.backfills,
         type_changes=declared.type_changes,
     )
-    plan = planning()
-    needs = needs_of(plan.fields, declared.backfills) if _rows_matter(live, table_plan) else []
-    if needs:  # judged again with the rows the changes touch, counted
-        plan = planning(facts=read_rows(hook, record.ws_id, table_plan.name or record.table, needs, table_plan.rows))
     return plan, recorded
 
 

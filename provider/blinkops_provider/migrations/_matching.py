@@ -269,11 +269,12 @@ def merge_field(update: FieldUpdate, held: TableField | Mapping[str, Any], *, na
     Blink's update replaces the whole field, so a member or attribute the update leaves out (``required``,
     ``is_unique``, ``description``, one Blink added later) is sent as held.
 
+    :param held: Blink's field, or its body as :func:`field_body` gives it.
     :param name: the field's name, for the error.
     :raises BlinkInputError: Blink holds a value this provider cannot send back unchanged
         (then ``replace=True`` sends the update as given).
     """
-    kept, given = field_body(held), update.to_body()
+    kept, given = field_body(held) if isinstance(held, TableField) else dict(held), update.to_body()
     merged = {**kept, **given, "attributes": {**kept.get("attributes", {}), **given.get("attributes", {})}}
     try:
         return FieldUpdate.model_validate(merged, context={"from_blink": True})

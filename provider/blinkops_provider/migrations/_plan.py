@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,14 +34,8 @@ from blinkops_provider.migrations._matching import (
     retyped_body,
 )
 from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan, TablePlan, digest
-from blinkops_provider.migrations._rows import (
-    NOTHING_READ,
-    RowFacts,
-    judge_add,
-    judge_change,
-    judge_retype,
-    removal_said,
-)
+from blinkops_provider.migrations._risks import Change, judge, needs_of
+from blinkops_provider.migrations._rows import NOTHING_READ, Need, RowFacts
 from blinkops_provider.models import BlinkTable, FieldUpdate, TableField, backfill_unfit
 
 
@@ -60,12 +54,16 @@ def make_plan(
     table_plan: TablePlan | None = None,
     declared_table: Sequence[str | None] = (None, None),
     facts: RowFacts = NOTHING_READ,
+    count_rows: Callable[[Sequence[Need]], RowFacts] | None = None,
     backfills: Mapping[str, Any] | None = None,
     type_changes: Mapping[str, str] | None = None,
     recorded_by: str = "",
 ) -> SchemaPlan:
     """
     Return the plan of ``declared`` for one table.
+
+    Each entry is matched and its body made once; the risk rules say which rows the changes need, ``count_rows``
+    counts them, and each change is judged with them.
 
     :param target: ``(Blink's host, workspace, table)``.
     :param record: where the record of the last apply is kept ("" when none is kept).
@@ -78,18 +76,23 @@ def make_plan(
     :param notes: the record's note of the name Blink gave each field this provider added.
     :param table_plan: what happens to the table itself (:func:`plan_table`).
     :param declared_table: the table's declared display name and description.
-    :param facts: what was counted in the table's rows (:func:`~._rows.read_rows`), for the
-        changes that touch data.
+    :param facts: what is known of the table's rows when ``count_rows`` is not given.
+    :param count_rows: counts the rows the changes need (``_rows.read_rows`` of the table), called at most once and
+        only when a change needs its rows; None: the rows are not read (``facts`` stand).
     :param backfills: the declared ``backfill`` value of each field that has one.
     :param type_changes: the declared ``type_change`` of each field that has one.
     """
     host, ws_id, table = target
     table_plan = table_plan or TablePlan(name=table)
-    facts = facts if facts.counted or facts.unread else dataclasses.replace(facts, estimate=table_plan.rows)
     backfills, type_changes = backfills or {}, type_changes or {}
-    judged: dict[str, Any] = {"facts": facts, "backfills": backfills, "type_changes": type_changes}
-    rows = plan_fields(declared, recorded, live, table=table, replace=replace, removals=removals, notes=notes, **judged)
-    undeclared = _undeclared(rows, declared, recorded, live)
+    context = _Context(table, backfills, type_changes)
+    drafts = _drafts(declared, recorded, live, replace, removals, notes or {}, context)
+    needs = needs_of(draft.change for draft in drafts if draft.change is not None)
+    if count_rows is not None and needs:
+        facts = count_rows(needs)
+    if not (facts.counted or facts.unread):
+        facts = dataclasses.replace(facts, estimate=table_plan.rows)
+    rows = [_judged(draft, facts) for draft in drafts]
     schema = [[name, update.to_body(), backfills.get(name), type_changes.get(name)] for name, update in declared]
     return SchemaPlan(
         ws_id=ws_id,
@@ -98,17 +101,17 @@ def make_plan(
         recorded_at=recorded_at,
         recorded_by=recorded_by,
         fields=tuple(rows),
-        undeclared=tuple(undeclared),
+        undeclared=tuple(_undeclared(rows, declared, recorded, live)),
         schema_digest=digest([[host, ws_id, table], schema, replace, list(removals), list(declared_table)]),
         record_digest=digest([recorded_at, recorded]),
-        live_digest=_livedigest(live, rows, table_plan),
+        live_digest=_live_digest(live, drafts, table_plan),
         unread=unread,
         table_plan=table_plan,
-        rows_digest=_rowsdigest(rows, facts),
+        rows_digest=_rows_digest(rows, facts),
     )
 
 
-def _rowsdigest(rows: Sequence[FieldPlan], facts: RowFacts) -> str:
+def _rows_digest(rows: Sequence[FieldPlan], facts: RowFacts) -> str:
     """Return the digest of what the plan counted in the rows ("" when it counted nothing)."""
     return digest([[row.field, row.counts] for row in rows if row.counts]) if facts.counted else ""
 
@@ -131,15 +134,11 @@ def _undeclared(
     return [str(f.name) for f in live if f.name not in matched and not kept_by_blink(f)]
 
 
-def _livedigest(live: Sequence[TableField] | None, rows: Sequence[FieldPlan], table: TablePlan) -> str:
+def _live_digest(live: Sequence[TableField] | None, drafts: Sequence[_Draft], table: TablePlan) -> str:
     """Return the digest of the declared fields as Blink holds them, and of the table ("" without a live read)."""
     if live is None:
         return ""
-    held = {field.name: field for field in live}
-    bodies = [
-        [row.name_in_blink, field_body(held[row.name_in_blink]) if row.name_in_blink in held else None] for row in rows
-    ]
-    return digest([bodies, table.to_xcom()])
+    return digest([[[draft.plan.name_in_blink, draft.held] for draft in drafts], table.to_xcom()])
 
 
 def plan_table(
@@ -218,42 +217,79 @@ def plan_fields(
     type_changes: Mapping[str, str] | None = None,
 ) -> list[FieldPlan]:
     """
-    Return each declared field against Blink's field (``live``, matched by :func:`match_fields`) or.
+    Return each declared field against Blink's field (``live``, matched by :func:`~._matching.match_fields`).
 
-    Without a live read, its recorded body: ``add`` (a field Blink lacks: ``POST``; without a live read, one the record
-    lacks), ``change`` (destructive when it can orphan data or loses a check), ``unchanged``, or ``refused`` (not sent:
-    a type change, a field Blink keeps to itself, a declaration that contradicts itself or cannot be told apart); then
-    each removal: ``remove`` (with ``rows``, the rows that lose their values), ``unchanged`` (Blink has no such field)
-    or ``refused``. A change that touches data is judged with ``facts``, the rows counted (:mod:`._rows`).
+    Without a live read, against its recorded body: ``add`` (a field Blink lacks: ``POST``; without a live read, one
+    the record lacks), ``change`` (destructive when it can orphan data or loses a check), ``retype``, ``unchanged``, or
+    ``refused`` (not sent: a type change without ``type_change``, a field Blink keeps to itself, a declaration that
+    contradicts itself or cannot be told apart); then each removal: ``remove`` (with ``rows``, the rows that lose their
+    values), ``unchanged`` (Blink has no such field) or ``refused``. A change that touches data is judged with
+    ``facts``, the rows counted, by the risk rules (``_risks``).
     """
-    declared = list(declared)
-    if live is None:
-        return _against_record(declared, recorded, removals)
-    fields = list(live.values()) if isinstance(live, Mapping) else list(live)
-    held = {field.name: field for field in fields if field.name is not None}
-    matches = match_fields(declared, removals, fields, notes or {})
-    targets = _referenced(fields)
-    context = _Context(targets, table, facts, backfills or {}, type_changes or {})
-    plans = [_one_live(name, update, matches, held, recorded, replace, context) for name, update in declared]
-    return plans + [_removal(name, held.get(matches.gone.get(name, "")), facts) for name in removals]
+    context = _Context(table, backfills or {}, type_changes or {})
+    drafts = _drafts(list(declared), recorded, live, replace, removals, notes or {}, context)
+    return [_judged(draft, facts) for draft in drafts]
 
 
 @dataclass(frozen=True)
 class _Context:
-    """
-    What each field's plan is judged with.
+    """What each field is planned with: the table's name, the declared backfills and type changes."""
 
-    The tables Blink's reference fields link to, the table's name, the rows counted, and the declared backfills.
-    """
-
-    targets: dict[str, str]
     table: str
-    facts: RowFacts
     backfills: Mapping[str, Any]
     type_changes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    targets: dict[str, str] = dataclasses.field(default_factory=dict)
+    """The tables Blink's reference fields link to (and the adds planned so far): target -> the field that links."""
 
 
-def _one_live(
+@dataclass(frozen=True)
+class _Draft:
+    """
+    One row of the plan before the rows are judged.
+
+    :ivar plan: the row as matching and merging make it.
+    :ivar held: Blink's field as a body (:func:`~._matching.field_body`, once per field); None when Blink has none.
+    :ivar change: what the risk rules judge with the rows (None: nothing to judge).
+    """
+
+    plan: FieldPlan
+    held: Mapping[str, Any] | None = None
+    change: Change | None = None
+
+
+def _drafts(
+    declared: Sequence[tuple[str, FieldUpdate]],
+    recorded: Mapping[str, Any],
+    live: Sequence[TableField] | Mapping[str, TableField] | None,
+    replace: bool,
+    removals: Sequence[str],
+    notes: Mapping[str, str],
+    context: _Context,
+) -> list[_Draft]:
+    """Return each declared entry's row and each removal's, matched to Blink's fields (or the record), not judged."""
+    if live is None:
+        return _drafts_against_record(declared, recorded, removals)
+    fields = list(live.values()) if isinstance(live, Mapping) else list(live)
+    held = {field.name: field for field in fields if field.name is not None}
+    matches = match_fields(declared, removals, fields, notes)
+    context.targets.update(_referenced(fields))
+    drafts = [_draft_live(name, update, matches, held, recorded, replace, context) for name, update in declared]
+    return drafts + [_removal_draft(name, held.get(matches.gone.get(name, ""))) for name in removals]
+
+
+def _judged(draft: _Draft, facts: RowFacts) -> FieldPlan:
+    """Return a drafted row judged with the rows (``_risks.judge``): refused, or with its risk and counts."""
+    if draft.change is None:
+        return draft.plan
+    judged = judge(draft.change, facts)
+    counts = dict(judged.counts) or None
+    if judged.refusal:
+        return dataclasses.replace(draft.plan, action=Action.REFUSED, risk=judged.refusal, body=None, counts=counts)
+    rows = judged.rows if draft.plan.action == Action.REMOVE else draft.plan.rows
+    return dataclasses.replace(draft.plan, risk=judged.risk, counts=counts, destroys=judged.destroys, rows=rows)
+
+
+def _draft_live(
     name: str,
     update: FieldUpdate,
     matches: Matches,
@@ -261,40 +297,43 @@ def _one_live(
     recorded: Mapping[str, Any],
     replace: bool,
     context: _Context,
-) -> FieldPlan:
-    """Return one declared field's plan against Blink's fields: refused, an add, or against the field it is."""
+) -> _Draft:
+    """Return one declared field's row against Blink's fields: refused, an add, or against the field it is."""
     if name in matches.refused:
-        return FieldPlan(name, Action.REFUSED, risk=matches.refused[name])
+        return _Draft(FieldPlan(name, Action.REFUSED, risk=matches.refused[name]))
     backfill = context.backfills.get(name)
     if name not in matches.found:
-        return _backfill_checked(dataclasses.replace(_add(name, update, context), backfill=backfill))
+        return _backfill_checked(_add_draft(name, update, backfill, context))
     found = matches.found[name]
-    plan = _against_blink(name, update, held[found], recorded.get(name), replace, context)
-    return _backfill_checked(dataclasses.replace(plan, blink_name=found if found != name else "", backfill=backfill))
+    draft = _draft_against_blink(name, update, held[found], recorded.get(name), replace, context)
+    plan = dataclasses.replace(draft.plan, blink_name=found if found != name else "", backfill=backfill)
+    return _backfill_checked(dataclasses.replace(draft, plan=plan))
 
 
-def _backfill_checked(plan: FieldPlan) -> FieldPlan:
-    """Return the plan, refused when the field it sends cannot hold its backfill (its type, a select's options)."""
+def _backfill_checked(draft: _Draft) -> _Draft:
+    """Return the row, refused when the field it sends cannot hold its backfill (its type, a select's options)."""
+    plan = draft.plan
     if plan.backfill is None or plan.body is None or plan.action not in (Action.ADD, Action.CHANGE, Action.RETYPE):
-        return plan
+        return draft
     body = plan.body.to_body()
     options = (body.get("attributes") or {}).get("options")
     why = backfill_unfit(body.get("type"), plan.backfill, options if isinstance(options, list) else None)
     if not why:
-        return plan
-    return dataclasses.replace(plan, action=Action.REFUSED, risk=f"{why}: nothing is sent", body=None)
+        return draft
+    refused = dataclasses.replace(plan, action=Action.REFUSED, risk=f"{why}: nothing is sent", body=None)
+    return _Draft(refused, draft.held)
 
 
-def _against_record(
+def _drafts_against_record(
     declared: Sequence[tuple[str, FieldUpdate]], recorded: Mapping[str, Any], removals: Sequence[str]
-) -> list[FieldPlan]:
+) -> list[_Draft]:
     """Return each declared field against its recorded body (Blink's fields read not served); no removal."""
-    plans = []
+    drafts = []
     for name, update in declared:
         before = recorded.get(name)
-        plans.append(_against(name, update, before if isinstance(before, Mapping) else None, update))
+        drafts.append(_draft_against(name, before if isinstance(before, Mapping) else None, update, name))
     why = "a removal needs Blink's fields read, which this Blink does not serve: nothing is removed"
-    return plans + [FieldPlan(name, Action.REFUSED, risk=why) for name in removals]
+    return drafts + [_Draft(FieldPlan(name, Action.REFUSED, risk=why)) for name in removals]
 
 
 def _referenced(fields: Sequence[TableField]) -> dict[str, str]:
@@ -307,68 +346,64 @@ def _referenced(fields: Sequence[TableField]) -> dict[str, str]:
     return targets
 
 
-def _add(name: str, update: FieldUpdate, context: _Context) -> FieldPlan:
+def _add_draft(name: str, update: FieldUpdate, backfill: Any, context: _Context) -> _Draft:
     """
-    Return the plan of a declared field Blink lacks.
+    Return the row of a declared field Blink lacks: added with its declaration as the ``POST`` body.
 
-    Added with its declaration as the ``POST`` body (refused when required on a table with rows and no backfill).
+    Refused when it contradicts itself, or links to a table another reference field of the table links to already.
     """
-    targets, table = context.targets, context.table
     problems = contradictions(update)
     if problems:
-        return FieldPlan(name, Action.REFUSED, risk=f"the declaration contradicts itself: {'; '.join(problems)}")
+        why = f"the declaration contradicts itself: {'; '.join(problems)}"
+        return _Draft(FieldPlan(name, Action.REFUSED, risk=why, backfill=backfill))
     reference = update.attributes.table_reference if update.attributes is not None else None
     if update.type is not None and update.type.value == "reference" and reference is not None:
-        linked = targets.get(reference.table_name)
+        linked = context.targets.get(reference.table_name)
         if linked is not None:
             why = (
-                f"table {table!r} links to table {reference.table_name!r} through field {linked!r} already, and Blink "
-                "allows one reference field per target table"
+                f"table {context.table!r} links to table {reference.table_name!r} through field {linked!r} already, "
+                "and Blink allows one reference field per target table"
             )
-            return FieldPlan(name, Action.REFUSED, risk=why)
-        targets[reference.table_name] = name
+            return _Draft(FieldPlan(name, Action.REFUSED, risk=why, backfill=backfill))
+        context.targets[reference.table_name] = name
     after = update.to_body()
     shown = tuple((member, None, member_value(after, member)) for member in differing_members(after, {}))
-    judged = judge_add(after, context.facts, context.backfills.get(name))
-    if judged.refusal:
-        return FieldPlan(name, Action.REFUSED, values=shown, risk=judged.refusal, counts=judged.counts)
-    return FieldPlan(name, Action.ADD, values=shown, body=update, counts=judged.counts or None)
+    plan = FieldPlan(name, Action.ADD, values=shown, body=update, backfill=backfill)
+    return _Draft(plan, change=Change(name, name, Action.ADD, {}, after, backfill))
 
 
-def _removal(name: str, held: TableField | None, facts: RowFacts) -> FieldPlan:
+def _removal_draft(name: str, held: TableField | None) -> _Draft:
     """
-    Return a tombstone.
+    Return a tombstone's row.
 
     The field removed with its values, refused for Blink's own fields, or ``unchanged`` when Blink has no such field.
     """
     if held is None:
-        return FieldPlan(name, Action.UNCHANGED, risk=f"Blink has no field {name!r}: nothing to remove")
+        return _Draft(FieldPlan(name, Action.UNCHANGED, risk=f"Blink has no field {name!r}: nothing to remove"))
     blink_name = str(held.name) if held.name != name else ""
-    why = removal_refused(name, held)  # (the gate says what no one may remove)
+    before = field_body(held)
+    why = removal_refused(name, held)  # (Blink's own fields: no one may remove them)
     if why:
-        return FieldPlan(name, Action.REFUSED, risk=why, blink_name=blink_name)
-    why, rows, _ = removal_said(facts, str(held.name))
-    if facts.counted:
-        counts: dict[str, Any] = {"rows": facts.total, "with_value": rows}
-    else:
-        counts = {"estimate": facts.estimate, **({"unread": facts.unread} if facts.unread else {})}
-    return FieldPlan(name, Action.REMOVE, risk=why, blink_name=blink_name, rows=rows, counts=counts)
+        return _Draft(FieldPlan(name, Action.REFUSED, risk=why, blink_name=blink_name), before)
+    plan = FieldPlan(name, Action.REMOVE, blink_name=blink_name)
+    return _Draft(plan, before, Change(name, str(held.name), Action.REMOVE, before))
 
 
-def _against_blink(
+def _draft_against_blink(
     name: str, update: FieldUpdate, held: TableField, recorded: Any, replace: bool, context: _Context
-) -> FieldPlan:
+) -> _Draft:
     """Return one declared field against Blink's: the merged body (unless ``replace``), with its drift."""
+    before = field_body(held)
     if kept_by_blink(held):
         why = f"{name!r} is one of Blink's own system fields, which Blink keeps to itself"
-        return FieldPlan(name, Action.REFUSED, risk=why)
-    before = field_body(held)
+        return _Draft(FieldPlan(name, Action.REFUSED, risk=why), before)
     drift = tuple(differing_members(before, recorded)) if isinstance(recorded, Mapping) else ()
     changed_by = _changed_by(held) if drift else ""
-    body = update if replace else merge_field(update, held, name=name)
-    plan = _against(name, update, before, body, str(held.name), context)
+    body = update if replace else merge_field(update, before, name=name)
+    draft = _draft_against(name, before, body, str(held.name), context)
     kept = () if replace else _kept_checks(update, held.attributes or {})
-    return dataclasses.replace(plan, drift=drift, changed_by=changed_by, kept=kept)
+    plan = dataclasses.replace(draft.plan, drift=drift, changed_by=changed_by, kept=kept)
+    return _Draft(plan, before, draft.change)
 
 
 def _kept_checks(update: FieldUpdate, held: Mapping[str, Any]) -> tuple[str, ...]:
@@ -384,38 +419,47 @@ def _kept_checks(update: FieldUpdate, held: Mapping[str, Any]) -> tuple[str, ...
 _ENFORCED = ("required", "is_unique")
 """The checks Blink enforces on a field's values."""
 
+_NO_CONTEXT = _Context("", {})
 
-def _against(
+
+def _draft_against(
     name: str,
-    update: FieldUpdate,
     before: Mapping[str, Any] | None,
     body: FieldUpdate,
-    blink_name: str | None = None,
-    context: _Context | None = None,
-) -> FieldPlan:
+    blink_name: str,
+    context: _Context = _NO_CONTEXT,
+) -> _Draft:
     """
-    Return one field's plan.
+    Return one field's row: ``body`` (what would be sent) against ``before`` (None: nothing known).
 
-    ``body`` (what would be sent) against ``before`` (None: nothing known), judged with the rows of Blink's field
-    ``blink_name`` as ``context`` counted them (neither without a live read).
+    Its change (of Blink's field ``blink_name``) is judged with the rows later; a type change is a retype when the
+    entry declares its ``type_change``, else refused.
     """
     problems = contradictions(body)
     if problems:
-        return FieldPlan(name, Action.REFUSED, risk=f"the declaration contradicts itself: {'; '.join(problems)}")
+        return _Draft(
+            FieldPlan(name, Action.REFUSED, risk=f"the declaration contradicts itself: {'; '.join(problems)}")
+        )
     after = body.to_body()
     if before is None:
         shown = tuple((member, None, member_value(after, member)) for member in differing_members(after, {}))
-        return FieldPlan(name, Action.ADD, values=shown, body=body)  # every member declared, for the reviewer
+        return _Draft(FieldPlan(name, Action.ADD, values=shown, body=body))  # every member declared, for the reviewer
     if not differing_members(after, before):
-        return FieldPlan(name, Action.UNCHANGED, body=body)
-    context = context or _Context({}, "", NOTHING_READ, {})
+        return _Draft(FieldPlan(name, Action.UNCHANGED, body=body))
+    backfill = context.backfills.get(name)
     if after.get("type") == before.get("type") or before.get("type") is None:
-        return _change(name, before, body, blink_name or name, context)
+        members, values = _differences(after, before)
+        plan = FieldPlan(name, Action.CHANGE, members, values, body=body)
+        return _Draft(plan, change=Change(name, blink_name, Action.CHANGE, before, after, backfill))
     how = context.type_changes.get(name)
     if how is None:
         members, values = _differences(after, before)
-        return FieldPlan(name, Action.REFUSED, members, values, _retyped(name, before, after))
-    return _retype(name, before, retyped_body(body), blink_name or name, context, how)
+        return _Draft(FieldPlan(name, Action.REFUSED, members, values, _type_change_refused(name, before, after)))
+    new_field = retyped_body(body)
+    after = new_field.to_body()
+    members, values = _differences(after, before)
+    plan = FieldPlan(name, Action.RETYPE, members, values, body=new_field, backfill=backfill)
+    return _Draft(plan, change=Change(name, blink_name, Action.RETYPE, before, after, backfill, how))
 
 
 def _differences(
@@ -423,51 +467,18 @@ def _differences(
 ) -> tuple[tuple[str, ...], tuple[tuple[str, Any, Any], ...]]:
     """Return the members of two bodies that differ, and each one's ``(member, before, after)``."""
     members = differing_members(after, before)
-    return tuple(members), tuple(
-        (member, member_value(before, member), member_value(after, member)) for member in members
-    )
+    values = tuple((member, member_value(before, member), member_value(after, member)) for member in members)
+    return tuple(members), values
 
 
-def _retype(
-    name: str, before: Mapping[str, Any], new_field: FieldUpdate, blink_name: str, context: _Context, how: str
-) -> FieldPlan:
-    """
-    Return the plan of a declared type change (``type_change``).
-
-    A ``retype`` whose body is the new field (:func:`retyped_body`), judged with the rows (:func:`._rows.judge_retype`),
-    or refused.
-    """
-    after = new_field.to_body()
-    members, values = _differences(after, before)
-    backfill = context.backfills.get(name)
-    judged = judge_retype(blink_name, before, after, context.facts, how, backfill)
-    counts = dict(judged.counts) or None
-    if judged.refusal:
-        return FieldPlan(name, Action.REFUSED, members, values, judged.refusal, counts=counts)
-    return FieldPlan(
-        name, Action.RETYPE, members, values, judged.risk, body=new_field, counts=counts, backfill=backfill
-    )
-
-
-def _retyped(name: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
-    """Return why a type change is refused, and what to do instead."""
+def _type_change_refused(name: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """Return why a type change without ``type_change`` is refused, and what to do instead."""
     return (
         f"the type would change from {before['type']!r} to {after.get('type')!r}; Blink refuses type changes: "
         f"add a new field of the new type (another name and display name), copy the values over, then "
         f'remove this one with a tombstone {{"field": {name!r}, "remove": true}}; or declare "type_change": "copy" '
         "on the entry, and the migration does it"
     )
-
-
-def _change(name: str, before: Mapping[str, Any], body: FieldUpdate, blink_name: str, context: _Context) -> FieldPlan:
-    """Return a change, judged with the rows (:func:`._rows.judge_change`): refused, or sent with its risk."""
-    after = body.to_body()
-    members, values = _differences(after, before)
-    judged = judge_change(after, before, blink_name, context.facts, context.backfills.get(name))
-    counts = dict(judged.counts) or None
-    if judged.refusal:
-        return FieldPlan(name, Action.REFUSED, members, values, judged.refusal, counts=counts)
-    return FieldPlan(name, Action.CHANGE, members, values, judged.risk, body=body, counts=counts)
 
 
 def _changed_by(held: TableField) -> str:

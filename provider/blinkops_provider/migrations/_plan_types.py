@@ -92,13 +92,18 @@ class FieldPlan:
     ``estimate`` and ``unread`` when the rows could not be read. None: no row was needed."""
     backfill: Any = dataclasses.field(default=None, compare=False)
     """The declared value that fills the field's empty rows (None: none declared)."""
+    destroys: bool = False
+    """Whether what it sends destroys values or a check, as the risk rules judged it (``_risks``)."""
 
     @property
     def destructive(self) -> bool:
-        """A change that can orphan data already in the table, or a removal whose field holds values."""
-        if self.action == Action.REMOVE:
-            return not (self.counts and self.counts.get("with_value") == 0)
-        return self.action == Action.RETYPE or (self.action == Action.CHANGE and bool(self.risk))
+        """
+        Whether the row is destructive: a change, a retype or a removal the risk rules judged to destroy.
+
+        Values already in the table orphaned or deleted, or a check Blink enforces dropped (a removal of a field
+        empty in every row destroys nothing).
+        """
+        return self.destroys and self.action in (Action.CHANGE, Action.RETYPE, Action.REMOVE)
 
     @property
     def name_in_blink(self) -> str:

@@ -56,10 +56,11 @@ from blinkops_provider.exceptions import (
     BlinkResponseError,
 )
 from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.migrations._conversions import convert
 from blinkops_provider.migrations._lock import SchemaRecord
 from blinkops_provider.migrations._matching import field_body
 from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan
-from blinkops_provider.migrations._rows import convert, empty
+from blinkops_provider.migrations._rows import empty
 from blinkops_provider.models import FieldUpdate, NewTable, TableField
 
 
