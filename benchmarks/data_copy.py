@@ -33,7 +33,7 @@ from typing import Any
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-bench-"))
 
 from blinkops_provider._inputs import DEFAULT_UPDATE_CONCURRENCY
-from blinkops_provider.migrations._steps import Copy
+from blinkops_provider.migrations._data_steps import Copy
 
 
 class LatentBlink:
@@ -76,7 +76,7 @@ def copy_once(blink: LatentBlink, workers: int) -> float:
     copy = Copy(blink, "ws", "T", "Score", "score_2", ("text", "number", ()), workers=workers)
     started = time.perf_counter()
     with ThreadPoolExecutor(workers) as pool:
-        written, holding, failing = copy.run(pool)
+        written, holding, failing = copy.one_pass(pool)
     took = time.perf_counter() - started
     assert written == holding == len(blink.rows) and failing == 0
     return took

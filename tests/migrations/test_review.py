@@ -271,10 +271,10 @@ def test_a_copy_says_its_progress_at_every_page_and_at_its_end(
     blink_sandbox: Any, tmp_path: Any, provider_log: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from blinkops_provider.hooks.blink import BlinkHook
-    from blinkops_provider.migrations import _steps, apply_schema
+    from blinkops_provider.migrations import _data_steps, apply_schema
 
-    real = _steps._pages
-    monkeypatch.setattr(_steps, "_pages", lambda rows, size: real(rows, 50))  # pages of 50: 120 rows are 3
+    real = _data_steps.pages_of
+    monkeypatch.setattr(_data_steps, "pages_of", lambda rows, size: real(rows, 50))  # pages of 50: 120 rows are 3
     risk = {"field": "Risk", "type": "text", "display_name": "Risk", "type_change": "copy"}
     apply_schema(BlinkHook(), "ws-demo", "Incidents", [risk], record_path=f"{tmp_path}/", acknowledge_risks=True)
     said = provider_log()

@@ -352,3 +352,27 @@ def kept_by_blink(held: TableField) -> bool:
     """Return whether Blink keeps a field to itself (``system`` or ``protected``)."""
     markers = held.attributes or {}
     return any(markers.get(marker) is True for marker in READ_ONLY_ATTRIBUTES)
+
+
+CHECKS = ("required", "is_unique")
+"""The checks Blink enforces on a field's values: a new field gets them only once its rows hold their values."""
+
+
+def without_checks(body: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a field's body with its checks (``required``, ``is_unique``) left off."""
+    attributes = body.get("attributes")
+    if not isinstance(attributes, Mapping) or not any(attributes.get(check) for check in CHECKS):
+        return dict(body)
+    return {**body, "attributes": {key: value for key, value in attributes.items() if key not in CHECKS}}
+
+
+def field_update_of(body: Mapping[str, Any]) -> FieldUpdate:
+    """Return a body made from a plan's (which may hold attributes Blink keeps that this provider does not know)."""
+    return FieldUpdate.model_validate(dict(body), context={"from_blink": True})
+
+
+def options_of(body: Mapping[str, Any]) -> list[Any]:
+    """Return a body's select options (none when it has none)."""
+    attributes = body.get("attributes")
+    options = attributes.get("options") if isinstance(attributes, Mapping) else None
+    return list(options) if isinstance(options, list) else []

@@ -14,34 +14,16 @@ Blink's fields to :meth:`~blinkops_provider.hooks.blink.BlinkHook.create_table_f
 :meth:`~blinkops_provider.hooks.blink.BlinkHook.update_table`, and a ``remove`` to
 :meth:`~blinkops_provider.hooks.blink.BlinkHook.delete_table_field`. The hook calls nothing back.
 
-What an apply did to each declared field: the batches' reports, merged, under the plan.
-
-How a migration writes values into the table's rows: a backfill fills a field's empty rows,
-and a retype's copy writes each row's old value, converted, into the new field.
-
-The table is walked page by page (:meth:`~blinkops_provider.hooks.blink.BlinkHook.iter_records`);
-each row that holds no value for the field is read again just before its write
-(:meth:`~blinkops_provider.hooks.blink.BlinkHook.get_record`), and written whole, as just read,
-with the value filled in (:meth:`~blinkops_provider.hooks.blink.BlinkHook.update_record`: Blink
-empties whatever an update leaves out). A row that holds a value by then (a person filled it since
-the walk) is left as it is. Only empty values are written, so a rerun after an interruption
-resumes where the last one stopped: the rows it filled are no longer empty.
-
-The one window that remains: a change a person makes to the row between that second read and the
-write (one round trip) is overwritten, since Blink's update has no version check.
-
-Each page's writes go ``max_concurrency`` at a time on the apply's threads, each thread taking
-its share of the page's rows in turn (one task per thread, not one per row: a task per row made
-the interpreter's garbage collector a third of a long copy's time); the next page is read once
-they are done, so memory stays flat however many rows the table has.
+What an apply did to each declared field: the batches' reports, merged, under the plan (:class:`ApplyResult`). What
+a backfill and a retype write into the rows is ``_data_steps``'; this module says when they run, and records what Blink
+confirmed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any
 
 from blinkops_provider._batch import FieldUpdates, Send, run_batch, workers
@@ -56,11 +38,10 @@ from blinkops_provider.exceptions import (
     BlinkResponseError,
 )
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.migrations._conversions import convert
+from blinkops_provider.migrations._data_steps import Fill, Retype
 from blinkops_provider.migrations._lock import SchemaRecord
-from blinkops_provider.migrations._matching import field_body
+from blinkops_provider.migrations._matching import field_body, field_update_of, without_checks
 from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan
-from blinkops_provider.migrations._rows import empty
 from blinkops_provider.models import FieldUpdate, NewTable, TableField
 
 
@@ -152,199 +133,6 @@ class ApplyResult(FieldUpdates):
             return batch(name)
 
         return classify
-
-
-COPY_PASSES = 5
-"""The most passes a copy or a fill makes before it gives up on rows that keep changing (or writes that do not hold)."""
-
-
-@dataclass
-class Fill:
-    """
-    One field's backfill in one table (the same steps as a copy's, below).
-
-    :param name: Blink's name of the field.
-    :param value: what its empty rows get.
-    :param expected: the empty rows the plan counted (for the progress lines).
-    """
-
-    hook: Any
-    ws_id: str
-    table: str
-    name: str
-    value: Any
-    expected: int = 0
-    workers: int = 16
-    """The rows written at once (the apply's ``max_concurrency``)."""
-
-    def run(self, pool: Executor, page_size: int = 500) -> int:
-        """
-        Fill every empty row, in passes until one finds none empty; how many rows were filled.
-
-        A write's answer says Blink accepted it, not what it stored, so the pass that finds no empty row is what
-        confirms the fill (a row whose write did not hold is written again in the next pass, and counted once).
-
-        :raises BlinkApiError: rows were still empty after :data:`COPY_PASSES` passes.
-        """
-        filled: set[Any] = set()
-        for _ in range(COPY_PASSES):
-            written = self._pass(pool, page_size, filled)
-            if not written:
-                return len(filled)
-        raise BlinkApiError(
-            f"{self.name!r}: rows were still empty after {COPY_PASSES} passes of the backfill (Blink accepted the "
-            "writes but did not keep them, or rows keep being emptied): run the apply again"
-        )
-
-    def _pass(self, pool: Executor, page_size: int, filled: set[Any]) -> int:
-        """Return how many rows one pass wrote (their ids added to ``filled``)."""
-        written = seen = 0
-        rows = self.hook.iter_records(self.ws_id, self.table, page_size=page_size)
-        for page in _pages(rows, page_size):
-            empties = [row["id"] for row in page if empty(row.get(self.name))]
-            done = in_turn(pool, self._fill_one, empties, self.workers)
-            wrote = [one for one, written_now in zip(empties, done, strict=True) if written_now]
-            written += len(wrote)
-            filled.update(wrote)
-            seen += len(page)
-            if wrote:
-                self.hook.log.info(
-                    "backfilled %s: %s/%s rows (%s rows read)",
-                    self.name,
-                    f"{len(filled):,}",
-                    f"{self.expected:,}",
-                    f"{seen:,}",
-                )
-        return written
-
-    def _fill_one(self, record_id: Any) -> int:
-        """Fill one row, read again and written whole with the value, if it is still empty: 1, else 0."""
-        fresh = self.hook.get_record(self.ws_id, self.table, record_id)
-        if not empty(fresh.get(self.name)):
-            return 0
-        self.hook.update_record(self.ws_id, self.table, record_id, {**fresh, self.name: self.value})
-        return 1
-
-
-def in_turn(pool: Executor, write: Callable[[Any], int], ids: list[Any], workers: int) -> list[int]:
-    """
-    Return ``write`` of every id, in the order of ``ids``, ``workers`` at a time on ``pool``.
-
-    Each of ``workers`` tasks takes its share of the ids in turn (every ``workers``-th id).
-    """
-    count = min(workers, len(ids))
-    shares = [ids[start::workers] for start in range(count)]
-    done = list(pool.map(lambda share: [write(one) for one in share], shares))
-    return [done[n % count][n // count] for n in range(len(ids))]
-
-
-def _pages(rows: Iterator[Mapping[str, Any]], size: int) -> Iterator[list[Mapping[str, Any]]]:
-    while page := list(islice(rows, size)):
-        yield page
-
-
-@dataclass
-class Copy:
-    """
-    One pass of a retype's copy: each row's old value, converted, written to the new field.
-
-    A row is due when its new field does not hold what its old value converts to (or holds a value
-    while the old one is empty): rows copied already are not written again, so a rerun after a
-    killed worker writes only what is left, and a pass after rows were edited during the copy
-    writes exactly the edited ones.
-
-    :param old: Blink's name of the field being retyped; ``new`` of the field replacing it.
-    :param types: the old type, the new type, and the new field's options.
-    :param strict: a value that does not convert stops the copy (``type_change: copy``); else
-        (``copy_or_empty``) its row's new field is left empty.
-    """
-
-    hook: Any
-    ws_id: str
-    table: str
-    old: str
-    new: str
-    types: tuple[str, str, tuple[Any, ...]]
-    strict: bool = True
-    expected: int = 0
-    workers: int = 16
-    """The rows written at once (the apply's ``max_concurrency``)."""
-
-    def run(self, pool: Executor, page_size: int = 500) -> tuple[int, int, int]:
-        """
-        Make one pass over every row.
-
-        ``(rows written, rows that hold the converted value, values that do not convert)``.
-        """
-        written = holding = failing = seen = 0
-        for page in _pages(self.hook.iter_records(self.ws_id, self.table, page_size=page_size), page_size):
-            due = []
-            for row in page:
-                ok, want = self.wanted(row)
-                failing += 0 if ok else 1
-                holding += 1 if ok and want is not None else 0
-                due += [row["id"]] if ok and _differs(row.get(self.new), want) else []
-            written += sum(in_turn(pool, self._copy_one, due, self.workers))
-            seen += len(page)
-            if due:
-                self.hook.log.info(
-                    "%s: copied %s/%s rows (%s rows read)", self.new, f"{written:,}", f"{self.expected:,}", f"{seen:,}"
-                )
-        return written, holding, failing
-
-    def wanted(self, row: Mapping[str, Any]) -> tuple[bool, Any]:
-        """
-        Return what the row's new field should hold.
-
-        ``(True, value or None)``, or ``(False, None)`` when its old value does not convert and the copy is strict.
-        """
-        old = row.get(self.old)
-        if empty(old):
-            return True, None
-        ok, value = convert(old, *self.types)
-        if ok:
-            return True, value
-        return (not self.strict), None
-
-    def _copy_one(self, record_id: Any) -> int:
-        """Copy one row, read again and written whole with its converted value, if still due: 1, else 0."""
-        fresh = self.hook.get_record(self.ws_id, self.table, record_id)
-        ok, want = self.wanted(fresh)
-        if not ok or not _differs(fresh.get(self.new), want):
-            return 0
-        self.hook.update_record(self.ws_id, self.table, record_id, {**fresh, self.new: want})
-        return 1
-
-
-def _differs(held: Any, want: Any) -> bool:
-    """Return whether the new field's value is not the one wanted (empty forms being one)."""
-    return bool((None if empty(held) else held) != want)
-
-
-Batch = list[tuple[str, FieldUpdate]]
-
-
-CHECKS = ("required", "is_unique")
-"""The checks Blink enforces on a field's values: a new field gets them only once its rows hold their values."""
-
-
-def without_checks(body: Mapping[str, Any]) -> dict[str, Any]:
-    """Return a field's body with its checks (``required``, ``is_unique``) left off."""
-    attributes = body.get("attributes")
-    if not isinstance(attributes, Mapping) or not any(attributes.get(check) for check in CHECKS):
-        return dict(body)
-    return {**body, "attributes": {key: value for key, value in attributes.items() if key not in CHECKS}}
-
-
-def field_update_of(body: Mapping[str, Any]) -> FieldUpdate:
-    """Return a body made from a plan's (which may hold attributes Blink keeps that this provider does not know)."""
-    return FieldUpdate.model_validate(dict(body), context={"from_blink": True})
-
-
-def _options(body: Mapping[str, Any]) -> list[Any]:
-    attributes = body.get("attributes")
-    options = attributes.get("options") if isinstance(attributes, Mapping) else None
-    return list(options) if isinstance(options, list) else []
 
 
 class Steps:
@@ -460,44 +248,26 @@ class Steps:
 
     def _retype(self, row: FieldPlan) -> TableField:
         """
-        Make a type change as Blink says.
+        Make a type change on the rows (``_data_steps.Retype``), resuming with the field the record's checkpoint names.
 
-        A new field of the new type (shown as ``<display name> (retyping)`` until the end), every value copied and
-        converted, the copy checked by a pass that finds nothing left to write, the new field given the declared checks,
-        the old field removed (confirmed by a read), then the new one given the declared display name. The new field's
-        name is kept in the record as a checkpoint, so a retry resumes with it.
+        The new field's name is checkpointed in the record as soon as it exists (:meth:`_new_field`), and dropped from
+        it once the retype is done.
         """
-        assert row.body is not None
-        ws_id, table, old = self.plan.ws_id, self.table_name, row.name_in_blink
-        source = next(str(before) for member, before, _ in row.values if member == "type")
-        target = row.body.to_body()
-        checked = {**target, "display_name": f"{target.get('display_name')} (retyping)"}
-        new = self._new_field(row.field, field_update_of(without_checks(checked)))
-        copy = Copy(self.hook, ws_id, table, old, new, (source, str(target["type"]), tuple(_options(target))))
-        copy.strict = self.type_changes.get(row.field) != "copy_or_empty"
-        copy.expected = int((row.counts or {}).get("converted") or 0)
-        copy.workers = self.max_concurrency
-        holding = self._copy(copy, row.field)
-        empties = int((row.counts or {}).get("backfill") or 0)
-        if row.backfill is not None and empties:
-            fill = Fill(self.hook, ws_id, table, new, row.backfill, empties, self.max_concurrency)
-            self.backfilled[row.field] = fill.run(self.pool)  # type: ignore[arg-type]
-        if checked != without_checks(checked):  # the checks once the rows hold their values, before the old goes
-            self.hook.update_table_field(ws_id, table, new, field_update_of(checked))
-        self._remove(old)
-        if old in {field.name for field in self.hook.get_table_fields(ws_id, table)}:
-            raise BlinkResponseError(f"the removal of {old!r} was answered, but Blink still lists it: the retype stops")
-        final = self.hook.update_table_field(ws_id, table, new, row.body)
-        self.retyping.pop(row.field, None)
-        self.hook.log.info(
-            "%s: retyped %s → %s, %d row(s) copied, Blink's name %r",
-            one_line(row.field),
-            source,
-            target["type"],
-            holding,
-            new,
+        retype = Retype(
+            self.hook,
+            self.plan.ws_id,
+            self.table_name,
+            row,
+            how=self.type_changes.get(row.field),
+            new_field=self._new_field,
+            remove=self._remove,
+            workers=self.max_concurrency,
         )
-        return final
+        stored = retype.run(self.pool)  # type: ignore[arg-type]
+        if retype.backfilled is not None:
+            self.backfilled[row.field] = retype.backfilled
+        self.retyping.pop(row.field, None)
+        return stored
 
     def _new_field(self, declared: str, body: FieldUpdate) -> str:
         """
@@ -526,30 +296,6 @@ class Steps:
             retyping=self.retyping,
         )
         return name
-
-    def _copy(self, copy: Copy, declared: str) -> int:
-        """
-        Copy until a pass writes nothing (rows edited meanwhile are copied again).
-
-        The rows that hold their converted value then.
-
-        :raises BlinkInputError: a row now holds a value that does not convert (nothing removed).
-        :raises BlinkApiError: rows kept changing for :data:`COPY_PASSES` passes (nothing removed).
-        """
-        for _ in range(COPY_PASSES):
-            written, holding, failing = copy.run(self.pool)  # type: ignore[arg-type]
-            if failing:
-                raise BlinkInputError(
-                    f"{declared!r}: {failing} row(s) now hold a value that does not convert (changed since the plan): "
-                    'the old field is kept. Fix them in Blink, or declare "type_change": "copy_or_empty"'
-                )
-            if not written:
-                self.hook.log.info("%s: verified, %d row(s) hold their converted values", one_line(declared), holding)
-                return holding
-        raise BlinkApiError(
-            f"{declared!r}: rows kept changing during {COPY_PASSES} passes of the copy: the old field is kept; "
-            "run the apply again (it resumes with the new field)"
-        )
 
     def _confirm_removed(self, removed: FieldUpdates) -> FieldUpdates:
         """
