@@ -53,6 +53,7 @@ COMPAT = frozenset(
         "test_readme.py",
         "test_review.py",
         "test_answer.py",
+        "test_hitl.py",
         "test_task_groups.py",
         "test_lock.py",
         "test_apply.py",

@@ -38,6 +38,7 @@ from blinkops_provider.migrations import (
     review_needed,
 )
 from blinkops_provider.operators._answer import approval_from_record, chosen, rejection
+from blinkops_provider.operators._hitl import ask_review, await_answer
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 
 if TYPE_CHECKING:
@@ -197,45 +198,31 @@ class ReviewedApply(UpdateTableFieldsOperator):
 
     def _ask(self, context: Context, plan: Mapping[str, Any], acknowledged: bool) -> None:
         """
-        Write the review request for this task and wait for the answer, remembering the plan shown.
+        Write the review request for this task and wait for the answer, remembering the plan shown (``_hitl``).
 
         Airflow 3.3 parks the task awaiting input; 3.1 and 3.2 defer to the answer's trigger.
         """
-        from airflow.providers.standard.triggers.hitl import HITLTrigger
-        from airflow.providers.standard.version_compat import AIRFLOW_V_3_3_PLUS
-        from airflow.sdk.execution_time.hitl import upsert_hitl_detail
-
         ti_id = context["task_instance"].id
         what = "the removals of " if self.removals_only else ""
-        upsert_hitl_detail(
+        options = [Decision.APPROVE, Decision.REJECT]
+        ask_review(
             ti_id=ti_id,
-            options=[Decision.APPROVE, Decision.REJECT],
             subject=f"Apply {what}{_what(plan)}?",
             body=_plan_body(plan, acknowledged),
-            defaults=None,
-            multiple=False,
-            params={},
-            assigned_users=[{"id": str(user.get("id")), "name": str(user.get("name"))} for user in self.assigned_users],
+            options=options,
+            assigned_users=self.assigned_users,
         )
         for notifier in self.notifiers:
             notifier(context)
         shown = {"shown": str(plan.get("fingerprint"))}
-        if AIRFLOW_V_3_3_PLUS:
-            from airflow.sdk.exceptions import TaskAwaitingInput
-
-            raise TaskAwaitingInput(method_name="execute_complete", kwargs=shown, timeout=self.response_timeout)
-        from airflow.sdk.timezone import utcnow
-
-        until = utcnow() + self.response_timeout if self.response_timeout else None
-        trigger = HITLTrigger(
+        await_answer(
+            self,
             ti_id=ti_id,
-            options=[Decision.APPROVE, Decision.REJECT],
-            params={},
-            defaults=None,
-            multiple=False,
-            timeout_datetime=until,
+            options=options,
+            timeout=self.response_timeout,
+            method_name="execute_complete",
+            kwargs=shown,
         )
-        self.defer(trigger=trigger, method_name="execute_complete", kwargs=shown)
 
     def execute_complete(self, context: Context, event: dict[str, Any], shown: str = "") -> Any:
         """

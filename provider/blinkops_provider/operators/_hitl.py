@@ -1,0 +1,75 @@
+"""
+Airflow's human-in-the-loop record, written and waited on: the one place this provider uses Airflow's private HITL API.
+
+Airflow (3.1 and later) publishes the human-in-the-loop operators, not the functions they use to write a review request
+and to wait for its answer. The table review (``_review.ReviewedApply``) asks from inside its own apply, so it uses them
+here alone:
+
+- :func:`ask_review` writes the request (``airflow.sdk.execution_time.hitl.upsert_hitl_detail``);
+- :func:`await_answer` parks the task until a person answers: Airflow 3.3's ``TaskAwaitingInput``, or on 3.1 and 3.2
+  a deferral to the standard provider's ``HITLTrigger``;
+- the answer comes back as the payload Airflow resumes the task with, whose members :data:`ANSWER_KEYS` names
+  (``_answer.approval_from_record`` reads it).
+
+``tests/operators/test_hitl.py`` runs on every supported Airflow line and fails when Airflow moves or reshapes any of
+them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any, NoReturn
+
+ANSWER_KEYS = ("chosen_options", "responded_by_user", "responded_at")
+"""What this provider reads of Airflow's record of a person's answer, as Airflow resumes the task that asked."""
+
+
+def ask_review(
+    *, ti_id: Any, subject: str, body: str, options: Sequence[str], assigned_users: Sequence[Mapping[str, Any]]
+) -> None:
+    """Write the review request of the task instance ``ti_id``: what a person reads, and who may answer."""
+    from airflow.sdk.execution_time import hitl
+
+    hitl.upsert_hitl_detail(
+        ti_id=ti_id,
+        options=list(options),
+        subject=subject,
+        body=body,
+        defaults=None,
+        multiple=False,
+        params={},
+        assigned_users=[{"id": str(user.get("id")), "name": str(user.get("name"))} for user in assigned_users],
+    )
+
+
+def await_answer(
+    task: Any,
+    *,
+    ti_id: Any,
+    options: Sequence[str],
+    timeout: timedelta | None,
+    method_name: str,
+    kwargs: dict[str, Any],
+) -> NoReturn:
+    """
+    Park the task until a person answers its review.
+
+    Airflow then resumes it at ``task.<method_name>(context, event, **kwargs)``, ``event`` its record of the answer.
+
+    :raises TaskAwaitingInput: on Airflow 3.3 and later (no trigger).
+    :raises TaskDeferred: on 3.1 and 3.2, deferred to the answer's trigger.
+    """
+    try:
+        from airflow.sdk.exceptions import TaskAwaitingInput
+    except ImportError:  # Airflow 3.1 and 3.2: the triggerer waits for the answer
+        from airflow.providers.standard.triggers.hitl import HITLTrigger
+        from airflow.sdk.timezone import utcnow
+
+        until = utcnow() + timeout if timeout else None
+        trigger = HITLTrigger(
+            ti_id=ti_id, options=list(options), params={}, defaults=None, multiple=False, timeout_datetime=until
+        )
+        task.defer(trigger=trigger, method_name=method_name, kwargs=kwargs)
+        raise AssertionError("BaseOperator.defer raises TaskDeferred") from None
+    raise TaskAwaitingInput(method_name=method_name, kwargs=kwargs, timeout=timeout)
