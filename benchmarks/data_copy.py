@@ -32,8 +32,8 @@ from typing import Any
 
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-bench-"))
 
-from blinkops_provider._inputs import DEFAULT_UPDATE_CONCURRENCY
 from blinkops_provider.migrations._data_steps import Copy
+from blinkops_provider.utils.inputs import DEFAULT_UPDATE_CONCURRENCY
 
 
 class LatentBlink:

@@ -208,8 +208,8 @@ def main() -> int:
         return 0
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-bench-"))
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
-    from blinkops_provider._inputs import DEFAULT_UPDATE_CONCURRENCY
     from blinkops_provider.sandbox import BlinkSandbox
+    from blinkops_provider.utils.inputs import DEFAULT_UPDATE_CONCURRENCY
 
     count, rounds, delay_ms = (40, 1, 10.0) if args.smoke else (200, args.rounds, 10.0)
     concurrencies = sorted({4, 8, DEFAULT_UPDATE_CONCURRENCY, 32})

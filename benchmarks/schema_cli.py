@@ -41,7 +41,7 @@ def validate_beside_python(rounds: int) -> None:
     print("\n-- blink-schema validate of 100 declarations, beside python -c pass (each a new process) --")
     for number in range(1, rounds + 1):
         bare = wall([sys.executable, "-c", "pass"])
-        checked = wall([sys.executable, "-m", "blinkops_provider._schema_cli", "validate", str(folder)])
+        checked = wall([sys.executable, "-m", "blinkops_provider.cli", "validate", str(folder)])
         print(f"round {number}: validate {checked:.2f} s   python -c pass {bare:.2f} s   ratio {checked / bare:.1f}x")
     print("target: under 1 s")
     shutil.rmtree(folder)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from blinkops_provider._blink import DEFAULT_HEADER
+from blinkops_provider.utils.blink_api import DEFAULT_HEADER
 
 __version__ = "0.1.0"
 """The provider's version."""

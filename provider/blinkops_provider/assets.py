@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import SplitResult, unquote, urlsplit
 
-from blinkops_provider._blink import API_PREFIX
-from blinkops_provider._inputs import blink_host, canonical_segment, host_of, table_ref
+from blinkops_provider.utils.blink_api import API_PREFIX
+from blinkops_provider.utils.names import blink_host, canonical_segment, host_of, table_ref
 
 __all__ = ["CATALOGUE_ALIAS", "TABLES_ALIAS", "announce_applied", "blink_catalogue_asset", "blink_table_asset"]
 
@@ -46,7 +46,7 @@ _FORMS = f"blink://<host>/<ws_id>/<table> or blink://<host>/{CATALOGUE}"
 
 def asset_host(base_url: str) -> str:
     """
-    Return the ``<host>`` of a Base URL (or a bare host): :func:`blinkops_provider._inputs.blink_host`.
+    Return the ``<host>`` of a Base URL (or a bare host): :func:`blinkops_provider.utils.names.blink_host`.
 
     :raises ValueError: the URL has no usable host.
     """

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from blinkops_provider._inputs import escaped, show
+from blinkops_provider.utils.text import escaped, show
 
 __all__ = ["record_catalogue_diff", "snapshot_name"]
 
@@ -134,7 +134,7 @@ class CatalogueDiff:
 
 
 def _text(value: Any) -> str:
-    """Return a name or value as a diff line shows it (:func:`blinkops_provider._inputs.escaped`)."""
+    """Return a name or value as a diff line shows it (:func:`blinkops_provider.utils.text.escaped`)."""
     return escaped(value)
 
 
@@ -237,8 +237,8 @@ def previous_snapshot(path: Any, *, executor: str | None = None) -> Any | None:
         executor runs tasks on several machines: each worker would keep its own snapshots, and a
         diff would compare with whichever this worker happens to hold.
     """
-    from blinkops_provider._storage import worker_local
     from blinkops_provider.exceptions import BlinkConfigurationError
+    from blinkops_provider.utils.storage import worker_local
 
     current = _as_path(path)
     folder = current.parent

@@ -51,8 +51,10 @@ from pydantic import (
     model_validator,
 )
 
-from blinkops_provider._inputs import RepeatedMember, describe_errors, first_problems, segment, unique_members
-from blinkops_provider._raising import Problems, input_error
+from blinkops_provider.utils.inputs import RepeatedMember, describe_errors, unique_members
+from blinkops_provider.utils.names import segment
+from blinkops_provider.utils.raising import Problems, input_error
+from blinkops_provider.utils.text import first_problems
 
 __all__ = [
     "READ_ONLY_ATTRIBUTES",
@@ -564,9 +566,9 @@ def validate_field_updates(updates: Any, *, require_type_and_name: bool = False)
 
 def checked_field_updates(updates: Any, *, require_type_and_name: bool = False) -> FieldBatch:
     """
-    :func:`validate_field_updates`, raising :class:`~blinkops_provider._raising.Problems` (one line per wrong entry).
+    Return :func:`validate_field_updates`'s batch, raising :class:`~blinkops_provider.utils.raising.Problems`.
 
-    Which imports no Airflow.
+    One line per wrong entry; it imports no Airflow.
     """
     if isinstance(updates, FieldBatch) and updates.named >= require_type_and_name:
         return updates  # checked where it entered
@@ -751,7 +753,7 @@ def declaration_problems(value: Any, *, source: str) -> list[str]:
 
 
 def checked_declaration(value: Any, *, source: str = "the declared schema", prefix: bool = True) -> Declaration:
-    """:func:`read_declaration`, raising :class:`~blinkops_provider._raising.Problems`."""
+    """:func:`read_declaration`, raising :class:`~blinkops_provider.utils.raising.Problems`."""
     if isinstance(value, Declaration):
         return value
     if isinstance(value, FieldBatch):

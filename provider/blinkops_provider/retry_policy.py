@@ -42,8 +42,6 @@ from tenacity.wait import wait_base, wait_exponential, wait_random
 from urllib3.exceptions import NewConnectionError, ProtocolError
 from urllib3.util.retry import Retry
 
-from blinkops_provider._inputs import check_seconds
-from blinkops_provider._statuses import PERMANENT
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
@@ -54,6 +52,8 @@ from blinkops_provider.exceptions import (
     BlinkTransientError,
     BlinkUnsupportedServerError,
 )
+from blinkops_provider.utils.inputs import check_seconds
+from blinkops_provider.utils.statuses import PERMANENT
 
 __all__ = ["BlinkRetryPolicy"]
 

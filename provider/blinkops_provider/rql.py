@@ -24,10 +24,10 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from blinkops_provider._blink import MAX_LIMIT
-from blinkops_provider._inputs import MAX_NESTING, parse_json_object, validate_input
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import ConnectionType, scalar_fields
+from blinkops_provider.utils.blink_api import MAX_LIMIT
+from blinkops_provider.utils.inputs import MAX_NESTING, parse_json_object, validate_input
 
 __all__ = ["RQLQuery"]
 

@@ -34,13 +34,14 @@ from airflow.providers.common.compat.sdk import (
     task,
 )
 
-from blinkops_provider._inputs import check_concurrency, check_lock_wait, one_line
-from blinkops_provider._states import Decision
 from blinkops_provider.assets import TABLES_ALIAS, announce_applied
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError
 from blinkops_provider.migrations import check_review_policy, declared_schema, fleet_summary
 from blinkops_provider.operators._answer import chosen
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
+from blinkops_provider.utils.inputs import check_concurrency, check_lock_wait
+from blinkops_provider.utils.states import Decision
+from blinkops_provider.utils.text import one_line
 
 __all__ = ["BlinkSchemaFleet", "BlinkTableMigration"]
 

@@ -23,8 +23,8 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from blinkops_provider._inputs import check_seconds
 from blinkops_provider.exceptions import BlinkAuthError, BlinkConfigurationError, BlinkInputError
+from blinkops_provider.utils.inputs import check_seconds
 
 __all__ = ["BlinkCatalogueChangeTrigger"]
 

@@ -124,9 +124,19 @@ def lint_imports(package: Path) -> subprocess.CompletedProcess[str]:
         ("hooks/_walk.py", "import blinkops_provider.migrations", "Layers"),
         ("sandbox/_store.py", "import blinkops_provider.hooks.blink", "The sandbox imports nothing of the client"),
         ("operators/_base.py", "import blinkops_provider.migrations._plan", "front door only"),
-        ("migrations/_apply.py", "import blinkops_provider.hooks._walk", "hooks._*"),
+        ("migrations/_apply.py", "import blinkops_provider.hooks._walk", "catalogue walk and connection form"),
+        ("migrations/_plan_types.py", "import blinkops_provider.migrations._text", "No import cycle at any depth"),
+        ("migrations/_plan.py", "import blinkops_provider.migrations._review", "Migrations: a live table pulled"),
     ],
-    ids=["as-is", "hooks-import-migrations", "sandbox-imports-client", "operator-below-front-door", "hooks-internal"],
+    ids=[
+        "as-is",
+        "hooks-import-migrations",
+        "sandbox-imports-client",
+        "operator-below-front-door",
+        "hooks-internal",
+        "plan-imports-its-reader",
+        "planner-imports-the-gate",
+    ],
 )
 def test_import_linter_holds_the_layers(tmp_path: Path, module: str | None, line: str, contract: str | None) -> None:
     """The package as it is keeps every contract; one import that crosses a layer breaks one."""

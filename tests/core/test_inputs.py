@@ -1,7 +1,7 @@
 """One Blink table, one name: the canonical forms of names.py, and that the asset, the lineage
 dataset and the schema record agree on them for every spelling.
 
-One sanitiser for every text a person reads (blinkops_provider._inputs, #49 item 4, #50 item 1):
+One sanitiser for every text a person reads (blinkops_provider.utils.text, #49 item 4, #50 item 1):
 a name or a value with a line break of any kind, a NUL or an ANSI escape cannot give a plan, the
 fleet's review, an apply's report, a fleet's summary or the catalogue's diff a line, a heading or an
 escape sequence of its own. Each text is tested with the forged name in the table, the workspace id
@@ -18,7 +18,6 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from blinkops_provider._inputs import blink_host, canonical_segment, escaped, one_line, segment, table_ref
 from blinkops_provider.assets import asset_host, normalize_uri, storage_dataset, table_uri
 from blinkops_provider.catalogue import diff_catalogues
 from blinkops_provider.exceptions import BlinkBadRequestError, BlinkInputError
@@ -35,6 +34,8 @@ from blinkops_provider.migrations._plan import make_plan
 from blinkops_provider.migrations._steps import ApplyResult
 from blinkops_provider.models import FieldUpdate, TableField
 from blinkops_provider.operators.tables import ApplyReport
+from blinkops_provider.utils.names import blink_host, canonical_segment, segment, table_ref
+from blinkops_provider.utils.text import escaped, one_line
 
 NOW = dt.datetime(2026, 11, 24, tzinfo=dt.UTC)
 

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from blinkops_provider._inputs import validate_input
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations import declared_schema
 from blinkops_provider.models import (
@@ -26,6 +25,7 @@ from blinkops_provider.models import (
     read_declaration,
     validate_field_updates,
 )
+from blinkops_provider.utils.inputs import validate_input
 
 DOCS_BODY = {
     "attributes": {

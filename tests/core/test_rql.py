@@ -8,9 +8,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests_mock as rm
 
-from blinkops_provider._inputs import MAX_NESTING, parse_json_object, validate_input
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.rql import OPERATORS, RQLQuery
+from blinkops_provider.utils.inputs import MAX_NESTING, parse_json_object, validate_input
 
 
 def test_cli_example_is_compact_json() -> None:

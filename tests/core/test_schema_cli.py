@@ -1,4 +1,4 @@
-"""``blink-schema``'s entry point (blinkops_provider._schema_cli, #63 item 12): ``--help`` and a
+"""``blink-schema``'s entry point (blinkops_provider.cli.main, #63 item 12; one exit status rule, #73): ``--help`` and a
 mistake in the arguments are answered without importing Airflow; the command itself runs as before."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 LIGHT = """
 import sys
-from blinkops_provider._schema_cli import main
+from blinkops_provider.cli.main import main
 try:
     main(sys.argv[1:])
 except SystemExit as done:
@@ -22,7 +22,7 @@ except SystemExit as done:
 """
 
 
-@pytest.mark.parametrize(("argv", "code"), [(["--help"], 0), (["pull", "--help"], 0), (["pull"], 2), ([], 2)])
+@pytest.mark.parametrize(("argv", "code"), [(["--help"], 0), (["pull", "--help"], 0), (["pull"], 1), ([], 1)])
 def test_help_and_argument_mistakes_import_no_airflow(argv: list[str], code: int) -> None:
     done = subprocess.run([sys.executable, "-c", LIGHT, *argv], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip().splitlines()[-1] == f"exit {code} imported []", done.stdout + done.stderr
@@ -30,12 +30,11 @@ def test_help_and_argument_mistakes_import_no_airflow(argv: list[str], code: int
 
 
 def test_the_parsed_command_runs_the_migrations_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    from blinkops_provider import _schema_cli
-    from blinkops_provider.migrations import _cli
+    from blinkops_provider.cli import locks, main
 
     ran: list[str] = []
-    monkeypatch.setattr(_cli, "run", lambda args: ran.append(args.command) or 0)
-    assert _schema_cli.main(["locks", "/nowhere/"]) == 0 and ran == ["locks"]
+    monkeypatch.setattr(locks, "locks", lambda args: ran.append(args.command) or 0)
+    assert main.main(["locks", "/nowhere/"]) == 0 and ran == ["locks"]
 
 
 def test_the_commands_print_only_their_own_output_on_any_airflow(blink_sandbox: Any, tmp_path: Path) -> None:
@@ -45,7 +44,7 @@ def test_the_commands_print_only_their_own_output_on_any_airflow(blink_sandbox: 
     example = Path(__file__).resolve().parents[2] / "example_dags" / "blink_table_schema_migration.json"
     env = {**os.environ, "BLINK_BASE_URL": blink_sandbox.base_url, "BLINK_API_KEY": blink_sandbox.api_key}
     env |= {"AIRFLOW_HOME": str(tmp_path / "airflow")}
-    command = [sys.executable, "-m", "blinkops_provider._schema_cli"]
+    command = [sys.executable, "-m", "blinkops_provider.cli"]
     for argv in (
         ["validate", str(example)],
         ["plan", "ws-demo", "Incidents", str(example), "--format", "json"],

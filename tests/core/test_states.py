@@ -1,4 +1,4 @@
-"""The states of a migration, named once (blinkops_provider._states, #58 item 3): each a str Enum
+"""The states of a migration, named once (blinkops_provider.utils.states, #58 item 3): each a str Enum
 whose members are their values, so XComs, records and logs keep the same text."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from blinkops_provider._states import FIELD_ACTIONS, Action, Decision, FieldOutcome, TableOutcome
 from blinkops_provider.migrations import plan_xcom
+from blinkops_provider.utils.states import FIELD_ACTIONS, Action, Decision, FieldOutcome, TableOutcome
 
 VALUES = {
     Action: ["add", "change", "unchanged", "refused", "remove", "retype", "create"],

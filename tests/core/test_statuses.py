@@ -6,8 +6,6 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from blinkops_provider._blink import TRANSIENT_STATUSES
-from blinkops_provider._statuses import PERMANENT, RETRIED, STATUSES, error_class
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
@@ -18,6 +16,8 @@ from blinkops_provider.exceptions import (
 )
 from blinkops_provider.retry_policy import _permanent
 from blinkops_provider.sandbox import FaultConfig
+from blinkops_provider.utils.blink_api import TRANSIENT_STATUSES
+from blinkops_provider.utils.statuses import PERMANENT, RETRIED, STATUSES, error_class
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""``blink-schema validate`` (blinkops_provider._validate, #65 item 1): offline, every check a plan
+"""``blink-schema validate`` (blinkops_provider.cli.validate, #65 item 1): offline, every check a plan
 makes without Blink, one line per problem with the entry's line, GitHub annotations, JSON, and
 Terraform-like exit codes."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from blinkops_provider._validate import validate
+from blinkops_provider.cli.validate import validate
 from tests.conftest import EXAMPLE_DAGS
 
 FLEET = EXAMPLE_DAGS / "blink_schema_fleet"
@@ -114,7 +114,7 @@ def refuse(*args, **kwargs):
     raise AssertionError("a connection was opened")
 socket.socket.connect = refuse
 socket.create_connection = refuse
-from blinkops_provider._schema_cli import main
+from blinkops_provider.cli.main import main
 code = main(sys.argv[1:])
 print("exit", code, "airflow" in sys.modules)
 """

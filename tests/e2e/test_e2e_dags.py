@@ -829,7 +829,7 @@ def test_tables_pulled_into_a_folder_plan_all_unchanged_in_the_fleet_asking_no_r
     """#57: ``blink-schema pull --all`` writes one file per table, where the fleet reads them (a
     name with a ``/`` included); the fleet example over that folder plans every table unchanged,
     asks no one, and writes nothing."""
-    from blinkops_provider._schema_cli import main
+    from blinkops_provider.cli.main import main
 
     blink_sandbox.create_table(
         "ws-demo", "Q1/Q2 plans", {"fields": [{"field": "A", "type": "text", "display_name": "A"}]}

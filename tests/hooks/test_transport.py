@@ -24,7 +24,6 @@ import requests
 import requests_mock as rm
 
 from blinkops_provider import get_provider_info
-from blinkops_provider._inputs import build_base_url
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkBadRequestError,
@@ -35,6 +34,7 @@ from blinkops_provider.exceptions import (
 )
 from blinkops_provider.hooks._transport import Clock
 from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.utils.names import build_base_url
 from tests.conftest import API_KEY, set_connection
 
 BASE = "https://blink.test/api/v1"
@@ -455,7 +455,7 @@ def test_a_small_answer_that_inflates_without_end_is_refused_within_the_bound(ho
     import gzip
     import tracemalloc
 
-    from blinkops_provider._blink import MAX_BODY
+    from blinkops_provider.utils.blink_api import MAX_BODY
 
     bomb = gzip.compress(b" " * (128 << 20), compresslevel=9)
     assert len(bomb) < 256 << 10

@@ -1,8 +1,8 @@
-"""blink-schema (blinkops_provider.migrations._cli): a lock left by a killed apply is listed,
+"""blink-schema (blinkops_provider.cli and blinkops_provider.migrations._pull): a lock left by a killed apply is listed,
 released by its id with the command the refusal prints, and the next apply succeeds (#33); a live
-table pulled into a declaration that plans all unchanged, and each mistake one line, exit 2 (#57).
+table pulled into a declaration that plans all unchanged, and each mistake one line, exit 1 (#57; one exit status rule, #73).
 
-A live table as a declaration (blinkops_provider.migrations._cli, #57): pulled, then planned
+A live table as a declaration (blinkops_provider.migrations._pull, #57): pulled, then planned
 against the same Blink, it is all unchanged; against the sandbox and against a Blink of the tests'
 own, whose naming rule and defaults differ.
 """
@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 import requests_mock as rm
 
-from blinkops_provider._schema_cli import main
+from blinkops_provider.cli.main import main
 from blinkops_provider.exceptions import BlinkLockedError, BlinkNotFoundError
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations import apply_schema, plan_schema, plan_text, plan_xcom, pull_schema
-from blinkops_provider.migrations._cli import pull_table, record_pulled
+from blinkops_provider.migrations._pull import pull_table, record_pulled
 from blinkops_provider.models import FieldType
 from blinkops_provider.sandbox import BlinkSandbox
 from tests.fake_blink import FakeBlink, blink_field, without_table_reads
@@ -233,9 +233,9 @@ def test_a_killed_applys_lock_is_listed_released_by_its_id_and_the_next_apply_su
 def test_unlock_with_another_id_releases_nothing_and_says_why(tmp_path: Path, capsys: Any) -> None:
     records = f"{tmp_path}/records/"
     subprocess.run([sys.executable, "-c", KILLED_APPLY, records], timeout=60, check=False)
-    assert main(["unlock", records, "ws-1/Incidents", "0000000000000000"]) == 2
+    assert main(["unlock", records, "ws-1/Incidents", "0000000000000000"]) == 1
     assert "not 0000000000000000: nothing released" in capsys.readouterr().err
-    assert main(["unlock", records, "Incidents", "0000000000000000"]) == 2
+    assert main(["unlock", records, "Incidents", "0000000000000000"]) == 1
     assert "give the table as WS_ID/TABLE" in capsys.readouterr().err
     assert main(["locks", records]) == 0
     assert "ws-1/Incidents  held by" in capsys.readouterr().out
@@ -256,14 +256,14 @@ def test_locks_and_unlock_on_s3(bucket: tuple[Any, str], capsys: Any) -> None:
 
 @LOCKS
 @pytest.mark.parametrize("records", ["s4://bucket/records/", "nosuchscheme://x/"])
-def test_a_mistyped_scheme_is_one_line_and_exit_2(records: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["locks", records]) == 2
+def test_a_mistyped_scheme_is_one_line_and_exit_1(records: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["locks", records]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"blink-schema: {records} cannot be used (") and len(err.splitlines()) == 1
 
 
 @LOCKS
-def test_an_unreachable_object_store_is_one_line_and_exit_2(
+def test_an_unreachable_object_store_is_one_line_and_exit_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import json
@@ -272,7 +272,7 @@ def test_an_unreachable_object_store_is_one_line_and_exit_2(
     extra["config_kwargs"] = {"retries": {"max_attempts": 1}, "connect_timeout": 2}  # type: ignore[assignment]
     connection = {"conn_type": "aws", "login": "key-id", "password": "not-a-secret", "extra": extra}
     monkeypatch.setenv("AIRFLOW_CONN_AWS_DEAD", json.dumps(connection))
-    assert main(["locks", "s3://aws_dead@bucket/records/"]) == 2
+    assert main(["locks", "s3://aws_dead@bucket/records/"]) == 1
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("blink-schema: s3://aws_dead@bucket/records/ cannot be used (") and "Traceback" not in err
 
@@ -285,9 +285,11 @@ def quick(monkeypatch: pytest.MonkeyPatch, sleeps: Any) -> None:
     """The command's hook with its retries' waits recorded, not slept."""
     import functools
 
-    from blinkops_provider.migrations import _cli
+    from blinkops_provider.cli import connection, plan, pull
 
-    monkeypatch.setattr(_cli, "_hook", functools.partial(_cli._hook, clock=sleeps.as_clock()))
+    hook = functools.partial(connection.quiet_hook, clock=sleeps.as_clock())
+    monkeypatch.setattr(pull, "quiet_hook", hook)
+    monkeypatch.setattr(plan, "quiet_hook", hook)
 
 
 def test_pull_prints_the_declaration_that_the_operators_take(
@@ -309,7 +311,7 @@ def test_pull_to_a_file_refuses_to_replace_it_unless_forced(
     assert main(["pull", "ws-demo", "Incidents", "-o", str(target)]) == 0
     assert f"ws-demo/Incidents (10 fields) written to {target}" in capsys.readouterr().err
     target.write_text("mine")
-    assert main(["pull", "ws-demo", "Incidents", "-o", str(target)]) == 2
+    assert main(["pull", "ws-demo", "Incidents", "-o", str(target)]) == 1
     err = capsys.readouterr().err
     assert err == f"blink-schema: {target} exist(s): nothing was written; give --force to replace\n"
     assert target.read_text() == "mine"
@@ -342,7 +344,7 @@ def test_pull_reads_blink_base_url_and_api_key_and_never_prints_the_key(
     assert json.loads(capsys.readouterr().out)["fields"]
     assert "AIRFLOW_CONN_BLINK_ENV" not in os.environ  # nothing written to the environment
     monkeypatch.setenv("BLINK_API_KEY", "wrong-key-123456")
-    assert main(["pull", "ws-demo", "Users"]) == 2
+    assert main(["pull", "ws-demo", "Users"]) == 1
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "401: invalid API key" in err and "check BLINK_API_KEY" in err
     assert "the connection that BLINK_BASE_URL and BLINK_API_KEY give" in err and "password" not in err
@@ -359,21 +361,21 @@ def test_pull_reads_blink_base_url_and_api_key_and_never_prints_the_key(
         (["pull", "ws-demo", "--all"], "--all writes one file per table: give -o FOLDER"),
     ],
 )
-def test_each_mistake_of_pull_is_one_line_and_exit_2(
+def test_each_mistake_of_pull_is_one_line_and_exit_1(
     blink_sandbox: Any, args: list[str], said: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(args) == 2
+    assert main(args) == 1
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1 and said in err, err
 
 
 @pytest.mark.usefixtures("quick")
-def test_an_unreachable_blink_is_one_line_and_exit_2(
+def test_an_unreachable_blink_is_one_line_and_exit_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], sleeps: Any
 ) -> None:
     monkeypatch.setenv("BLINK_BASE_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("BLINK_API_KEY", "a-key-never-shown-1234")
-    assert main(["pull", "ws-demo", "Incidents"]) == 2
+    assert main(["pull", "ws-demo", "Incidents"]) == 1
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "could not reach 127.0.0.1:9" in err and "a-key-never" not in err
     assert sleeps  # the hook retried (its waits recorded), and said nothing of it: the one line is the end
@@ -382,14 +384,14 @@ def test_an_unreachable_blink_is_one_line_and_exit_2(
 def test_the_command_as_installed_prints_no_traceback(blink_sandbox: Any, tmp_path: Path) -> None:
     env = {**os.environ, "BLINK_BASE_URL": blink_sandbox.base_url, "BLINK_API_KEY": "refused-key-98765"}
     done = subprocess.run(
-        [sys.executable, "-m", "blinkops_provider._schema_cli", "pull", "ws-demo", "Incidents"],
+        [sys.executable, "-m", "blinkops_provider.cli", "pull", "ws-demo", "Incidents"],
         capture_output=True,
         text=True,
         env=env,
         timeout=120,
         check=False,
     )
-    assert done.returncode == 2 and done.stdout == ""
+    assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith("blink-schema: ") and len(done.stderr.splitlines()) == 1, done.stderr
     assert "Traceback" not in done.stderr and "refused-key" not in done.stderr
 
@@ -431,7 +433,7 @@ def test_pull_finds_the_connection_in_airflows_metadata_database(blink_sandbox: 
         [
             sys.executable,
             "-m",
-            "blinkops_provider._schema_cli",
+            "blinkops_provider.cli",
             "pull",
             "ws-demo",
             "Users",
@@ -455,7 +457,7 @@ def test_a_missing_connection_names_the_commands_flag_and_the_environment_way(
 ) -> None:
     """#63 item 11: ``--conn-id`` (not the Python argument ``blink_conn_id``) and BLINK_BASE_URL/BLINK_API_KEY."""
     monkeypatch.delenv("BLINK_BASE_URL", raising=False)
-    assert main(["pull", "ws-demo", "Users", "--conn-id", "no_such_blink"]) == 2
+    assert main(["pull", "ws-demo", "Users", "--conn-id", "no_such_blink"]) == 1
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "the Airflow connection 'no_such_blink' does not exist" in err
     assert "--conn-id" in err and "BLINK_BASE_URL and BLINK_API_KEY" in err and "blink_conn_id" not in err

@@ -414,7 +414,7 @@ def test_a_malformed_holder_is_described_and_never_taken_over(holder: dict[str, 
 
 
 def test_the_printed_unlock_command_works_for_a_workspace_that_starts_with_a_dash(tmp_path: Path) -> None:
-    from blinkops_provider._schema_cli import main
+    from blinkops_provider.cli.main import main
 
     records = f"{tmp_path}/records/"
     held = TableLock(record_location(records, "-ws", "T"), records=records, ws_id="-ws", table="T", holder=task())
@@ -425,10 +425,10 @@ def test_the_printed_unlock_command_works_for_a_workspace_that_starts_with_a_das
 
 
 @pytest.mark.parametrize("records", ["", "/no/such/folder/"])
-def test_listing_the_locks_of_nothing_says_so_and_exits_2(records: str, capsys: Any) -> None:
-    from blinkops_provider._schema_cli import main
+def test_listing_the_locks_of_nothing_says_so_and_exits_1(records: str, capsys: Any) -> None:
+    from blinkops_provider.cli.main import main
 
-    assert main(["locks", records]) == 2
+    assert main(["locks", records]) == 1
     assert "blink-schema: " in capsys.readouterr().err
 
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from blinkops_provider._states import Action
 from blinkops_provider.exceptions import BlinkInputError, BlinkStalePlanError
 from blinkops_provider.migrations import SchemaPlan, check_approved, log_plan, plan_text, plan_xcom
 from blinkops_provider.migrations._matching import contradictions, field_body, match_fields, match_table, merge_field
 from blinkops_provider.migrations._plan import plan_fields
 from blinkops_provider.models import BlinkTable, FieldUpdate, TableField, validate_field_updates
+from blinkops_provider.utils.states import Action
 from tests.core.test_models import DOCS_BODY
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from blinkops_provider._states import REJECTED_IN_REVIEW
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.operators._answer import approval_from_review
+from blinkops_provider.utils.states import REJECTED_IN_REVIEW
 from tests.conftest import FakeTI
 
 AIRFLOW = tuple(int(part) for part in importlib.metadata.version("apache-airflow").split(".")[:2])

@@ -131,7 +131,7 @@ def test_output_path_that_is_not_a_regular_file_is_refused_before_any_request(
 
 
 def test_a_character_device_is_refused_and_left_alone() -> None:
-    from blinkops_provider._storage import regular_file
+    from blinkops_provider.utils.storage import regular_file
 
     before = os.stat("/dev/null")
     with pytest.raises(BlinkInputError, match="'/dev/null' is a character device, not a regular file"):

@@ -358,10 +358,10 @@ def test_an_add_that_blinks_answer_and_read_do_not_show_is_unknown(blink_conn: N
 
 
 CHECKS = (
-    ("blinkops_provider._inputs", "check_concurrency"),
-    ("blinkops_provider._inputs", "check_flag"),
-    ("blinkops_provider._inputs", "rendered_flag"),
-    ("blinkops_provider._inputs", "check_lock_wait"),
+    ("blinkops_provider.utils.inputs", "check_concurrency"),
+    ("blinkops_provider.utils.inputs", "check_flag"),
+    ("blinkops_provider.utils.inputs", "rendered_flag"),
+    ("blinkops_provider.utils.inputs", "check_lock_wait"),
     ("blinkops_provider.models", "checked_field_updates"),
     ("blinkops_provider.migrations._apply", "approved_plan"),
     ("blinkops_provider.migrations._apply", "check_names"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from blinkops_provider import get_provider_info
-from blinkops_provider._blink import DEFAULT_HEADER
+from blinkops_provider.utils.blink_api import DEFAULT_HEADER
 
 
 def ui_field_behaviour() -> dict[str, Any]:

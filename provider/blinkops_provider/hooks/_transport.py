@@ -52,10 +52,6 @@ from pydantic_core import from_json
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from blinkops_provider import __version__
-from blinkops_provider._blink import DEFAULT_HEADER, MAX_BODY
-from blinkops_provider._inputs import Timeout, as_bool, as_timeout, build_base_url, check_api_key
-from blinkops_provider._statuses import RETRIED
-from blinkops_provider._statuses import error_class as status_error
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
@@ -78,6 +74,11 @@ from blinkops_provider.retry_policy import (
     is_retryable_unapplied,
     parse_retry_after,
 )
+from blinkops_provider.utils.blink_api import DEFAULT_HEADER, MAX_BODY
+from blinkops_provider.utils.inputs import Timeout, as_bool, as_timeout, check_api_key
+from blinkops_provider.utils.names import build_base_url
+from blinkops_provider.utils.statuses import RETRIED
+from blinkops_provider.utils.statuses import error_class as status_error
 
 DEFAULT_TIMEOUT = (10.0, 60.0)
 """Connect and read timeouts, in seconds, when neither the hook nor the connection sets one."""

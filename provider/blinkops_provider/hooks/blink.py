@@ -31,17 +31,6 @@ from airflow.providers.common.compat.sdk import AirflowNotFoundException, BaseHo
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import from_json
 
-from blinkops_provider._batch import FieldUpdates, run_batch
-from blinkops_provider._blink import API_PREFIX, MAX_LIMIT
-from blinkops_provider._inputs import (
-    DEFAULT_UPDATE_CONCURRENCY,
-    Timeout,
-    check_concurrency,
-    check_hook_options,
-    check_paging,
-    path_segment,
-    validate_input,
-)
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkConfigurationError,
@@ -51,6 +40,7 @@ from blinkops_provider.exceptions import (
     BlinkResponseError,
 )
 from blinkops_provider.hooks import _walk
+from blinkops_provider.hooks._batch import FieldUpdates, run_batch
 from blinkops_provider.hooks._transport import (
     Answer,
     Clock,
@@ -81,6 +71,16 @@ from blinkops_provider.models import (
     validate_field_updates,
 )
 from blinkops_provider.rql import connection_type_query
+from blinkops_provider.utils.blink_api import API_PREFIX, MAX_LIMIT
+from blinkops_provider.utils.inputs import (
+    DEFAULT_UPDATE_CONCURRENCY,
+    Timeout,
+    check_concurrency,
+    check_hook_options,
+    check_paging,
+    path_segment,
+    validate_input,
+)
 
 DEFAULT_PAGE_SIZE = 500
 """Rows per page of a walk (Blink's largest page is 1000)."""

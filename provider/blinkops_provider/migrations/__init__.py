@@ -22,15 +22,16 @@ of a retype (``_conversions``);
 the table's lock and the record of the last apply beside it (``_lock``); the gate: who may let a plan
 through, and whether it is the approved one (``_review``); the plan and a fleet as people read them
 (``_text``); the request and the apply (``_apply``); the order it sends in, the backfill and the copy,
-and its result (``_steps``); the command line and a live table as a declaration (``_cli``).
+and its result (``_steps``); what it writes into the rows (``_data_steps``); a live table as a declaration
+(``_pull``). The command line is ``blinkops_provider.cli``.
 """
 
 from __future__ import annotations
 
 from blinkops_provider.migrations._apply import ApplyRequest, apply, apply_schema, declared_schema, plan, plan_schema
-from blinkops_provider.migrations._cli import pull_schema
 from blinkops_provider.migrations._lock import Holder, LockInfo, SchemaRecord, force_unlock, held_locks, record_location
 from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan, TablePlan
+from blinkops_provider.migrations._pull import pull_schema
 from blinkops_provider.migrations._review import check_approved, check_review_policy, review_needed
 from blinkops_provider.migrations._steps import ApplyResult
 from blinkops_provider.migrations._text import (

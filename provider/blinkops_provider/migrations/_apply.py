@@ -28,16 +28,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from blinkops_provider._inputs import (
-    DEFAULT_UPDATE_CONCURRENCY,
-    check_concurrency,
-    check_flag,
-    check_lock_wait,
-    one_line,
-    segment,
-)
-from blinkops_provider._states import Action
-from blinkops_provider._storage import storage_path
 from blinkops_provider.exceptions import (
     BlinkConfigurationError,
     BlinkInputError,
@@ -63,6 +53,11 @@ from blinkops_provider.models import (
     TableRead,
     read_declaration,
 )
+from blinkops_provider.utils.inputs import DEFAULT_UPDATE_CONCURRENCY, check_concurrency, check_flag, check_lock_wait
+from blinkops_provider.utils.names import segment
+from blinkops_provider.utils.states import Action
+from blinkops_provider.utils.storage import storage_path
+from blinkops_provider.utils.text import one_line
 
 Updates = Mapping[str, FieldUpdate | Mapping[str, Any]] | Sequence[Mapping[str, Any]] | FieldBatch | Declaration | str
 
@@ -153,7 +148,7 @@ class _NoRecord(SchemaRecord):
         """Nothing is kept."""
 
 
-def _record(hook: BlinkHook, ws_id: str, table: str, location: str | None) -> SchemaRecord:
+def schema_record(hook: BlinkHook, ws_id: str, table: str, location: str | None) -> SchemaRecord:
     """
     Return the record at ``location``, or none kept when it is None.
 
@@ -428,12 +423,12 @@ def _location(request: ApplyRequest) -> str | None:
 
 def plan(hook: BlinkHook, request: ApplyRequest) -> SchemaPlan:
     """Return what applying ``request`` would do (:func:`plan_schema`, whose arguments it holds, checked)."""
-    record = _record(hook, request.ws_id, request.table, _location(request))
+    record = schema_record(hook, request.ws_id, request.table, _location(request))
     planned, _ = _plan(hook, record, request.declared, request.replace, request.create_table)
     return planned
 
 
-def _lock(
+def table_lock(
     hook: BlinkHook, location: str | None, *, records: Any, ws_id: str, table: str, holder: Holder | None, wait: float
 ) -> TableLock | contextlib.nullcontext[None]:
     """
@@ -510,7 +505,7 @@ def apply_schema(
 def apply(hook: BlinkHook, request: ApplyRequest) -> ApplyResult:
     """Apply ``request`` (:func:`apply_schema`, whose arguments it holds, checked)."""
     location = _location(request)
-    lock = _lock(
+    lock = table_lock(
         hook,
         location,
         records=request.record_path,
@@ -519,7 +514,7 @@ def apply(hook: BlinkHook, request: ApplyRequest) -> ApplyResult:
         holder=request.holder,
         wait=request.lock_wait,
     )
-    record = _record(hook, request.ws_id, request.table, location)  # reads the connection
+    record = schema_record(hook, request.ws_id, request.table, location)  # reads the connection
     with lock:
         planned, recorded = _plan(hook, record, request.declared, request.replace, request.create_table)
         who = admit(hook.log, planned, request.approved, request.approval, request.acknowledge_risks)  # before sending

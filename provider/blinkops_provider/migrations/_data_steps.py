@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from blinkops_provider._inputs import one_line
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkResponseError
 from blinkops_provider.migrations._conversions import convert
 from blinkops_provider.migrations._matching import field_update_of, options_of, without_checks
 from blinkops_provider.migrations._plan_types import FieldPlan
 from blinkops_provider.migrations._rows import empty
 from blinkops_provider.models import FieldUpdate, TableField
+from blinkops_provider.utils.text import one_line
 
 COPY_PASSES = 5
 """The most passes a copy or a fill makes before it gives up on rows that keep changing (or writes that do not hold)."""

@@ -40,7 +40,7 @@ The record is a small JSON file at a path the user names: a local path (with sev
 shared one) or any URI Airflow's ``ObjectStoragePath`` reads (``s3://aws_conn_id@bucket/blink/
 records/``). A path that ends in ``/`` names a folder of records: each table's record is then
 ``<folder>/<ws_id>/<table>.json``, the names in the canonical segment form of
-:mod:`blinkops_provider._inputs` (``/`` and ``..`` encoded), so no name escapes the folder and no two
+:mod:`blinkops_provider.utils.names` (``/`` and ``..`` encoded), so no name escapes the folder and no two
 tables share a file (:func:`record_location`). The record holds, per field, the body last sent
 and confirmed by Blink (a 2xx), and names the Blink (its canonical host: any spelling of the
 same Base URL is the same Blink), workspace and table it is for, so one record cannot be used
@@ -68,9 +68,10 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Protocol
 
-from blinkops_provider._inputs import blink_host, one_line, segment
-from blinkops_provider._storage import local_path, replacing, storage_path, worker_local
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError, BlinkLockedError
+from blinkops_provider.utils.names import blink_host, segment
+from blinkops_provider.utils.storage import local_path, replacing, storage_path, worker_local
+from blinkops_provider.utils.text import one_line
 
 RECORD_FORMAT = "blinkops-schema-record/1"
 _FORMAT_NAME, _, _FORMAT_VERSION = RECORD_FORMAT.rpartition("/")

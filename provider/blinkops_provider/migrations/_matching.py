@@ -29,7 +29,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from blinkops_provider._inputs import describe_errors, one_line
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import (
     READ_ONLY_ATTRIBUTES,
@@ -39,6 +38,8 @@ from blinkops_provider.models import (
     FieldUpdate,
     TableField,
 )
+from blinkops_provider.utils.inputs import describe_errors
+from blinkops_provider.utils.text import one_line
 
 
 @dataclass

@@ -19,8 +19,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from blinkops_provider._inputs import one_line
-from blinkops_provider._states import Action
 from blinkops_provider.migrations._matching import (
     Matches,
     contradictions,
@@ -37,6 +35,8 @@ from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan, Tabl
 from blinkops_provider.migrations._risks import Change, judge, needs_of
 from blinkops_provider.migrations._rows import NOTHING_READ, Need, RowFacts
 from blinkops_provider.models import BlinkTable, FieldUpdate, TableField, backfill_unfit
+from blinkops_provider.utils.states import Action
+from blinkops_provider.utils.text import one_line
 
 
 def make_plan(

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from blinkops_provider._inputs import one_line
-from blinkops_provider._states import FIELD_ACTIONS, REMOVING, Action, FieldOutcome
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.models import FieldUpdate
+from blinkops_provider.utils.states import FIELD_ACTIONS, REMOVING, Action, FieldOutcome
+from blinkops_provider.utils.text import one_line
 
 RECORD_FALLBACK = "planned against the record of the last apply"
 """What a plan says when Blink's fields read was not served."""

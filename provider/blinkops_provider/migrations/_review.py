@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from blinkops_provider._inputs import one_line
-from blinkops_provider._states import Action
 from blinkops_provider.exceptions import BlinkInputError, BlinkStalePlanError
 from blinkops_provider.migrations._plan_types import SchemaPlan, changes, risky
 from blinkops_provider.migrations._text import plan_text
+from blinkops_provider.utils.states import Action
+from blinkops_provider.utils.text import one_line
 
 ALWAYS, CHANGES, DESTRUCTIVE, NEVER = "always", "changes", "destructive", "never"
 REVIEW_POLICIES = {

@@ -27,10 +27,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from blinkops_provider._inputs import show
-from blinkops_provider._states import Action
 from blinkops_provider.migrations._conversions import conversion
 from blinkops_provider.migrations._rows import Need, RowFacts, Tally
+from blinkops_provider.utils.states import Action
+from blinkops_provider.utils.text import show
 
 SHOWN_REPEATS = 20
 """The most repeated (or unconverted) values a refusal names."""

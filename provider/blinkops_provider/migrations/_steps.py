@@ -3,8 +3,8 @@ How an approved plan is sent to Blink, in the order that can lose nothing.
 
 Create the table (with its fields), add fields, change fields, change the table's display name or description, and
 remove fields last. A failure before the removals sends no removal. Each batch is sent ``max_concurrency`` at a time
-(``blinkops_provider._batch``); what Blink confirmed, Blink's names of the fields it added included, is recorded, also
-when the apply is interrupted.
+(``blinkops_provider.hooks._batch``); what Blink confirmed, Blink's names of the fields it added included, is
+recorded, also when the apply is interrupted.
 
 The plan speaks in actions; this module alone maps them to the hook's endpoints: ``create`` (the
 table) to :meth:`~blinkops_provider.hooks.blink.BlinkHook.create_table`, an ``add`` against
@@ -26,9 +26,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from blinkops_provider._batch import FieldUpdates, Send, run_batch, workers
-from blinkops_provider._inputs import one_line, show
-from blinkops_provider._states import Action, FieldOutcome
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkBadRequestError,
@@ -37,12 +34,15 @@ from blinkops_provider.exceptions import (
     BlinkNotFoundError,
     BlinkResponseError,
 )
+from blinkops_provider.hooks._batch import FieldUpdates, Send, run_batch, workers
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._data_steps import Fill, Retype
 from blinkops_provider.migrations._lock import SchemaRecord
 from blinkops_provider.migrations._matching import field_body, field_update_of, without_checks
 from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan
 from blinkops_provider.models import FieldUpdate, NewTable, TableField
+from blinkops_provider.utils.states import Action, FieldOutcome
+from blinkops_provider.utils.text import one_line, show
 
 
 @dataclass

@@ -17,8 +17,6 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from blinkops_provider._inputs import counted, one_line, show
-from blinkops_provider._states import FIELD_ACTIONS, REJECTED_IN_REVIEW, REMOVING, Action, TableOutcome
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations._plan_types import (
     BASELINE,
@@ -32,6 +30,8 @@ from blinkops_provider.migrations._plan_types import (
     rows_of,
 )
 from blinkops_provider.models import FieldUpdate
+from blinkops_provider.utils.states import FIELD_ACTIONS, REJECTED_IN_REVIEW, REMOVING, Action, TableOutcome
+from blinkops_provider.utils.text import counted, one_line, show
 
 
 def plan_markdown(plan: Mapping[str, Any], acknowledged: bool = False) -> str:
@@ -553,5 +553,5 @@ def _changed(plan: FieldPlan) -> str:
 
 
 def _cell(text: str) -> str:
-    """Text as one Markdown table cell (:func:`blinkops_provider._inputs.one_line`)."""
+    """Text as one Markdown table cell (:func:`blinkops_provider.utils.text.one_line`)."""
     return one_line(text)

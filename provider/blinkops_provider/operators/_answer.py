@@ -20,9 +20,9 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from blinkops_provider._inputs import one_line
-from blinkops_provider._states import REJECTED_IN_REVIEW, Decision
 from blinkops_provider.exceptions import BlinkInputError
+from blinkops_provider.utils.states import REJECTED_IN_REVIEW, Decision
+from blinkops_provider.utils.text import one_line
 
 
 def _when(value: Any) -> str:

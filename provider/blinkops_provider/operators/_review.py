@@ -25,8 +25,6 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.common.compat.sdk import AirflowFailException, AirflowSkipException
 from airflow.providers.standard.operators.hitl import ApprovalOperator
 
-from blinkops_provider._inputs import one_line, rendered_flag
-from blinkops_provider._states import REMOVING, Decision
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations import (
     apply,
@@ -40,6 +38,9 @@ from blinkops_provider.migrations import (
 from blinkops_provider.operators._answer import approval_from_record, chosen, rejection
 from blinkops_provider.operators._hitl import ask_review, await_answer
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
+from blinkops_provider.utils.inputs import rendered_flag
+from blinkops_provider.utils.states import REMOVING, Decision
+from blinkops_provider.utils.text import one_line
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
-from blinkops_provider._blink import MAX_LIMIT
-from blinkops_provider._inputs import check_paging
-from blinkops_provider._storage import replacing, storage_path
 from blinkops_provider.assets import CATALOGUE_ALIAS, catalogue_lineage
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.operators._base import BaseBlinkOperator, with_alias
+from blinkops_provider.utils.blink_api import MAX_LIMIT
+from blinkops_provider.utils.inputs import check_paging
+from blinkops_provider.utils.storage import replacing, storage_path
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context

@@ -17,17 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.common.compat.sdk import BaseOperatorLink, XCom
 
-from blinkops_provider._inputs import (
-    DEFAULT_UPDATE_CONCURRENCY,
-    check_concurrency,
-    check_flag,
-    check_lock_wait,
-    one_line,
-    parse_json_object,
-    rendered_flag,
-    validate_input,
-)
-from blinkops_provider._states import FieldOutcome, TableOutcome
 from blinkops_provider.assets import CHANGING, TABLES_ALIAS, table_lineage
 from blinkops_provider.exceptions import (
     BlinkApiError,
@@ -51,6 +40,17 @@ from blinkops_provider.models import FieldBatch, FieldType, FieldUpdate
 from blinkops_provider.operators._answer import approval_from_review
 from blinkops_provider.operators._base import TABLE_PAGE_KEY, BaseBlinkOperator, with_alias
 from blinkops_provider.retry_policy import batch_error
+from blinkops_provider.utils.inputs import (
+    DEFAULT_UPDATE_CONCURRENCY,
+    check_concurrency,
+    check_flag,
+    check_lock_wait,
+    parse_json_object,
+    rendered_flag,
+    validate_input,
+)
+from blinkops_provider.utils.states import FieldOutcome, TableOutcome
+from blinkops_provider.utils.text import one_line
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context

@@ -16,7 +16,6 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from blinkops_provider import __version__
-from blinkops_provider._blink import API_PREFIX, DEFAULT_HEADER
 from blinkops_provider.sandbox._blink_models import (
     MARKERS,
     ConnectionTypePage,
@@ -34,6 +33,7 @@ from blinkops_provider.sandbox._blink_models import (
 from blinkops_provider.sandbox._faults import FaultConfig, FaultInjector, RequestLog
 from blinkops_provider.sandbox._rql_sql import QueryError, parse_query
 from blinkops_provider.sandbox._store import SandboxStore, StoreError
+from blinkops_provider.utils.blink_api import API_PREFIX, DEFAULT_HEADER
 
 
 class Served(Protocol):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from blinkops_provider._blink import TRANSIENT_STATUSES
 from blinkops_provider.exceptions import (
     BlinkApiError,
     BlinkAuthError,
@@ -18,6 +17,7 @@ from blinkops_provider.exceptions import (
     BlinkNotFoundError,
     BlinkTransientError,
 )
+from blinkops_provider.utils.blink_api import TRANSIENT_STATUSES
 
 
 @dataclass(frozen=True)

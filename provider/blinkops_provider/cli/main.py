@@ -1,23 +1,37 @@
 """
-``blink-schema``'s entry point.
+``blink-schema``'s entry point: its arguments, and the command they choose.
 
-Its arguments are parsed, and ``--help`` or a mistake in them answered, before anything heavy is imported (Airflow takes
-seconds to import, and more on a busy machine); the command itself is :mod:`blinkops_provider.migrations._cli`.
+The arguments are parsed, and ``--help`` or a mistake in them answered, before anything heavy is imported (Airflow takes
+seconds to import, and more on a busy machine); each command is its own module, imported once it is chosen.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import NoReturn
+
+from blinkops_provider.cli.exit_status import EXIT_FAILED, EXIT_STATUSES
+
+_EPILOG = "exit status: " + "; ".join(f"{status} {meaning}" for status, meaning in EXIT_STATUSES.items())
+
+
+class _Arguments(argparse.ArgumentParser):
+    """The parser: a usage mistake exits 1 like every other mistake (argparse's own is 2, plan's "changes")."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_FAILED, f"{self.prog}: error: {message}\n")
 
 
 def parser() -> argparse.ArgumentParser:
     """Return the command's arguments (imports nothing but argparse)."""
-    parser = argparse.ArgumentParser(prog="blink-schema", description="Blink schema migrations from a shell.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = _Arguments(prog="blink-schema", description="Blink schema migrations from a shell.", epilog=_EPILOG)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Arguments)
     pull = commands.add_parser("pull", help="write a live table's declaration, which then plans all unchanged")
     pull.add_argument("ws_id", help="the workspace, e.g. ws-demo")
     pull.add_argument("table", nargs="?", help="Blink's name of the table (or its display name); or --all")
@@ -59,10 +73,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``blink-schema``: the arguments parsed here, then the command."""
+    """Run ``blink-schema``: the arguments parsed here, then the command; its exit status (``exit_status``)."""
     args = parser().parse_args(argv)
     if args.command == "validate":  # offline: no Airflow, no connection
-        from blinkops_provider._validate import validate
+        from blinkops_provider.cli.validate import validate
 
         return validate(args.paths, args.format)
     # The command prints its own output only: Airflow's import-time warnings (2.11's deprecations) and
@@ -70,9 +84,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "ERROR"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from blinkops_provider.migrations._cli import run  # (Airflow is imported only now)
+        from blinkops_provider.cli import locks, plan, pull  # (Airflow is imported only now)
 
-    return run(args)
+    logging.getLogger("airflow.models.crypto").setLevel(logging.ERROR)  # "empty cryptography key": nothing is stored
+    commands = {"pull": pull.pull, "plan": plan.plan, "locks": locks.locks, "unlock": locks.unlock}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

@@ -15,9 +15,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from blinkops_provider._states import FieldOutcome
 from blinkops_provider.exceptions import BlinkApiError, BlinkAuthError, BlinkResponseError
 from blinkops_provider.models import TableField
+from blinkops_provider.utils.states import FieldOutcome
 
 PROGRESS_FROM = 20
 """The smallest batch whose progress is logged on the way (every 10%); a smaller one logs its end."""
