@@ -5,7 +5,7 @@
 #   make test-py313                    the compat tests on Python 3.13, the newest supported (.venv-py3.13, locked)
 #   make test-lowest                   the built wheel with its lowest declared dependencies, then the compat tests
 #   make ui-test                       the connection form and the plan review in Airflow 3's UI, in headless Chromium
-#   make ci-recipe                     docs/ci.md's workflow line by line, installed as written into a fresh virtual environment
+#   make ci-recipe                     docs/ci.md's workflow line by line, installed as written into a fresh virtual environment; the sandbox's wheel alone
 #   make demo                          the main job: both example DAGs end to end against the sandbox
 #   make celery-demo                   the fleet example on CeleryExecutor: two workers, Redis, PostgreSQL, S3 (moto), the sandbox
 #   make airflow-ui                    the example DAGs in Airflow 3's UI (airflow standalone, the sandbox); Ctrl-C stops
@@ -52,18 +52,18 @@ else
 	@$(UV) venv --quiet --allow-existing $(VENV)
 	@if [ -f "$(PINS)" ]; then \
 		$(UV) pip sync --quiet --python $(PY) $(PINS) && \
-		$(UV) pip install --quiet --python $(PY) --no-deps -e . ; \
+		$(UV) pip install --quiet --python $(PY) --no-deps -e . -e ./sandbox ; \
 	else \
 		echo "no $(PINS): resolving apache-airflow==$(AIRFLOW_VERSION) afresh"; \
-		$(UV) pip install --quiet --python $(PY) -e . --group dev "apache-airflow==$(AIRFLOW_VERSION)"; \
+		$(UV) pip install --quiet --python $(PY) -e . -e ./sandbox --group dev "apache-airflow==$(AIRFLOW_VERSION)"; \
 	fi
 endif
 	@$(PY) -c 'import airflow, sys; print(f"Airflow {airflow.__version__} on Python {sys.version.split()[0]} in $(VENV)")'
 
 # The layers (pyproject.toml's [tool.importlinter]) are checked with the installed package.
 lint: env
-	$(VENV)/bin/ruff check provider tests dev benchmarks $(wildcard example_dags)
-	$(VENV)/bin/ruff format --check provider tests dev benchmarks $(wildcard example_dags)
+	$(VENV)/bin/ruff check provider sandbox tests dev benchmarks $(wildcard example_dags)
+	$(VENV)/bin/ruff format --check provider sandbox tests dev benchmarks $(wildcard example_dags)
 	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: env
@@ -97,13 +97,14 @@ FLOORED := apache-airflow|apache-airflow-providers-common-compat|requests|urllib
 test-lowest: uv
 	rm -rf dist/lowest .venv-lowest
 	$(UV) build --wheel --quiet -o dist/lowest
-	$(UV) pip compile pyproject.toml --extra sandbox --resolution lowest-direct --python-version 3.11 \
+	$(UV) build --wheel --quiet --package blinkops-sandbox -o dist/lowest/sandbox
+	$(UV) pip compile pyproject.toml sandbox/pyproject.toml --resolution lowest-direct --python-version 3.11 \
 		--quiet -o dist/lowest/resolved.txt
 	grep -iE '^($(FLOORED))==' dist/lowest/resolved.txt > dist/lowest/floors.txt
 	@echo "the declared floors:"; sed 's/^/  /' dist/lowest/floors.txt
 	$(UV) venv --quiet --python 3.11 .venv-lowest
 	$(UV) pip install --quiet --python .venv-lowest/bin/python -c dist/lowest/floors.txt \
-		"$$(ls dist/lowest/*.whl)[sandbox]" pytest pytest-xdist requests-mock apache-airflow-providers-http \
+		"$$(ls dist/lowest/*.whl)" "$$(ls dist/lowest/sandbox/*.whl)" pytest pytest-xdist requests-mock apache-airflow-providers-http \
 		"apache-airflow-providers-amazon[s3fs]" "moto[s3,server]"
 	$(UV) pip freeze --python .venv-lowest/bin/python | grep -ixF -f dist/lowest/floors.txt | diff - dist/lowest/floors.txt
 	.venv-lowest/bin/python -m pytest -p no:cacheprovider $(XDIST) -m compat $(PYTEST_ARGS)
@@ -120,8 +121,8 @@ ui-test: env
 # docs/ci.md's workflow as a runner runs it: its install line into a fresh virtual environment (the
 # locked versions as pip's constraints, so that the install resolves nothing), then its commands.
 ci-recipe: env
-	$(UV) export --locked --no-hashes --no-emit-project --all-extras --quiet -o build/ci-recipe-constraints.txt
-	PIP_CONSTRAINT="$(CURDIR)/build/ci-recipe-constraints.txt" $(PY) -m pytest -m recipe tests/e2e/test_ci_recipe.py $(PYTEST_ARGS)
+	$(UV) export --locked --no-hashes --no-emit-workspace --all-extras --quiet -o build/ci-recipe-constraints.txt
+	PIP_CONSTRAINT="$(CURDIR)/build/ci-recipe-constraints.txt" $(PY) -m pytest -m recipe tests/e2e/test_ci_recipe.py tests/e2e/test_distributions.py $(PYTEST_ARGS)
 
 # With BLINK_BASE_URL and BLINK_API_KEY set, against that tenant instead (see dev/demo.py).
 demo: env
@@ -159,11 +160,11 @@ bench-fleet: celery-env
 
 # Regenerate the pinned Airflow 2.11 environment (run when pyproject.toml's dependencies change).
 # The pinned environment of another Airflow (make pins AIRFLOW_VERSION=...): 2.x with the sandbox's
-# extra, 3.x with every extra and the browser test's group.
+# dependencies (sandbox/pyproject.toml), 3.x with every extra and the browser test's group too.
 pins: uv
 	@test -n "$(AIRFLOW_VERSION)" || { echo "make pins needs AIRFLOW_VERSION (2.11.2, 3.1.8)"; exit 2; }
 	@echo "apache-airflow==$(AIRFLOW_VERSION)" > .ci/airflow-$(AIRFLOW_VERSION)-override.txt
-	$(UV) pip compile pyproject.toml $(if $(filter 2.%,$(AIRFLOW_VERSION)),--extra sandbox --universal,--all-extras --group ui) \
+	$(UV) pip compile pyproject.toml sandbox/pyproject.toml $(if $(filter 2.%,$(AIRFLOW_VERSION)),--universal,--all-extras --group ui) \
 		--group dev --overrides .ci/airflow-$(AIRFLOW_VERSION)-override.txt --python-version 3.11 --quiet -o $(PINS)
 	@rm .ci/airflow-$(AIRFLOW_VERSION)-override.txt
 

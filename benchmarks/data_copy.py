@@ -134,7 +134,7 @@ def memory(sizes: tuple[int, int]) -> None:
 def counted_from_total() -> None:
     """Requests of an exact count, from Blink's total and by walking, over the sandbox."""
     from blinkops_provider.hooks.blink import BlinkHook
-    from blinkops_provider.sandbox import BlinkSandbox
+    from blinkops_sandbox import BlinkSandbox
 
     print("\n-- An exact count over the sandbox: from Blink's total, beside a walk of the rows --")
     with BlinkSandbox(connection_types=0) as sandbox:

@@ -120,7 +120,7 @@ def migration_child(way: str, fields: list[dict[str, Any]], records: str) -> int
 
 def migration(rounds: int, delay_ms: float, concurrency: int) -> None:
     """The one-table migration of 50 fields: plan and apply beside the PUTs alone, interleaved."""
-    from blinkops_provider.sandbox import BlinkSandbox
+    from blinkops_sandbox import BlinkSandbox
 
     count = MIGRATION_FIELDS
     runs: dict[str, list[float]] = {way: [] for way in MIGRATION_WAYS}
@@ -208,8 +208,8 @@ def main() -> int:
         return 0
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-bench-"))
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
-    from blinkops_provider.sandbox import BlinkSandbox
     from blinkops_provider.utils.inputs import DEFAULT_UPDATE_CONCURRENCY
+    from blinkops_sandbox import BlinkSandbox
 
     count, rounds, delay_ms = (40, 1, 10.0) if args.smoke else (200, args.rounds, 10.0)
     concurrencies = sorted({4, 8, DEFAULT_UPDATE_CONCURRENCY, 32})
@@ -263,7 +263,7 @@ def main() -> int:
 
 def scaling(sizes: tuple[int, int], rounds: int, delay_ms: float, concurrency: int, note: str) -> None:
     """A migration's batch at two sizes, interleaved: time and CPU per field should stay flat."""
-    from blinkops_provider.sandbox import BlinkSandbox
+    from blinkops_sandbox import BlinkSandbox
 
     runs: dict[int, list[tuple[float, float]]] = {size: [] for size in sizes}
     with ExitStack() as stack:

@@ -110,7 +110,7 @@ def main() -> int:
     args = parser.parse_args()
     sizes, rounds = ((3, 6), 1) if args.smoke else ((20, 100), args.rounds)
 
-    from blinkops_provider.sandbox import BlinkSandbox
+    from blinkops_sandbox import BlinkSandbox
 
     compile_bytecode()
     home = (ROOT / ".airflow-bench-fleet").resolve()

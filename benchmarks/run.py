@@ -112,7 +112,7 @@ def measure(label: str, size: int, page_size: int, work: Any) -> None:
 
 def sandbox_walk(size: int, page_size: int) -> None:
     """Seed the sandbox with ``size`` types, then walk them with the hook over real HTTP."""
-    from blinkops_provider.sandbox import BlinkSandbox
+    from blinkops_sandbox import BlinkSandbox
 
     started = time.perf_counter()
     sandbox = BlinkSandbox(connection_types=size)

@@ -50,7 +50,7 @@ def validate_beside_python(rounds: int) -> None:
 def plan_beside_two_reads(rounds: int) -> None:
     from blinkops_provider.hooks.blink import BlinkHook
     from blinkops_provider.migrations import plan_schema
-    from blinkops_provider.sandbox import BlinkSandbox
+    from blinkops_sandbox import BlinkSandbox
 
     declared = json.loads(EXAMPLE.read_text())
     print("\n-- blink-schema plan of one table (the example, rows counted), beside two round trips, at 20 ms --")

@@ -106,7 +106,7 @@ def alive_in_group(pgid: int) -> list[int]:
 def start_sandbox(home: Path) -> Any:
     """The sandbox of this home: the same port, key, admin token and state (``blink_sandbox.sqlite``)
     at every start, so the records, assets and catalogue of an earlier start carry over."""
-    from blinkops_provider.sandbox import BlinkSandbox
+    from blinkops_sandbox import BlinkSandbox
 
     state = home / "blink_sandbox.json"
     saved = json.loads(state.read_text()) if state.exists() else {}

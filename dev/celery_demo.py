@@ -571,7 +571,7 @@ def worker_killed_mid_apply(airflow: Airflow, sandbox: Any) -> None:
 
 def main() -> int:
     os.environ["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"  # this driver's own reads of the records, quietly
-    from blinkops_provider.sandbox import BlinkSandbox
+    from blinkops_sandbox import BlinkSandbox
 
     home = (ROOT / ".airflow-celery").resolve()
     shutil.rmtree(home, ignore_errors=True)

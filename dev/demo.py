@@ -205,7 +205,7 @@ def main() -> int:
             conn = {"conn_type": "blink", "host": host, "password": tenant_key}
             ws_id, table = os.environ.get("BLINK_WS_ID"), os.environ.get("BLINK_TABLE")
         else:
-            from blinkops_provider.sandbox import BlinkSandbox
+            from blinkops_sandbox import BlinkSandbox
 
             sandbox = BlinkSandbox().start()
             say(f"- Blink sandbox started at {sandbox.base_url} (seeded: workspace ws-demo, 200 connection types)")

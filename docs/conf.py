@@ -9,6 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "provider"))
+sys.path.insert(0, str(ROOT / "sandbox"))  # the sandbox, its own distribution, documented beside the provider
 # autodoc imports the provider, and so Airflow: keep Airflow's home out of the user's.
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-docs-airflow-"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
@@ -50,12 +51,12 @@ nitpick_ignore_regex = [
 
 def _public_name(app: object, env: object, node: dict, contnode: object) -> object:
     """A reference to a public name under the private module that defines it (a signature's or a
-    base class's ``blinkops_provider.migrations._plan.SchemaPlan``) resolves to where the API
+    base class's ``blinkops_provider.migrations._plan_types.SchemaPlan``) resolves to where the API
     reference documents it: the public module whose ``__all__`` lists it."""
     import importlib
 
     target = node.get("reftarget", "")
-    if not target.startswith("blinkops_provider.") or "._" not in target:
+    if not target.startswith(("blinkops_provider.", "blinkops_sandbox.")) or "._" not in target:
         return None
     name = target.rsplit(".", 1)[-1]
     parts = target.split(".")[:-1]

@@ -19,16 +19,22 @@ from pathlib import Path
 import pytest
 
 import blinkops_provider
+import blinkops_sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "provider" / "blinkops_provider"
+SANDBOX = ROOT / "sandbox" / "blinkops_sandbox"
 API_RST = (ROOT / "docs" / "api.rst").read_text()
 
 
 def modules() -> dict[str, object]:
-    found = {"blinkops_provider": blinkops_provider}
-    for info in pkgutil.walk_packages(blinkops_provider.__path__, "blinkops_provider."):
-        found[info.name] = importlib.import_module(info.name)
+    """Every module of the provider, and of the sandbox (its own distribution, documented beside it)."""
+    found: dict[str, object] = {"blinkops_provider": blinkops_provider, "blinkops_sandbox": blinkops_sandbox}
+    for package in (blinkops_provider, blinkops_sandbox):
+        for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            if info.name.endswith(".__main__"):
+                continue  # (running it is the command)
+            found[info.name] = importlib.import_module(info.name)
     return found
 
 
@@ -121,17 +127,19 @@ def lint_imports(package: Path) -> subprocess.CompletedProcess[str]:
     ("module", "line", "contract"),
     [
         (None, "", None),
-        ("hooks/_walk.py", "import blinkops_provider.migrations", "Layers"),
-        ("sandbox/_store.py", "import blinkops_provider.hooks.blink", "The sandbox imports nothing of the client"),
-        ("operators/_base.py", "import blinkops_provider.migrations._plan", "front door only"),
-        ("migrations/_apply.py", "import blinkops_provider.hooks._walk", "catalogue walk and connection form"),
-        ("migrations/_plan_types.py", "import blinkops_provider.migrations._text", "No import cycle at any depth"),
-        ("migrations/_plan.py", "import blinkops_provider.migrations._review", "Migrations: a live table pulled"),
+        ("blinkops_provider/hooks/_walk.py", "import blinkops_provider.migrations", "Layers"),
+        ("blinkops_sandbox/_store.py", "import blinkops_provider.hooks.blink", "The sandbox imports nothing"),
+        ("blinkops_provider/assets.py", "import blinkops_sandbox", "The sandbox imports nothing"),
+        ("blinkops_provider/operators/_base.py", "import blinkops_provider.migrations._plan", "front door only"),
+        ("blinkops_provider/migrations/_apply.py", "import blinkops_provider.hooks._walk", "catalogue walk"),
+        ("blinkops_provider/migrations/_plan_types.py", "import blinkops_provider.migrations._text", "No import cycle"),
+        ("blinkops_provider/migrations/_plan.py", "import blinkops_provider.migrations._review", "a live table pulled"),
     ],
     ids=[
         "as-is",
         "hooks-import-migrations",
         "sandbox-imports-client",
+        "provider-imports-sandbox",
         "operator-below-front-door",
         "hooks-internal",
         "plan-imports-its-reader",
@@ -139,11 +147,12 @@ def lint_imports(package: Path) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_import_linter_holds_the_layers(tmp_path: Path, module: str | None, line: str, contract: str | None) -> None:
-    """The package as it is keeps every contract; one import that crosses a layer breaks one."""
+    """The packages as they are keep every contract; one import that crosses a layer breaks one."""
     copy = tmp_path / "blinkops_provider"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(SANDBOX, tmp_path / "blinkops_sandbox", ignore=shutil.ignore_patterns("__pycache__"))
     if module is not None:
-        target = copy / module
+        target = tmp_path / module
         target.write_text(target.read_text() + f"\n{line}  # a crossing\n")
     done = lint_imports(copy)
     if contract is None:

@@ -15,9 +15,9 @@ from blinkops_provider.exceptions import (
     BlinkTransientError,
 )
 from blinkops_provider.retry_policy import _permanent
-from blinkops_provider.sandbox import FaultConfig
 from blinkops_provider.utils.blink_api import TRANSIENT_STATUSES
 from blinkops_provider.utils.statuses import PERMANENT, RETRIED, STATUSES, error_class
+from blinkops_sandbox import FaultConfig
 
 
 @pytest.mark.parametrize(

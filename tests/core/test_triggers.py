@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from blinkops_provider.exceptions import BlinkAuthError, BlinkInputError, BlinkTransientError
-from blinkops_provider.sandbox import BlinkSandbox
 from blinkops_provider.triggers import _STATE_KEY, BlinkCatalogueChangeTrigger, _catalogue_fingerprint
+from blinkops_sandbox import BlinkSandbox
 
 
 class Stop(Exception):

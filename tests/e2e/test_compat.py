@@ -80,7 +80,7 @@ def test_airflow_knows_the_blink_connection_type(fresh_interpreter: dict) -> Non
 def test_the_pytest_plugin_imports_nothing_heavy() -> None:
     """pytest loads the plugin before any conftest: it must not import Airflow (and fix its home)."""
     code = (
-        "import sys, blinkops_provider.sandbox._pytest_plugin; "
+        "import sys, blinkops_sandbox._pytest_plugin; "
         "print(sorted(m for m in ('airflow', 'fastapi', 'uvicorn', 'pydantic') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -19,8 +19,8 @@ import pendulum
 import pytest
 
 from blinkops_provider.assets import asset_host
-from blinkops_provider.sandbox import BlinkSandbox
-from blinkops_provider.sandbox._seed import DEMO_ROWS
+from blinkops_sandbox import BlinkSandbox
+from blinkops_sandbox._seed import DEMO_ROWS
 from dev.reviewer import reviewing
 from tests.conftest import EXAMPLE_DAGS
 
@@ -215,7 +215,7 @@ def reviewer_field(sandbox: BlinkSandbox) -> dict[str, Any]:
     """A second reference field in Blink (to the table itself), and its declaration moved to Users,
     which Owner references already: the plan cannot know it, Blink refuses it (one reference per
     target table) when the apply sends it."""
-    from blinkops_provider.sandbox._blink_models import FieldUpdate as SandboxField
+    from blinkops_sandbox._blink_models import FieldUpdate as SandboxField
 
     body = {"type": "reference", "display_name": "Reviewer",
             "attributes": {"table_reference": {"table_name": "Incidents", "display_name_field": "Title"}}}  # fmt: skip

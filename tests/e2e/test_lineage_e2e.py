@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from blinkops_provider.assets import asset_host
-from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_sandbox import BlinkSandbox
 from dev.reviewer import reviewing
 
 pytestmark = pytest.mark.usefixtures("airflow_db", "one_execution_api")

@@ -11,7 +11,7 @@ import pytest
 
 from blinkops_provider.exceptions import BlinkTransientError
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
-from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_sandbox import BlinkSandbox
 from tests.conftest import keys
 
 

@@ -23,8 +23,8 @@ from blinkops_provider.exceptions import (
 )
 from blinkops_provider.hooks.blink import BlinkHook, matches_filter
 from blinkops_provider.models import FieldType, FieldUpdate, TableField
-from blinkops_provider.sandbox import BlinkSandbox
-from blinkops_provider.sandbox._seed import DEMO_ROWS
+from blinkops_sandbox import BlinkSandbox
+from blinkops_sandbox._seed import DEMO_ROWS
 from tests.conftest import API_KEY, set_connection
 from tests.fake_blink import BASE, FakeBlink, blink_field, sent_query
 

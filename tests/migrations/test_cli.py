@@ -28,7 +28,7 @@ from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations import apply_schema, plan_schema, plan_text, plan_xcom, pull_schema
 from blinkops_provider.migrations._pull import pull_table, record_pulled
 from blinkops_provider.models import FieldType
-from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_sandbox import BlinkSandbox
 from tests.fake_blink import FakeBlink, blink_field, without_table_reads
 
 ODD = "Risk «level» / %20 ?#&= 日本 \t end"

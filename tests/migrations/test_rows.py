@@ -21,8 +21,8 @@ from blinkops_provider.migrations import apply_schema, plan_schema, plan_text, p
 from blinkops_provider.migrations._conversions import OPAQUE, USER_TYPES, conversion, conversion_table, convert
 from blinkops_provider.migrations._risks import SHOWN_REPEATS
 from blinkops_provider.migrations._rows import Need, Tally, count_row
-from blinkops_provider.sandbox import BlinkSandbox
-from blinkops_provider.sandbox._seed import DEMO_ROWS
+from blinkops_sandbox import BlinkSandbox
+from blinkops_sandbox._seed import DEMO_ROWS
 from tests.fake_blink import FakeBlink, blink_field
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "migrating_data.md"

@@ -24,8 +24,8 @@ from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkNo
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations import apply_schema, plan_schema, plan_text, plan_xcom
 from blinkops_provider.operators.tables import ApplyReport
-from blinkops_provider.sandbox import BlinkSandbox
-from blinkops_provider.sandbox._seed import DEMO_ROWS
+from blinkops_sandbox import BlinkSandbox
+from blinkops_sandbox._seed import DEMO_ROWS
 from tests.fake_blink import FakeBlink, blink_field
 
 FILL_HELD = {"T": [blink_field("Name", "text"), blink_field("Team", "text")]}

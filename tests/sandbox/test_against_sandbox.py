@@ -18,7 +18,7 @@ from blinkops_provider.exceptions import (
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
 from blinkops_provider.operators.tables import UpdateTableFieldOperator
-from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_sandbox import BlinkSandbox
 from tests.conftest import Sleeps
 from tests.sandbox.reference import evaluate
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import requests
 
-from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_sandbox import BlinkSandbox
 
 WRAPPER = {"status", "message", "details", "identifier", "data", "user_error"}
 OPTIONS = {"options": ["Low", "High"]}

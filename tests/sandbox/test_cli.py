@@ -16,12 +16,12 @@ import pytest
 import requests
 
 from blinkops_provider.migrations import plan_text
-from blinkops_provider.sandbox._cli import main
+from blinkops_sandbox._cli import main
 
 
 def start(*args: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "blinkops_provider.sandbox._cli", "serve", *args],
+        [sys.executable, "-m", "blinkops_sandbox._cli", "serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -96,11 +96,11 @@ for name in (%s,):
 @pytest.mark.parametrize("missing", [["uvicorn"], ["fastapi", "uvicorn"]])
 def test_serve_without_its_libraries_exits_2_with_the_install_hint_and_no_banner(missing: list[str]) -> None:
     names = ", ".join(repr(name) for name in missing)
-    code = BLOCK % names + "from blinkops_provider.sandbox._cli import main\nraise SystemExit(main(['serve']))\n"
+    code = BLOCK % names + "from blinkops_sandbox._cli import main\nraise SystemExit(main(['serve']))\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert done.stdout == ""  # no banner, no key
-    assert 'pip install "airflow-provider-blinkops[sandbox]"' in done.stderr
+    assert "pip install fastapi uvicorn (blinkops-sandbox's dependencies)" in done.stderr
     assert " and ".join(missing) in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -111,18 +111,18 @@ def test_the_fixture_without_its_libraries_fails_with_the_install_hint(pytester:
     result = pytester.runpytest_subprocess("-p", "blink_sandbox")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        ["*blink_sandbox: the Blink sandbox needs uvicorn*airflow-provider-blinkops[[]sandbox[]]*"]
+        ["*blink_sandbox: the Blink sandbox needs uvicorn*pip install fastapi uvicorn (blinkops-sandbox's dependencies)*"]
     )
     assert "Traceback" not in result.stdout.str()
 
 
 def test_the_plugin_imports_nothing_heavy_until_a_test_asks_for_it() -> None:
-    """Loading the pytest plugin (as every pytest run with the provider installed does) imports
+    """Loading the pytest plugin (as every pytest run with the sandbox installed does) imports
     neither Airflow, the sandbox's server and store, FastAPI, uvicorn, nor the hook."""
     code = (
-        "import sys\nimport blinkops_provider.sandbox._pytest_plugin\n"
+        "import sys\nimport blinkops_sandbox._pytest_plugin\n"
         "heavy = [m for m in ('airflow', 'fastapi', 'uvicorn', 'sqlite3', 'requests', 'pydantic',"
-        " 'blinkops_provider.sandbox._server', 'blinkops_provider.hooks') if m in sys.modules]\n"
+        " 'blinkops_sandbox._server', 'blinkops_provider.hooks') if m in sys.modules]\n"
         "print(heavy)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
@@ -131,7 +131,7 @@ def test_the_plugin_imports_nothing_heavy_until_a_test_asks_for_it() -> None:
 
 def _serve(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "blinkops_provider.sandbox._cli", "serve", *args],
+        [sys.executable, "-m", "blinkops_sandbox._cli", "serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -181,7 +181,7 @@ def test_put_connection_type_changes_a_running_sandboxs_catalogue_as_printed(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The command make airflow-ui prints, run as printed (#36): the type is in the catalogue."""
-    from blinkops_provider.sandbox import BlinkSandbox
+    from blinkops_sandbox import BlinkSandbox
 
     with BlinkSandbox(connection_types=3) as sandbox:
         args = ["put-connection-type", sandbox.url, "--admin-token", sandbox.admin_token, "--id", "ct-demo"]
@@ -195,8 +195,8 @@ def test_put_connection_type_changes_a_running_sandboxs_catalogue_as_printed(
 def test_the_printed_command_parses_whatever_credentials_a_sandbox_draws() -> None:
     """A random token drawn with a leading ``-`` was taken by the command line for an option (a
     CI run met it): the credentials a sandbox draws parse as printed, every time."""
-    from blinkops_provider.sandbox import BlinkSandbox
-    from blinkops_provider.sandbox._cli import build_parser
+    from blinkops_sandbox import BlinkSandbox
+    from blinkops_sandbox._cli import build_parser
 
     for _ in range(200):  # a leading "-" came once in 64 draws of token_urlsafe
         sandbox = BlinkSandbox(connection_types=0)
@@ -213,7 +213,7 @@ def test_create_table_makes_a_table_a_fleet_can_be_migrated_into(
 ) -> None:
     """#34: a fleet's tables are set up over HTTP, as a user would: the declared schema's fields
     exist afterwards, a second create is refused (409), and a wrong schema is refused (400)."""
-    from blinkops_provider.sandbox import BlinkSandbox
+    from blinkops_sandbox import BlinkSandbox
 
     schema = tmp_path / "Assets.json"
     schema.write_text(json.dumps({"fields": [{"field": "Name", "type": "text", "display_name": "Name"}]}))
@@ -231,7 +231,7 @@ def test_create_table_makes_a_table_a_fleet_can_be_migrated_into(
 
 
 def test_the_fields_read_fault_switch_is_a_flag_of_serve() -> None:
-    from blinkops_provider.sandbox._cli import build_parser
+    from blinkops_sandbox._cli import build_parser
 
     args = build_parser().parse_args(["serve", "--fields-read-status", "404"])
     assert args.fields_read_status == 404
@@ -315,7 +315,7 @@ def test_an_undecodable_workspace_is_refused_in_one_line(tmp_path: Path, capsys:
 def test_a_table_name_with_a_slash_is_created_as_one_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     schema = tmp_path / "s.json"
     schema.write_text(json.dumps({"fields": [{"field": "Name", "type": "text", "display_name": "Name"}]}))
-    from blinkops_provider.sandbox import BlinkSandbox
+    from blinkops_sandbox import BlinkSandbox
 
     with BlinkSandbox(connection_types=1) as sandbox:
         args = ["create-table", sandbox.url, "--admin-token", sandbox.admin_token, "--ws-id", "ws-q"]

@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from blinkops_provider.rql import RQLQuery
-from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_sandbox import BlinkSandbox
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "rql.md"
 EXAMPLES = re.findall(r"<!-- rql-example -->\s*```json\n(.*?)```\s*```json\n(.*?)```", GUIDE.read_text(), re.S)

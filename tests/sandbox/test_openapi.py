@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from blinkops_provider.sandbox import BlinkSandbox
-from blinkops_provider.sandbox._app import create_app
+from blinkops_sandbox import BlinkSandbox
+from blinkops_sandbox._app import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_CANDIDATES = [

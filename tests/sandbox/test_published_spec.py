@@ -18,7 +18,7 @@ import pytest
 import requests
 import yaml
 
-from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_sandbox import BlinkSandbox
 
 # Schemathesis and Hypothesis are imported by the tests that use them: the other Airflow lines
 # (-m compat, whose environments do not install them) collect this module and run none of it.

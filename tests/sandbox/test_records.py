@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import requests
 
-from blinkops_provider.sandbox import BlinkSandbox
-from blinkops_provider.sandbox._seed import DEMO_RECORDS, DEMO_ROWS
+from blinkops_sandbox import BlinkSandbox
+from blinkops_sandbox._seed import DEMO_RECORDS, DEMO_ROWS
 from tests.sandbox.test_api import admin
 
 TABLE = "/workspace/ws-demo/table/Incidents"

@@ -44,7 +44,7 @@ import requests
 
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.rql import connection_type_query
-from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_sandbox import BlinkSandbox
 from tests.sandbox.reference import evaluate
 
 T1 = 958_492_860_000  # integration/rql_test.go: CreateTime + 1 minute, in epoch milliseconds

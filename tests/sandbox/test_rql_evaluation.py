@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import requests
 
-from blinkops_provider.sandbox import BlinkSandbox
-from blinkops_provider.sandbox._rql_sql import QueryError, parse_query
+from blinkops_sandbox import BlinkSandbox
+from blinkops_sandbox._rql_sql import QueryError, parse_query
 from tests.sandbox.reference import evaluate
 
 T0 = 1_767_225_600_000

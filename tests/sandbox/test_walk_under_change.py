@@ -15,7 +15,7 @@ import requests
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.models import ConnectionType
 from blinkops_provider.operators.connection_types import ConnectionTypesToXComOperator
-from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_sandbox import BlinkSandbox
 from tests.sandbox.reference import evaluate
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import requests
 
-from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_sandbox import BlinkSandbox
 
 # The test is of Airflow 3's UI (React, REST API v2); Airflow 2.11's environment has no selenium.
 collect_ignore = (

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import requests
 
-from blinkops_provider.sandbox import BlinkSandbox
+from blinkops_sandbox import BlinkSandbox
 from tests.conftest import EXAMPLE_DAGS
 from tests.ui.conftest import API_TIMEOUT
 

@@ -15,8 +15,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-from blinkops_provider.sandbox import BlinkSandbox
 from blinkops_provider.utils.blink_api import DEFAULT_HEADER
+from blinkops_sandbox import BlinkSandbox
 from tests.ui.conftest import SHOTS, AirflowUI
 
 pytestmark = pytest.mark.ui

@@ -23,8 +23,8 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from blinkops_provider.assets import asset_host
-from blinkops_provider.sandbox import BlinkSandbox
-from blinkops_provider.sandbox._seed import DEMO_ROWS
+from blinkops_sandbox import BlinkSandbox
+from blinkops_sandbox._seed import DEMO_ROWS
 from tests.conftest import EXAMPLE_DAGS
 from tests.e2e.test_e2e_dags import DOWNSTREAM_DAG
 from tests.ui.conftest import SHOTS, AirflowUI
@@ -227,7 +227,7 @@ def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
     table, and asks one person once, the refused and destructive tables first."""
     import requests
 
-    from blinkops_provider.sandbox._app import ADMIN_HEADER
+    from blinkops_sandbox._app import ADMIN_HEADER
 
     # A DAGs folder of the test's own: each run's fleet DAG, one BlinkSchemaFleet over that run's folder.
     dags = tmp_path / "dags"

@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from blinkops_provider.sandbox._blink_models import errors_text
-from blinkops_provider.sandbox._faults import FaultConfig
-from blinkops_provider.sandbox._server import DEFAULT_CONNECTION_TYPES, SandboxDependencyError, check_dependencies
+from blinkops_sandbox._blink_models import errors_text
+from blinkops_sandbox._faults import FaultConfig
+from blinkops_sandbox._server import DEFAULT_CONNECTION_TYPES, SandboxDependencyError, check_dependencies
 
 
 def _faults(text: str) -> list[str | int]:
@@ -341,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("blink-sandbox: --seed-connection-types must be 0 or more", file=sys.stderr)
         return 2
     try:
-        from blinkops_provider.sandbox._server import BlinkSandbox
+        from blinkops_sandbox._server import BlinkSandbox
 
         sandbox = BlinkSandbox(
             host=args.host,

@@ -12,13 +12,13 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from blinkops_provider.sandbox._faults import FaultConfig, FaultInjector, FaultMiddleware, RequestLog
-from blinkops_provider.sandbox._store import SandboxStore
+from blinkops_sandbox._faults import FaultConfig, FaultInjector, FaultMiddleware, RequestLog
+from blinkops_sandbox._store import SandboxStore
 
 DEFAULT_CONNECTION_TYPES = 200
 
 
-INSTALL_HINT = 'pip install "airflow-provider-blinkops[sandbox]"'
+INSTALL_HINT = "pip install fastapi uvicorn (blinkops-sandbox's dependencies)"
 """What to run when the sandbox's server libraries are missing."""
 
 
@@ -107,7 +107,7 @@ class BlinkSandbox:
 
     def connection_json(self) -> str:
         """Return an Airflow connection pointing at this sandbox, for ``AIRFLOW_CONN_BLINK_DEFAULT``."""
-        from blinkops_provider.sandbox._app import TABLE_PAGE
+        from blinkops_sandbox._app import TABLE_PAGE
 
         return json.dumps(
             {"conn_type": "blink", "host": self.url, "password": self.api_key, "extra": {"table_page": TABLE_PAGE}}
@@ -125,7 +125,7 @@ class BlinkSandbox:
         :raises ValueError: a wrong entry, named.
         :raises StoreError: the table exists already (the store's error, a 409).
         """
-        from blinkops_provider.sandbox._blink_models import declared_fields
+        from blinkops_sandbox._blink_models import declared_fields
 
         self.store.add_table(ws_id, table, declared_fields(declared.get("fields") or []))
 
@@ -142,7 +142,7 @@ class BlinkSandbox:
         self.store.reset(self.connection_types, self.seed)
 
     def set_faults(self, **settings: Any) -> None:
-        """Inject faults from now on (see :class:`~blinkops_provider.sandbox._faults.FaultConfig`)."""
+        """Inject faults from now on (see :class:`~blinkops_sandbox._faults.FaultConfig`)."""
         self.faults.configure(FaultConfig(**settings))
 
     def clear_faults(self) -> None:
@@ -158,7 +158,7 @@ class BlinkSandbox:
     def _make_server(self) -> Any:
         import uvicorn
 
-        from blinkops_provider.sandbox._app import KEY_HEADER, create_app
+        from blinkops_sandbox._app import KEY_HEADER, create_app
 
         app = FaultMiddleware(
             create_app(self), injector=self.faults, log=self.log, key_header=KEY_HEADER, api_key=self.api_key

@@ -15,8 +15,9 @@ from fastapi.security import APIKeyHeader
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from blinkops_provider import __version__
-from blinkops_provider.sandbox._blink_models import (
+from blinkops_sandbox import __version__
+from blinkops_sandbox._blink_api import API_PREFIX, DEFAULT_HEADER
+from blinkops_sandbox._blink_models import (
     MARKERS,
     ConnectionTypePage,
     CreatedTable,
@@ -30,14 +31,13 @@ from blinkops_provider.sandbox._blink_models import (
     declared_fields,
     errors_text,
 )
-from blinkops_provider.sandbox._faults import FaultConfig, FaultInjector, RequestLog
-from blinkops_provider.sandbox._rql_sql import QueryError, parse_query
-from blinkops_provider.sandbox._store import SandboxStore, StoreError
-from blinkops_provider.utils.blink_api import API_PREFIX, DEFAULT_HEADER
+from blinkops_sandbox._faults import FaultConfig, FaultInjector, RequestLog
+from blinkops_sandbox._rql_sql import QueryError, parse_query
+from blinkops_sandbox._store import SandboxStore, StoreError
 
 
 class Served(Protocol):
-    """What the application serves from (:class:`blinkops_provider.sandbox._server.BlinkSandbox`)."""
+    """What the application serves from (:class:`blinkops_sandbox._server.BlinkSandbox`)."""
 
     api_key: str
     admin_token: str

@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from blinkops_provider.sandbox import _records as record_rows
-from blinkops_provider.sandbox import _seed as seed_data
-from blinkops_provider.sandbox._blink_models import MARKERS, SYSTEM_FIELDS, FieldUpdate, field_problems, type_change
-from blinkops_provider.sandbox._rql_sql import SQLQuery
+from blinkops_sandbox import _records as record_rows
+from blinkops_sandbox import _seed as seed_data
+from blinkops_sandbox._blink_models import MARKERS, SYSTEM_FIELDS, FieldUpdate, field_problems, type_change
+from blinkops_sandbox._rql_sql import SQLQuery
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL);

@@ -11,7 +11,7 @@ Test your DAGs and hooks offline::
 By default one sandbox serves the whole session; before each test it is reset to its seed data,
 its faults cleared and its request log emptied, and ``AIRFLOW_CONN_BLINK_DEFAULT`` points at it.
 ``@pytest.mark.blink_sandbox(connection_types=2500, ...)`` gives a test its own sandbox, made with
-those :class:`~blinkops_provider.sandbox.BlinkSandbox` options.
+those :class:`~blinkops_sandbox.BlinkSandbox` options.
 
 Cheap and inert until used: loading the plugin imports only this module (and pytest); the
 sandbox, its store and its server libraries are imported, and a server started, only when a test
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from blinkops_provider.sandbox._server import BlinkSandbox
+    from blinkops_sandbox._server import BlinkSandbox
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -44,7 +44,7 @@ def _sandbox_class() -> type[BlinkSandbox]:
 
     A clear failure, not a traceback, when its server libraries are missing.
     """
-    from blinkops_provider.sandbox._server import BlinkSandbox, SandboxDependencyError, check_dependencies
+    from blinkops_sandbox._server import BlinkSandbox, SandboxDependencyError, check_dependencies
 
     try:
         check_dependencies()

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from blinkops_provider.utils.blink_api import API_PREFIX, TRANSIENT_STATUSES
+from blinkops_sandbox._blink_api import API_PREFIX, TRANSIENT_STATUSES
 
 FaultName = Literal["ok", "drop", "truncate", "non-json"]
 

@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from blinkops_provider.utils.blink_api import MAX_LIMIT
+from blinkops_sandbox._blink_api import MAX_LIMIT
 
 DEFAULT_LIMIT = 100
 """The page size when a query gives no ``limit``, or ``0`` (Blink's own default is not published)."""
