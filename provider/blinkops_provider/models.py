@@ -167,16 +167,16 @@ def _unknown_members(cls: type[BaseModel], data: Mapping[Any, Any]) -> str:
     read_only = sorted(str(key) for key in data if key in READ_ONLY_ATTRIBUTES) if cls is FieldAttributes else []
     if read_only:
         markers = f"Blink's read-only {_plural(read_only, 'marker')} of its own fields"
-        return f"{_listed(read_only, 'is', 'are')} {markers} and cannot be declared"
+        return f"{_quoted_names(read_only, 'is', 'are')} {markers} and cannot be declared"
     unknown = sorted(str(key) for key in data if key not in cls.model_fields)
-    return f"unknown {_plural(unknown, 'member')} {_listed(unknown)} in {cls.__name__}" if unknown else ""
+    return f"unknown {_plural(unknown, 'member')} {_quoted_names(unknown)} in {cls.__name__}" if unknown else ""
 
 
 def _plural(names: Sequence[str], word: str) -> str:
     return word if len(names) == 1 else f"{word}s"
 
 
-def _listed(names: Sequence[str], one: str = "", many: str = "") -> str:
+def _quoted_names(names: Sequence[str], one: str = "", many: str = "") -> str:
     """Return the names quoted and comma-separated, then ``one`` or ``many`` as their number asks."""
     verb = one if len(names) == 1 else many
     return ", ".join(map(repr, names)) + (f" {verb}" if verb else "")
@@ -712,16 +712,6 @@ class Declaration:
         table = {member: value for member, value in table.items() if value is not None}
         return {**table, "fields": entries} if table else entries
 
-    def digest_part(self) -> list[Any]:
-        """Return what of the declaration the plan's identity covers."""
-        return [
-            [[name, update.to_body()] for name, update in self.fields],
-            list(self.removals),
-            sorted(self.backfills.items()),
-            sorted(self.type_changes.items()),
-            [self.display_name, self.description],
-        ]
-
 
 def read_declaration(value: Any, *, source: str = "the declared schema", prefix: bool = True) -> Declaration:
     """
@@ -936,7 +926,7 @@ def _table_and_fields(value: Any, source: str) -> tuple[dict[str, Any], Any]:
     """Return an object with ``fields``: its table members (checked) and its entries; anything else as it is."""
     if not (isinstance(value, Mapping) and "fields" in value):
         return {}, value
-    table, fields = _table_members(value, source), value["fields"]
+    table, fields = _declared_table_members(value, source), value["fields"]
     if not isinstance(fields, list):
         raise Problems(f"{source}: 'fields' must be a list of entries, got {type(fields).__name__}")
     return table, fields
@@ -980,7 +970,7 @@ def _json(text: str | bytes, source: str) -> Any:
         raise Problems(f"{source} nests too deeply to read") from None
 
 
-def _table_members(value: Mapping[str, Any], source: str) -> dict[str, Any]:
+def _declared_table_members(value: Mapping[str, Any], source: str) -> dict[str, Any]:
     """Return the table's display name and description of a declaration object, checked."""
     unknown = sorted(str(key) for key in value if key not in TABLE_MEMBERS)
     if unknown:
@@ -990,14 +980,14 @@ def _table_members(value: Mapping[str, Any], source: str) -> dict[str, Any]:
         )
     table = {member: value.get(member) for member in ("display_name", "description") if member in value}
     for member, given in table.items():
-        _check_text(given, f"{source}: the table's {member}")
+        _check_text_member(given, f"{source}: the table's {member}")
     shown = table.get("display_name")
     if isinstance(shown, str) and not shown.strip():
         raise Problems(f"{source}: the table's display_name must not be blank")
     return table
 
 
-def _check_text(given: Any, what: str) -> None:
+def _check_text_member(given: Any, what: str) -> None:
     """
     Check a text member.
 

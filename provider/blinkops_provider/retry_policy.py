@@ -278,7 +278,7 @@ class AttemptTimedOut(requests.exceptions.ReadTimeout):
     """An attempt's answer took longer than its deadline (retried like any timeout)."""
 
 
-def _broke(exc: requests.ConnectionError) -> bool:
+def _dropped_mid_answer(exc: requests.ConnectionError) -> bool:
     """
     Return whether a connection error is the server dropping the connection mid-answer.
 
@@ -311,7 +311,7 @@ def describe_failure(exc: BaseException | None, host: str) -> str:
         if isinstance(exc, kind):
             return account.format(host=host)
     if isinstance(exc, requests.ConnectionError):
-        if _broke(exc):
+        if _dropped_mid_answer(exc):
             return f"{host} closed the connection without a complete answer"
         return f"could not reach {host} ({type(exc).__name__})"
     if isinstance(exc, requests.RequestException):

@@ -42,7 +42,7 @@ _Scalar = (str, int, float, bool)
 _COMBINATORS = ("$or", "$and")
 
 
-def _check_text(value: str, where: str) -> None:
+def _check_sendable(value: str, where: str) -> None:
     """Refuse text that cannot be sent as UTF-8 JSON (lone surrogates)."""
     try:
         value.encode("utf-8")
@@ -84,7 +84,7 @@ def _check_value(field: str, value: object, operator: str = "equals") -> None:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"filter on {field!r}: {value!r} is not a number JSON can carry")
     if isinstance(value, str):
-        _check_text(value, f"filter on {field!r}")
+        _check_sendable(value, f"filter on {field!r}")
 
 
 def _check_condition(condition: object, where: str = "filter", depth: int = 0) -> None:
@@ -181,7 +181,7 @@ def check_field_types(condition: Mapping[str, Any] | None, kinds: Mapping[str, t
                     )
 
 
-def _as_list(value: Any, what: str) -> Any:
+def _names_list(value: Any, what: str) -> Any:
     """Accept a list, a JSON array or a comma-separated string (as templates render them)."""
     if isinstance(value, str):
         text = value.strip()
@@ -229,7 +229,7 @@ class RQLQuery(BaseModel):
     @field_validator("sort", mode="before")
     @classmethod
     def _validate_sort(cls, value: Any) -> Any:
-        value = _as_list(value, "sort")
+        value = _names_list(value, "sort")
         for item in value or ():
             if not isinstance(item, str) or not _SORT_ITEM.fullmatch(item):
                 raise ValueError(f"sort item {item!r} must be a field name, '+name' or '-name'")
@@ -238,7 +238,7 @@ class RQLQuery(BaseModel):
     @field_validator("select", mode="before")
     @classmethod
     def _validate_select(cls, value: Any) -> Any:
-        value = _as_list(value, "select")
+        value = _names_list(value, "select")
         for item in value or ():
             _check_name(item, "select")
         return value

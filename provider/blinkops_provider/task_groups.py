@@ -335,7 +335,7 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
         connection: dict[str, Any] = {"blink_conn_id": blink_conn_id, "hook_params": hook_params}
         given = [dict(entry) for entry in tables] if tables is not None else None
         with self:
-            self.tables = _tables(given, None if folder is None else os.fspath(folder), str(_dag_folder(self)))
+            self.tables = _tables_task(given, None if folder is None else os.fspath(folder), str(_dag_folder(self)))
             self.plan = UpdateTableFieldsOperator.partial(
                 task_id="plan", plan_only=True, fail_on_refusal=False, **common, **connection
             ).expand_kwargs(self.tables)
@@ -376,7 +376,7 @@ def _check_fleet(tables: Any, folder: Any, max_concurrency: Any, lock_wait: Any)
         raise BlinkInputError("give BlinkSchemaFleet either tables (a list of {ws_id, table, fields}) or folder")
 
 
-def _tables(given: list[dict[str, Any]] | None, folder: str | None, dag_folder: str) -> Any:
+def _tables_task(given: list[dict[str, Any]] | None, folder: str | None, dag_folder: str) -> Any:
     @task(task_id="tables")  # type: ignore[untyped-decorator,misc,unused-ignore]
     def tables(folder: str | None, dag_folder: str) -> list[dict[str, Any]]:
         """

@@ -400,7 +400,7 @@ def test_a_live_holder_on_this_host_is_not_taken_over_whatever_its_recorded_star
 
     body = {"host": socket.gethostname(), "pid": os.getpid(), "started": started, "label": "me, alive"}
     info = LockInfo.read(json.dumps({"id": "x", "holder": body}).encode(), "v", "here")
-    assert info.holder.gone_for(task()) == ""  # this process runs: nothing shows it gone
+    assert info.holder.why_gone(task()) == ""  # this process runs: nothing shows it gone
 
 
 @pytest.mark.parametrize(
@@ -409,7 +409,7 @@ def test_a_live_holder_on_this_host_is_not_taken_over_whatever_its_recorded_star
 )
 def test_a_malformed_holder_is_described_and_never_taken_over(holder: dict[str, Any]) -> None:
     info = LockInfo.read(json.dumps({"id": "x", "ws_id": "", "holder": holder}).encode(), "v", "here")
-    assert info.holder.gone_for(task()) == "" and info.ws_id == "?"
+    assert info.holder.why_gone(task()) == "" and info.ws_id == "?"
     assert "held by" in info.describe()
 
 

@@ -20,7 +20,7 @@ from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations import apply_schema, plan_schema, plan_text, plan_xcom, review_needed
 from blinkops_provider.migrations._conversions import OPAQUE, USER_TYPES, conversion, conversion_table, convert
 from blinkops_provider.migrations._risks import SHOWN_REPEATS
-from blinkops_provider.migrations._rows import Need, Tally, count_row
+from blinkops_provider.migrations._rows import FieldRows, Need, count_row
 from blinkops_sandbox import BlinkSandbox
 from blinkops_sandbox._seed import DEMO_ROWS
 from tests.fake_blink import FakeBlink, blink_field
@@ -100,7 +100,7 @@ def writes(blink: FakeBlink) -> list[Any]:
 def test_count_row_counts_values_repeats_and_options() -> None:
     records = [{"A": "x", "B": ["a"]}, {"A": "x", "B": ["a", "b"]}, {"A": "", "B": []}, {"A": None}, {"A": "y"}]
     needs = [Need("A", filled=True, unique=True), Need("B", options=("a", "c"), multi=True)]
-    tallies = {"A": Tally(), "B": Tally()}
+    tallies = {"A": FieldRows(), "B": FieldRows()}
     for record in records:
         count_row(tallies, needs, record)
     assert tallies["A"].filled == 3 and tallies["A"].repeats() == [("x", 2)]

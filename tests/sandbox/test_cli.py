@@ -111,7 +111,9 @@ def test_the_fixture_without_its_libraries_fails_with_the_install_hint(pytester:
     result = pytester.runpytest_subprocess("-p", "blink_sandbox")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        ["*blink_sandbox: the Blink sandbox needs uvicorn*pip install fastapi uvicorn (blinkops-sandbox's dependencies)*"]
+        [
+            "*blink_sandbox: the Blink sandbox needs uvicorn*pip install fastapi uvicorn (blinkops-sandbox's dependencies)*"
+        ]
     )
     assert "Traceback" not in result.stdout.str()
 

@@ -22,15 +22,15 @@ from blinkops_provider.utils.names import segment
 
 def locks(args: argparse.Namespace) -> int:
     """Run ``locks``: each lock held under the records location, one line each."""
-    return _said(args, _print_locks)
+    return _exit_status_of(args, _print_locks)
 
 
 def unlock(args: argparse.Namespace) -> int:
     """Run ``unlock``: release one lock by its id."""
-    return _said(args, _release)
+    return _exit_status_of(args, _release)
 
 
-def _said(args: argparse.Namespace, command: Callable[[argparse.Namespace], None]) -> int:
+def _exit_status_of(args: argparse.Namespace, command: Callable[[argparse.Namespace], None]) -> int:
     """Return ``command``'s exit status: a mistake, or a store that cannot be used, said in one line on stderr."""
     try:
         command(args)

@@ -177,7 +177,7 @@ class _Batch:
             while self.pending:
                 finished, _ = wait(self.pending, return_when=FIRST_COMPLETED)
                 for future in finished:
-                    self.settle(self.pending.pop(future), _outcome(future))
+                    self.settle(self.pending.pop(future), _finished_update(future))
                 self.fill(pool)
         except BaseException as exc:
             self.report().attach_to(exc)
@@ -255,7 +255,7 @@ def _unconfirmed(result: Any) -> bool:
     return isinstance(result, BlinkResponseError) and result.status is not None and 200 <= result.status < 300
 
 
-def _outcome(future: Future[TableField]) -> TableField | BlinkApiError | None:
+def _finished_update(future: Future[TableField]) -> TableField | BlinkApiError | None:
     """
     Return a finished update.
 

@@ -16,15 +16,12 @@ It owns, in this order for each call:
 * the **error mapping**: a failed call becomes one of the provider's exceptions, classified by the
   exception's type, with a message that names no URL, query or key.
 
-Its collaborators are constructor arguments: a :class:`Clock` (sleep, monotonic time, wall time)
-and a session factory, so tests inject fakes rather than patching attributes.
-
-How the API key is kept out of everything the provider says: an answer may echo the key whole,
-escaped or in pieces, and what the provider quotes of it (messages, logs, XCom) is scrubbed first.
-
-Reading a ``blink`` Airflow connection into the settings every request uses.
-
-Blink's answers: read within a size bound, then turned into data, models or the provider's exceptions.
+What it is given, and what it gives back, are here too: the ``blink`` Airflow connection read into
+the settings every request uses (:class:`ConnectionSettings`), and Blink's answers read within a
+size bound, then turned into data, models or the provider's exceptions, with the API key scrubbed
+from anything quoted of them (an answer may echo the key whole, escaped or in pieces). Its
+collaborators are constructor arguments: a :class:`Clock` (sleep, monotonic time, wall time) and a
+session factory, so tests inject fakes rather than patching attributes.
 """
 
 from __future__ import annotations

@@ -111,13 +111,13 @@ def _envelope_problem(data: Any) -> str:
     if not isinstance(results, list):
         return "it has no 'results' array" if results is None else "'results' is not an array"
     for name in ("total", "limit", "offset"):
-        if not _count(data.get(name)):
+        if not _is_count(data.get(name)):
             return f"{name!r} is {data[name]!r}, not an integer of 0 or more"
     odd = next((n for n, item in enumerate(results) if type(item) is not dict), None)
     return "" if odd is None else f"results[{odd}] is a JSON {type(results[odd]).__name__}, not an object"
 
 
-def _count(value: Any) -> bool:
+def _is_count(value: Any) -> bool:
     return value is None or (type(value) is int and value >= 0)
 
 

@@ -2,9 +2,7 @@
 The hook that talks to Blink's REST API.
 
 The connection, the base URL, one request path (one retry policy, the key scrubbed from every error) and one method per
-endpoint.
-
-How a table's records are read and written: the routes, the query, the walk and its checks.
+endpoint, a table's records among them: read by a walk that checks every page, and written one by one.
 
 Blink's records API (its published spec: TableFindRecord, TableGetRecord, TableUpdateRecord):
 ``GET /workspace/{ws}/table/{table}?q={"limit", "offset", "filter"}`` answers ``{limit, offset,
@@ -362,7 +360,7 @@ Names = Sequence[str] | str
 """Field names, or one string of them (a JSON array or comma-separated)."""
 
 
-def _whole(members: Mapping[str, Any], count: int, what: str) -> None:
+def _check_whole_table(members: Mapping[str, Any], count: int, what: str) -> None:
     """
     Check that a fields read is the whole table.
 
@@ -386,7 +384,7 @@ def _whole(members: Mapping[str, Any], count: int, what: str) -> None:
 ItemT = TypeVar("ItemT")
 
 
-def _one_of(found: list[ItemT], said: str, status: int, method: str, path: str) -> ItemT:
+def _the_one_found(found: list[ItemT], said: str, status: int, method: str, path: str) -> ItemT:
     """
     Return the one thing a read after a write found.
 
@@ -398,7 +396,7 @@ def _one_of(found: list[ItemT], said: str, status: int, method: str, path: str) 
     return found[0]
 
 
-def _named_in(answer: Any, member: str) -> dict[str, Any] | None:
+def _named_object(answer: Any, member: str) -> dict[str, Any] | None:
     """Return the object an answer names (``{member: {...}}`` or the object itself), when it has a ``name``."""
     if isinstance(answer, dict) and isinstance(answer.get(member), dict):
         answer = answer[member]
@@ -591,7 +589,7 @@ class BlinkHook(BaseHook):
                 raise
             missing = f"no table {table!r} in workspace {ws_id!r} (Blink's tables read does not list it)"
             raise err.restated(missing, BlinkNotFoundError, details=None, hint=None) from None
-        _whole(fields.model_extra or {}, len(fields.results), f"{subject} (GET {path})")
+        _check_whole_table(fields.model_extra or {}, len(fields.results), f"{subject} (GET {path})")
         once_each([field.name for field in fields.results if field.name is not None], "field", method="GET", path=path)
         return fields.results
 
@@ -703,14 +701,14 @@ class BlinkHook(BaseHook):
         subject = f"a new field {update.display_name!r} of table {table!r} in workspace {ws_id!r}"
         with in_workspace(self.blink_conn_id, ws_id), served("POST", route):
             answer = self._transport.send("POST", route, json=update.to_body(), subject=subject)
-        made = _named_in(self._said(answer, "POST", route), "field")
+        made = _named_object(self._write_answer_json(answer, "POST", route), "field")
         if made is not None:
             return TableField.model_validate(made)
         if not read_unnamed:
             return None
         shown = [field for field in self.get_table_fields(ws_id, table) if field.display_name == update.display_name]
         said = f"Blink added {subject} (a 2xx) without naming it, and its fields read shows {len(shown)} shown so"
-        return _one_of(shown, said, answer.status, "POST", route)
+        return _the_one_found(shown, said, answer.status, "POST", route)
 
     def delete_table_field(self, ws_id: str, table: str, field: str) -> None:
         """
@@ -748,7 +746,7 @@ class BlinkHook(BaseHook):
         subject = f"a new table {new.display_name!r} in workspace {ws_id!r}"
         with in_workspace(self.blink_conn_id, ws_id), served("POST", route):
             answer = self._transport.send("POST", route, json=new.to_body(), subject=subject)
-        made = _named_in(self._said(answer, "POST", route), "table")
+        made = _named_object(self._write_answer_json(answer, "POST", route), "table")
         if made is not None:
             return CreatedTable.model_validate({"table": made}).table
         return self._table_shown_as(ws_id, new.display_name, answer.status, route)
@@ -771,7 +769,7 @@ class BlinkHook(BaseHook):
         subject = f"table {table!r} in workspace {ws_id!r}"
         with in_workspace(self.blink_conn_id, ws_id), served("PUT", route):
             answer = self._transport.send("PUT", route, json=update.to_body(), subject=subject)
-        made = _named_in(self._said(answer, "PUT", route), "table")
+        made = _named_object(self._write_answer_json(answer, "PUT", route), "table")
         if made is not None:
             return CreatedTable.model_validate({"table": made}).table
         shown = (update.display_name, update.description or "")
@@ -784,9 +782,9 @@ class BlinkHook(BaseHook):
             f"{subject} answered a 2xx that is not Blink's answer, and its tables read lists {len(listed)} named so "
             f"with the display name and description sent (unknown: the change may not have reached Blink)"
         )
-        return _one_of(listed, said, answer.status, "PUT", route)
+        return _the_one_found(listed, said, answer.status, "PUT", route)
 
-    def _said(self, answer: Any, method: str, route: str) -> Any:
+    def _write_answer_json(self, answer: Any, method: str, route: str) -> Any:
         """
         Return a write's 2xx answer as JSON.
 
@@ -806,7 +804,7 @@ class BlinkHook(BaseHook):
         """Return the one table of ``ws_id`` shown as ``display_name`` (after a POST whose answer did not name it)."""
         shown = [entry for entry in self.list_tables(ws_id) if entry.display_name == display_name]
         said = f"Blink created table {display_name!r} (a 2xx) without naming it, and its tables read shows {len(shown)}"
-        return _one_of(shown, f"{said} shown so", status, "POST", route)
+        return _the_one_found(shown, f"{said} shown so", status, "POST", route)
 
     def list_connection_types(
         self,

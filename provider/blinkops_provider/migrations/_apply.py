@@ -39,7 +39,7 @@ from blinkops_provider.migrations._lock import Holder, SchemaRecord, TableLock, 
 from blinkops_provider.migrations._matching import created_as, match_table
 from blinkops_provider.migrations._plan import make_plan, plan_table
 from blinkops_provider.migrations._plan_types import SchemaPlan, TablePlan
-from blinkops_provider.migrations._review import admit, check_approval, who_let_through
+from blinkops_provider.migrations._review import check_approval, let_through_record, pass_gate
 from blinkops_provider.migrations._rows import read_rows
 from blinkops_provider.migrations._steps import ApplyResult
 from blinkops_provider.migrations._steps import Steps as _Steps
@@ -349,7 +349,7 @@ class ApplyRequest:
 
         ``{"approved_by", "approved_at"}``, ``{"acknowledged": True}``, or nothing.
         """
-        return who_let_through(self.approval, self.acknowledge_risks)
+        return let_through_record(self.approval, self.acknowledge_risks)
 
     @classmethod
     def checked(
@@ -517,7 +517,9 @@ def apply(hook: BlinkHook, request: ApplyRequest) -> ApplyResult:
     record = schema_record(hook, request.ws_id, request.table, location)  # reads the connection
     with lock:
         planned, recorded = _plan(hook, record, request.declared, request.replace, request.create_table)
-        who = admit(hook.log, planned, request.approved, request.approval, request.acknowledge_risks)  # before sending
+        who = pass_gate(
+            hook.log, planned, request.approved, request.approval, request.acknowledge_risks
+        )  # before sending
         log_plan(planned, hook.log)
         sender = _Steps(
             hook,

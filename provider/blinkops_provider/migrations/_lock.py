@@ -577,7 +577,7 @@ class Holder:
         index = f"[{self.map_index}]" if self.map_index is not None and self.map_index >= 0 else ""
         return f"{self.dag_id}/{self.run_id}/{self.task_id}{index} (try {self.try_number}) {where}"
 
-    def gone_for(self, me: Holder) -> str:
+    def why_gone(self, me: Holder) -> str:
         """Return why this holder is known to be gone, as ``me`` sees it; empty when it cannot be shown."""
         tries = (self.try_number, me.try_number)
         same = self.task_instance is not None and self.task_instance == me.task_instance
@@ -712,7 +712,7 @@ class TableLock:
 
     def _taken_over(self, other: LockInfo | None) -> bool:
         """Remove ``other`` if its holder is gone (that lock only: one that replaced it stays)."""
-        why = other.holder.gone_for(self.holder) if other is not None else ""
+        why = other.holder.why_gone(self.holder) if other is not None else ""
         if other is None or not why:
             return False
         self.log.warning("Taking over the %s: %s", other.describe(), why)

@@ -342,7 +342,7 @@ def removal_refused(name: str, held: TableField) -> str:
     Return why no one may remove Blink's field ``held`` (declared as ``name``), whoever approves.
 
     It is one of Blink's system or protected fields. "" when a removal of it may be let through (by a person's Approve,
-    or ``acknowledge_risks``: ``_review.admit``).
+    or ``acknowledge_risks``: ``_review.pass_gate``).
     """
     if kept_by_blink(held):
         return f"{name!r} is one of Blink's system or protected fields, which Blink does not let anyone remove"

@@ -92,7 +92,7 @@ def make_plan(
         facts = count_rows(needs)
     if not (facts.counted or facts.unread):
         facts = dataclasses.replace(facts, estimate=table_plan.rows)
-    rows = [_judged(draft, facts) for draft in drafts]
+    rows = [_judged_row(draft, facts) for draft in drafts]
     schema = [[name, update.to_body(), backfills.get(name), type_changes.get(name)] for name, update in declared]
     return SchemaPlan(
         ws_id=ws_id,
@@ -161,8 +161,10 @@ def plan_table(
     """
     display_name, description = declared
     if held is None:
-        return _table_to_create(table, display_name, description) if create else _unheld(table, declared, listed)
-    before, after = _table_members(held, display_name, description)
+        return (
+            _table_to_create(table, display_name, description) if create else _table_not_listed(table, declared, listed)
+        )
+    before, after = _table_before_and_after(held, display_name, description)
     members = tuple(member for member in after if after[member] != before[member])
     if not members:
         return TablePlan(Action.UNCHANGED, held.name, rows=held.estimated_records_count)
@@ -171,7 +173,7 @@ def plan_table(
     return TablePlan(Action.CHANGE, held.name, members, values, body=body, rows=held.estimated_records_count)
 
 
-def _table_members(
+def _table_before_and_after(
     held: BlinkTable, display_name: str | None, description: str | None
 ) -> tuple[dict[str, str], dict[str, str]]:
     """
@@ -181,10 +183,10 @@ def _table_members(
     """
     before = {"display_name": held.display_name or held.name, "description": held.description or ""}
     given = {"display_name": display_name, "description": description}
-    return before, {member: _or(given[member], before[member]) for member in before}
+    return before, {member: _given_or_held(given[member], before[member]) for member in before}
 
 
-def _or(given: str | None, held: str) -> str:
+def _given_or_held(given: str | None, held: str) -> str:
     """Return ``given``, or ``held`` when nothing is given."""
     return held if given is None else given
 
@@ -196,7 +198,7 @@ def _table_to_create(table: str, display_name: str | None, description: str | No
     return TablePlan(Action.CREATE, "", tuple(after), made, body={**after, "options": []}, rows=0)
 
 
-def _unheld(table: str, declared: Sequence[str | None], listed: bool) -> TablePlan:
+def _table_not_listed(table: str, declared: Sequence[str | None], listed: bool) -> TablePlan:
     """Return the plan of a table not in Blink's tables read: nothing, saying so when the read is not served."""
     unplanned = "Blink's tables read is not served: the table's display name and description are not planned"
     note = "" if tuple(declared) == (None, None) or listed else unplanned
@@ -228,7 +230,7 @@ def plan_fields(
     """
     context = _Context(table, backfills or {}, type_changes or {})
     drafts = _drafts(list(declared), recorded, live, replace, removals, notes or {}, context)
-    return [_judged(draft, facts) for draft in drafts]
+    return [_judged_row(draft, facts) for draft in drafts]
 
 
 @dataclass(frozen=True)
@@ -277,7 +279,7 @@ def _drafts(
     return drafts + [_removal_draft(name, held.get(matches.gone.get(name, ""))) for name in removals]
 
 
-def _judged(draft: _Draft, facts: RowFacts) -> FieldPlan:
+def _judged_row(draft: _Draft, facts: RowFacts) -> FieldPlan:
     """Return a drafted row judged with the rows (``_risks.judge``): refused, or with its risk and counts."""
     if draft.change is None:
         return draft.plan

@@ -1,9 +1,8 @@
 """
-A live Blink table as a declaration (``blink-schema pull``, :func:`pull_schema`).
+A live Blink table as a declaration (``blink-schema pull``, :func:`pull_schema`), to bring it under code.
 
-Bring an existing Blink table under code: its declaration, read from Blink, such that a plan of it against the same
-Blink is all ``unchanged``; and, when asked, its record, as if that declaration had just been applied (the drift
-baseline).
+Its declaration is read from Blink, such that a plan of it against the same Blink is all ``unchanged``; and, when
+asked, its record, as if that declaration had just been applied (the drift baseline).
 
 Blink has no schema export: the declaration is made from ``GET /workspace/{ws_id}/tables`` (the table's display name
 and description) and ``GET .../table/{table}/fields`` (each field, in Blink's order). Blink's system and protected
@@ -109,17 +108,17 @@ def _find_table(hook: BlinkHook, ws_id: str, table: str, listed: Sequence[BlinkT
 
     None when this Blink does not serve the tables read (then the fields read finds the table).
     """
-    tables = _tables(hook, ws_id) if listed is None else listed
+    tables = _workspace_tables(hook, ws_id) if listed is None else listed
     if tables is None:
         return None
     named = [entry for entry in tables if entry.name == table]
     shown = [entry for entry in tables if entry.display_name == table]
     if named or len(shown) == 1:
         return (named or shown)[0]
-    raise BlinkNotFoundError(f"no table {table!r} in workspace {ws_id!r}; {_listed(tables)}")
+    raise BlinkNotFoundError(f"no table {table!r} in workspace {ws_id!r}; {_tables_said(tables)}")
 
 
-def _tables(hook: BlinkHook, ws_id: str) -> list[BlinkTable] | None:
+def _workspace_tables(hook: BlinkHook, ws_id: str) -> list[BlinkTable] | None:
     """Return the workspace's tables; None when this Blink does not serve the read (405)."""
     try:
         return hook.list_tables(ws_id)
@@ -130,7 +129,7 @@ def _tables(hook: BlinkHook, ws_id: str) -> list[BlinkTable] | None:
         return None
 
 
-def _listed(tables: Sequence[BlinkTable]) -> str:
+def _tables_said(tables: Sequence[BlinkTable]) -> str:
     if not tables:
         return "it has no table"
     names = ", ".join(repr(entry.name) for entry in tables[:SHOWN_TABLES])

@@ -3,7 +3,7 @@ The gate: whether a plan may be applied, and who let it through, asked by every 
 
 - when a person is asked (the review policies, :func:`review_needed`, read from the plans' rows);
 - whether the plan is the approved one (:func:`check_approved`: staleness, and an XCom edited after the review);
-- what a plan may lose (:func:`admit`: a plan with a refused entry applies nothing, and a removal passes only with a
+- what a plan may lose (:func:`pass_gate`: a plan with a refused entry applies nothing, and a removal passes only with a
   person's Approve or ``acknowledge_risks``), and who let it through, for the log and the record.
 
 What a person answered is read by the operators, where Airflow keeps it, and handed in (``approval``); nothing here
@@ -60,7 +60,7 @@ def review_needed(plans: Sequence[Mapping[str, Any]], policy: str = CHANGES, *, 
     return any(risky(plan, acknowledged=acknowledged) for plan in plans)
 
 
-def who_let_through(approval: Mapping[str, str] | None, acknowledged: bool) -> dict[str, Any]:
+def let_through_record(approval: Mapping[str, str] | None, acknowledged: bool) -> dict[str, Any]:
     """
     Return what an apply's XCom and record say let its plan through.
 
@@ -91,7 +91,7 @@ def check_approval(approval: Any) -> None:
         )
 
 
-def admit(
+def pass_gate(
     log: Any,
     planned: SchemaPlan,
     approved: Mapping[str, Any] | str | None,
@@ -105,7 +105,7 @@ def admit(
     :func:`check_approved`), and its removals approved in review or
     acknowledged. Logs who let it through.
 
-    :returns: who let it through, for the record (:func:`who_let_through`).
+    :returns: who let it through, for the record (:func:`let_through_record`).
     :raises BlinkStalePlanError: the approved plan is not what would be applied now.
     :raises BlinkInputError: a removal neither approved nor acknowledged.
     """
@@ -113,7 +113,7 @@ def admit(
     if approved is not None:
         check_approved(planned, approved)
     _check_loss(log, planned, approval, acknowledge_risks)
-    return who_let_through(approval, acknowledge_risks)
+    return let_through_record(approval, acknowledge_risks)
 
 
 def _check_loss(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, acknowledge_risks: bool) -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blinkops_provider.migrations._conversions import conversion
-from blinkops_provider.migrations._rows import Need, RowFacts, Tally
+from blinkops_provider.migrations._rows import FieldRows, Need, RowFacts
 from blinkops_provider.utils.states import Action
 from blinkops_provider.utils.text import show
 
@@ -124,7 +124,7 @@ def _reference_moves(change: Change) -> bool:
 def _removal_judged(change: Change, facts: RowFacts) -> Judged:
     """Judge a removal: the rows that lose their values (a field empty in every row loses nothing)."""
     if facts.counted:
-        filled = facts.of(change.name).filled
+        filled = facts.field_rows(change.name).filled
         counts: dict[str, Any] = {"rows": facts.total, "with_value": filled}
         if not filled:
             said = f"holds no value in any of the {facts.total} rows (counted): nothing is lost"
@@ -143,7 +143,7 @@ def _required_on_judged(change: Change, facts: RowFacts) -> Judged:
     """Judge ``required`` turned on: the rows without a value, filled by a backfill or refused."""
     if not facts.counted:
         return Judged(f"required turned on (not checked: the rows could not be read: {facts.unread})", destroys=True)
-    missing = facts.total - facts.of(change.name).filled  # type: ignore[operator]
+    missing = facts.total - facts.field_rows(change.name).filled  # type: ignore[operator]
     counts: dict[str, Any] = {"rows": facts.total, "empty": missing}
     if not missing:
         return Judged(counts=counts)
@@ -169,7 +169,7 @@ def _unique_on_judged(change: Change, facts: RowFacts) -> Judged:
     """Judge ``is_unique`` turned on: the values that repeat, refused and named."""
     if not facts.counted:
         return Judged(f"is_unique turned on (not checked: the rows could not be read: {facts.unread})", destroys=True)
-    repeats = facts.of(change.name).repeats()
+    repeats = facts.field_rows(change.name).repeats()
     counts: dict[str, Any] = {"rows": facts.total, "repeated": _repeated(repeats)}
     if not repeats:
         return Judged(counts=counts)
@@ -187,7 +187,7 @@ def _options_dropped_judged(change: Change, facts: RowFacts) -> Judged:
         said = ", ".join(map(show, removed))
         why = f"the rows could not be read: {facts.unread}" if facts.unread else "the rows were not read"
         return Judged(f"options removed: {said} (values using them are orphaned; not counted: {why})", destroys=True)
-    use = facts.of(change.name).options
+    use = facts.field_rows(change.name).options
     counts = {"rows": facts.total, "options": {str(option): use[option] for option in removed}}
     used = [option for option in removed if use[option]]
     if not used:
@@ -239,7 +239,7 @@ def _retype_judged(change: Change, facts: RowFacts) -> Judged:
         return Judged(refusal=f"{source} → {target} is {said} (docs: Migrating data, the conversion table)")
     if not facts.counted:
         return _uncounted_retype(f"{source} → {target}", said, facts)
-    counted = facts.of(change.name)
+    counted = facts.field_rows(change.name)
     failing = counted.unconverted()
     failed = sum(n for _, n in failing)
     named = ", ".join(f"{show(value)}" + (f" ×{n}" if n > 1 else "") for value, n in failing[:SHOWN_REPEATS])  # noqa: RUF001
@@ -272,7 +272,9 @@ def _retype_judged(change: Change, facts: RowFacts) -> Judged:
     return Judged(risk=risk, counts=counts, destroys=True)
 
 
-def _retype_checks(change: Change, counted: Tally, facts: RowFacts, empties: int, counts: dict[str, Any]) -> list[str]:
+def _retype_checks(
+    change: Change, counted: FieldRows, facts: RowFacts, empties: int, counts: dict[str, Any]
+) -> list[str]:
     """
     Return why the new field's checks would fail on the rows it will hold after the copy (``counts`` told of them).
 

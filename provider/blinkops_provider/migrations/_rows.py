@@ -58,7 +58,7 @@ class Need:
 
 
 @dataclass
-class Tally:
+class FieldRows:
     """One field's rows, counted: how many hold a value, the repeated values, the dropped options' use."""
 
     filled: int = 0
@@ -89,7 +89,7 @@ class RowFacts:
     """
 
     total: int | None = None
-    tallies: Mapping[str, Tally] = field(default_factory=dict)
+    tallies: Mapping[str, FieldRows] = field(default_factory=dict)
     unread: str = ""
     estimate: int | None = None
 
@@ -98,24 +98,24 @@ class RowFacts:
         """Whether the rows were counted (not an estimate, nor unread)."""
         return self.total is not None
 
-    def of(self, name: str) -> Tally:
+    def field_rows(self, name: str) -> FieldRows:
         """Return the rows counted for Blink's field ``name`` (none counted: an empty tally)."""
-        return self.tallies.get(name) or Tally()
+        return self.tallies.get(name) or FieldRows()
 
 
 NOTHING_READ = RowFacts()
 """No row read: nothing in the plan needed them."""
 
 
-def count_row(tallies: Mapping[str, Tally], needs: Sequence[Need], record: Mapping[str, Any]) -> None:
+def count_row(tallies: Mapping[str, FieldRows], needs: Sequence[Need], record: Mapping[str, Any]) -> None:
     """Count one row for every need (``tallies`` by the needs' names)."""
     for need in needs:
         value = record.get(need.name)
         if not empty(value):
-            _count(tallies[need.name], need, value)
+            _tally_value(tallies[need.name], need, value)
 
 
-def _count(counted: Tally, need: Need, value: Any) -> None:
+def _tally_value(counted: FieldRows, need: Need, value: Any) -> None:
     """
     One row's value, counted as the need asks.
 
@@ -157,7 +157,7 @@ def read_rows(hook: Any, ws_id: str, table: str, needs: Sequence[Need], estimate
     if not needs:
         return NOTHING_READ
     try:
-        total, tallies = 0, {need.name: Tally() for need in needs}
+        total, tallies = 0, {need.name: FieldRows() for need in needs}
         if all(need.by_total for need in needs):
             total = hook.count_records(ws_id, table)
             for need in needs:

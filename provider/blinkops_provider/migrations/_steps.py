@@ -14,9 +14,8 @@ Blink's fields to :meth:`~blinkops_provider.hooks.blink.BlinkHook.create_table_f
 :meth:`~blinkops_provider.hooks.blink.BlinkHook.update_table`, and a ``remove`` to
 :meth:`~blinkops_provider.hooks.blink.BlinkHook.delete_table_field`. The hook calls nothing back.
 
-What an apply did to each declared field: the batches' reports, merged, under the plan (:class:`ApplyResult`). What
-a backfill and a retype write into the rows is ``_data_steps``'; this module says when they run, and records what Blink
-confirmed.
+The batches' reports are merged, under the plan, into what the apply did to each declared field (:class:`ApplyResult`).
+A backfill and a retype write into the rows through ``_data_steps``; this module says when they run.
 """
 
 from __future__ import annotations

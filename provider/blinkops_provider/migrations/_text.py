@@ -63,7 +63,7 @@ MIN_REVIEW_CHARS = 1_000
 """The smallest size bound a review takes: room for its summary and the count of what it leaves out."""
 
 
-def _name(plan: Mapping[str, Any]) -> str:
+def _table_of_plan(plan: Mapping[str, Any]) -> str:
     """Return ``ws/table`` on one line, whatever the names hold (no line break can forge a review line)."""
     return one_line(f"{plan.get('ws_id')}/{plan.get('table')}")
 
@@ -71,7 +71,7 @@ def _name(plan: Mapping[str, Any]) -> str:
 def _rank(plan: Mapping[str, Any]) -> tuple[int, str]:
     rows = rows_of(plan)
     risk = 0 if any(row.get("action") == Action.REFUSED for row in rows) else 1 if risky(plan) else 2
-    return risk, _name(plan)
+    return risk, _table_of_plan(plan)
 
 
 def _line(plan: Mapping[str, Any]) -> str:
@@ -83,7 +83,8 @@ def _line(plan: Mapping[str, Any]) -> str:
     )
     flags = [word for word, n in (("refused", count[Action.REFUSED]), ("destructive", destructive)) if n]
     mark = f" [{', '.join(flags).upper()}]" if flags else ""
-    return f"- {_name(plan)}{mark}: {counts_said(count, destructive)} (plan {one_line(str(plan.get('fingerprint')))})"
+    fingerprint = one_line(str(plan.get("fingerprint")))
+    return f"- {_table_of_plan(plan)}{mark}: {counts_said(count, destructive)} (plan {fingerprint})"
 
 
 def counts_said(count: Mapping[str, int], destructive: int) -> str:
@@ -130,7 +131,7 @@ def fleet_review(plans: Sequence[Mapping[str, Any]], *, max_chars: int = MAX_REV
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < MIN_REVIEW_CHARS:
         raise BlinkInputError(f"max_chars must be an integer of {MIN_REVIEW_CHARS} or more, got {max_chars!r}")
     changed = sorted((p for p in plans if changes(p)), key=_rank)
-    unchanged = sorted(_name(p) for p in plans if not changes(p))
+    unchanged = sorted(_table_of_plan(p) for p in plans if not changes(p))
     risky_ones = sum(1 for p in changed if _rank(p)[0] < 2)
     lines = [
         f"Fleet review: {counted(len(plans), 'table')}: {counted(len(changed), 'table')} to change ({risky_ones} with "
@@ -171,12 +172,12 @@ def _table_rows(changed: Sequence[Mapping[str, Any]], room: int) -> str:
 
     Named while that fits, else counted (a table's rows give way to the note that names the rest).
     """
-    blocks = [f"\n\n### {_name(plan)}\n\n{_text_rows(plan)}" for plan in changed]
+    blocks = [f"\n\n### {_table_of_plan(plan)}\n\n{_text_rows(plan)}" for plan in changed]
     shown = 0
     while shown < len(blocks) and sum(map(len, blocks[: shown + 1])) <= room:
         shown += 1
     while True:
-        text = "".join(blocks[:shown]) + _left_out([_name(plan) for plan in changed[shown:]], room)
+        text = "".join(blocks[:shown]) + _left_out([_table_of_plan(plan) for plan in changed[shown:]], room)
         if len(text) <= room or shown == 0:
             return text[:room]
         shown -= 1
@@ -201,18 +202,18 @@ def _text_rows(plan: Mapping[str, Any]) -> str:
     return "\n\n".join(part for part in str(plan.get("text", "")).split("\n\n") if part.strip() not in baselines)
 
 
-OUTCOMES = tuple(TableOutcome)
+TABLE_OUTCOMES = tuple(TableOutcome)
 """A table's outcomes, in the order the fleet's summary lists them."""
 
 WHY_CHARS = 300
 """The most characters of a failed table's cause the summary shows (its apply's log has it whole)."""
 
 
-def _outcome(result: Mapping[str, Any] | None) -> str:
+def _table_outcome(result: Mapping[str, Any] | None) -> str:
     if not result:
         return TableOutcome.FAILED  # the apply failed before it knew anything of the table, or never ran
     outcome = result.get("outcome")
-    return outcome if isinstance(outcome, str) and outcome in OUTCOMES else TableOutcome.FAILED
+    return outcome if isinstance(outcome, str) and outcome in TABLE_OUTCOMES else TableOutcome.FAILED
 
 
 def _waits(result: Mapping[str, Any] | None) -> int:
@@ -245,14 +246,14 @@ def fleet_summary(
     """
     if len(tables) != len(results):
         raise BlinkInputError(f"{len(tables)} tables but {len(results)} apply results: give one result per table")
-    summary: dict[str, Any] = {outcome.value: [] for outcome in OUTCOMES}  # plain text keys: XCom-ready
+    summary: dict[str, Any] = {outcome.value: [] for outcome in TABLE_OUTCOMES}  # plain text keys: XCom-ready
     errors: dict[str, str] = {}
     waits = 0
     kept = _unchanged_plans(plans)
     for table, given in zip(tables, results, strict=True):
         result = given if isinstance(given, Mapping) else None  # anything else: no result
-        name = _name(table) if isinstance(table, Mapping) else one_line(str(table))
-        outcome = _rejected(name in kept) if rejected else _outcome(result)
+        name = _table_of_plan(table) if isinstance(table, Mapping) else one_line(str(table))
+        outcome = _rejected(name in kept) if rejected else _table_outcome(result)
         summary[outcome].append(name)
         waits += _waits(result)
         if outcome in (TableOutcome.FAILED, TableOutcome.STALE):
@@ -267,7 +268,7 @@ def fleet_summary(
 
 def _unchanged_plans(plans: Sequence[Mapping[str, Any]] | None) -> set[str]:
     """Return the tables whose plan changes nothing."""
-    return {_name(plan) for plan in plans or () if isinstance(plan, Mapping) and not changes(plan)}
+    return {_table_of_plan(plan) for plan in plans or () if isinstance(plan, Mapping) and not changes(plan)}
 
 
 def _rejected(unchanged: bool) -> TableOutcome:
@@ -282,7 +283,7 @@ def _why_failed(result: Mapping[str, Any] | None) -> str:
 
 
 def _summary_text(count: int, summary: Mapping[str, list[str]], errors: Mapping[str, str], waits: int) -> str:
-    applied, kept, failed, stale, rejected = (summary[outcome] for outcome in OUTCOMES)
+    applied, kept, failed, stale, rejected = (summary[outcome] for outcome in TABLE_OUTCOMES)
     if rejected:
         unchanged = f"\nUnchanged (nothing to apply): {', '.join(kept)}" if kept else ""
         return f"Fleet of {counted(count, 'table')}: {REJECTED_IN_REVIEW}.\nRejected: {', '.join(rejected)}{unchanged}"
@@ -290,7 +291,7 @@ def _summary_text(count: int, summary: Mapping[str, list[str]], errors: Mapping[
         f"Fleet of {counted(count, 'table')}: {len(applied)} applied, {len(kept)} unchanged, {len(failed)} failed, "
         f"{len(stale)} stale; {waits} rate-limit (429) wait(s)."
     ]
-    for outcome in OUTCOMES:
+    for outcome in TABLE_OUTCOMES:
         if summary[outcome]:
             lines.append(f"{outcome.capitalize()}: {', '.join(summary[outcome])}")
     lines += [f"- {name}: {message}" for name, message in errors.items()]

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 ENDING = "Approve applies exactly {what}; Reject applies nothing and fails the run."
 
 
-def _name(plan: Mapping[str, Any]) -> str:
+def _table_of_plan(plan: Mapping[str, Any]) -> str:
     return one_line(f"{plan.get('ws_id')}/{plan.get('table')}")
 
 
@@ -99,7 +99,7 @@ class PlanReview(ApprovalOperator):  # type: ignore[misc]
 
     def _what(self, plans: Sequence[Mapping[str, Any]]) -> str:
         if len(plans) == 1:
-            return f"plan {one_line(str(plans[0].get('fingerprint')))} of {_name(plans[0])}"
+            return f"plan {one_line(str(plans[0].get('fingerprint')))} of {_table_of_plan(plans[0])}"
         return f"the plans of {len(plans)} tables"
 
     def execute(self, context: Context) -> Any:
@@ -248,4 +248,4 @@ class ReviewedApply(UpdateTableFieldsOperator):
 
 
 def _what(plan: Mapping[str, Any]) -> str:
-    return f"plan {one_line(str(plan.get('fingerprint')))} of {_name(plan)}"
+    return f"plan {one_line(str(plan.get('fingerprint')))} of {_table_of_plan(plan)}"

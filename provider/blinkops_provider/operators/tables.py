@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
 
 
-OUTCOMES = tuple(FieldOutcome)
+FIELD_OUTCOMES = tuple(FieldOutcome)
 """A field's outcomes, in the order the summary line counts them."""
 
 SHOWN_FIELDS = 20
@@ -153,7 +153,7 @@ class ApplyReport:
 
     def _log_tally(self, result: ApplyResult, counts: Counter[str]) -> None:
         """Log the summary line: ``Schema of ws/table: n of m fields applied (k changed, ...)``."""
-        tally = ", ".join(f"{counts[word]} {word}" for word in OUTCOMES if counts[word])
+        tally = ", ".join(f"{counts[word]} {word}" for word in FIELD_OUTCOMES if counts[word])
         self.log.info(
             "Schema of %s/%s: %d of %d fields applied (%s)",
             one_line(self.ws_id),
