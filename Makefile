@@ -122,7 +122,7 @@ ui-test: env
 # locked versions as pip's constraints, so that the install resolves nothing), then its commands.
 ci-recipe: env
 	$(UV) export --locked --no-hashes --no-emit-workspace --all-extras --quiet -o build/ci-recipe-constraints.txt
-	PIP_CONSTRAINT="$(CURDIR)/build/ci-recipe-constraints.txt" $(PY) -m pytest -m recipe tests/e2e/test_ci_recipe.py tests/e2e/test_distributions.py $(PYTEST_ARGS)
+	PIP_CONSTRAINT="$(CURDIR)/build/ci-recipe-constraints.txt" $(PY) -m pytest -m recipe tests/integration/test_ci_recipe.py tests/integration/test_distributions.py $(PYTEST_ARGS)
 
 # With BLINK_BASE_URL and BLINK_API_KEY set, against that tenant instead (see dev/demo.py).
 demo: env

@@ -7,7 +7,7 @@ One apply of a four-field declaration (an add, a change, an unchanged field and 
 removal) with a record and a lock, through ``UpdateTableFieldsOperator.execute``, against the
 tests' requests-mock Blink; ``sys.setprofile`` and ``threading.setprofile`` see every call. The
 sandbox is left out (it is not the provider's client). Targets (#66): at most 15 modules, at most
-6 frames at any send; ``tests/operators/test_tables.py`` (whose profiler this prints) holds them.
+6 frames at any send; ``tests/unit/operators/test_tables.py`` (whose profiler this prints) holds them.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ os.environ["AIRFLOW_CONN_BLINK_DEFAULT"] = json.dumps(
     {"conn_type": "blink", "host": "https://blink.test", "password": "profile-key-123456"}
 )
 
-from tests.operators.test_tables import profile_apply  # noqa: E402  (the apply the tests profile)
+from tests.unit.operators.test_tables import profile_apply  # noqa: E402  (the apply the tests profile)
 
 
 def main() -> None:

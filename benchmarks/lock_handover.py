@@ -4,7 +4,7 @@ Eight applies a round wait for one table's lock on a local folder, with the lock
 schedule in real time (its waits and clock run ``SCALE`` times faster); each holds it briefly, as
 an apply does. Prints the handover gaps (release to the next holder's entry) beside the hold
 they follow; the target is a mean gap under a third of a hold. The tests prove the exclusion and
-that every waiter gets its turn (tests/migrations/test_lock.py) without waiting for real.
+that every waiter gets its turn (tests/unit/migrations/test_lock.py) without waiting for real.
 
     python benchmarks/lock_handover.py [--smoke]
 """
@@ -26,7 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the clone: the tests' journal checks
 
 from blinkops_provider.migrations._lock import Holder, TableLock, record_location
-from tests.migrations.test_lock import check_journal, handover_gaps
+from tests.unit.migrations.test_lock import check_journal, handover_gaps
 
 HOLD = 0.5
 """How long a holder keeps the lock, in the lock's seconds."""

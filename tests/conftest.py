@@ -57,7 +57,7 @@ COMPAT = frozenset(
         "test_task_groups.py",
         "test_lock.py",
         "test_apply.py",
-        "test_schema_cli.py",
+        "test_main.py",
     }
 )
 """The test modules that depend on Airflow's version (the operators, the hook and its transport, the
@@ -139,7 +139,7 @@ class Sleeps(list[float]):
 
     def as_clock(self, **overrides: Any) -> Any:
         """A request-path clock whose sleeps are recorded and whose monotonic time is the fake one."""
-        from blinkops_provider.hooks._transport import Clock
+        from blinkops_provider.hooks.blink import Clock
 
         return Clock(**{"sleep": self, "monotonic": lambda: self.clock, **overrides})
 

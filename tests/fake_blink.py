@@ -4,7 +4,7 @@ models: the one in-process fake, for what the sandbox cannot do (misbehave on de
 by another rule, change between two requests). Everything else runs against the sandbox.
 
 The catalogue (:class:`FakeCatalogue`): ``GET /connection_types`` answered from a list of items,
-each query evaluated by the brute-force RQL of ``tests/sandbox/reference.py`` (so keyset pages
+each query evaluated by the brute-force RQL of ``tests/unit/sandbox/reference.py`` (so keyset pages
 are right), honouring as much of RQL and paging as it is told to.
 
 The tables (:class:`FakeBlink`):
@@ -47,7 +47,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from tests.sandbox.reference import evaluate
+from tests.unit.sandbox.reference import evaluate
 
 BASE = "https://blink.test/api/v1"
 SYSTEM = [

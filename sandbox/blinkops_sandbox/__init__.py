@@ -15,17 +15,20 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from blinkops_sandbox._faults import FaultConfig
+    from blinkops_sandbox._seed import DEMO_RECORDS, DEMO_ROWS
     from blinkops_sandbox._server import BlinkSandbox
 
 __version__ = "0.1.0"
 """The sandbox's version."""
 
-__all__ = ["BlinkSandbox", "FaultConfig", "StoreError", "__version__"]
+__all__ = ["DEMO_RECORDS", "DEMO_ROWS", "BlinkSandbox", "FaultConfig", "StoreError", "__version__"]
 
 _HOMES = {
     "BlinkSandbox": "blinkops_sandbox._server",
     "FaultConfig": "blinkops_sandbox._faults",
     "StoreError": "blinkops_sandbox._store",
+    "DEMO_ROWS": "blinkops_sandbox._seed",
+    "DEMO_RECORDS": "blinkops_sandbox._seed",
 }
 
 

@@ -15,7 +15,6 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-from blinkops_provider.utils.blink_api import DEFAULT_HEADER
 from blinkops_sandbox import BlinkSandbox
 from tests.ui.conftest import SHOTS, AirflowUI
 
@@ -103,7 +102,7 @@ def test_a_connection_made_in_the_form_works(airflow_ui: AirflowUI, sandbox: Bli
             (e for e in driver.find_elements(By.NAME, "element_header_name") if e.is_displayed()), False
         )
     )
-    assert header.get_attribute("value") == DEFAULT_HEADER
+    assert header.get_attribute("value") == "BLINK-API-KEY"
     assert browser.find_element(By.NAME, "element_verify_ssl").is_selected()
     timeout = browser.find_element(By.NAME, "element_timeout")
     assert timeout.get_attribute("type") == "text"
@@ -121,7 +120,7 @@ def test_a_connection_made_in_the_form_works(airflow_ui: AirflowUI, sandbox: Bli
     assert (stored["conn_type"], stored["host"]) == ("blink", sandbox.url)
     assert (stored["login"], stored["schema"], stored["port"]) == (None, None, None)
     assert json.loads(stored["extra"]) == {
-        "header_name": DEFAULT_HEADER,
+        "header_name": "BLINK-API-KEY",
         "verify_ssl": True,
         "timeout": None,
         "table_page": None,
@@ -135,7 +134,7 @@ def test_a_connection_made_in_the_form_works(airflow_ui: AirflowUI, sandbox: Bli
         "status": True,
         "message": f"Connected to {sandbox.base_url}: {total} connection types visible.",
     }
-    assert sandbox.requests[-1]["headers"][DEFAULT_HEADER.lower()] == "***"  # the sandbox logs it masked
+    assert sandbox.requests[-1]["headers"]["BLINK-API-KEY".lower()] == "***"  # the sandbox logs it masked
 
 
 @pytest.mark.parametrize(

@@ -23,10 +23,9 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from blinkops_provider.assets import asset_host
-from blinkops_sandbox import BlinkSandbox
-from blinkops_sandbox._seed import DEMO_ROWS
+from blinkops_sandbox import DEMO_ROWS, BlinkSandbox
 from tests.conftest import EXAMPLE_DAGS
-from tests.e2e.test_e2e_dags import DOWNSTREAM_DAG
+from tests.integration.test_e2e_dags import DOWNSTREAM_DAG
 from tests.ui.conftest import SHOTS, AirflowUI
 from tests.ui.test_connection_form import button, press, waiting
 

@@ -17,6 +17,8 @@ from typing import NoReturn
 
 from blinkops_provider.cli.exit_status import EXIT_FAILED, EXIT_STATUSES
 
+__all__ = ["main"]
+
 _EPILOG = "exit status: " + "; ".join(f"{status} {meaning}" for status, meaning in EXIT_STATUSES.items())
 
 

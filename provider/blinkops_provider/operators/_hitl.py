@@ -11,8 +11,8 @@ here alone:
 - the answer comes back as the payload Airflow resumes the task with, whose members :data:`ANSWER_KEYS` names
   (``_answer.approval_from_record`` reads it).
 
-``tests/operators/test_hitl.py`` runs on every supported Airflow line and fails when Airflow moves or reshapes any of
-them.
+``tests/unit/operators/test_hitl.py`` runs on every supported Airflow line and fails when Airflow moves or reshapes
+any of them.
 """
 
 from __future__ import annotations
