@@ -226,8 +226,6 @@ def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
     table, and asks one person once, the refused and destructive tables first."""
     import requests
 
-    from blinkops_sandbox._app import ADMIN_HEADER
-
     # A DAGs folder of the test's own: each run's fleet DAG, one BlinkSchemaFleet over that run's folder.
     dags = tmp_path / "dags"
     dags.mkdir()
@@ -250,14 +248,14 @@ def test_the_fleet_is_reviewed_once_in_the_ui_with_the_risky_tables_first(
         made = requests.put(
             f"{sandbox.url}/_sandbox/workspace/ws-ui/table/{table}",
             json={"fields": [*fields, in_blink] if table == "Devices" else fields},
-            headers={ADMIN_HEADER: sandbox.admin_token},
+            headers={"X-Sandbox-Token": sandbox.admin_token},
             timeout=30,
         )
         assert made.ok, made.text
     rows = requests.post(  # Billing's rows use the option its next declaration drops: destructive, counted (#64)
         f"{sandbox.url}/_sandbox/workspace/ws-ui/table/Billing/rows",
         json=[{"Stage": "Done"}, {"Stage": "New"}, {"Stage": "Done"}],
-        headers={ADMIN_HEADER: sandbox.admin_token},
+        headers={"X-Sandbox-Token": sandbox.admin_token},
         timeout=30,
     )
     assert rows.ok, rows.text

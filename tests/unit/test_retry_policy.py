@@ -403,17 +403,13 @@ def test_the_final_rate_limit_error_names_the_attempts_and_blinks_wait(make_hook
 
 
 @needs_policy
-def test_a_record_location_that_cannot_be_written_fails_at_once(tmp_path: Any) -> None:
-    from blinkops_provider.migrations._lock import Holder, TableLock, record_location
+def test_a_record_location_that_cannot_be_written_fails_at_once(blink_conn: None) -> None:
+    from blinkops_provider.migrations import apply_schema
 
-    with pytest.raises(BlinkConfigurationError) as unusable:
-        TableLock(
-            record_location("/proc/self/blink/records/", "ws", "t"),
-            records="/proc/self/blink/records/",
-            ws_id="ws",
-            table="t",
-            holder=Holder.current(),
-        ).acquire()
+    declared = [{"field": "A", "type": "text", "display_name": "A"}]
+    with rm.Mocker() as m, pytest.raises(BlinkConfigurationError) as unusable:
+        apply_schema(BlinkHook(), "ws", "t", declared, record_path="/proc/self/blink/records/")
+    assert not m.called  # refused at the lock, before any request
     assert decide(unusable.value)[0] == "fail"
 
 

@@ -29,12 +29,11 @@ def test_help_and_argument_mistakes_import_no_airflow(argv: list[str], code: int
     assert "usage: blink-schema" in done.stdout + done.stderr
 
 
-def test_the_parsed_command_runs_the_migrations_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    from blinkops_provider.cli import locks, main
+def test_the_parsed_command_runs_the_migrations_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from blinkops_provider.cli.main import main
 
-    ran: list[str] = []
-    monkeypatch.setattr(locks, "locks", lambda args: ran.append(args.command) or 0)
-    assert main.main(["locks", "/nowhere/"]) == 0 and ran == ["locks"]
+    assert main(["locks", f"{tmp_path}/"]) == 0
+    assert capsys.readouterr().out == f"No lock is held under {tmp_path}/\n"  # the locks command ran
 
 
 def test_the_commands_print_only_their_own_output_on_any_airflow(blink_sandbox: Any, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import requests_mock as rm
 
 from blinkops_provider.cli.main import main
 from blinkops_provider.hooks.blink import BlinkHook
-from blinkops_provider.migrations import apply_schema, plan_schema, plan_xcom
+from blinkops_provider.migrations import apply_schema, plan_markdown, plan_schema, plan_xcom
 from tests.fake_blink import FakeBlink, blink_field
 
 # -- #65: blink-schema plan ------------------------------------------------------------------------
@@ -48,14 +48,12 @@ def test_plan_prints_the_plan_and_says_with_its_exit_code_whether_anything_would
 def test_plan_markdown_is_the_review_body_and_json_is_the_plans_xcom(
     blink_sandbox: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from blinkops_provider.operators._review import _plan_body
-
     out = tmp_path / "plan.json"
     args = ["plan", "ws-demo", "Incidents", str(EXAMPLE), "--out", str(out)]
     assert main([*args, "--format", "markdown"]) == 0
     markdown = capsys.readouterr().out
     planned = plan_xcom(plan_schema(BlinkHook(), "ws-demo", "Incidents", json.loads(EXAMPLE.read_text())))
-    assert _plan_body(planned, False).startswith(markdown.rstrip("\n"))  # the review shows exactly this
+    assert plan_markdown(planned) == markdown.rstrip("\n")  # the review shows exactly this, then Approve and Reject
     assert markdown.startswith(f"**Plan `{planned['fingerprint']}`** for ws-demo/Incidents")
     assert main([*args, "--format", "json"]) == 0
     shown = json.loads(capsys.readouterr().out)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from blinkops_provider.cli.validate import validate
+from blinkops_provider.cli.main import main
 from tests.conftest import EXAMPLE_DAGS
 
 FLEET = EXAMPLE_DAGS / "blink_schema_fleet"
@@ -36,7 +36,7 @@ def broken_fleet(tmp_path: Path) -> Path:
 
 def test_the_examples_validate_clean(capsys: pytest.CaptureFixture[str]) -> None:
     paths = [str(FLEET), str(EXAMPLE_DAGS / "blink_table_schema_migration.json")]
-    assert validate(paths) == 0
+    assert main(["validate", *paths]) == 0
     count = len(list(FLEET.glob("*/*.json"))) + 1
     assert capsys.readouterr().out == f"{count} declaration(s) valid\n"
 
@@ -45,7 +45,7 @@ def test_a_broken_copy_fails_with_one_line_per_problem_and_its_json_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = broken_fleet(tmp_path)
-    assert validate([str(folder)]) == 1
+    assert main(["validate", str(folder)]) == 1
     lines = capsys.readouterr().out.splitlines()
     where = folder / "ws-broken" / "Incidents.json"
     assert len(lines) == 3  # every problem at once, in the entries' order, each on its entry's line
@@ -63,7 +63,7 @@ def test_an_entry_is_named_by_its_place_in_the_file_tombstones_counted(
 ) -> None:
     path = tmp_path / "t.json"
     path.write_text('[\n {"field": "Old", "remove": true},\n {"field": "New", "type": "nope", "display_name": "N"}\n]')
-    assert validate([str(path)]) == 1
+    assert main(["validate", str(path)]) == 1
     (line,) = capsys.readouterr().out.splitlines()
     assert line.startswith(f"{path}:3: entry 2 ('New'): type: unknown field type 'nope'")
 
@@ -71,13 +71,13 @@ def test_an_entry_is_named_by_its_place_in_the_file_tombstones_counted(
 def test_github_annotations_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('[\n  {"field": "A", "type": "text"}\n]')
-    assert validate([str(bad)], "github") == 1
+    assert main(["validate", str(bad), "--format", "github"]) == 1
     said = capsys.readouterr().out.strip()
     assert (
         said
         == f"::error file={bad},line=2::entry 1 ('A'): display_name required (Blink resets what an update leaves out)"
     )
-    assert validate([str(bad)], "json") == 1
+    assert main(["validate", str(bad), "--format", "json"]) == 1
     (found,) = json.loads(capsys.readouterr().out)
     assert (found["file"], found["line"], found["entry"]) == (str(bad), 2, 1)
 
@@ -95,13 +95,13 @@ def test_a_file_that_is_not_a_declaration_is_one_line(
 ) -> None:
     path = tmp_path / "t.json"
     path.write_text(text)
-    assert validate([str(path)]) == 1
+    assert main(["validate", str(path)]) == 1
     (line,) = capsys.readouterr().out.splitlines()
     assert line.startswith(str(path)) and said in line
 
 
 def test_a_path_that_is_not_there_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert validate([str(tmp_path / "missing"), str(tmp_path)]) == 1
+    assert main(["validate", str(tmp_path / "missing"), str(tmp_path)]) == 1
     assert capsys.readouterr().out.splitlines() == [
         f"{tmp_path / 'missing'}: no such file or folder",
         f"{tmp_path}: holds no <ws_id>/<table>.json declaration (the fleet's layout)",

@@ -130,13 +130,15 @@ def test_output_path_that_is_not_a_regular_file_is_refused_before_any_request(
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["special", *(["link.json"] if through_link else [])])
 
 
-def test_a_character_device_is_refused_and_left_alone() -> None:
-    from blinkops_provider.utils.storage import regular_file
-
+def test_a_character_device_is_refused_and_left_alone(blink_conn: None) -> None:
     before = os.stat("/dev/null")
-    with pytest.raises(BlinkInputError, match="'/dev/null' is a character device, not a regular file"):
-        regular_file(Path("/dev/null"))
-    assert os.stat("/dev/null").st_ino == before.st_ino
+    op = ConnectionTypesToXComOperator(task_id="sync", output_path="/dev/null")
+    with (
+        rm.Mocker() as m,
+        pytest.raises(BlinkInputError, match="'/dev/null' is a character device, not a regular file"),
+    ):
+        op.execute({})
+    assert not m.called and os.stat("/dev/null").st_ino == before.st_ino
 
 
 def test_a_symlinked_output_path_is_written_through_and_stays_a_link(blink_conn: None, tmp_path: Path) -> None:
