@@ -129,6 +129,20 @@ class BlinkSandbox:
 
         self.store.add_table(ws_id, table, declared_fields(declared.get("fields") or []))
 
+    def add_field(self, ws_id: str, table: str, body: dict[str, Any], by: str = "seed@sandbox.blink") -> dict[str, Any]:
+        """
+        Add a field as Blink's ``POST .../fields`` adds it, changed ``by`` someone; return it as the sandbox holds it.
+
+        Its name is derived from its display name, as Blink derives it.
+
+        :raises ValueError: a body that is not a field's.
+        :raises StoreError: what Blink refuses (a second reference to one table, a select without options), or no such
+            workspace or table.
+        """
+        from blinkops_sandbox._blink_models import FieldUpdate
+
+        return self.store.add_field(ws_id, table, FieldUpdate.model_validate(body), by)
+
     def set_records(self, ws_id: str, table: str, count: int) -> None:
         """
         Set a table's ``estimated_records_count`` (what a removal's plan says is lost).

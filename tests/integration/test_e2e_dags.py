@@ -214,11 +214,9 @@ def reviewer_field(sandbox: BlinkSandbox) -> dict[str, Any]:
     """A second reference field in Blink (to the table itself), and its declaration moved to Users,
     which Owner references already: the plan cannot know it, Blink refuses it (one reference per
     target table) when the apply sends it."""
-    from blinkops_sandbox._blink_models import FieldUpdate as SandboxField
-
     body = {"type": "reference", "display_name": "Reviewer",
             "attributes": {"table_reference": {"table_name": "Incidents", "display_name_field": "Title"}}}  # fmt: skip
-    sandbox.store.add_field("ws-demo", "Incidents", SandboxField.model_validate(body), "seed@sandbox.blink")
+    sandbox.add_field("ws-demo", "Incidents", body, by="seed@sandbox.blink")
     return {"field": "reviewer", "type": "reference", "display_name": "Reviewer",
             "attributes": {"table_reference": {"table_name": "Users", "display_name_field": "Name"}}}  # fmt: skip
 
