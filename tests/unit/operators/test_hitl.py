@@ -73,7 +73,7 @@ def test_the_task_waits_for_the_answer_as_its_airflow_line_parks_it() -> None:
     if MAJOR_MINOR >= (3, 3):  # parked awaiting input, without a trigger
         from airflow.sdk.exceptions import TaskAwaitingInput as Parked
     else:  # deferred to the answer's trigger
-        from airflow.sdk.exceptions import TaskDeferred as Parked  # type: ignore[assignment]
+        from airflow.providers.common.compat.sdk import TaskDeferred as Parked  # type: ignore[assignment]
     with pytest.raises(Parked) as parked:
         await_answer(
             _waiting_task(),
