@@ -31,7 +31,7 @@ pytest_plugins = ["pytester"]
 # The lineage tests need the [openlineage] extra (make test installs every extra; make test-lowest
 # installs the wheel without it, where test_assets checks that nothing of OpenLineage is imported).
 HAS_OPENLINEAGE = importlib.util.find_spec("airflow.providers.openlineage") is not None
-collect_ignore = [] if HAS_OPENLINEAGE else ["e2e/test_lineage.py", "e2e/test_lineage_e2e.py"]
+collect_ignore = [] if HAS_OPENLINEAGE else ["integration/test_lineage.py", "integration/test_lineage_e2e.py"]
 
 COMPAT = frozenset(
     {
