@@ -52,7 +52,6 @@ COMPAT = frozenset(
         "test_compat.py",
         "test_readme.py",
         "test_review.py",
-        "test_answer.py",
         "test_hitl.py",
         "test_task_groups.py",
         "test_lock.py",

@@ -60,7 +60,7 @@ def test_the_sandboxs_wheel_is_the_emulator_its_command_and_its_fixture(wheels: 
         points = entry_points(wheel)
     assert "blinkops_sandbox/_server.py" in names and not [n for n in names if n.startswith("blinkops_provider")]
     assert re.search(r"\[pytest11\]\s*blink_sandbox = blinkops_sandbox._pytest_plugin", points)
-    assert "blink-sandbox = blinkops_sandbox._cli:main" in points
+    assert "blink-sandbox = blinkops_sandbox.cli:main" in points
 
 
 @pytest.mark.recipe

@@ -508,7 +508,11 @@ def in_the_browser(browser: Any, url: str, api: requests.Session, driver: subpro
         lambda page: "Test Connection Successful" in page.page_source or "Test Connection Failed" in page.page_source
     )
     browser.save_screenshot(str(SHOTS / "airflow-ui-test-button.png"))
-    assert "Test Connection Successful" in browser.page_source, "the Test button did not report success"
+    said = browser.find_element(By.TAG_NAME, "body").text  # the toast, as a person reads it
+    assert "Test Connection Successful" in browser.page_source, (
+        "the Test button did not report success: " + said[said.find("Test Connection") :][:600],
+        log.read_text()[-3000:],
+    )
     runs = api.get(f"{url}/api/v2/dags/{ON_CHANGE}/dagRuns?order_by=-run_after", timeout=API_TIMEOUT).json()["dag_runs"]
     browser.get(f"{url}/dags/{ON_CHANGE}/runs/{runs[0]['dag_run_id']}/tasks/diff")
     WebDriverWait(browser, 90).until(

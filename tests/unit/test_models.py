@@ -25,7 +25,6 @@ from blinkops_provider.models import (
     read_declaration,
     validate_field_updates,
 )
-from blinkops_provider.utils.inputs import validate_input
 
 DOCS_BODY = {
     "attributes": {
@@ -52,7 +51,7 @@ def test_a_system_only_type_is_refused_saying_it_is_blinks_own(kind: str) -> Non
     with pytest.raises(
         BlinkInputError, match=rf"'{kind}' is one of Blink's own system types.*allowed: text, long-text"
     ):
-        validate_input(FieldUpdate, {"type": kind}, "field update")
+        validate_field_updates({"F": {"type": kind}})
 
 
 def test_required_is_unique_and_description_are_declared_and_sent() -> None:
@@ -64,13 +63,13 @@ def test_required_is_unique_and_description_are_declared_and_sent() -> None:
     }
     assert FieldUpdate.model_validate(body).to_body() == body
     with pytest.raises(BlinkInputError, match=r"attributes\.required: Input should be a valid boolean"):
-        validate_input(FieldUpdate, {"attributes": {"required": "yes"}}, "field update")
+        validate_field_updates({"F": {"attributes": {"required": "yes"}}})
 
 
 @pytest.mark.parametrize("marker", ["system", "protected"])
 def test_a_declaration_that_sets_a_read_only_marker_is_refused(marker: str) -> None:
     with pytest.raises(BlinkInputError, match=rf"'{marker}' is Blink's read-only marker.*allowed: default_value"):
-        validate_input(FieldUpdate, {"attributes": {marker: True}}, "field update")
+        validate_field_updates({"F": {"attributes": {marker: True}}})
 
 
 def test_answers_keep_any_type_and_attribute_blink_sends() -> None:
@@ -120,15 +119,10 @@ def test_body_leaves_out_what_was_not_given() -> None:
     ],
 )
 def test_bad_updates_are_refused_with_what_is_allowed(body: dict, expected: str) -> None:
-    with pytest.raises(BlinkInputError, match="invalid field update") as err:
-        validate_input(FieldUpdate, body, "field update")
+    with pytest.raises(BlinkInputError, match=r"1 of 1 field update\(s\) are invalid, so none was sent") as err:
+        validate_field_updates({"F": body})
     assert expected in str(err.value)
     assert isinstance(err.value, ValueError)
-
-
-def test_validate_input_passes_model_instances_through() -> None:
-    update = FieldUpdate(display_name="X")
-    assert validate_input(FieldUpdate, update, "x") is update
 
 
 def test_request_models_reject_unknown_members_when_built_directly() -> None:

@@ -9,8 +9,7 @@ import pytest
 import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkInputError
-from blinkops_provider.rql import OPERATORS, RQLQuery
-from blinkops_provider.utils.inputs import MAX_NESTING, parse_json_object, validate_input
+from blinkops_provider.rql import OPERATORS, RQLQuery, connection_type_query
 
 
 def test_cli_example_is_compact_json() -> None:
@@ -72,7 +71,7 @@ def test_valid_filters(filter_: dict) -> None:
 )
 def test_invalid_queries_say_what_is_wrong(members: dict, expected: str) -> None:
     with pytest.raises(BlinkInputError) as err:
-        validate_input(RQLQuery, members, "RQL query")
+        connection_type_query(**members)
     assert expected in str(err.value)
 
 
@@ -102,12 +101,15 @@ def nested(depth: int) -> str:
     return '{"$or": [' * depth + '{"name": "x"}' + "]}" * depth
 
 
-def test_or_and_and_nest_at_most_max_nesting_deep() -> None:
-    assert RQLQuery(filter=nested(MAX_NESTING)).filter is not None
-    with pytest.raises(BlinkInputError, match=f"may nest {MAX_NESTING} deep, no deeper"):
-        validate_input(RQLQuery, {"filter": nested(MAX_NESTING + 1)}, "RQL query")
+def test_or_and_and_nest_at_most_as_deep_as_the_refusal_says() -> None:
+    with pytest.raises(BlinkInputError, match=r"nests too deeply to read \(\$or and \$and: \d+ deep\)") as refused:
+        connection_type_query(filter=nested(1_000))
+    deepest = int(re.search(r"(\d+) deep", str(refused.value))[1])  # type: ignore[index]
+    assert RQLQuery(filter=nested(deepest)).filter is not None
+    with pytest.raises(BlinkInputError, match=f"may nest {deepest} deep, no deeper"):
+        connection_type_query(filter=nested(deepest + 1))
     with pytest.raises(BlinkInputError, match="nests too deeply to read"):
-        validate_input(RQLQuery, {"filter": nested(100_000)}, "RQL query")
+        connection_type_query(filter=nested(100_000))
 
 
 def test_direct_construction_raises_value_error() -> None:
@@ -127,13 +129,6 @@ def test_sort_and_select_accept_rendered_strings() -> None:
 
 def test_non_ascii_values_stay_readable() -> None:
     assert RQLQuery(filter={"name": "Zürich"}).to_param() == '{"filter":{"name":"Zürich"}}'
-
-
-def test_parse_json_object_leaves_objects_alone_and_blank_means_none() -> None:
-    obj = {"a": 1}
-    assert parse_json_object(obj, "x") is obj
-    assert parse_json_object("  ", "x") is None
-    assert parse_json_object('{"a": 1}', "x") == {"a": 1}
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from blinkops_provider.exceptions import BlinkAuthError, BlinkInputError, BlinkTransientError
-from blinkops_provider.triggers import _STATE_KEY, BlinkCatalogueChangeTrigger, _catalogue_fingerprint
+from blinkops_provider.triggers import BlinkCatalogueChangeTrigger
 from blinkops_sandbox import BlinkSandbox
 
 
@@ -60,6 +60,21 @@ def events_of(trigger: BlinkCatalogueChangeTrigger) -> list[dict[str, Any]]:
     return asyncio.run(collect())
 
 
+def saved(store: Store) -> Any:
+    """The one fingerprint the trigger keeps in the watched asset's state store."""
+    (value,) = store.values.values()
+    return value
+
+
+def fingerprint_now() -> str:
+    """The catalogue's fingerprint as the trigger takes it: the baseline its first poll saves."""
+    store = Store()
+    trigger = BlinkCatalogueChangeTrigger(sleep=Waits(polls=1))
+    trigger.asset_state_store = store  # type: ignore[attr-defined]
+    assert events_of(trigger) == []
+    return str(saved(store))
+
+
 def change(sandbox: BlinkSandbox) -> None:
     sandbox.store.upsert_connection_types(
         [
@@ -82,10 +97,10 @@ def test_an_unchanged_catalogue_fires_nothing(blink_sandbox: BlinkSandbox) -> No
 
 
 def test_a_change_fires_one_event(blink_sandbox: BlinkSandbox) -> None:
-    before = _catalogue_fingerprint("blink_default")
+    before = fingerprint_now()
     waits = Waits(polls=4, between=lambda poll: change(blink_sandbox) if poll == 1 else None)
     (event,) = events_of(BlinkCatalogueChangeTrigger(poll_interval=30, sleep=waits))
-    assert event["previous"] == before and event["fingerprint"] == _catalogue_fingerprint("blink_default")
+    assert event["previous"] == before and event["fingerprint"] == fingerprint_now()
     assert event["fingerprint"].startswith("201:")  # one more type
 
 
@@ -98,7 +113,7 @@ def test_a_restarted_trigger_does_not_fire_again_and_sees_a_change_made_while_do
     )
     first.asset_state_store = store  # what the triggerer sets on Airflow 3.3
     assert len(events_of(first)) == 1
-    assert store.values[_STATE_KEY] == _catalogue_fingerprint("blink_default")
+    assert saved(store) == fingerprint_now()
     restarted = BlinkCatalogueChangeTrigger(sleep=Waits(polls=2))
     restarted.asset_state_store = store
     assert events_of(restarted) == []  # the change was already reported
@@ -185,7 +200,7 @@ def fingerprint_of(blink_conn: None, types: list[dict[str, Any]], reverse: bool 
     served = sorted(types, key=lambda t: t["id"], reverse=reverse)
     with rm.Mocker() as m:
         m.get(LISTING, json={"results": served, "total": len(served), "offset": 0, "limit": 1000})
-        return _catalogue_fingerprint("blink_default")
+        return fingerprint_now()
 
 
 BASE = [
@@ -226,7 +241,7 @@ def test_the_fingerprint_is_saved_after_the_event_so_a_cancel_in_between_loses_n
         await run.aclose()  # the trigger is cancelled before it goes on
 
     asyncio.run(cancelled_at_the_event())
-    assert store.values[_STATE_KEY] == "a"  # not "b": the restarted trigger fires "b" again
+    assert saved(store) == "a"  # not "b": the restarted trigger fires "b" again
     again = BlinkCatalogueChangeTrigger(poll_interval=1, sleep=Waits(polls=1), fingerprint=lambda conn: "b")
     again.asset_state_store = store  # type: ignore[attr-defined]
     assert events_of(again) == [{"fingerprint": "b", "previous": "a"}]

@@ -13,9 +13,12 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from blinkops_provider.cli.exit_status import EXIT_FAILED, EXIT_STATUSES
+
+if TYPE_CHECKING:
+    from blinkops_provider.hooks.blink import Clock
 
 __all__ = ["main"]
 
@@ -74,9 +77,16 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``blink-schema``: the arguments parsed here, then the command; its exit status (``exit_status``)."""
+def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> int:
+    """
+    Run ``blink-schema``: the arguments parsed here, then the command; its exit status (``exit_status``).
+
+    :param argv: the arguments a shell would give (default: the process's).
+    :param clock: the waits between the hook's attempts (``pull`` and ``plan``), the real ones by default; a
+        script or a test that gives its own records them instead of sleeping.
+    """
     args = parser().parse_args(argv)
+    args.clock = clock
     if args.command == "validate":  # offline: no Airflow, no connection
         from blinkops_provider.cli.validate import validate
 

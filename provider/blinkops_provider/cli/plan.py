@@ -33,7 +33,7 @@ def plan(args: argparse.Namespace) -> int:
     try:
         targets = _targets(args)
         with contextlib.redirect_stdout(sys.stderr):  # stdout carries the plan alone, whatever logs
-            hook = quiet_hook(args.conn_id)
+            hook = quiet_hook(args.conn_id, clock=args.clock)
             plans = [
                 plan_schema(hook, ws_id, table, _declared(path), record_path=args.record_path)
                 for ws_id, table, path in targets

@@ -32,7 +32,7 @@ def pull(args: argparse.Namespace) -> int:
     try:
         target = _output_of(args)
         with contextlib.redirect_stdout(sys.stderr):  # stdout carries the declaration alone, whatever logs
-            hook = quiet_hook(args.conn_id)
+            hook = quiet_hook(args.conn_id, clock=args.clock)
             pulled = pull_workspace(hook, args.ws_id) if args.all else [pull_table(hook, args.ws_id, args.table)]
         for one, output in zip(pulled, _outputs(args, target, pulled), strict=True):
             _write(one, output)

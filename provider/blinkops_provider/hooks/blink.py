@@ -841,7 +841,10 @@ class BlinkHook(BaseHook):
         What the operators use. Each item is the JSON object Blink sent, unknown members
         included. The walk pages by id and is exact while the catalogue changes; a ``sort`` is
         applied by the client once every page is in; every page is checked against what was asked
-        (see the docs' Troubleshooting page for what a failed check says).
+        (see the docs' Troubleshooting page for what a failed check says). A server that stops
+        honouring the id condition is walked on by offset, the ids already returned dropped: the walk
+        keeps up to 50,000 of them; past that it keeps none (its memory stays flat), and such a
+        server then fails the walk instead of risking doubles.
 
         :raises BlinkInputError: an invalid query, page size or ``max_items``, before any request.
         :raises BlinkResponseError: a page that is not ``{"results": [object, ...], ...}``.

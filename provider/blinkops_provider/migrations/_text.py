@@ -126,7 +126,7 @@ def fleet_review(plans: Sequence[Mapping[str, Any]], *, max_chars: int = MAX_REV
     named, or counted with where its plan is (its plan task's XCom) when the bound leaves no room.
 
     :param plans: the plans' XComs, one per table.
-    :param max_chars: the size bound (at least ``MIN_REVIEW_CHARS``, 1,000).
+    :param max_chars: the size bound (default 20,000; at least ``MIN_REVIEW_CHARS``, 1,000).
     """
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < MIN_REVIEW_CHARS:
         raise BlinkInputError(f"max_chars must be an integer of {MIN_REVIEW_CHARS} or more, got {max_chars!r}")

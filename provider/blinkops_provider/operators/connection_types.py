@@ -45,6 +45,7 @@ class ConnectionTypesToXComOperator(BaseBlinkOperator):
         ``output_path`` the summary ``{"path": ..., "count": ..., "total": ..., "paging": ...}``,
         where ``paging`` is ``"keyset"`` (exact under change) or ``"offset"`` (the server does not
         honour the keyset condition; see :meth:`~blinkops_provider.hooks.blink.BlinkHook.walk_connection_types`).
+        More than 5,000 items returned to XCom log a warning that suggests ``output_path``.
     :raises BlinkInputError: an invalid query, before any request.
     """
 

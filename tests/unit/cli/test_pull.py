@@ -22,18 +22,6 @@ from tests.fake_blink import FakeBlink, blink_field
 # -- pull (#57) ---------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def quick(monkeypatch: pytest.MonkeyPatch, sleeps: Any) -> None:
-    """The command's hook with its retries' waits recorded, not slept."""
-    import functools
-
-    from blinkops_provider.cli import connection, plan, pull
-
-    hook = functools.partial(connection.quiet_hook, clock=sleeps.as_clock())
-    monkeypatch.setattr(pull, "quiet_hook", hook)
-    monkeypatch.setattr(plan, "quiet_hook", hook)
-
-
 def test_pull_prints_the_declaration_that_the_operators_take(
     blink_sandbox: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -91,7 +79,6 @@ def test_pull_reads_blink_base_url_and_api_key_and_never_prints_the_key(
     assert "wrong-key" not in err and blink_sandbox.api_key not in err
 
 
-@pytest.mark.usefixtures("quick")
 @pytest.mark.parametrize(
     ("args", "said"),
     [
@@ -102,20 +89,20 @@ def test_pull_reads_blink_base_url_and_api_key_and_never_prints_the_key(
     ],
 )
 def test_each_mistake_of_pull_is_one_line_and_exit_1(
-    blink_sandbox: Any, args: list[str], said: str, capsys: pytest.CaptureFixture[str]
+    blink_sandbox: Any, args: list[str], said: str, capsys: pytest.CaptureFixture[str], sleeps: Any
 ) -> None:
-    assert main(args) == 1
+    assert main(args, clock=sleeps.as_clock()) == 1
+    assert not sleeps  # a mistake is not retried
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1 and said in err, err
 
 
-@pytest.mark.usefixtures("quick")
 def test_an_unreachable_blink_is_one_line_and_exit_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], sleeps: Any
 ) -> None:
     monkeypatch.setenv("BLINK_BASE_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("BLINK_API_KEY", "a-key-never-shown-1234")
-    assert main(["pull", "ws-demo", "Incidents"]) == 1
+    assert main(["pull", "ws-demo", "Incidents"], clock=sleeps.as_clock()) == 1
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "could not reach 127.0.0.1:9" in err and "a-key-never" not in err
     assert sleeps  # the hook retried (its waits recorded), and said nothing of it: the one line is the end

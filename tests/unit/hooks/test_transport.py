@@ -5,6 +5,10 @@ key never leaves Blink's origin and never shows, even in part.
 Reading an answer (the hook's responses module, read_answer) within the attempt's deadline: a body
 trickled byte by byte is cut off at the deadline in every framing, by the elapsed-time check
 after each socket read; answers in every framing are read intact.
+
+Private imports, the exception: the scrubbing of the key out of runs of text (``without_key_runs``), the base URL's
+canonical form and the largest body read are the transport's own units, each checked over many inputs that no
+request through the hook could give one by one.
 """
 
 from __future__ import annotations
@@ -32,8 +36,7 @@ from blinkops_provider.exceptions import (
     BlinkResponseError,
     BlinkTransientError,
 )
-from blinkops_provider.hooks._transport import Clock
-from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.hooks.blink import BlinkHook, Clock
 from blinkops_provider.utils.names import build_base_url
 from tests.conftest import API_KEY, set_connection
 

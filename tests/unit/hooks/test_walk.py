@@ -11,12 +11,14 @@ import requests_mock as rm
 from airflow.providers.common.compat.sdk import AirflowFailException
 
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError, BlinkResponseError, BlinkUnsupportedServerError
-from blinkops_provider.hooks._walk import KEPT_IDS
 from blinkops_provider.rql import sort_items
 from tests.fake_blink import FakeCatalogue, catalogue
 from tests.unit.sandbox.reference import evaluate
 
 LIST_URL = "https://blink.test/api/v1/connection_types"
+
+KEPT_IDS = 50_000
+"""The ids a walk by id keeps for a fallback to offsets, as ``BlinkHook.walk_connection_types`` says."""
 
 
 def walk_ids(hook: Any, listing: FakeCatalogue, **kwargs: Any) -> list[Any]:
@@ -173,7 +175,7 @@ def test_a_server_that_ignores_the_position_with_a_user_filter_is_an_error(hook:
 
 
 def test_past_kept_ids_the_walk_keeps_none_and_a_later_fallback_is_an_error(hook: Any) -> None:
-    """A walk by id keeps at most KEPT_IDS ids (its memory stays flat); a server that stops
+    """A walk by id keeps at most KEPT_IDS ids (as the hook's docstring says) (its memory stays flat); a server that stops
     honouring the condition after that fails, naming why, instead of risking doubles."""
     size = KEPT_IDS + 2000
     listing = FakeCatalogue(catalogue(size))

@@ -4,7 +4,11 @@ Where a table's lock is kept (blinkops_provider.migrations._lock): mutual exclus
 contention, proven by holders that record entry and exit, with threads and processes, on a local
 folder and on S3 (moto) (#33).
 
-The record of a migration (blinkops_provider.migrations._lock): a record of another Blink (#36).
+The record of a migration (blinkops_provider.migrations._lock): a record of another Blink (#36). And an apply of a
+table whose lock another apply holds: refused, or waiting when told to, with nothing sent.
+
+A private import, the exception: the lock is held here by ``TableLock`` itself, as another apply would hold it,
+with its clocks injected, and the stress tests enter and leave it from threads and processes.
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputErro
 from blinkops_provider.migrations import SchemaRecord, apply_schema, force_unlock, held_locks, plan_schema, plan_xcom
 from blinkops_provider.migrations._lock import Holder, LockInfo, TableLock, lock_file, record_location, unlock_command
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
+from tests.conftest import FakeTI, keys
 from tests.fake_blink import field_json, without_table_reads
+from tests.unit.migrations.test_apply import DECLARED, apply
 
 ROUNDS = 200
 
@@ -640,3 +646,74 @@ def test_the_plan_reads_the_executor_from_airflows_configuration(
         plan_schema(hook, "ws-1", "Incidents", schema, record_path="/tmp/blink_schema_records/")
     monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "LocalExecutor")
     assert plan_schema(hook, "ws-1", "Incidents", schema, record_path=f"{tmp_path}/").counts["add"] == 1
+
+
+# -- an apply of a locked table (the lock held by another apply) -------------------------------------------
+
+
+def locked(record: Path | str, owner: str, table: str = "Incidents", **clock: Any) -> Any:
+    """The table's lock, held by another apply named ``owner``."""
+    return TableLock(
+        record_location(str(record), "ws-1", table),
+        records=str(record),
+        ws_id="ws-1",
+        table=table,
+        holder=Holder.current(label=owner),
+        **clock,
+    )
+
+
+def test_a_second_apply_of_a_locked_table_fails_naming_the_holder_with_nothing_sent(hook: Any, record: Path) -> None:
+    taken = dt.datetime.now(dt.UTC).replace(microsecond=0)  # the hook tells the lease's time by the real clock
+    with locked(record, "dag/run-1/apply (try 1)", now=lambda: taken, sleep=lambda s: None):
+        with (
+            rm.Mocker() as m,
+            pytest.raises(BlinkLockedError, match=r"being applied by dag/run-1/apply \(try 1\)") as e,
+        ):
+            apply_schema(hook, "ws-1", "Incidents", DECLARED, record_path=str(record))
+        assert m.call_count == 0
+    assert f"since {taken.isoformat()}" in str(e.value)
+    result, sent = apply(hook, DECLARED, record)  # released: the next apply goes through
+    assert result.ok and len(sent) == 3 and not Path(f"{record}.lock").exists()
+
+
+def test_an_apply_waits_for_the_lock_when_told_to(make_hook: Any, record: Path, sleeps: Any) -> None:
+    lock = locked(record, "other", now=lambda: NOW, sleep=lambda s: None)
+    lock.__enter__()
+
+    def release_after_two_waits(seconds: float) -> None:
+        sleeps(seconds)
+        if len(sleeps) == 2:
+            lock.__exit__(None, None, None)
+
+    clock = sleeps.as_clock(sleep=release_after_two_waits, now=lambda: NOW + dt.timedelta(seconds=sleeps.clock - 1000))
+    hook = make_hook(clock=clock)
+    result, sent = apply(hook, DECLARED, record, lock_wait=30)
+    assert result.ok and len(sent) == 3 and len(sleeps) == 2  # it waited twice, then applied
+    assert 0.05 <= sleeps[0] <= 0.15 and sleeps[1] <= 0.225  # from 0.1 s, growing by half (with jitter)
+
+
+def test_on_s3_a_locked_table_refuses_a_second_apply(hook: Any, s3_record: str, bucket: tuple[Any, str]) -> None:
+    client, name = bucket
+    with locked(s3_record, "the other run"):
+        assert keys(client, name) == ["records/ws-1/Incidents.json.lock"]
+        with rm.Mocker(real_http=True) as m, pytest.raises(BlinkLockedError, match="being applied by the other run"):
+            apply_schema(hook, "ws-1", "Incidents", DECLARED, record_path=s3_record)
+        assert not [call for call in m.request_history if "blink.test" in call.url]
+    assert keys(client, name) == []  # released
+
+
+def test_a_locked_apply_pushes_the_whole_refusal_with_its_unlock_command(blink_conn: None, record: Path) -> None:
+    """A fleet's summary shows each apply's error: the lock's refusal keeps its unlock command,
+    however long the names in it are."""
+    table = "Quarterly vendor risk assessments " * 6  # about 200 characters, encoded in the command
+    with locked(record, "dag/run-1/apply (try 1)", table, sleep=lambda s: None), rm.Mocker() as m:
+        ti = FakeTI()
+        with pytest.raises(BlinkLockedError) as refused:
+            UpdateTableFieldsOperator(
+                task_id="apply", ws_id="ws-1", table=table, fields=DECLARED, record_path=str(record)
+            ).execute({"ti": ti})
+        assert m.call_count == 0
+    pushed = ti.pushed["return_value"]
+    assert pushed["outcome"] == "failed" and pushed["updated"] == []
+    assert pushed["error"] == f"BlinkLockedError: {refused.value}" and "blink-schema unlock " in pushed["error"]

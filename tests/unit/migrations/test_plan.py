@@ -1,24 +1,46 @@
-"""The plan of a migration (blinkops_provider.migrations._plan): plan identity, risk rules and log lines (#35).
+"""The planner (blinkops_provider.migrations._plan) and the matching it stands on (``_matching``): how declared entries
+are matched to Blink's fields and tables, the body sent for a declared field (merged with what Blink holds, and judged,
+#35), a plan's identity, and one plan per apply (#73).
 
-How declared entries are matched to Blink's fields and tables (blinkops_provider.migrations._plan).
-
-The body sent for a declared field: merged with what Blink holds, and judged (#35).
+Private imports, the exception: the matching's cases (an entry against Blink's fields by name, note and display name)
+are many and small, and through ``plan()`` each would need a whole table; the one-plan-per-apply test counts calls
+inside the planner, which nothing public shows.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
+import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkInputError, BlinkStalePlanError
-from blinkops_provider.migrations import SchemaPlan, check_approved, log_plan, plan_text, plan_xcom
-from blinkops_provider.migrations._matching import contradictions, field_body, match_fields, match_table, merge_field
+from blinkops_provider.migrations import (
+    SchemaPlan,
+    _apply,
+    _plan,
+    apply_schema,
+    check_approved,
+    log_plan,
+    plan_text,
+    plan_xcom,
+)
+from blinkops_provider.migrations._matching import (
+    contradictions,
+    differing_members,
+    field_body,
+    match_fields,
+    match_table,
+    merge_field,
+)
 from blinkops_provider.migrations._plan import plan_fields
 from blinkops_provider.models import BlinkTable, FieldUpdate, TableField, validate_field_updates
 from blinkops_provider.utils.states import Action
+from tests.fake_blink import FakeBlink, blink_field
 from tests.unit.test_models import DOCS_BODY
 
 
@@ -104,6 +126,19 @@ def test_a_held_value_that_cannot_be_sent_back_refuses_the_merge_and_names_repla
     held = TableField.model_validate({"name": "A", "type": "text", "attributes": {"options": "not a list"}})
     with pytest.raises(BlinkInputError, match=r"field 'A' as Blink holds it cannot be sent back.*replace=True"):
         merge_field(FieldUpdate(display_name="A"), held, name="A")
+
+
+def test_members_compare_absent_attributes_as_unset() -> None:
+    assert (
+        differing_members(
+            {"type": "text", "display_name": "A"}, {"type": "text", "display_name": "A", "attributes": {}}
+        )
+        == []
+    )
+    assert differing_members(
+        {"type": "text", "display_name": "A", "attributes": {"default_value": "x"}},
+        {"type": "text", "display_name": "B"},
+    ) == ["display_name", "attributes.default_value"]
 
 
 # -- contradictions inside one field's declaration (#35) ------------------------------------------------
@@ -239,3 +274,45 @@ def test_a_field_found_under_blinks_own_name_says_that_name_in_its_row() -> None
         "| Severity | change | declared as 'Severity', Blink's name is 'sev_2'; description: null → 'How bad' |",
         "| 1 field | unchanged | Root cause (Blink's name 'root_cause') |",
     ]
+
+
+def test_one_apply_makes_its_plan_once_and_each_fields_body_once(
+    hook: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#73: the rows the changes need are counted while the one plan is made (never a schema-only plan first), and
+    each of Blink's fields is read into a body once (the merge and the plan's identity reuse it)."""
+    made: list[str] = []
+    bodies: Counter[str] = Counter()
+    make_plan, field_body = _plan.make_plan, _plan.field_body
+
+    def counted_plan(**given: Any) -> Any:
+        made.append(given["target"][2])
+        return make_plan(**given)
+
+    def counted_body(held: Any) -> Any:
+        bodies[str(held.name)] += 1
+        return field_body(held)
+
+    monkeypatch.setattr(_apply, "make_plan", counted_plan)
+    monkeypatch.setattr(_plan, "field_body", counted_body)
+    held = {"T": [blink_field(name, "text") for name in ("Name", "Team", "Notes", "Old")]}
+    declared = [
+        {"field": "Name", "type": "text", "display_name": "Name", "description": "who"},
+        {
+            "field": "Team",
+            "type": "text",
+            "display_name": "Team",
+            "attributes": {"required": True},
+            "backfill": "unassigned",
+        },
+        {"field": "Notes", "type": "text", "display_name": "Notes"},
+        {"field": "Old", "remove": True},
+    ]
+    with rm.Mocker() as m:
+        blink = FakeBlink(held).mount(m)
+        blink.records["T"] = [{"id": "a", "Team": "red", "Old": "x"}, {"id": "b", "Name": "y"}]
+        result = apply_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/", acknowledge_risks=True)
+    assert result.outcomes() == {"Name": "changed", "Team": "changed", "Notes": "unchanged", "Old": "removed"}
+    assert made == ["T"]  # one plan, whose rows were counted as it was made
+    assert bodies == {"Name": 1, "Team": 1, "Notes": 1, "Old": 1}
+    assert result.backfilled == {"Team": 1}

@@ -1,20 +1,21 @@
 """A live table as a declaration (blinkops_provider.migrations._pull, #57): pulled, then planned against the same
 Blink, it is all unchanged; against the sandbox and against a Blink of the tests' own, whose naming rule and defaults
-differ. A private import: the pull's table-level functions (pull_table, record_pulled) are the command's, not public."""
+differ; the record a pull writes (``blink-schema pull --record-path``), the next plan's baseline."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests_mock as rm
 
+from blinkops_provider.cli.main import main
 from blinkops_provider.exceptions import BlinkNotFoundError
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations import plan_schema, plan_text, pull_schema
-from blinkops_provider.migrations._pull import pull_table, record_pulled
 from blinkops_provider.models import FieldType
 from blinkops_sandbox import BlinkSandbox
 from tests.fake_blink import FakeBlink, blink_field
@@ -45,6 +46,15 @@ def every_type() -> list[dict[str, Any]]:
             }
         )
     return fields
+
+
+def left_out(provider_log: Any) -> dict[str, str]:
+    """What the pull's warnings name as left out: each field's attributes a declaration may not set."""
+    said = (
+        re.search(r"Field '(.+?)' holds attribute\(s\) (.+?), which a declaration may not set", line)
+        for line in provider_log()
+    )
+    return {found[1]: found[2] for found in said if found}
 
 
 def all_unchanged(plan: Any) -> bool:
@@ -92,22 +102,18 @@ HELD = {
 
 
 def test_a_blink_with_its_own_names_and_defaults_pulls_to_all_unchanged_naming_what_is_left_out(
-    make_hook: Any, caplog: pytest.LogCaptureFixture
+    make_hook: Any, provider_log: Any
 ) -> None:
     hook = make_hook()
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
         blink.meta["Contracts"].update(display_name="Supplier contracts", description="All of them")
-        pulled = pull_table(hook, "ws-1", "Supplier contracts")  # found by its display name too
-        plan = plan_schema(hook, "ws-1", "Contracts", pulled.declaration)
-    assert pulled.table == "Contracts"
-    assert (pulled.declaration["display_name"], pulled.declaration["description"]) == (
-        "Supplier contracts",
-        "All of them",
-    )
-    due = next(entry for entry in pulled.declaration["fields"] if entry["field"] == "due_3")
+        declaration = pull_schema(hook, "ws-1", "Supplier contracts")  # found by its display name too
+        plan = plan_schema(hook, "ws-1", "Contracts", declaration)  # Blink's name: the table it found
+    assert (declaration["display_name"], declaration["description"]) == ("Supplier contracts", "All of them")
+    due = next(entry for entry in declaration["fields"] if entry["field"] == "due_3")
     assert due["attributes"] == {"include_time": False}
-    assert pulled.unsettable == {"due_3": ["color"]}
+    assert left_out(provider_log) == {"due_3": "'color'"}
     assert all_unchanged(plan), plan_text(plan)
     assert blink.puts == [] and blink.posts == [] and blink.deletes == []
 
@@ -124,23 +130,25 @@ def test_a_missing_table_names_the_tables_the_workspace_has(make_hook: Any) -> N
 
 
 def test_the_pulled_record_is_the_next_plans_baseline_so_a_later_change_in_blink_is_drift(
-    make_hook: Any, tmp_path: Path
+    make_hook: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], sleeps: Any
 ) -> None:
     hook = make_hook()
     with rm.Mocker() as m:
         blink = FakeBlink(HELD).mount(m)
-        pulled = pull_table(hook, "ws-1", "Contracts")
-        where = record_pulled(hook, pulled, f"{tmp_path}/")
-        assert where == f"{tmp_path}/ws-1/Contracts.json"
+        assert main(["pull", "ws-1", "Contracts", "--record-path", f"{tmp_path}/"], clock=sleeps.as_clock()) == 0
+        out, err = capsys.readouterr()
+        assert f"the record of ws-1/Contracts written to {tmp_path}/ws-1/Contracts.json" in err, err
         blink.change_in_ui("Contracts", "tier_2", who="carol@blink.test", options=["Gold", "Silver", "Bronze"])
-        plan = plan_schema(hook, "ws-1", "Contracts", pulled.declaration, record_path=f"{tmp_path}/")
+        plan = plan_schema(hook, "ws-1", "Contracts", json.loads(out), record_path=f"{tmp_path}/")
     tier = next(row for row in plan.fields if row.field == "tier_2")
     assert tier.drift == ("attributes.options",) and tier.action == "change"  # the declaration puts it back
     assert "(last changed in Blink by carol@blink.test" in plan_text(plan)
     assert blink.puts == []
 
 
-def test_every_type_pulled_from_a_blink_with_its_own_names_and_defaults_plans_all_unchanged(make_hook: Any) -> None:
+def test_every_type_pulled_from_a_blink_with_its_own_names_and_defaults_plans_all_unchanged(
+    make_hook: Any, provider_log: Any
+) -> None:
     """#57: the table of 18 types, created in a Blink of the tests' own (its naming rule), which
     then fills in defaults of its own and holds an attribute a declaration may not set."""
     hook = make_hook()
@@ -155,10 +163,10 @@ def test_every_type_pulled_from_a_blink_with_its_own_names_and_defaults_plans_al
         for held in blink.tables[made.name].values():
             if not held["attributes"].get("system"):
                 held["attributes"] = {"required": False, "is_unique": False, **held["attributes"], "color": "blue"}
-        pulled = pull_table(hook, "ws-1", made.name)
-        plan = plan_schema(hook, "ws-1", made.name, json.loads(json.dumps(pulled.declaration)))
-    assert [entry["type"] for entry in pulled.declaration["fields"]] == [kind.value for kind in FieldType]
-    assert pulled.declaration["fields"][0]["field"] != "F text"  # Blink's own name, not the sandbox's
-    assert pulled.unsettable == {entry["field"]: ["color"] for entry in pulled.declaration["fields"]}
-    assert all("color" not in entry["attributes"] for entry in pulled.declaration["fields"])
+        declaration = pull_schema(hook, "ws-1", made.name)
+        plan = plan_schema(hook, "ws-1", made.name, json.loads(json.dumps(declaration)))
+    assert [entry["type"] for entry in declaration["fields"]] == [kind.value for kind in FieldType]
+    assert declaration["fields"][0]["field"] != "F text"  # Blink's own name, not the sandbox's
+    assert left_out(provider_log) == {entry["field"]: "'color'" for entry in declaration["fields"]}
+    assert all("color" not in entry["attributes"] for entry in declaration["fields"])
     assert all_unchanged(plan), plan_text(plan)

@@ -1,7 +1,5 @@
-"""Who may let a plan through (blinkops_provider.migrations._review, #55): the review policies.
-
-One review for many tables' plans (blinkops_provider.migrations._review) (#34, in part).
-"""
+"""Who may let a plan through (blinkops_provider.migrations._review, #55): the review policies; and one review for many
+tables' plans (#34, in part), each plan made by ``plan_schema`` against a Blink of the tests' own."""
 
 from __future__ import annotations
 
@@ -11,28 +9,35 @@ import re
 from typing import Any
 
 import pytest
+import requests_mock as rm
 
 from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations import (
-    SchemaPlan,
     check_review_policy,
     fleet_review,
     fleet_summary,
+    plan_schema,
     plan_text,
     plan_xcom,
     review_needed,
 )
-from blinkops_provider.migrations._plan import plan_fields
-from blinkops_provider.migrations._text import MAX_REVIEW_CHARS
-from blinkops_provider.models import validate_field_updates
+from tests.conftest import set_connection
+from tests.fake_blink import FakeBlink, blink_field
 
 SELECT = {"type": "single-select", "display_name": "S", "attributes": {"options": ["Low", "High"]}}
 
 
-def plan_of(table: str, declared: list[dict[str, Any]], recorded: dict[str, Any]) -> dict[str, Any]:
-    batch = validate_field_updates(declared)
-    fields = tuple(plan_fields(batch, recorded))
-    return plan_xcom(SchemaPlan("ws", table, f"{table}.json", None, fields, (), table, "r"))
+def plan_of(table: str, declared: list[dict[str, Any]], held: dict[str, Any]) -> dict[str, Any]:
+    """The XCom of the plan of ``declared`` against a Blink whose table holds the fields ``held`` and one row with
+    each select's last option (so that dropping it is destructive)."""
+    from blinkops_provider.hooks.blink import BlinkHook
+
+    fields = [blink_field(name, f["type"], f["display_name"], **f.get("attributes", {})) for name, f in held.items()]
+    with pytest.MonkeyPatch.context() as env, rm.Mocker() as m:
+        set_connection(env)
+        blink = FakeBlink({table: fields}, ws_id="ws").mount(m)
+        blink.records[table] = [{"id": "r1", **{n: f["attributes"]["options"][-1] for n, f in held.items()}}]
+        return plan_xcom(plan_schema(BlinkHook(), "ws", table, declared))
 
 
 def fleet() -> list[dict[str, Any]]:
@@ -58,9 +63,10 @@ def test_the_review_leads_with_a_summary_and_the_risky_tables_first() -> None:
     assert text.index("### ws/Gamma") < text.index("### ws/Zeta")  # each changed table's rows follow
 
 
-def test_the_baseline_is_said_once_for_the_fleet_not_once_a_table() -> None:
-    from blinkops_provider.migrations._plan_types import BASELINE
+BASELINE = "The baseline is the table as Blink holds it, read when the plan was made"
 
+
+def test_the_baseline_is_said_once_for_the_fleet_not_once_a_table() -> None:
     plans = fleet()
     assert all(BASELINE in plan["text"] for plan in plans)  # each plan's own text says it
     text = fleet_review(plans)
@@ -115,14 +121,14 @@ def test_the_summary_needs_one_result_per_table() -> None:
 
 
 @pytest.mark.parametrize("tables", [1, 500, 5000])
-@pytest.mark.parametrize("max_chars", [MAX_REVIEW_CHARS, 3000])
+@pytest.mark.parametrize("max_chars", [None, 3000])
 def test_the_whole_review_stays_within_its_bound_and_every_changed_table_is_findable(
-    tables: int, max_chars: int
+    tables: int, max_chars: int | None
 ) -> None:
     one = fleet()[2]  # Beta: a destructive table's plan
     plans = [{**one, "table": f"T{n:05d}"} for n in range(tables)]
-    text = fleet_review(plans, max_chars=max_chars)
-    assert len(text) <= max_chars
+    text = fleet_review(plans) if max_chars is None else fleet_review(plans, max_chars=max_chars)
+    assert len(text) <= (max_chars or 20_000)  # fleet_review's default bound
     named = sum(f"ws/T{n:05d}" in text for n in range(tables))
     counted = re.findall(r"and (\d+) more table\(s\) to change: their plans are in their plan tasks' XCom", text)
     assert named + sum(map(int, counted)) >= tables
@@ -268,16 +274,16 @@ def test_refused_entries_are_said_by_who_refuses_them() -> None:
 
 
 def test_a_copy_says_its_progress_at_every_page_and_at_its_end(
-    blink_sandbox: Any, tmp_path: Any, provider_log: Any, monkeypatch: pytest.MonkeyPatch
+    blink_sandbox: Any, tmp_path: Any, provider_log: Any
 ) -> None:
     from blinkops_provider.hooks.blink import BlinkHook
-    from blinkops_provider.migrations import _data_steps, apply_schema
+    from blinkops_provider.migrations import apply_schema
 
-    real = _data_steps.pages_of
-    monkeypatch.setattr(_data_steps, "pages_of", lambda rows, size: real(rows, 50))  # pages of 50: 120 rows are 3
+    more = [{"Title": f"Incident {n}", "Risk": "High"} for n in range(381)]  # with the 120 seeded: 501 rows
+    blink_sandbox.store.create_records("ws-demo", "Incidents", more, "seed@sandbox.blink")
     risk = {"field": "Risk", "type": "text", "display_name": "Risk", "type_change": "copy"}
     apply_schema(BlinkHook(), "ws-demo", "Incidents", [risk], record_path=f"{tmp_path}/", acknowledge_risks=True)
     said = provider_log()
     copied = [line.split("copied ")[1].split(" rows")[0] for line in said if "rows read)" in line]
-    assert copied[:3] == ["50/120", "100/120", "120/120"], said
-    assert any("verified, 120 row(s) hold their converted values" in line for line in said)
+    assert copied[:2] == ["500/501", "501/501"], said  # a page is 500 rows
+    assert any("verified, 501 row(s) hold their converted values" in line for line in said)

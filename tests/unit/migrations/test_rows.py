@@ -4,6 +4,9 @@ own fake Blink (its own naming rule) and the sandbox.
 
 #64 item 6: the conversion rules of a retype, one per pair of Blink's 18 user types, and the
 docs' table of them.
+
+Private imports, the exception: the 18 x 18 conversion table, a value's conversion and the row counts' bookkeeping
+are checked cell by cell; through ``plan()`` each cell would need a table of its own in a Blink.
 """
 
 from __future__ import annotations

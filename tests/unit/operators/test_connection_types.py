@@ -177,15 +177,14 @@ def test_catalogue_operator_rejects_a_bad_rendered_filter_before_any_request(bli
     assert not m.called
 
 
-def test_a_large_catalogue_into_xcom_warns(
-    blink_conn: None, provider_log: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("blinkops_provider.operators.connection_types._LARGE_XCOM_ITEMS", 5)
+def test_a_large_catalogue_into_xcom_warns(blink_conn: None, provider_log: Any) -> None:
+    """Above 5,000 items (the operator's docstring says the number), XCom is the wrong place: one warning."""
+    many = [{"id": f"ct-{i:05d}", "name": f"n{i}"} for i in range(5_001)]
     with rm.Mocker() as m:
         without_table_reads(m)  # Blink without the reads: a field is sent as given
-        m.get(LIST_URL, json=pages_of(ITEMS))
-        assert len(ConnectionTypesToXComOperator(task_id="s").execute({})) == 7
-        assert len(ConnectionTypesToXComOperator(task_id="s", max_items=5).execute({})) == 5
+        m.get(LIST_URL, json=pages_of(many))
+        assert len(ConnectionTypesToXComOperator(task_id="s").execute({})) == 5_001
+        assert len(ConnectionTypesToXComOperator(task_id="s", max_items=5_000).execute({})) == 5_000
     warnings = [line for line in provider_log() if "give output_path" in line]
     assert len(warnings) == 1
-    assert "Returning 7 connection types through XCom" in warnings[0]
+    assert "Returning 5001 connection types through XCom" in warnings[0]

@@ -16,12 +16,12 @@ import pytest
 import requests
 
 from blinkops_provider.migrations import plan_text
-from blinkops_sandbox._cli import main
+from blinkops_sandbox.cli import main
 
 
 def start(*args: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "blinkops_sandbox._cli", "serve", *args],
+        [sys.executable, "-m", "blinkops_sandbox.cli", "serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -96,7 +96,7 @@ for name in (%s,):
 @pytest.mark.parametrize("missing", [["uvicorn"], ["fastapi", "uvicorn"]])
 def test_serve_without_its_libraries_exits_2_with_the_install_hint_and_no_banner(missing: list[str]) -> None:
     names = ", ".join(repr(name) for name in missing)
-    code = BLOCK % names + "from blinkops_sandbox._cli import main\nraise SystemExit(main(['serve']))\n"
+    code = BLOCK % names + "from blinkops_sandbox.cli import main\nraise SystemExit(main(['serve']))\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert done.stdout == ""  # no banner, no key
@@ -133,7 +133,7 @@ def test_the_plugin_imports_nothing_heavy_until_a_test_asks_for_it() -> None:
 
 def _serve(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "blinkops_sandbox._cli", "serve", *args],
+        [sys.executable, "-m", "blinkops_sandbox.cli", "serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -198,7 +198,7 @@ def test_the_printed_command_parses_whatever_credentials_a_sandbox_draws() -> No
     """A random token drawn with a leading ``-`` was taken by the command line for an option (a
     CI run met it): the credentials a sandbox draws parse as printed, every time."""
     from blinkops_sandbox import BlinkSandbox
-    from blinkops_sandbox._cli import build_parser
+    from blinkops_sandbox.cli import build_parser
 
     for _ in range(200):  # a leading "-" came once in 64 draws of token_urlsafe
         sandbox = BlinkSandbox(connection_types=0)
@@ -233,7 +233,7 @@ def test_create_table_makes_a_table_a_fleet_can_be_migrated_into(
 
 
 def test_the_fields_read_fault_switch_is_a_flag_of_serve() -> None:
-    from blinkops_sandbox._cli import build_parser
+    from blinkops_sandbox.cli import build_parser
 
     args = build_parser().parse_args(["serve", "--fields-read-status", "404"])
     assert args.fields_read_status == 404

@@ -5,7 +5,12 @@ One sanitiser for every text a person reads (blinkops_provider.utils.text, #49 i
 a name or a value with a line break of any kind, a NUL or an ANSI escape cannot give a plan, the
 fleet's review, an apply's report, a fleet's summary or the catalogue's diff a line, a heading or an
 escape sequence of its own. Each text is tested with the forged name in the table, the workspace id
-and a field.
+and a field. And the checks of a user's input (blinkops_provider.utils.inputs).
+
+Private imports, the exception: ``utils`` is the shared bottom every public name stands on, tested here as the unit
+each of its functions is (a spelling of a name, a forged line) rather than once through each of the many public
+paths that use it; a plan with forged names is made by the planner directly (``make_plan``), since Blink itself
+would refuse to hold some of them.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from blinkops_provider.assets import asset_host, normalize_uri, storage_dataset,
 from blinkops_provider.catalogue import diff_catalogues
 from blinkops_provider.exceptions import BlinkBadRequestError, BlinkInputError
 from blinkops_provider.migrations import (
+    ApplyResult,
     SchemaRecord,
     fleet_review,
     fleet_summary,
@@ -31,9 +37,9 @@ from blinkops_provider.migrations import (
     record_location,
 )
 from blinkops_provider.migrations._plan import make_plan
-from blinkops_provider.migrations._steps import ApplyResult
 from blinkops_provider.models import FieldUpdate, TableField
 from blinkops_provider.operators.tables import ApplyReport
+from blinkops_provider.utils.inputs import parse_json_object, validate_input
 from blinkops_provider.utils.names import blink_host, canonical_segment, segment, table_ref
 from blinkops_provider.utils.text import escaped, one_line
 
@@ -347,3 +353,18 @@ def test_one_line_escapes_every_control_character_and_the_cell_markers() -> None
     assert one_line("a|b\\c\nd\x1b[0m\u2028") == "a\\|b\\\\c\\u000ad\\u001b[0m\\u2028"
     assert escaped("a|b\\c\x00") == "a|b\\c\\u0000"
     assert all(one_line(chr(code)) != chr(code) for code in [*range(0x20), 0x7F, *range(0x80, 0xA0)])
+
+
+# -- the checks of a user's input (blinkops_provider.utils.inputs) ------------------------------------------
+
+
+def test_validate_input_passes_model_instances_through() -> None:
+    update = FieldUpdate(display_name="X")
+    assert validate_input(FieldUpdate, update, "x") is update
+
+
+def test_parse_json_object_leaves_objects_alone_and_blank_means_none() -> None:
+    obj = {"a": 1}
+    assert parse_json_object(obj, "x") is obj
+    assert parse_json_object("  ", "x") is None
+    assert parse_json_object('{"a": 1}', "x") == {"a": 1}

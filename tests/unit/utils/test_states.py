@@ -1,5 +1,9 @@
 """The states of a migration, named once (blinkops_provider.utils.states, #58 item 3): each a str Enum
-whose members are their values, so XComs, records and logs keep the same text."""
+whose members are their values, so XComs, records and logs keep the same text.
+
+Private imports, the exception: the Enums are the unit under test (public names carry their values as plain text);
+one plan is made by the planner directly, against no Blink, to show its XCom holds plain text.
+"""
 
 from __future__ import annotations
 

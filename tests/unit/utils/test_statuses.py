@@ -1,5 +1,10 @@
 """The client's one status table (#49 item 4): the error each status raises, what the hook
-retries, what fails a task at once; the request path and the retry policy follow it."""
+retries, what fails a task at once; the request path and the retry policy follow it.
+
+Private imports, the exception: the table itself is the unit under test (one status, one error class, retried or
+permanent), and the retry policy's verdict on each is read where it is decided, on every Airflow line (the public
+``BlinkRetryPolicy`` exists on Airflow 3.3 only).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""``blink-sandbox``: run the Blink sandbox from a shell."""
+"""
+``blink-sandbox``: run the Blink sandbox from a shell (``python -m blinkops_sandbox.cli`` is the same).
+
+:func:`main` takes the arguments a shell would give and returns the exit status (0: done; 2: a
+mistake in the arguments or the sandbox's answer to them); :func:`build_parser` is its parser,
+for scripts that check a printed command.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +22,8 @@ from pydantic import ValidationError
 from blinkops_sandbox._blink_models import errors_text
 from blinkops_sandbox._faults import FaultConfig
 from blinkops_sandbox._server import DEFAULT_CONNECTION_TYPES, SandboxDependencyError, check_dependencies
+
+__all__ = ["build_parser", "main"]
 
 
 def _faults(text: str) -> list[str | int]:
@@ -72,6 +80,7 @@ def _url(text: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Return the parser of ``blink-sandbox``: ``serve``, and the commands of a running sandbox's admin API."""
     parser = argparse.ArgumentParser(prog="blink-sandbox", description="A local Blink API for tests and demos.")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve the sandbox until SIGINT or SIGTERM")
@@ -301,6 +310,7 @@ def _loopback(host: str) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``blink-sandbox`` with ``argv`` (default: the process's arguments) and return its exit status."""
     # Signals are handled from the first moment: one that comes while the store is seeded or the
     # server built only asks the sandbox to stop once it can, and it then exits 0, its store whole.
     stop = threading.Event()
