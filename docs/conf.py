@@ -41,7 +41,7 @@ html_title = f"airflow-provider-blinkops {release}"
 # the build has no network for intersphinx, so they are listed here instead of failing the build.
 nitpicky = True
 nitpick_ignore_regex = [
-    (r"py:.*", r"(collections\.abc|typing|os|threading|datetime|logging|enum|pathlib|contextlib)\..*"),
+    (r"py:.*", r"(collections\.abc|typing|os|threading|datetime|logging|enum|pathlib|contextlib|argparse)\..*"),
     (r"py:.*", r"(airflow|pydantic|requests|urllib3|sqlalchemy|pendulum|starlette|fastapi)(\..*)?"),
     (r"py:.*", r"(Context|timedelta|datetime|TaskGroup|ObjectStoragePath|Timeout|TriggerEvent)"),
     (r"py:class", r"strict=True|func=.*"),  # pydantic's Annotated metadata (StrictStr, AfterValidator), as shown
