@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blinkops_provider.migrations._matching import (
+    CHECKS,
     Matches,
     contradictions,
     differing_members,
@@ -415,11 +416,8 @@ def _kept_checks(update: FieldUpdate, held: Mapping[str, Any]) -> tuple[str, ...
     The merge keeps them.
     """
     given = update.attributes.model_dump(exclude_none=True) if update.attributes is not None else {}
-    return tuple(check for check in _ENFORCED if check not in given and held.get(check) is True)
+    return tuple(check for check in CHECKS if check not in given and held.get(check) is True)
 
-
-_ENFORCED = ("required", "is_unique")
-"""The checks Blink enforces on a field's values."""
 
 _NO_CONTEXT = _Context("", {})
 
