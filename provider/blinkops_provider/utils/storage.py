@@ -35,11 +35,11 @@ def local_path(location: str) -> Path | None:
 
 def worker_local(location: str, executor: str | None = None) -> str | None:
     """
-    Return the executor.
+    Return the executor that makes ``location`` one worker's own copy, or None.
 
-    When ``location`` is on a worker's own temporary disk (``/tmp``, ``/var/tmp``, ``/dev/shm``, the temp dir) and the
-    executor runs tasks on several machines; else None. There, each worker would keep its own copy of what is written,
-    and another task would not see it.
+    The executor is returned when ``location`` is on a worker's own temporary disk (``/tmp``, ``/var/tmp``,
+    ``/dev/shm``, the temp dir) and the executor runs tasks on several machines. There, each worker would keep its own
+    copy of what is written, and another task would not see it.
 
     :param executor: Airflow's ``[core] executor`` (read from the configuration when None).
     """
