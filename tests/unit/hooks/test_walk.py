@@ -175,8 +175,8 @@ def test_a_server_that_ignores_the_position_with_a_user_filter_is_an_error(hook:
 
 
 def test_past_kept_ids_the_walk_keeps_none_and_a_later_fallback_is_an_error(hook: Any) -> None:
-    """A walk by id keeps at most KEPT_IDS ids (as the hook's docstring says) (its memory stays flat); a server that stops
-    honouring the condition after that fails, naming why, instead of risking doubles."""
+    """A walk by id keeps at most KEPT_IDS ids, as the hook's docstring says, so its memory stays flat; a server that
+    stops honouring the condition after that fails, naming why, instead of risking doubles."""
     size = KEPT_IDS + 2000
     listing = FakeCatalogue(catalogue(size))
     pages = -(-KEPT_IDS // 1000) + 1  # the first page past KEPT_IDS, the last by id
