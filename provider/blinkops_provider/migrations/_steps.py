@@ -35,6 +35,7 @@ from blinkops_provider.exceptions import (
 )
 from blinkops_provider.hooks._batch import FieldUpdates, Send, run_batch, workers
 from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.migrations._backup import Backup, needs_backup, save_backup
 from blinkops_provider.migrations._data_steps import Fill, Retype
 from blinkops_provider.migrations._lock import SchemaRecord
 from blinkops_provider.migrations._matching import field_body, field_update_of, without_checks
@@ -179,10 +180,13 @@ class Steps:
         """The rows each declared field's backfill wrote."""
         self.not_found: dict[str, BlinkNotFoundError] = {}
         """Blink's names of the fields whose removal Blink answered with a 404."""
+        self.backup: Backup | None = None
+        """What the apply destroys, saved before its first write (None: it destroys nothing)."""
 
     def run(self) -> ApplyResult:
         """Send every step; the report of every field, after recording what Blink confirmed."""
         now = self.hook.clock.now
+        self.backup = self._backup()  # before any write: what the apply destroys, saved and read back
         done: list[FieldUpdates] = []
         try:
             with workers(self.max_concurrency) as self.pool:  # one set of threads (and connections) for every batch
@@ -194,6 +198,22 @@ class Steps:
             self.complete(so_far, now(), raising=False).attach_to(exc)
             raise
         return self.complete(self._report(done), now(), raising=True)
+
+    def _backup(self) -> Backup | None:
+        """
+        Return the backup of what the apply destroys (``_backup.save_backup``), None when it destroys nothing.
+
+        :raises BlinkConfigurationError: it destroys values and there is no record to save them beside, or the
+            backup cannot be written: nothing was sent.
+        """
+        if not needs_backup(self.plan):
+            return None
+        if not self.record.location:
+            raise BlinkConfigurationError(
+                f"plan {self.plan.fingerprint} destroys values (Blink has no undo) and there is no record_path to save "
+                "them beside first: give record_path (a folder or object storage); nothing was sent"
+            )
+        return save_backup(self.hook, self.plan, self.record.location)
 
     def _send(self, done: list[FieldUpdates]) -> bool:
         """
