@@ -59,7 +59,7 @@ class Backup:
     digest: str
 
     def said(self) -> str:
-        """The backup as a person reads it in a log line."""
+        """Return the backup as a person reads it in a log line."""
         if not self.valued:
             return f"the definitions of {', '.join(map(repr, self.fields))} saved at {self.location}"
         return f"the values of {', '.join(map(repr, self.valued))} in {self.rows:,} row(s) saved at {self.location}"
@@ -71,17 +71,17 @@ def backup_location(record_location: str, plan_id: str) -> str:
 
 
 def needs_backup(plan: SchemaPlan) -> bool:
-    """Whether the plan's apply destroys anything a backup must hold first: a removal, a retype, a destructive change."""
+    """Return whether the apply destroys what a backup must hold first: a removal, a retype, a destructive change."""
     return bool(_valued(plan))
 
 
 def _valued(plan: SchemaPlan) -> list[FieldPlan]:
-    """The rows whose fields' values the apply can destroy."""
+    """Return the rows whose fields' values the apply can destroy."""
     return [row for row in plan.fields if row.action in (Action.REMOVE, Action.RETYPE) or row.destructive]
 
 
 def _defined(plan: SchemaPlan) -> list[FieldPlan]:
-    """The rows whose fields' definitions the apply changes or removes."""
+    """Return the rows whose fields' definitions the apply changes or removes."""
     kept = (Action.CHANGE, Action.RETYPE, Action.REMOVE)
     return [row for row in plan.fields if row.action in kept]
 
