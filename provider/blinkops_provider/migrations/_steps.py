@@ -70,7 +70,6 @@ class ApplyResult(FieldUpdates):
     table_name: str = ""
     backfilled: dict[str, int] = field(default_factory=dict)
     let_through: dict[str, Any] = field(default_factory=dict)
-    """The rows each declared field's backfill filled."""
 
     def merge(self, parts: Iterable[FieldUpdates]) -> ApplyResult:
         """Add the outcomes of ``parts``: the batches' reports, or other results."""
