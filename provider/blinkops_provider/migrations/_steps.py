@@ -70,6 +70,8 @@ class ApplyResult(FieldUpdates):
     table_name: str = ""
     backfilled: dict[str, int] = field(default_factory=dict)
     let_through: dict[str, Any] = field(default_factory=dict)
+    backup: str = ""
+    """Where the apply saved what it destroys before its first write ("" when it destroys nothing)."""
 
     def merge(self, parts: Iterable[FieldUpdates]) -> ApplyResult:
         """Add the outcomes of ``parts``: the batches' reports, or other results."""
@@ -513,6 +515,7 @@ class Steps:
         order = [row.field for row in self.plan.fields]
         report = ApplyResult(failed=refused, order=order, plan=None if blind else self.plan, skipped=self.skipped)
         report.backfilled = self.backfilled
+        report.backup = self.backup.location if self.backup is not None else ""
         return report.merge(parts)
 
     def complete(self, result: ApplyResult, now: Any, *, raising: bool) -> ApplyResult:

@@ -41,9 +41,10 @@ def test_a_removal_saves_the_fields_definition_and_every_rows_value_first(hook: 
     with rm.Mocker() as m:
         fake = blink(m)
         plan = plan_schema(hook, "ws-1", "T", REMOVE_RISK, record_path=f"{tmp_path}/")
-        apply_schema(hook, "ws-1", "T", REMOVE_RISK, record_path=f"{tmp_path}/", acknowledge_risks=True)
+        result = apply_schema(hook, "ws-1", "T", REMOVE_RISK, record_path=f"{tmp_path}/", acknowledge_risks=True)
         sent = [(call.method, call.path) for call in m.request_history]
     backup = tmp_path / "ws-1" / f"T.json.backups/{plan.fingerprint}.jsonl"
+    assert result.backup == str(backup)
     header, *rows, trailer = lines_of(backup)
     assert header["plan_id"] == plan.fingerprint and header["valued"] == ["Risk"]
     (risk,) = header["fields"]
@@ -131,3 +132,19 @@ def test_a_damaged_backup_stops_the_retry_saying_which_with_nothing_sent(
         with pytest.raises(BlinkConfigurationError, match=said):
             apply_schema(hook, "ws-1", "T", REMOVE_RISK, record_path=f"{tmp_path}/records/", acknowledge_risks=True)
     assert not [call for call in m.request_history if call.method != "GET"] and "Risk" in fake.tables["T"]
+
+
+def test_in_object_storage_the_backup_is_beside_the_record(hook: Any, bucket: tuple[Any, str]) -> None:
+    from tests.conftest import keys
+
+    client, name = bucket
+    records = f"s3://aws_default@{name}/records/"
+    with rm.Mocker(real_http=True) as m:
+        blink(m)
+        plan = plan_schema(hook, "ws-1", "T", REMOVE_RISK, record_path=records)
+        result = apply_schema(hook, "ws-1", "T", REMOVE_RISK, record_path=records, acknowledge_risks=True)
+    assert result.backup == f"{records}ws-1/T.json.backups/{plan.fingerprint}.jsonl"
+    assert f"records/ws-1/T.json.backups/{plan.fingerprint}.jsonl" in keys(client, name)
+    body = client.get_object(Bucket=name, Key=f"records/ws-1/T.json.backups/{plan.fingerprint}.jsonl")["Body"].read()
+    header, *rows, trailer = [json.loads(line) for line in body.splitlines()]
+    assert len(rows) == 3 == trailer["rows"] and header["valued"] == ["Risk"]
