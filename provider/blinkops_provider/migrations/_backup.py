@@ -72,12 +72,7 @@ def backup_location(record_location: str, plan_id: str) -> str:
 
 def needs_backup(plan: SchemaPlan) -> bool:
     """Return whether the apply destroys what a backup must hold first: a removal, a retype, a destructive change."""
-    return bool(_valued(plan))
-
-
-def _valued(plan: SchemaPlan) -> list[FieldPlan]:
-    """Return the rows whose fields' values the apply can destroy."""
-    return [row for row in plan.fields if row.action in (Action.REMOVE, Action.RETYPE) or row.destructive]
+    return bool(plan.destroying)
 
 
 def _defined(plan: SchemaPlan) -> list[FieldPlan]:
@@ -100,7 +95,7 @@ def save_backup(hook: BlinkHook, plan: SchemaPlan, record_location: str) -> Back
         return kept
     table = plan.table_plan.name or plan.table
     names = {row.name_in_blink for row in _defined(plan)}
-    valued = sorted({row.name_in_blink for row in _valued(plan)})
+    valued = sorted({row.name_in_blink for row in plan.destroying})
     held = [field.to_json_dict() for field in hook.get_table_fields(plan.ws_id, table) if field.name in names]
     header = {
         "format": FORMAT,
