@@ -148,3 +148,29 @@ def test_in_object_storage_the_backup_is_beside_the_record(hook: Any, bucket: tu
     body = client.get_object(Bucket=name, Key=f"records/ws-1/T.json.backups/{plan.fingerprint}.jsonl")["Body"].read()
     header, *rows, trailer = [json.loads(line) for line in body.splitlines()]
     assert len(rows) == 3 == trailer["rows"] and header["valued"] == ["Risk"]
+
+
+@pytest.mark.parametrize(
+    ("declared", "outcome"),
+    [
+        ({"field": "Risk", "type": "text", "display_name": "Risk", "type_change": "copy"}, "retyped"),
+        (
+            {"field": "Risk", "type": "single-select", "display_name": "Risk", "attributes": {"options": ["Low"]}},
+            "changed",
+        ),
+    ],
+    ids=["a retype (its old field removed)", "an option dropped while a row uses it"],
+)
+def test_each_destroying_change_saves_the_old_values_first(
+    hook: Any, tmp_path: Path, declared: dict[str, Any], outcome: str
+) -> None:
+    with rm.Mocker() as m:
+        blink(m)
+        plan = plan_schema(hook, "ws-1", "T", [declared], record_path=f"{tmp_path}/")
+        result = apply_schema(hook, "ws-1", "T", [declared], record_path=f"{tmp_path}/", acknowledge_risks=True)
+    assert result.outcomes() == {"Risk": outcome}
+    header, *rows, trailer = lines_of(Path(result.backup))
+    assert Path(result.backup).name == f"{plan.fingerprint}.jsonl" and header["valued"] == ["Risk"]
+    assert [row["values"]["Risk"] for row in rows] == ["High", None, "Low"] and trailer["rows"] == 3
+    (held,) = header["fields"]
+    assert (held["type"], held["attributes"]["options"]) == ("single-select", ["Low", "High"])
