@@ -277,6 +277,15 @@ class SchemaPlan:
         return [plan for plan in self.fields if plan.action in REMOVING]
 
     @property
+    def destroying(self) -> list[FieldPlan]:
+        """
+        Return the rows whose values the apply can destroy: removals, retypes and destructive changes.
+
+        The apply saves their values before its first write (#74).
+        """
+        return [row for row in self.fields if row.action in (Action.REMOVE, Action.RETYPE) or row.destructive]
+
+    @property
     def has_changes(self) -> bool:
         """
         Whether the apply would add, change, remove or refuse anything, or create or change the table.

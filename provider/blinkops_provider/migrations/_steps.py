@@ -35,6 +35,7 @@ from blinkops_provider.exceptions import (
 )
 from blinkops_provider.hooks._batch import FieldUpdates, Send, run_batch, workers
 from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.migrations._backup import Backup, needs_backup, save_backup
 from blinkops_provider.migrations._data_steps import Fill, Retype
 from blinkops_provider.migrations._lock import SchemaRecord
 from blinkops_provider.migrations._matching import field_body, field_update_of, without_checks
@@ -69,6 +70,8 @@ class ApplyResult(FieldUpdates):
     table_name: str = ""
     backfilled: dict[str, int] = field(default_factory=dict)
     let_through: dict[str, Any] = field(default_factory=dict)
+    backup: str = ""
+    """Where the apply saved what it destroys before its first write ("" when it destroys nothing)."""
 
     def merge(self, parts: Iterable[FieldUpdates]) -> ApplyResult:
         """Add the outcomes of ``parts``: the batches' reports, or other results."""
@@ -178,10 +181,13 @@ class Steps:
         """The rows each declared field's backfill wrote."""
         self.not_found: dict[str, BlinkNotFoundError] = {}
         """Blink's names of the fields whose removal Blink answered with a 404."""
+        self.backup: Backup | None = None
+        """What the apply destroys, saved before its first write (None: it destroys nothing)."""
 
     def run(self) -> ApplyResult:
         """Send every step; the report of every field, after recording what Blink confirmed."""
         now = self.hook.clock.now
+        self.backup = self._backup()  # before any write: what the apply destroys, saved and read back
         done: list[FieldUpdates] = []
         try:
             with workers(self.max_concurrency) as self.pool:  # one set of threads (and connections) for every batch
@@ -193,6 +199,22 @@ class Steps:
             self.complete(so_far, now(), raising=False).attach_to(exc)
             raise
         return self.complete(self._report(done), now(), raising=True)
+
+    def _backup(self) -> Backup | None:
+        """
+        Return the backup of what the apply destroys (``_backup.save_backup``), None when it destroys nothing.
+
+        :raises BlinkConfigurationError: it destroys values and there is no record to save them beside, or the
+            backup cannot be written: nothing was sent.
+        """
+        if not needs_backup(self.plan):
+            return None
+        if not self.record.location:
+            raise BlinkConfigurationError(
+                f"plan {self.plan.fingerprint} destroys values (Blink has no undo) and there is no record_path to save "
+                "them beside first: give record_path (a folder or object storage); nothing was sent"
+            )
+        return save_backup(self.hook, self.plan, self.record.location)
 
     def _send(self, done: list[FieldUpdates]) -> bool:
         """
@@ -493,6 +515,7 @@ class Steps:
         order = [row.field for row in self.plan.fields]
         report = ApplyResult(failed=refused, order=order, plan=None if blind else self.plan, skipped=self.skipped)
         report.backfilled = self.backfilled
+        report.backup = self.backup.location if self.backup is not None else ""
         return report.merge(parts)
 
     def complete(self, result: ApplyResult, now: Any, *, raising: bool) -> ApplyResult:

@@ -345,7 +345,7 @@ def plan_text(plan: SchemaPlan) -> str:
     lines = [] if not plan.unread else [f"Blink's live schema could not be read ({plan.unread}): {RECORD_FALLBACK}"]
     if plan.table_plan.action == Action.CREATE:
         lines.append(_creation(plan))
-    lines += [_summary_line(plan), *_flagged(plan.fields), *_table_lines(plan.table_plan)]
+    lines += [_summary_line(plan), *_flagged(plan.fields), *_saved_first(plan), *_table_lines(plan.table_plan)]
     lines += [
         "",
         plan.baseline,
@@ -355,6 +355,21 @@ def plan_text(plan: SchemaPlan) -> str:
         *_field_rows(plan.fields),
     ]
     return "\n".join(lines + _left_alone(plan))
+
+
+def _saved_first(plan: SchemaPlan) -> list[str]:
+    """Return what the apply saves before it destroys anything (#74), or that it cannot: no record to save beside."""
+    rows = plan.destroying
+    if not rows:
+        return []
+    named = ", ".join(
+        f"{_cell(row.field)!r}" + (f" in {row.rows:,} row(s)" if row.action == Action.REMOVE and row.rows else "")
+        for row in rows
+    )
+    if not plan.record:
+        return ["", f"**No undo**: the values of {named} cannot be saved first without a record_path: refused."]
+    where = f"{one_line(plan.record)}.backups/{plan.fingerprint}.jsonl"
+    return ["", f"**Saved first** (Blink has no undo): the values of {named}, at {where}, read back before any write."]
 
 
 def _summary_line(plan: SchemaPlan) -> str:

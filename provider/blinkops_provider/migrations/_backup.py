@@ -1,0 +1,205 @@
+"""
+The values an apply destroys, saved before it destroys them (#74): one backup per apply, beside the table's record.
+
+Blink has no undo: a removed field's values are gone, and so are the values a retype's copy leaves empty or an option
+dropped while rows use it. Before an apply's first write, :func:`save_backup` writes every field the plan removes,
+retypes or changes, as Blink holds it now (its whole definition, what the provider does not know included), and the
+values of each field whose values the plan can destroy, every row's (record id -> value), streamed page by page in one
+walk of the rows. The file is then read back, its rows counted and its digest checked, before anything is sent:
+a backup that cannot be written or does not read back stops the apply with nothing sent.
+
+The file is JSON Lines, in the record's storage (a local folder or object storage), at
+``<record>.backups/<plan id>.jsonl``: a header (what it is, the plan, the table, the fields' definitions), one line
+per row (``{"id": ..., "values": {field: value}}``), and a trailer (``{"rows": n, "sha256": ...}``, the digest of
+every line before it). It holds the table's values, never the API key.
+
+A retry of the same plan (a killed worker) keeps the backup its first try wrote, once it reads back whole: by then
+the first try may have destroyed values, and a new walk would save less.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from blinkops_provider.exceptions import BlinkConfigurationError
+from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan
+from blinkops_provider.utils.states import Action
+from blinkops_provider.utils.storage import replacing, storage_path
+
+FORMAT = "blinkops-backup/1"
+"""What a backup's header says it is (and which version of the format)."""
+
+PAGE_SIZE = 500
+"""Rows read per request of the walk."""
+
+
+@dataclass(frozen=True)
+class Backup:
+    """
+    A backup written and read back whole.
+
+    :ivar location: where it is (a local path or an object-storage URI).
+    :ivar plan_id: the plan whose apply it precedes.
+    :ivar fields: Blink's names of the fields whose definitions it holds.
+    :ivar valued: Blink's names of the fields whose values it holds.
+    :ivar rows: the rows it holds.
+    :ivar digest: the SHA-256 of its lines before the trailer.
+    """
+
+    location: str
+    plan_id: str
+    fields: tuple[str, ...]
+    valued: tuple[str, ...]
+    rows: int
+    digest: str
+
+    def said(self) -> str:
+        """Return the backup as a person reads it in a log line."""
+        if not self.valued:
+            return f"the definitions of {', '.join(map(repr, self.fields))} saved at {self.location}"
+        return f"the values of {', '.join(map(repr, self.valued))} in {self.rows:,} row(s) saved at {self.location}"
+
+
+def backup_location(record_location: str, plan_id: str) -> str:
+    """Return where the backup of the apply of ``plan_id`` goes: beside the table's record."""
+    return f"{record_location}.backups/{plan_id}.jsonl"
+
+
+def needs_backup(plan: SchemaPlan) -> bool:
+    """Return whether the apply destroys what a backup must hold first: a removal, a retype, a destructive change."""
+    return bool(plan.destroying)
+
+
+def _defined(plan: SchemaPlan) -> list[FieldPlan]:
+    """Return the rows whose fields' definitions the apply changes or removes."""
+    kept = (Action.CHANGE, Action.RETYPE, Action.REMOVE)
+    return [row for row in plan.fields if row.action in kept]
+
+
+def save_backup(hook: BlinkHook, plan: SchemaPlan, record_location: str) -> Backup:
+    """
+    Write the backup of ``plan``'s apply, read it back, and return it (or keep the one a first try wrote).
+
+    :raises BlinkConfigurationError: the backup cannot be written, or does not read back whole: nothing was sent.
+    """
+    location = backup_location(record_location, plan.fingerprint)
+    target = storage_path(location, "the backup", BlinkConfigurationError)
+    if target.exists():
+        kept = read_backup(location)
+        hook.log.info("Plan %s: its backup exists (a retry): kept, %s", plan.fingerprint, kept.said())
+        return kept
+    table = plan.table_plan.name or plan.table
+    names = {row.name_in_blink for row in _defined(plan)}
+    valued = sorted({row.name_in_blink for row in plan.destroying})
+    held = [field.to_json_dict() for field in hook.get_table_fields(plan.ws_id, table) if field.name in names]
+    header = {
+        "format": FORMAT,
+        "plan_id": plan.fingerprint,
+        "ws_id": plan.ws_id,
+        "table": table,
+        "fields": held,
+        "valued": valued,
+    }
+    try:
+        with replacing(target) as out:
+            written = _write(out, header, _rows(hook, plan.ws_id, table, valued))
+    except OSError as err:
+        raise BlinkConfigurationError(
+            f"the backup of plan {plan.fingerprint} cannot be written at {location} ({type(err).__name__}: {err}): "
+            "nothing was sent; fix the record_path's storage and run the apply again"
+        ) from None
+    backup = read_backup(location)
+    if (backup.rows, backup.digest) != written:
+        raise BlinkConfigurationError(
+            f"the backup of plan {plan.fingerprint} at {location} read back {backup.rows} row(s), digest "
+            f"{backup.digest[:12]}, where {written[0]} were written, digest {written[1][:12]}: nothing was sent"
+        )
+    hook.log.info("Plan %s: %s (read back whole)", plan.fingerprint, backup.said())
+    return backup
+
+
+def _rows(hook: BlinkHook, ws_id: str, table: str, valued: list[str]) -> Iterator[dict[str, Any]]:
+    """Every row's values of the ``valued`` fields, in Blink's order of ids, one page at a time."""
+    if not valued:
+        return
+    for record in hook.iter_records(ws_id, table, page_size=PAGE_SIZE):
+        yield {"id": record.get("id"), "values": {name: record.get(name) for name in valued}}
+
+
+def _write(out: Any, header: Mapping[str, Any], rows: Iterable[Mapping[str, Any]]) -> tuple[int, str]:
+    """Write the backup's lines; return its rows and digest."""
+    digest, count = hashlib.sha256(), 0
+    for line in _lines(header, rows):
+        digest.update(line)
+        out.write(line)
+        count += 1
+    count -= 1  # (the header)
+    out.write(_line({"rows": count, "sha256": digest.hexdigest()}))
+    return count, digest.hexdigest()
+
+
+def _lines(header: Mapping[str, Any], rows: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
+    yield _line(header)
+    for row in rows:
+        yield _line(row)
+
+
+def _line(value: Mapping[str, Any]) -> bytes:
+    return (json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True) + "\n").encode()
+
+
+def read_backup(location: str) -> Backup:
+    """
+    Return the backup at ``location``, read whole: its rows counted and its digest checked against its trailer.
+
+    :raises BlinkConfigurationError: it is missing, truncated or corrupt, saying which.
+    """
+    target = storage_path(location, "the backup", BlinkConfigurationError)
+    if not target.exists():
+        raise BlinkConfigurationError(f"the backup at {location} is missing")
+    digest, count, header, trailer = hashlib.sha256(), 0, None, None
+    with target.open("rb") as lines:
+        for number, line in enumerate(lines, start=1):
+            if trailer is not None:
+                raise BlinkConfigurationError(f"the backup at {location} is corrupt: line {number} follows its trailer")
+            value = _parsed(line, location, number)
+            if number == 1:
+                header = value
+            elif set(value) == {"rows", "sha256"}:
+                trailer = value
+                continue
+            else:
+                count += 1
+            digest.update(line)
+    if header is None or header.get("format") != FORMAT:
+        raise BlinkConfigurationError(f"the backup at {location} is corrupt: it does not begin with a {FORMAT} header")
+    if trailer is None:
+        raise BlinkConfigurationError(f"the backup at {location} is truncated: it has no trailer after {count} row(s)")
+    if trailer["rows"] != count or trailer["sha256"] != digest.hexdigest():
+        raise BlinkConfigurationError(
+            f"the backup at {location} is corrupt: its trailer says {trailer['rows']} row(s) and digest "
+            f"{str(trailer['sha256'])[:12]}, its lines are {count} row(s), digest {digest.hexdigest()[:12]}"
+        )
+    return Backup(
+        location=location,
+        plan_id=str(header.get("plan_id")),
+        fields=tuple(str(field.get("name")) for field in header.get("fields", [])),
+        valued=tuple(header.get("valued", [])),
+        rows=count,
+        digest=digest.hexdigest(),
+    )
+
+
+def _parsed(line: bytes, location: str, number: int) -> dict[str, Any]:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict) or not line.endswith(b"\n"):
+        raise BlinkConfigurationError(f"the backup at {location} is corrupt or truncated at line {number}")
+    return value
