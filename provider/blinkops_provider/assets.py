@@ -178,7 +178,7 @@ CHANGING = ("added", "changed", "removed", "retyped")
 
 
 def event_extra(
-    ws_id: str, table: str, applied: list[str], planned: dict[str, list[str]] | None = None
+    ws_id: str, table: str, applied: list[str], planned: dict[str, list[str]] | None = None, *, backup: str = ""
 ) -> dict[str, Any]:
     """
     Return a table event's extra, flat.
@@ -188,7 +188,8 @@ def event_extra(
     - always ``ws_id``, ``table``, ``applied`` (the fields Blink confirmed, at most
       :data:`EVENT_NAMES` names) and ``applied_count``;
     - with a plan: ``added``, ``changed``, ``removed`` and ``retyped`` (names, at most
-      :data:`EVENT_NAMES` each), their ``_count``, and ``unchanged_count``, zeros included.
+      :data:`EVENT_NAMES` each), their ``_count``, and ``unchanged_count``, zeros included;
+    - with a ``backup``: ``backup``, where the apply saved what it changed and destroyed first (a rollback reads it).
     """
     extra: dict[str, Any] = {
         "ws_id": ws_id,
@@ -202,6 +203,8 @@ def event_extra(
             extra[outcome] = tuple(names[:EVENT_NAMES])
             extra[f"{outcome}_count"] = len(names)
         extra["unchanged_count"] = len(planned.get("unchanged", []))
+    if backup:
+        extra["backup"] = backup
     return extra
 
 

@@ -267,9 +267,12 @@ def _to_create(record: SchemaRecord, wanted: tuple[str | None, str | None], crea
 
 def _plan(
     hook: BlinkHook, record: SchemaRecord, declared: Declaration, replace: bool, create_table: bool = False
-) -> tuple[SchemaPlan, dict[str, Any]]:
+) -> tuple[SchemaPlan, dict[str, Any], list[TableField] | None]:
     """
-    Return the plan of ``declared`` against Blink's table, its fields and the record; and the record's bodies.
+    Return the plan of ``declared`` against Blink's table, its fields and the record; the record's bodies; the fields.
+
+    The fields as Blink held them when the plan was made (None: the read was not served): the apply's backup saves
+    them, with no second read.
 
     One plan: the rows its changes need are counted while it is made (``make_plan``'s ``count_rows``).
     """
@@ -306,7 +309,7 @@ def _plan(
         backfills=declared.backfills,
         type_changes=declared.type_changes,
     )
-    return plan, recorded
+    return plan, recorded, live
 
 
 @dataclass(frozen=True)
@@ -424,7 +427,7 @@ def _location(request: ApplyRequest) -> str | None:
 def plan(hook: BlinkHook, request: ApplyRequest) -> SchemaPlan:
     """Return what applying ``request`` would do (:func:`plan_schema`, whose arguments it holds, checked)."""
     record = schema_record(hook, request.ws_id, request.table, _location(request))
-    planned, _ = _plan(hook, record, request.declared, request.replace, request.create_table)
+    planned, _, _ = _plan(hook, record, request.declared, request.replace, request.create_table)
     return planned
 
 
@@ -516,7 +519,7 @@ def apply(hook: BlinkHook, request: ApplyRequest) -> ApplyResult:
     )
     record = schema_record(hook, request.ws_id, request.table, location)  # reads the connection
     with lock:
-        planned, recorded = _plan(hook, record, request.declared, request.replace, request.create_table)
+        planned, recorded, held = _plan(hook, record, request.declared, request.replace, request.create_table)
         who = pass_gate(
             hook.log, planned, request.approved, request.approval, request.acknowledge_risks
         )  # before sending
@@ -531,6 +534,7 @@ def apply(hook: BlinkHook, request: ApplyRequest) -> ApplyResult:
             request.fail_fast,
             who,
             request.declared.type_changes,
+            held=held,
         )
         result = sender.run()
     result.let_through = who

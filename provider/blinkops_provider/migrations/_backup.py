@@ -28,6 +28,7 @@ from typing import Any
 from blinkops_provider.exceptions import BlinkConfigurationError
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan
+from blinkops_provider.models import TableField
 from blinkops_provider.utils.states import Action
 from blinkops_provider.utils.storage import replacing, storage_path
 
@@ -57,6 +58,8 @@ class Backup:
     valued: tuple[str, ...]
     rows: int
     digest: str
+    saved_at: str = ""
+    """When it was written (ISO 8601)."""
 
     def said(self) -> str:
         """Return the backup as a person reads it in a log line."""
@@ -70,9 +73,17 @@ def backup_location(record_location: str, plan_id: str) -> str:
     return f"{record_location}.backups/{plan_id}.jsonl"
 
 
+SAVED = (Action.ADD, Action.CHANGE, Action.RETYPE, Action.REMOVE)
+"""The actions a rollback can undo, so whose apply writes a backup first (with a record to write it beside)."""
+
+
 def needs_backup(plan: SchemaPlan) -> bool:
-    """Return whether the apply destroys what a backup must hold first: a removal, a retype, a destructive change."""
-    return bool(plan.destroying)
+    """
+    Return whether the apply of ``plan`` writes a backup first.
+
+    It adds, changes, retypes or removes a field of a table that exists (a table it creates has nothing to save).
+    """
+    return plan.table_plan.action != Action.CREATE and any(row.action in SAVED for row in plan.fields)
 
 
 def _defined(plan: SchemaPlan) -> list[FieldPlan]:
@@ -81,9 +92,16 @@ def _defined(plan: SchemaPlan) -> list[FieldPlan]:
     return [row for row in plan.fields if row.action in kept]
 
 
-def save_backup(hook: BlinkHook, plan: SchemaPlan, record_location: str) -> Backup:
+def save_backup(hook: BlinkHook, plan: SchemaPlan, record_location: str, held: list[TableField]) -> Backup:
     """
     Write the backup of ``plan``'s apply, read it back, and return it (or keep the one a first try wrote).
+
+    The header holds what a rollback needs besides the rows: the names of every field the table had (``before``), the
+    whole definition of each field the apply changes, retypes or removes (``fields``), the body each change sends
+    (``sent``: what a rollback compares with Blink's field to tell a person's later edit), and the display names of
+    the fields the apply adds (``adds``, a retype's new field among them).
+
+    :param held: the table's fields, as the plan read them.
 
     :raises BlinkConfigurationError: the backup cannot be written, or does not read back whole: nothing was sent.
     """
@@ -96,30 +114,51 @@ def save_backup(hook: BlinkHook, plan: SchemaPlan, record_location: str) -> Back
     table = plan.table_plan.name or plan.table
     names = {row.name_in_blink for row in _defined(plan)}
     valued = sorted({row.name_in_blink for row in plan.destroying})
-    held = [field.to_json_dict() for field in hook.get_table_fields(plan.ws_id, table) if field.name in names]
+    live = held
+    adding = [row for row in plan.fields if row.action in (Action.ADD, Action.RETYPE) and row.body is not None]
     header = {
         "format": FORMAT,
         "plan_id": plan.fingerprint,
+        "saved_at": hook.clock.now().isoformat(),
         "ws_id": plan.ws_id,
         "table": table,
-        "fields": held,
+        "before": sorted(str(field.name) for field in live),
+        "fields": [field.to_json_dict() for field in live if field.name in names],
+        "sent": {
+            row.name_in_blink: row.body.to_body()
+            for row in plan.fields
+            if row.action == Action.CHANGE and row.body is not None
+        },
+        "adds": [row.body.display_name for row in adding if row.body is not None and row.body.display_name],
         "valued": valued,
     }
+    backup = write_backup(hook, location, header)
+    hook.log.info("Plan %s: %s (read back whole)", plan.fingerprint, backup.said())
+    return backup
+
+
+def write_backup(hook: BlinkHook, location: str, header: Mapping[str, Any]) -> Backup:
+    """
+    Write a backup at ``location``: ``header``, then the values of its ``valued`` fields in every row; read it back.
+
+    :raises BlinkConfigurationError: it cannot be written, or does not read back whole.
+    """
+    target = storage_path(location, "the backup", BlinkConfigurationError)
+    rows = _rows(hook, str(header["ws_id"]), str(header["table"]), list(header["valued"]))
     try:
         with replacing(target) as out:
-            written = _write(out, header, _rows(hook, plan.ws_id, table, valued))
+            written = _write(out, header, rows)
     except OSError as err:
         raise BlinkConfigurationError(
-            f"the backup of plan {plan.fingerprint} cannot be written at {location} ({type(err).__name__}: {err}): "
-            "nothing was sent; fix the record_path's storage and run the apply again"
+            f"the backup {header['plan_id']} cannot be written at {location} ({type(err).__name__}: {err}): "
+            "nothing was sent; fix the record_path's storage and run again"
         ) from None
     backup = read_backup(location)
     if (backup.rows, backup.digest) != written:
         raise BlinkConfigurationError(
-            f"the backup of plan {plan.fingerprint} at {location} read back {backup.rows} row(s), digest "
+            f"the backup {header['plan_id']} at {location} read back {backup.rows} row(s), digest "
             f"{backup.digest[:12]}, where {written[0]} were written, digest {written[1][:12]}: nothing was sent"
         )
-    hook.log.info("Plan %s: %s (read back whole)", plan.fingerprint, backup.said())
     return backup
 
 
@@ -192,6 +231,7 @@ def read_backup(location: str) -> Backup:
         valued=tuple(header.get("valued", [])),
         rows=count,
         digest=digest.hexdigest(),
+        saved_at=str(header.get("saved_at") or ""),
     )
 
 

@@ -255,6 +255,7 @@ class SchemaRecord:
         approval: Mapping[str, Any] | None = None,
         backfilled: Mapping[str, int] | None = None,
         retyping: Mapping[str, str] | None = None,
+        backup: str = "",
     ) -> None:
         """
         Replace the record with ``fields`` (name -> body sent), in one move.
@@ -262,7 +263,7 @@ class SchemaRecord:
         With ``names`` (declared name -> Blink's name, where they differ), ``table_name`` (Blink's name of a table this
         provider created) and ``approval`` (who approved this apply's plan and when, ``{"approved_by", "approved_at"}``,
         or ``{"acknowledged": true}``) and ``backfilled`` (the rows this apply's backfills filled, by field) noted when
-        given.
+        given; and ``backup``, where this apply saved what it changed and destroyed first (a rollback reads it).
         """
         notes: dict[str, Any] = {"names": dict(names)} if names else {}
         if table_name:
@@ -273,6 +274,8 @@ class SchemaRecord:
             notes["backfilled"] = dict(backfilled)
         if retyping:
             notes["retyping"] = dict(retyping)
+        if backup:
+            notes["backup"] = backup
         data = {
             "format": RECORD_FORMAT,
             "blink": self.host,

@@ -279,11 +279,13 @@ class SchemaPlan:
     @property
     def destroying(self) -> list[FieldPlan]:
         """
-        Return the rows whose values the apply can destroy: removals, retypes and destructive changes.
+        Return the rows whose values the apply can destroy, which it saves before its first write (#74).
 
-        The apply saves their values before its first write (#74).
+        A removal of a field holding values (or whose rows were not counted), a retype (its old field goes), and a
+        destructive change of the values' meaning (an option dropped while rows use it, a reference moved): not a
+        check dropped, which loses no value.
         """
-        return [row for row in self.fields if row.action in (Action.REMOVE, Action.RETYPE) or row.destructive]
+        return [row for row in self.fields if loses_values(row)]
 
     @property
     def has_changes(self) -> bool:
@@ -311,6 +313,19 @@ class SchemaPlan:
             f"entries, so nothing is applied to this table (a plan is applied whole or not at all): {said}. Change the "
             "declaration and plan again"
         )
+
+
+VALUED_MEMBERS = ("attributes.options", "attributes.table_reference")
+"""The members whose destructive change loses what rows hold (their values orphaned), not a check."""
+
+
+def loses_values(row: FieldPlan) -> bool:
+    """Return whether the apply of ``row`` can destroy values rows hold (see :attr:`SchemaPlan.destroying`)."""
+    if row.action == Action.RETYPE:
+        return True
+    if row.action == Action.REMOVE:
+        return row.rows != 0
+    return row.destructive and any(member.startswith(VALUED_MEMBERS) for member in row.members)
 
 
 def digest(value: Any) -> str:

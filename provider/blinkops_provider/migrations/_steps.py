@@ -161,8 +161,12 @@ class Steps:
         fail_fast: bool,
         let_through: Mapping[str, Any] | None = None,
         type_changes: Mapping[str, str] | None = None,
+        *,
+        held: list[TableField] | None = None,
     ) -> None:
         self.hook, self.record, self.recorded, self.plan = hook, record, recorded, plan
+        self.held = held
+        """The table's fields as Blink held them when the plan was made (None: unread): the backup saves them."""
         self.let_through = dict(let_through or {})
         self.max_concurrency, self.fail_fast = max_concurrency, fail_fast
         self.table_name = plan.table_plan.name or plan.table
@@ -202,19 +206,32 @@ class Steps:
 
     def _backup(self) -> Backup | None:
         """
-        Return the backup of what the apply destroys (``_backup.save_backup``), None when it destroys nothing.
+        Return the backup a rollback of this apply reads (``_backup.save_backup``), None when none is written.
+
+        None: the apply undoes nothing a rollback could (it only creates a table, or sends nothing), or there is no
+        record to save beside and it destroys no value.
 
         :raises BlinkConfigurationError: it destroys values and there is no record to save them beside, or the
             backup cannot be written: nothing was sent.
         """
-        if not needs_backup(self.plan):
-            return None
+        if not needs_backup(self.plan) or (self.plan.unread and not self.plan.destroying):
+            return None  # (planned against the record: a rollback, which reads Blink, could not read it either)
         if not self.record.location:
+            if not self.plan.destroying:
+                return None
             raise BlinkConfigurationError(
                 f"plan {self.plan.fingerprint} destroys values (Blink has no undo) and there is no record_path to save "
                 "them beside first: give record_path (a folder or object storage); nothing was sent"
             )
-        return save_backup(self.hook, self.plan, self.record.location)
+        return save_backup(self.hook, self.plan, self.record.location, self._held())
+
+    def _held(self) -> list[TableField]:
+        """Return the table's fields as the plan read them, or (a plan made against the record) as the record holds."""
+        if self.held is not None:
+            return self.held
+        made = [TableField.model_validate({"name": name, **body}) for name, body in self.recorded.items()]
+        names = {field.name for field in made}
+        return made + [TableField(name=row.name_in_blink) for row in self.plan.fields if row.name_in_blink not in names]
 
     def _send(self, done: list[FieldUpdates]) -> bool:
         """
@@ -574,6 +591,7 @@ class Steps:
             approval=self.let_through,
             backfilled=self.backfilled,
             retyping=self.retyping,
+            backup=self.backup.location if self.backup is not None else "",
         )
 
     def _content(self, result: ApplyResult) -> tuple[dict[str, Any], dict[str, str]]:

@@ -358,7 +358,12 @@ def plan_text(plan: SchemaPlan) -> str:
 
 
 def _saved_first(plan: SchemaPlan) -> list[str]:
-    """Return what the apply saves before it destroys anything (#74), or that it cannot: no record to save beside."""
+    """
+    Return what the apply saves before it destroys a value (#74), or that it cannot: no record to save beside.
+
+    An apply that changes fields without destroying a value saves their definitions too (a rollback reads them); that
+    is said in the apply's log and XCom, not here.
+    """
     rows = plan.destroying
     if not rows:
         return []
@@ -369,7 +374,11 @@ def _saved_first(plan: SchemaPlan) -> list[str]:
     if not plan.record:
         return ["", f"**No undo**: the values of {named} cannot be saved first without a record_path: refused."]
     where = f"{one_line(plan.record)}.backups/{plan.fingerprint}.jsonl"
-    return ["", f"**Saved first** (Blink has no undo): the values of {named}, at {where}, read back before any write."]
+    return [
+        "",
+        f"**Saved first** (Blink has no undo): the values of {named}, at {where}, read back before any write "
+        "(blink-schema rollback puts them back).",
+    ]
 
 
 def _summary_line(plan: SchemaPlan) -> str:

@@ -144,6 +144,7 @@ class ApplyReport:
             self.log.info("  (%d field(s) unchanged)", counts[FieldOutcome.UNCHANGED])
         named = {"names": result.names(), **({"table_name": result.table_name} if result.table_name else {})}
         named |= {"backfilled": dict(result.backfilled)} if result.backfilled else {}
+        named |= {"backup": result.backup} if result.backup else {}  # what a rollback of this apply reads
         return {
             **self._head([name for name in result.order if name in result.applied], failed, list(result.unknown)),
             "outcomes": {name: str(outcome) for name, outcome in outcomes.items()},  # plain text: JSON
@@ -479,8 +480,9 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         ``"table_name"`` (Blink's name of the table) when it created the table, ``"approved_by"``
         and ``"approved_at"`` when a person approved the plan in the review this task asked (see
         :class:`~blinkops_provider.task_groups.BlinkTableMigration`), or ``"acknowledged": true`` with
-        ``acknowledge_risks``, and ``"backfilled"`` (the rows each declared ``backfill`` filled, by
-        field); an outcome being ``added``, ``changed``, ``removed``, ``retyped``, ``unchanged``,
+        ``acknowledge_risks``, ``"backfilled"`` (the rows each declared ``backfill`` filled, by
+        field), and ``"backup"`` (where the apply saved what it changed and destroyed, before its first write:
+        see :doc:`/undo`); an outcome being ``added``, ``changed``, ``removed``, ``retyped``, ``unchanged``,
         ``applied``, ``failed`` or ``unknown`` (in flight when interrupted); with ``plan_only``, the plan
         (:func:`~blinkops_provider.migrations.plan_xcom`).
     :raises BlinkInputError: invalid entries, before any request; a plan that refuses an entry
@@ -608,7 +610,9 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         """Announce the table's asset event, unless a plan found nothing to add, change or remove."""
         groups = grouped(summary["outcomes"]) if planned else None
         if groups is None or any(groups.get(outcome) for outcome in CHANGING):
-            self.announce_table(context, self.ws_id, self.table, summary["updated"], groups)
+            self.announce_table(
+                context, self.ws_id, self.table, summary["updated"], groups, backup=summary.get("backup", "")
+            )
         else:
             where = one_line(f"{self.ws_id}/{self.table}")
             self.log.info("No field was added, changed or removed: no asset event for %s", where)

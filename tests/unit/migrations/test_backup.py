@@ -77,12 +77,30 @@ def test_a_removal_without_a_record_path_is_refused_before_any_write(hook: Any) 
     assert not [call for call in m.request_history if call.method != "GET"]
 
 
-def test_an_apply_that_destroys_nothing_writes_no_backup(hook: Any, tmp_path: Path) -> None:
+def test_an_apply_that_destroys_no_value_saves_the_definitions_it_changes_and_walks_no_row(
+    hook: Any, tmp_path: Path
+) -> None:
     declared = [{"field": "Name", "type": "text", "display_name": "Name", "description": "who"}]
+    added = {"field": "Owner", "type": "text", "display_name": "Owner"}
     with rm.Mocker() as m:
         blink(m)
-        apply_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/")
-    assert not (tmp_path / "ws-1" / "T.json.backups").exists()
+        result = apply_schema(hook, "ws-1", "T", [*declared, added], record_path=f"{tmp_path}/")
+        walks = [call for call in m.request_history if call.method == "GET" and call.path.endswith("/table/t")]
+    header, trailer = lines_of(Path(result.backup))
+    assert header["valued"] == [] and trailer["rows"] == 0 and not walks
+    (name,) = header["fields"]
+    assert (name["name"], name.get("description", "")) == ("Name", "")  # as Blink held it before the change
+    assert header["sent"]["Name"]["description"] == "who" and header["adds"] == ["Owner"]
+    assert {"Name", "Notes", "Risk"} <= set(header["before"]) and not any("owner" in name for name in header["before"])
+
+
+def test_without_a_record_path_an_apply_that_destroys_no_value_goes_on_with_no_backup(hook: Any) -> None:
+    declared = [{"field": "Name", "type": "text", "display_name": "Name", "description": "who"}]
+    with rm.Mocker() as m:
+        fake = blink(m)
+        result = apply_schema(hook, "ws-1", "T", declared)
+    assert result.outcomes() == {"Name": "changed"} and result.backup == ""
+    assert fake.tables["T"]["Name"]["description"] == "who"
 
 
 def a_first_tries_backup(hook: Any, tmp_path: Path) -> Path:
@@ -174,3 +192,27 @@ def test_each_destroying_change_saves_the_old_values_first(
     assert [row["values"]["Risk"] for row in rows] == ["High", None, "Low"] and trailer["rows"] == 3
     (held,) = header["fields"]
     assert (held["type"], held["attributes"]["options"]) == ("single-select", ["Low", "High"])
+
+
+def test_the_operators_xcom_its_asset_event_and_the_record_say_where_the_backup_is(
+    blink_conn: None, tmp_path: Path
+) -> None:
+    from airflow.providers.common.compat.sdk import AssetAlias
+
+    from blinkops_provider.assets import TABLES_ALIAS
+    from blinkops_provider.operators.tables import UpdateTableFieldsOperator
+    from tests.conftest import FakeTI
+    from tests.fake_outlet_events import OutletEvents
+
+    op = UpdateTableFieldsOperator(
+        task_id="apply", ws_id="ws-1", table="T", fields=REMOVE_RISK, record_path=f"{tmp_path}/", acknowledge_risks=True
+    )
+    events = OutletEvents()
+    with rm.Mocker() as m:
+        blink(m)
+        pushed = op.execute({"ti": FakeTI(), "outlet_events": events})
+    (backup,) = (tmp_path / "ws-1" / "T.json.backups").iterdir()
+    assert pushed["backup"] == str(backup) and pushed["outcomes"] == {"Name": "unchanged", "Risk": "removed"}
+    ((_, extra),) = events[AssetAlias(TABLES_ALIAS)]
+    assert extra["backup"] == str(backup)
+    assert json.loads((tmp_path / "ws-1" / "T.json").read_text())["backup"] == str(backup)
