@@ -23,16 +23,27 @@ the table's lock and the record of the last apply beside it (``_lock``); the gat
 through, and whether it is the approved one (``_review``); the plan and a fleet as people read them
 (``_text``); the request and the apply (``_apply``); the order it sends in, the backfill and the copy,
 and its result (``_steps``); what it writes into the rows (``_data_steps``); a live table as a declaration
-(``_pull``). The command line is ``blinkops_provider.cli``.
+(``_pull``); the backup an apply writes before its first write (``_backup``) and the rollback that puts it back
+(``_rollback``, :func:`plan_rollback` and :func:`rollback` of a :class:`RollbackRequest`). The command line is
+``blinkops_provider.cli``.
 """
 
 from __future__ import annotations
 
 from blinkops_provider.migrations._apply import ApplyRequest, apply, apply_schema, declared_schema, plan, plan_schema
+from blinkops_provider.migrations._backup import Backup
 from blinkops_provider.migrations._lock import Holder, LockInfo, SchemaRecord, force_unlock, held_locks, record_location
 from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan, TablePlan
 from blinkops_provider.migrations._pull import pull_schema
 from blinkops_provider.migrations._review import check_approved, check_review_policy, review_needed
+from blinkops_provider.migrations._rollback import (
+    RollbackPlan,
+    RollbackRequest,
+    RollbackResult,
+    RollbackStep,
+    plan_rollback,
+    rollback,
+)
 from blinkops_provider.migrations._steps import ApplyResult
 from blinkops_provider.migrations._text import (
     fleet_review,
@@ -47,10 +58,15 @@ from blinkops_provider.models import Declaration
 __all__ = [
     "ApplyRequest",
     "ApplyResult",
+    "Backup",
     "Declaration",
     "FieldPlan",
     "Holder",
     "LockInfo",
+    "RollbackPlan",
+    "RollbackRequest",
+    "RollbackResult",
+    "RollbackStep",
     "SchemaPlan",
     "SchemaRecord",
     "TablePlan",
@@ -66,10 +82,12 @@ __all__ = [
     "log_plan",
     "plan",
     "plan_markdown",
+    "plan_rollback",
     "plan_schema",
     "plan_text",
     "plan_xcom",
     "pull_schema",
     "record_location",
     "review_needed",
+    "rollback",
 ]

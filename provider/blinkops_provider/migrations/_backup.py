@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from blinkops_provider.exceptions import BlinkConfigurationError
@@ -30,7 +30,7 @@ from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan
 from blinkops_provider.models import TableField
 from blinkops_provider.utils.states import Action
-from blinkops_provider.utils.storage import replacing, storage_path
+from blinkops_provider.utils.storage import folder_path, replacing, storage_path
 
 FORMAT = "blinkops-backup/1"
 """What a backup's header says it is (and which version of the format)."""
@@ -60,11 +60,14 @@ class Backup:
     digest: str
     saved_at: str = ""
     """When it was written (ISO 8601)."""
+    header: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Its first line: what a rollback reads besides the rows (see :func:`save_backup`)."""
 
     def said(self) -> str:
         """Return the backup as a person reads it in a log line."""
         if not self.valued:
-            return f"the definitions of {', '.join(map(repr, self.fields))} saved at {self.location}"
+            named = ", ".join(map(repr, self.fields)) or "no field (it only adds)"
+            return f"the definitions of {named} saved at {self.location}"
         return f"the values of {', '.join(map(repr, self.valued))} in {self.rows:,} row(s) saved at {self.location}"
 
 
@@ -232,6 +235,7 @@ def read_backup(location: str) -> Backup:
         rows=count,
         digest=digest.hexdigest(),
         saved_at=str(header.get("saved_at") or ""),
+        header=header,
     )
 
 
@@ -243,3 +247,39 @@ def _parsed(line: bytes, location: str, number: int) -> dict[str, Any]:
     if not isinstance(value, dict) or not line.endswith(b"\n"):
         raise BlinkConfigurationError(f"the backup at {location} is corrupt or truncated at line {number}")
     return value
+
+
+def backup_rows(backup: Backup) -> Iterator[dict[str, Any]]:
+    """
+    Yield the rows of a backup read whole (:func:`read_backup`), one at a time: ``{"id": ..., "values": {...}}``.
+
+    :raises BlinkConfigurationError: it changed since it was read (its digest differs at the end).
+    """
+    target = storage_path(backup.location, "the backup", BlinkConfigurationError)
+    digest = hashlib.sha256()
+    with target.open("rb") as lines:
+        for number, line in enumerate(lines, start=1):
+            value = _parsed(line, backup.location, number)
+            if number > 1 and set(value) == {"rows", "sha256"}:
+                break
+            digest.update(line)
+            if number > 1:
+                yield value
+    if digest.hexdigest() != backup.digest:
+        raise BlinkConfigurationError(f"the backup at {backup.location} changed while it was read: run again")
+
+
+def backups_of(record_location: str, *, only: str | None = None) -> list[Backup]:
+    """
+    Return the backups beside a table's record, oldest first, each read whole (``only``: the one of that plan id).
+
+    :raises BlinkConfigurationError: one is truncated or corrupt (saying which).
+    """
+    folder = folder_path(f"{record_location}.backups")
+    if not folder.exists():
+        return []
+    names = sorted(path.name for path in folder.iterdir() if path.name.endswith(".jsonl"))
+    if only is not None:
+        names = [name for name in names if name == f"{only}.jsonl"]
+    found = [read_backup(f"{record_location}.backups/{name}") for name in names]
+    return sorted(found, key=lambda backup: (backup.saved_at, backup.plan_id))

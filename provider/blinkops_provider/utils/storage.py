@@ -125,6 +125,16 @@ def storage_path(
     return target
 
 
+def folder_path(location: str) -> Any:
+    """Return a ``pathlib.Path`` for a local folder, else an ``ObjectStoragePath`` (a prefix in object storage)."""
+    local = local_path(location)
+    if local is not None:
+        return local
+    from airflow.providers.common.compat.sdk import ObjectStoragePath
+
+    return ObjectStoragePath(location)
+
+
 _LOCAL = type(Path())
 """The class of a plain local path (``PosixPath`` or ``WindowsPath``)."""
 
