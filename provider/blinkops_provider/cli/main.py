@@ -68,6 +68,24 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 0 when nothing would change, 2 when something would, 1 on error",
     )
+    back = commands.add_parser(
+        "rollback", help="print the rollback of an apply, planned from live state; --apply-now carries it out"
+    )
+    back.add_argument("ws_id", help="the workspace, e.g. ws-demo")
+    back.add_argument("table", help="Blink's name of the table")
+    back.add_argument("--record-path", required=True, help="the applies' record_path (their backups are beside it)")
+    back.add_argument("--apply", metavar="PLAN_ID", help="the plan id of the apply to undo (default: the newest)")
+    back.add_argument("--apply-now", action="store_true", help="carry the rollback out, approved by you (no prompt)")
+    back.add_argument("--approved", metavar="FINGERPRINT", help="with --apply-now: refuse unless the plan is this one")
+    back.add_argument("--overwrite-drift", action="store_true", help="put saved values back over a person's since")
+    back.add_argument("--conn-id", default="blink_default", help="the Airflow connection (default blink_default)")
+    back.add_argument("--format", choices=("text", "markdown", "json"), default="text", help="how the plan is printed")
+    back.add_argument("--out", help="also write the plan as JSON (its fingerprint included) to this file")
+    back.add_argument(
+        "--detailed-exitcode",
+        action="store_true",
+        help="without --apply-now: exit 0 when nothing would be put back, 2 when something would, 1 on error",
+    )
     listing = commands.add_parser("locks", help="list the locks held under a records location")
     listing.add_argument("records", help="the record_path of the applies (a folder ending in '/', or a record)")
     unlock = commands.add_parser("unlock", help="release one lock by its id (its apply is gone)")
@@ -82,8 +100,8 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
     Run ``blink-schema``: the arguments parsed here, then the command; its exit status (``exit_status``).
 
     :param argv: the arguments a shell would give (default: the process's).
-    :param clock: the waits between the hook's attempts (``pull`` and ``plan``), the real ones by default; a
-        script or a test that gives its own records them instead of sleeping.
+    :param clock: the waits between the hook's attempts (``pull``, ``plan`` and ``rollback``), the real ones by
+        default; a script or a test that gives its own records them instead of sleeping.
     """
     args = parser().parse_args(argv)
     args.clock = clock
@@ -96,10 +114,11 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
     os.environ["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "ERROR"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from blinkops_provider.cli import locks, plan, pull  # (Airflow is imported only now)
+        from blinkops_provider.cli import locks, plan, pull, rollback  # (Airflow is imported only now)
 
     logging.getLogger("airflow.models.crypto").setLevel(logging.ERROR)  # "empty cryptography key": nothing is stored
-    commands = {"pull": pull.pull, "plan": plan.plan, "locks": locks.locks, "unlock": locks.unlock}
+    commands = {"pull": pull.pull, "plan": plan.plan, "rollback": rollback.rollback_command}
+    commands |= {"locks": locks.locks, "unlock": locks.unlock}
     return commands[args.command](args)
 
 

@@ -17,8 +17,8 @@ Every row is counted: restored (to write), already restored (a rollback resumed)
 a person since (kept). A rollback is a plan like any other: its fingerprint is its identity (an approved plan that is
 no longer what would be done is stale), it is destructive when it removes a field holding values (an Approve or
 ``acknowledge_risks`` lets it through), it runs under the table's lock, and it resumes after a killed worker: a
-re-created field is found again by its saved display name and type (shown ``<name> (restoring)`` until the end), and
-only rows not yet holding their saved value are written.
+re-created field is found again by its saved display name and type (a field the table did not have before the apply),
+and only rows not yet holding their saved value are written.
 """
 
 from __future__ import annotations
@@ -44,9 +44,6 @@ from blinkops_provider.migrations._rows import empty
 from blinkops_provider.models import TableField
 from blinkops_provider.utils.inputs import DEFAULT_UPDATE_CONCURRENCY
 from blinkops_provider.utils.text import one_line, show
-
-RESTORING = " (restoring)"
-"""What a re-created field's display name carries until its values are back (how a resumed rollback finds it)."""
 
 PAGE_SIZE = 500
 """Rows read per request, and backup rows written back per round."""
@@ -396,7 +393,7 @@ def _recreated(saved: list[dict[str, Any]], by_name: Mapping[str, TableField], b
     Return each removed field's saved name -> Blink's name of the field a rollback already re-created for it.
 
     A field Blink has that the table did not have before the apply, of the saved type, shown as the saved display
-    name or as it while restoring (a rollback that was stopped); the first such field, each claimed once.
+    name (a rollback that was stopped); the first such field, each claimed once.
     """
     found: dict[str, str] = {}
     for one in saved:
@@ -409,7 +406,7 @@ def _recreated(saved: list[dict[str, Any]], by_name: Mapping[str, TableField], b
                 held.name not in before
                 and held.name not in found.values()
                 and held.type == one.get("type")
-                and held.display_name in (shown, shown + RESTORING)
+                and held.display_name == shown
             ):
                 found[name] = str(held.name)
                 break
@@ -507,7 +504,7 @@ def rollback(hook: BlinkHook, request: RollbackRequest) -> RollbackResult:
     Roll the apply back: plan again under the table's lock, check it, save, then put the table back.
 
     In order: the rollback's own backup (what it removes and changes); the removed fields re-created (without their
-    checks, shown ``<name> (restoring)``); the changed fields put back; the saved values written back, in passes until
+    checks); the changed fields put back; the saved values written back, in passes until
     one writes nothing; the apply's added fields removed; each re-created field given its saved definition whole.
 
     :raises BlinkStalePlanError: ``request.approved`` is not what would be done now (nothing sent).
@@ -621,15 +618,26 @@ class _Rollback:
                 | {step.name for step in steps if step.action == "restore" and step.restore}
             ),
             "rollback_of": self.plan.backup.plan_id,
+            "approval": self._approval(),
         }
         backup = write_backup(self.hook, location, header)
         self.hook.log.info("Rollback %s: %s (read back whole)", self.plan.fingerprint, backup.said())
         return backup.location
 
+    def _approval(self) -> dict[str, Any]:
+        """Return who let the rollback through, as its backup keeps it: a person's approval, or acknowledged."""
+        if self.request.approval:
+            return dict(self.request.approval)
+        return {"acknowledged": bool(self.request.acknowledge_risks)}
+
     def _recreate(self, step: RollbackStep) -> str:
-        """Add the removed field again, without its checks, shown as restoring; return the name Blink gave it."""
+        """
+        Add the removed field again, without its checks; return the name Blink gave it.
+
+        Under its saved display name, from which Blink derives the name (so it is as close to the old one as Blink's
+        rule makes it): a resumed rollback finds it again by that display name and its type.
+        """
         body = without_checks(step.body or {})
-        body["display_name"] = f"{body.get('display_name') or step.saved}{RESTORING}"
         made = self.hook.create_table_field(self.ws_id, self.table, field_update_of(body))
         name = made.name if made is not None else None  # (read_unnamed: Blink's name, or an error)
         if not name:
