@@ -77,6 +77,7 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": [
                     "blinkops_provider.operators.tables",
                     "blinkops_provider.operators.connection_types",
+                    "blinkops_provider.operators.rollback",
                 ],
             }
         ],

@@ -38,6 +38,7 @@ from blinkops_provider.assets import TABLES_ALIAS, announce_applied
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError
 from blinkops_provider.migrations import check_review_policy, declared_schema, fleet_summary
 from blinkops_provider.operators._answer import chosen
+from blinkops_provider.operators._hitl import review_step_available
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 from blinkops_provider.utils.inputs import check_concurrency, check_lock_wait
 from blinkops_provider.utils.states import Decision
@@ -48,15 +49,6 @@ __all__ = ["BlinkSchemaFleet", "BlinkTableMigration"]
 _AFTER_REVIEW = "none_failed_min_one_success"
 """The apply's trigger rule below a review: it runs when the review approved or was not asked
 (skipped), and not when it failed (a Reject)."""
-
-
-def review_step_available() -> bool:
-    """Return whether this Airflow has the review step (the human-in-the-loop ``ApprovalOperator``, 3.1+)."""
-    try:
-        from airflow.providers.standard.operators.hitl import ApprovalOperator  # noqa: F401
-    except Exception:  # ImportError, or the provider's "needs Airflow 3.1+"
-        return False
-    return True
 
 
 def _dag_folder(group: TaskGroup) -> Path:

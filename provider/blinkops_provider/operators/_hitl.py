@@ -25,6 +25,15 @@ ANSWER_KEYS = ("chosen_options", "responded_by_user", "responded_at")
 """What this provider reads of Airflow's record of a person's answer, as Airflow resumes the task that asked."""
 
 
+def review_step_available() -> bool:
+    """Return whether this Airflow has the review step (the human-in-the-loop ``ApprovalOperator``, 3.1+)."""
+    try:
+        from airflow.providers.standard.operators.hitl import ApprovalOperator  # noqa: F401
+    except Exception:  # ImportError, or the provider's "needs Airflow 3.1+"
+        return False
+    return True
+
+
 def ask_review(
     *, ti_id: Any, subject: str, body: str, options: Sequence[str], assigned_users: Sequence[Mapping[str, Any]]
 ) -> None:
