@@ -86,6 +86,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="without --apply-now: exit 0 when nothing would be put back, 2 when something would, 1 on error",
     )
+    kept = commands.add_parser("backups", help="list the backups of a table's applies; --prune deletes old ones")
+    kept.add_argument("ws_id", help="the workspace, e.g. ws-demo")
+    kept.add_argument("table", help="Blink's name of the table")
+    kept.add_argument("--record-path", required=True, help="the applies' record_path (their backups are beside it)")
+    kept.add_argument("--prune", action="store_true", help="delete the backups beyond the newest --keep")
+    kept.add_argument("--keep", type=int, help="with --prune: how many to keep, at least 1 (default 10)")
+    kept.add_argument("--format", choices=("text", "json"), default="text", help="how the list is printed")
     listing = commands.add_parser("locks", help="list the locks held under a records location")
     listing.add_argument("records", help="the record_path of the applies (a folder ending in '/', or a record)")
     unlock = commands.add_parser("unlock", help="release one lock by its id (its apply is gone)")
@@ -114,11 +121,11 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
     os.environ["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "ERROR"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from blinkops_provider.cli import locks, plan, pull, rollback  # (Airflow is imported only now)
+        from blinkops_provider.cli import backups, locks, plan, pull, rollback  # (Airflow is imported only now)
 
     logging.getLogger("airflow.models.crypto").setLevel(logging.ERROR)  # "empty cryptography key": nothing is stored
     commands = {"pull": pull.pull, "plan": plan.plan, "rollback": rollback.rollback_command}
-    commands |= {"locks": locks.locks, "unlock": locks.unlock}
+    commands |= {"backups": backups.backups, "locks": locks.locks, "unlock": locks.unlock}
     return commands[args.command](args)
 
 

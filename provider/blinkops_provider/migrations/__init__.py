@@ -31,7 +31,7 @@ and its result (``_steps``); what it writes into the rows (``_data_steps``); a l
 from __future__ import annotations
 
 from blinkops_provider.migrations._apply import ApplyRequest, apply, apply_schema, declared_schema, plan, plan_schema
-from blinkops_provider.migrations._backup import Backup
+from blinkops_provider.migrations._backup import Backup, list_backups, prune_backups
 from blinkops_provider.migrations._lock import Holder, LockInfo, SchemaRecord, force_unlock, held_locks, record_location
 from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan, TablePlan
 from blinkops_provider.migrations._pull import pull_schema
@@ -79,6 +79,7 @@ __all__ = [
     "fleet_summary",
     "force_unlock",
     "held_locks",
+    "list_backups",
     "log_plan",
     "plan",
     "plan_markdown",
@@ -86,6 +87,7 @@ __all__ = [
     "plan_schema",
     "plan_text",
     "plan_xcom",
+    "prune_backups",
     "pull_schema",
     "record_location",
     "review_needed",

@@ -19,13 +19,14 @@ the first try may have destroyed values, and a new walk would save less.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from blinkops_provider.exceptions import BlinkConfigurationError
+from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan
 from blinkops_provider.models import TableField
@@ -62,6 +63,10 @@ class Backup:
     """When it was written (ISO 8601)."""
     header: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """Its first line: what a rollback reads besides the rows (see :func:`save_backup`)."""
+    size: int = 0
+    """Its size in bytes (as :func:`list_backups` reads it; 0 otherwise)."""
+    damaged: str = ""
+    """Why it does not read back whole ("" when it does: as :func:`list_backups` lists it)."""
 
     def said(self) -> str:
         """Return the backup as a person reads it in a log line."""
@@ -269,17 +274,69 @@ def backup_rows(backup: Backup) -> Iterator[dict[str, Any]]:
         raise BlinkConfigurationError(f"the backup at {backup.location} changed while it was read: run again")
 
 
+KEPT = 10
+"""How many backups of a table ``blink-schema backups --prune`` keeps by default (the newest ones)."""
+
+
+def backup_locations(record_location: str) -> list[str]:
+    """Return where each backup beside a table's record is, by name (a half-written ``.partial`` is none)."""
+    folder = folder_path(f"{record_location}.backups")
+    if not folder.exists():
+        return []
+    names = sorted(path.name for path in folder.iterdir() if path.name.endswith(".jsonl"))
+    return [f"{record_location}.backups/{name}" for name in names]
+
+
 def backups_of(record_location: str, *, only: str | None = None) -> list[Backup]:
     """
     Return the backups beside a table's record, oldest first, each read whole (``only``: the one of that plan id).
 
     :raises BlinkConfigurationError: one is truncated or corrupt (saying which).
     """
-    folder = folder_path(f"{record_location}.backups")
-    if not folder.exists():
-        return []
-    names = sorted(path.name for path in folder.iterdir() if path.name.endswith(".jsonl"))
-    if only is not None:
-        names = [name for name in names if name == f"{only}.jsonl"]
-    found = [read_backup(f"{record_location}.backups/{name}") for name in names]
+    found = [
+        read_backup(location)
+        for location in backup_locations(record_location)
+        if only is None or location.endswith(f"/{only}.jsonl")
+    ]
     return sorted(found, key=lambda backup: (backup.saved_at, backup.plan_id))
+
+
+def list_backups(record_location: str) -> list[Backup]:
+    """
+    Return every backup beside a table's record, oldest first, each read whole, with its size.
+
+    A damaged one is listed too, first, with why (:attr:`Backup.damaged`), never raised: a listing shows them all.
+    """
+    listed = []
+    for location in backup_locations(record_location):
+        size = int(storage_path(location, "the backup", BlinkConfigurationError).stat().st_size)
+        try:
+            backup = read_backup(location)
+        except BlinkConfigurationError as err:
+            name = location.rpartition("/")[2].removesuffix(".jsonl")
+            backup = Backup(location, name, (), (), 0, "", damaged=str(err))
+        listed.append(dataclasses.replace(backup, size=size))
+    return sorted(listed, key=lambda backup: (not backup.damaged, backup.saved_at, backup.plan_id))
+
+
+def prune_backups(record_location: str, keep: int = KEPT) -> list[Backup]:
+    """
+    Delete the backups of a table beyond the newest ``keep`` (at least 1: the newest is never deleted); return them.
+
+    Only backups that read back whole are counted and deleted; a damaged one is left for a person to look at.
+
+    :raises BlinkInputError: ``keep`` is not a whole number of at least 1.
+    """
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+        raise BlinkInputError(f"keep must be a whole number of backups, at least 1 (the newest is kept), got {keep!r}")
+    whole = []
+    for location in backup_locations(record_location):
+        try:
+            whole.append(read_backup(location))
+        except BlinkConfigurationError:
+            continue
+    whole.sort(key=lambda backup: (backup.saved_at, backup.plan_id))
+    old = whole[:-keep]
+    for backup in old:
+        storage_path(backup.location, "the backup", BlinkConfigurationError).unlink()
+    return old
