@@ -179,3 +179,62 @@ def test_a_rollback_stopped_midway_resumes_with_one_recreated_field_and_each_row
     assert state(fake) == before
     assert len([p for p in fake.posts if p[0] == "T"]) == 1  # one field re-created, found again by the retry
     assert len(fake.record_puts) - rows_before == 1 and done.restored == {"Risk": 1}  # the other row, once
+
+
+# -- a worker killed mid-rollback (SIGKILL, another process), then a retry --------------------------------------------
+
+KILLED_ROLLBACK = """
+import sys
+from blinkops_provider.hooks.blink import BlinkHook
+from blinkops_provider.migrations import RollbackRequest, rollback
+rollback(BlinkHook(), RollbackRequest("ws-demo", "Scores", sys.argv[1], max_concurrency=4))
+"""
+
+
+def record_puts(sandbox: Any) -> list[str]:
+    prefix = "/api/v1/workspace/ws-demo/table/Scores/"
+    return [
+        e["path"].removeprefix(prefix)
+        for e in sandbox.requests
+        if e["method"] == "PUT" and e["path"].startswith(prefix) and "/fields/" not in e["path"]
+    ]
+
+
+def test_a_worker_killed_mid_rollback_then_a_retry_restores_every_row_once_into_one_field(
+    blink_sandbox: Any, tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from collections import Counter
+
+    from blinkops_provider.hooks.blink import BlinkHook
+
+    fields = [{"field": "Name", "type": "text", "display_name": "Name"}]
+    blink_sandbox.create_table(
+        "ws-demo", "Scores", {"fields": [*fields, {**fields[0], "field": "Score", "display_name": "Score"}]}
+    )
+    blink_sandbox.store.create_records("ws-demo", "Scores", [{"Name": f"n{n}", "Score": f"s{n}"} for n in range(1500)], "seed")  # fmt: skip
+    record = f"{tmp_path}/"
+    apply_schema(BlinkHook(), "ws-demo", "Scores", [{"field": "Score", "remove": True}], record_path=record,
+                 acknowledge_risks=True)  # fmt: skip
+    blink_sandbox.set_faults(latency_ms=2)
+    worker = subprocess.Popen([sys.executable, "-c", KILLED_ROLLBACK, record], env=os.environ.copy())
+    deadline = time.monotonic() + 120
+    while len(record_puts(blink_sandbox)) < 600:  # bounded: the worker is mid-restore, or the test says why
+        assert worker.poll() is None, "the worker ended before the restore was half done"
+        assert time.monotonic() < deadline, f"only {len(record_puts(blink_sandbox))} rows restored in 120 s"
+        time.sleep(0.02)
+    worker.send_signal(signal.SIGKILL)
+    worker.wait(timeout=30)
+    first = len(record_puts(blink_sandbox))
+    blink_sandbox.clear_faults()
+    done = rollback(BlinkHook(), RollbackRequest("ws-demo", "Scores", record))
+    (score,) = [f for f in blink_sandbox.store.fields("ws-demo", "Scores") if f["display_name"] == "Score"]
+    assert list(done.names.values()) in ([], [score["name"]])  # found again, not added twice
+    rows = BlinkHook().iter_records("ws-demo", "Scores")
+    assert sorted(row[score["name"]] for row in rows) == sorted(f"s{n}" for n in range(1500))  # none lost
+    writes = Counter(record_puts(blink_sandbox))
+    assert 600 <= first < 1500 and len(writes) == 1500 and set(writes.values()) == {1}  # each row written once
