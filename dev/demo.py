@@ -31,6 +31,7 @@ EXAMPLE_DAGS = ROOT / "example_dags"
 MIGRATION = "blink_table_schema_migration"
 SYNC = "blink_connection_types_nightly_sync"
 FLEET = "blink_schema_fleet"
+ROLLBACK = "blink_table_rollback"
 REVIEWER = "demo-reviewer"
 
 
@@ -54,6 +55,35 @@ def run(title: str, command: list[str], env: dict[str, str], log: Path) -> None:
         say("\n".join(f"    | {line}" for line in tail))
         raise DemoFailed(f"{title} failed (exit {done.returncode}); full log: {log}")
     say(f"  done in {seconds:.0f} s (log: {log})")
+
+
+def rollback(
+    sandbox: Any,
+    target: tuple[str, str],
+    before: Any,
+    env: dict[str, str],
+    logs: Path,
+    reviewed: bool,
+    unasked: dict[str, str],
+) -> None:
+    """Run the rollback example on the migration's first apply, and check the table is as it was before it."""
+    ws_id, table = target
+    airflow = [sys.executable, "-m", "airflow"]
+    backups = sorted((Path(env["AIRFLOW_VAR_BLINK_SCHEMA_RECORDS"]) / ws_id).glob(f"{table}.json.backups/*.jsonl"))
+    say(f"- The first apply's backup, written before its first write: {backups[0] if backups else 'NONE'}")
+    conf = json.dumps({"ws_id": ws_id, "table": table, "acknowledge_risks": not reviewed, **unasked})
+    log = logs / f"{ROLLBACK}.log"
+    test = [*airflow, "dags", "test", ROLLBACK, dt.datetime.now(dt.UTC).isoformat(), "-c", conf]
+    with approving(reviewed):
+        run(f"Rollback of that apply: plan, review, put back ({ROLLBACK})", test, env, log)
+    for line in rollback_summary(log):
+        say(f"    {line}")
+    after = table_state(sandbox, ws_id, table)
+    if after != before:
+        raise DemoFailed(f"after the rollback, {ws_id}/{table} is not as it was before the apply: see {log}")
+    say(
+        f"    {ws_id}/{table} is as it was before the apply: {len(after[0])} fields, {len(after[1])} rows' values equal"
+    )
 
 
 def check_connection(env: dict[str, str]) -> None:
@@ -103,6 +133,7 @@ def migration_summary(log: Path, *, per_field: bool) -> list[str]:
         (r"\s{2}([^\s\]|][^:]*: (?:add|change|change \(destructive\)|remove:|retype:) .*?)(?:\s+\[airflow|$)", True),
         (r"(The table \(.*?)(?:\s+\[airflow|$)", True),
         (r"(Plan [0-9a-f]{16} (?:approved by .*? in review.*?|removes \d+ field.*?))(?:\s+\[airflow|$)", False),
+        (r"(Plan [0-9a-f]{16}: the values of .*? saved at \S+)", False),
         (r"(?:\] |INFO - )([^\[\]:]+: backfilled \d+ row\(s\) .*?)(?:\s+\[airflow|$)", False),
         (r"(Schema of \S+: \d+ of \d+ fields applied.*?)(?:\s+\[airflow|$)", False),
         (
@@ -169,6 +200,37 @@ def fields_as_declared(sandbox: Any, ws_id: str, table: str, records: Path) -> d
     return {**found, "retyped": retyped, "backfilled": backfilled}
 
 
+def table_state(sandbox: Any, ws_id: str, table: str) -> tuple[list[Any], dict[str, dict[str, Any]]]:
+    """The table as a person sees it: each field's definition, and each row's values, by display name (the names
+    Blink gives re-created fields apart)."""
+    fields = [f for f in sandbox.store.fields(ws_id, table) if not (f.get("attributes") or {}).get("system")]
+    shown = {f["name"]: f["display_name"] for f in fields}
+    defined = sorted(
+        json.dumps(
+            [f["display_name"], f["type"], f.get("description") or "", f.get("attributes") or {}], sort_keys=True
+        )
+        for f in fields
+    )
+    rows = sandbox.store.find_records(ws_id, table, json.dumps({"limit": 1000}))["results"]
+    values = {
+        row["id"]: {shown[k]: v for k, v in row.items() if k in shown and v not in (None, "", [])} for row in rows
+    }
+    return defined, values
+
+
+def rollback_summary(log: Path) -> list[str]:
+    """The rollback's account of itself, from its log: its plan's summary line and steps, and what it did."""
+    said, last = [], None
+    for line in log.read_text(errors="replace").splitlines():
+        found = re.search(r"(Rollback [0-9a-f]{16} (?:of apply|of apply .*? done:).*?)(?:\s+\[airflow|$)", line)
+        step = re.search(r"^\s{2}([^\s\]|][^:]*: (?:re-create|restore|remove|unchanged).*?)(?:\s+\[airflow|$)", line)
+        found = found or step
+        if found and found.group(1) != last:
+            last = found.group(1)
+            said.append(f"  {last}" if step else last)
+    return said
+
+
 def main() -> int:
     home = Path(os.environ.get("AIRFLOW_HOME") or ROOT / ".airflow").resolve()
     tenant_url, tenant_key = os.environ.get("BLINK_BASE_URL"), os.environ.get("BLINK_API_KEY")
@@ -222,6 +284,7 @@ def main() -> int:
         reviewed = line >= (3, 3)
         unasked = {} if reviewed else {"review_policy": "never"}
         unrun = [] if reviewed or line < (3, 1) else ["-c", json.dumps(unasked)]
+        before = table_state(sandbox, ws_id, table) if sandbox is not None else None
         if ws_id and table:
             conf = json.dumps({"ws_id": ws_id, "table": table, "acknowledge_risks": not reviewed, **unasked})
             now = dt.datetime.now(dt.UTC).replace(microsecond=0)
@@ -237,6 +300,14 @@ def main() -> int:
                         log,
                     )
                 for line in migration_summary(log, per_field=number == 1):
+                    say(f"    {line}")
+            if sandbox is not None:  # the apply undone, then applied again (its backup, a reviewed rollback)
+                rollback(sandbox, (ws_id, table), before, env, logs, reviewed, unasked)
+                again = [*airflow, "dags", "test", MIGRATION, dt.datetime.now(dt.UTC).isoformat(), "-c", conf]
+                log = logs / f"{MIGRATION}-3.log"
+                with approving(reviewed):
+                    run(f"Schema migration of {ws_id}/{table} again, after the rollback ({MIGRATION})", again, env, log)
+                for line in migration_summary(log, per_field=False)[-1:]:
                     say(f"    {line}")
         else:
             say(f"- Skipping {MIGRATION}: set BLINK_WS_ID and BLINK_TABLE to migrate a table of your tenant")

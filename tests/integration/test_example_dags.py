@@ -88,6 +88,12 @@ EXPECTED = {
         "schedule": "None",
         "params": ["acknowledge_risks", "review_policy", "schema_file", "table", "ws_id"],
     },
+    "blink_table_rollback.py": {
+        "dag_id": "blink_table_rollback",
+        "tasks": {"rollback": "RollbackTableOperator"},
+        "schedule": "None",
+        "params": ["acknowledge_risks", "apply", "review_policy", "table", "ws_id"],
+    },
     "blink_connection_types_nightly_sync.py": {
         "dag_id": "blink_connection_types_nightly_sync",
         "tasks": {"snapshot": "ConnectionTypesToXComOperator", "diff": "_PythonDecoratedOperator"},

@@ -100,7 +100,14 @@ def _defined(plan: SchemaPlan) -> list[FieldPlan]:
     return [row for row in plan.fields if row.action in kept]
 
 
-def save_backup(hook: BlinkHook, plan: SchemaPlan, record_location: str, held: list[TableField]) -> Backup:
+def save_backup(
+    hook: BlinkHook,
+    plan: SchemaPlan,
+    record_location: str,
+    held: list[TableField],
+    *,
+    prior: Mapping[str, Any] | None = None,
+) -> Backup:
     """
     Write the backup of ``plan``'s apply, read it back, and return it (or keep the one a first try wrote).
 
@@ -110,6 +117,9 @@ def save_backup(hook: BlinkHook, plan: SchemaPlan, record_location: str, held: l
     the fields the apply adds (``adds``, a retype's new field among them).
 
     :param held: the table's fields, as the plan read them.
+    :param prior: the table's record before this apply (its fields, names, table name, approval; None: there was
+        none), and ``declared``, each field's declared name by Blink's name (a rollback notes re-created fields' new
+        names under it, so the declaration finds them again).
 
     :raises BlinkConfigurationError: the backup cannot be written, or does not read back whole: nothing was sent.
     """
@@ -139,6 +149,8 @@ def save_backup(hook: BlinkHook, plan: SchemaPlan, record_location: str, held: l
         },
         "adds": [row.body.display_name for row in adding if row.body is not None and row.body.display_name],
         "valued": valued,
+        "record": dict(prior) if prior is not None else None,
+        "declared": {row.name_in_blink: row.field for row in plan.fields},
     }
     backup = write_backup(hook, location, header)
     hook.log.info("Plan %s: %s (read back whole)", plan.fingerprint, backup.said())

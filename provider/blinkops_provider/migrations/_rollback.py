@@ -37,7 +37,7 @@ from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._apply import table_lock
 from blinkops_provider.migrations._backup import FORMAT, Backup, backup_rows, backups_of, read_backup, write_backup
 from blinkops_provider.migrations._data_steps import COPY_PASSES, in_turn
-from blinkops_provider.migrations._lock import Holder, record_location
+from blinkops_provider.migrations._lock import Holder, SchemaRecord, record_location
 from blinkops_provider.migrations._matching import differing_members, field_update_of, without_checks
 from blinkops_provider.migrations._plan_types import digest
 from blinkops_provider.migrations._rows import empty
@@ -365,7 +365,7 @@ def _planned(hook: BlinkHook, request: RollbackRequest, backup: Backup, live: li
         )
         for held in removed
     ]
-    steps = [_settled(step) for step in steps]
+    steps = [_settled(step, by_name) for step in steps]
     seen = [
         held.to_json_dict()
         for held in live
@@ -381,9 +381,16 @@ def _planned(hook: BlinkHook, request: RollbackRequest, backup: Backup, live: li
     )
 
 
-def _settled(step: RollbackStep) -> RollbackStep:
-    """Return a ``restore`` step with nothing to put back as ``unchanged``."""
+def _settled(step: RollbackStep, by_name: Mapping[str, TableField]) -> RollbackStep:
+    """
+    Return a step with nothing left to do as ``unchanged``.
+
+    A ``restore`` with nothing to put back; a ``recreate`` whose field Blink holds as saved, every row restored.
+    """
     if step.action == "restore" and not step.members and not step.restore:
+        return dataclasses.replace(step, action="unchanged", body=None)
+    held = by_name.get(step.name) if step.action == "recreate" and step.name else None
+    if held is not None and not step.restore and not differing_members(step.body or {}, _body(held.to_json_dict())):
         return dataclasses.replace(step, action="unchanged", body=None)
     return step
 
@@ -555,6 +562,8 @@ class _Rollback:
     def run(self) -> RollbackResult:
         if not self.plan.has_changes:
             self.hook.log.info("Rollback %s: nothing to put back", self.plan.fingerprint)
+            self.result.names = {step.saved: step.name for step in self.plan.steps if step.name and step.saved}
+            self._record({saved: name for saved, name in self.result.names.items() if saved != name})
             return self.result
         self.result.backup = self._own_backup()
         names = self._fields_back()
@@ -570,6 +579,7 @@ class _Rollback:
                 self.hook.update_table_field(
                     self.ws_id, self.table, names[step.saved], field_update_of(step.body or {})
                 )
+        self._record(names)
         self.hook.log.info(
             "Rollback %s of apply %s done: %s re-created, %s row(s) restored; its own backup at %s",
             self.plan.fingerprint,
@@ -591,6 +601,34 @@ class _Rollback:
             if step.action == "restore" and step.members:
                 self.hook.update_table_field(self.ws_id, self.table, step.name, field_update_of(step.body or {}))
         return names
+
+    def _record(self, names: Mapping[str, str]) -> None:
+        """
+        Put the table's record back as it was before the apply, noting the re-created fields' names.
+
+        The record is what the next plan matches the declaration with: each re-created field's new name is noted under
+        the field's declared name (so ``Risk`` finds ``risk``, not the retype's removed field), the names of the
+        fields the apply added are dropped, and who let the rollback through is noted as the record's approval.
+        """
+        header = self.plan.backup.header
+        prior: Mapping[str, Any] = header.get("record") or {}
+        declared: Mapping[str, str] = header.get("declared") or {}
+        noted = {str(k): str(v) for k, v in (prior.get("names") or {}).items()}
+        for saved, name in names.items():
+            key = str(declared.get(saved, saved))
+            if name != key:
+                noted[key] = name
+            else:
+                noted.pop(key, None)
+        record = SchemaRecord(self.plan.record, blink=self.hook.base_url, ws_id=self.ws_id, table=self.table)
+        record.write(
+            dict(prior.get("fields") or {}),
+            now=self.hook.clock.now(),
+            names=noted,
+            table_name=prior.get("table_name"),
+            approval=self._approval(),
+            backup=self.result.backup,
+        )
 
     def _own_backup(self) -> str:
         """Save what the rollback removes and changes, as an apply does (a rollback of the rollback reads it)."""

@@ -223,7 +223,15 @@ class Steps:
                 f"plan {self.plan.fingerprint} destroys values (Blink has no undo) and there is no record_path to save "
                 "them beside first: give record_path (a folder or object storage); nothing was sent"
             )
-        return save_backup(self.hook, self.plan, self.record.location, self._held())
+        prior = None
+        if self.record.found:  # the record as it was before this apply: a rollback puts it back
+            prior = {
+                "fields": dict(self.recorded),
+                "names": dict(self.record.names),
+                "table_name": self.record.table_name,
+                "approval": dict(self.record.approval),
+            }
+        return save_backup(self.hook, self.plan, self.record.location, self._held(), prior=prior)
 
     def _held(self) -> list[TableField]:
         """Return the table's fields as the plan read them, or (a plan made against the record) as the record holds."""

@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +43,8 @@ def test_rollback_plans_then_puts_the_example_migration_back(
     declared = json.loads(EXAMPLE.read_text())
     before = table_state(hook)
     applied = apply_schema(hook, "ws-demo", "Incidents", declared, record_path=records, acknowledge_risks=True)
-    assert table_state(hook) != before
+    after_apply = table_state(hook)
+    assert after_apply != before
     args = ["rollback", "ws-demo", "Incidents", "--record-path", records]
     sent = len(writes_of(blink_sandbox))
     assert main([*args, "--detailed-exitcode"]) == 2
@@ -56,7 +59,7 @@ def test_rollback_plans_then_puts_the_example_migration_back(
     assert "Rolled back: 210 row(s) restored; re-created 'Risk' as 'risk', 'Affected hosts' as 'affected_hosts'" in said
     assert table_state(hook) == before
     again = apply_schema(hook, "ws-demo", "Incidents", declared, record_path=records, acknowledge_risks=True)
-    assert not again.failed
+    assert not again.failed and table_state(hook) == after_apply  # the same declaration does the same again
     unchanged = plan_schema(hook, "ws-demo", "Incidents", declared, record_path=records)
     assert not unchanged.has_changes or {row.action for row in unchanged.fields} <= {"unchanged"}
 
@@ -75,3 +78,43 @@ def test_rollback_without_a_backup_or_with_a_stale_approval_says_why_in_one_line
     err = capsys.readouterr().err
     assert err.startswith("blink-schema: ") and "not what would be done now" in err and len(err.splitlines()) == 1
     assert len(writes_of(blink_sandbox)) == sent
+
+
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "undo.md"
+
+
+def page_blocks(kind: str) -> list[str]:
+    """The page's fenced blocks of ``kind`` (``console``, ``python``), as written."""
+    return re.findall(rf"```{kind}\n(.*?)```", PAGE.read_text(), flags=re.S)
+
+
+def shown(line: str) -> re.Pattern[str]:
+    """A line of the page's output as a pattern: each ``<placeholder>`` stands for what differs per run."""
+    return re.compile(".+?".join(re.escape(part) for part in re.split(r"<[a-z ]+>", line)))
+
+
+def test_the_undo_pages_examples_run_as_written(
+    blink_sandbox: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the page's record_path is records/
+    declared = json.loads(EXAMPLE.read_text())
+    before = table_state(BlinkHook())
+    apply_schema(BlinkHook(), "ws-demo", "Incidents", declared, record_path="records/", acknowledge_risks=True)
+    capsys.readouterr()
+    fingerprint = ""
+    for block in page_blocks("console"):
+        for command, *output in [part.splitlines() for part in re.split(r"^\$ ", block, flags=re.M) if part]:
+            argv = shlex.split(command.replace("<fingerprint>", fingerprint))[1:]
+            status = main(argv)
+            printed = capsys.readouterr().out
+            assert status == (2 if "--detailed-exitcode" in argv else 0), printed
+            for line in output:
+                assert shown(line).search(printed), f"{line!r} not in the output of {command!r}:\n{printed}"
+            if "--detailed-exitcode" in argv:
+                main([*argv, "--format", "json"])
+                fingerprint = json.loads(capsys.readouterr().out)["fingerprint"]
+    assert table_state(BlinkHook()) == before  # the page's --apply-now rolled the apply back
+    apply_schema(BlinkHook(), "ws-demo", "Incidents", declared, record_path="records/", acknowledge_risks=True)
+    (python,) = page_blocks("python")
+    exec(compile(python, str(PAGE), "exec"), {})  # the page's own example, run as a reader would
+    assert table_state(BlinkHook()) == before

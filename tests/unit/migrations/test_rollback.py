@@ -71,12 +71,13 @@ def test_each_change_applied_then_rolled_back_leaves_the_table_as_it_was(
         fake = blink(m)
         before = state(fake)
         apply_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/", acknowledge_risks=True)
-        assert state(fake) != before
+        applied = state(fake)
+        assert applied != before
         done = rollback(hook, request(tmp_path, acknowledge_risks=True))
         assert state(fake) == before
         assert Path(done.backup).exists()  # the rollback's own backup, so it can be rolled back too
         again = apply_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/", acknowledge_risks=True)
-        assert not again.failed
+        assert not again.failed and state(fake) == applied  # the same declaration does the same again
         after = plan_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/")
     assert {row.action for row in after.fields} == {"unchanged"}
 
@@ -238,3 +239,18 @@ def test_a_worker_killed_mid_rollback_then_a_retry_restores_every_row_once_into_
     assert sorted(row[score["name"]] for row in rows) == sorted(f"s{n}" for n in range(1500))  # none lost
     writes = Counter(record_puts(blink_sandbox))
     assert 600 <= first < 1500 and len(writes) == 1500 and set(writes.values()) == {1}  # each row written once
+
+
+@pytest.mark.parametrize("declared", [CHANGES["a removal"], CHANGES["a retype with copy"]], ids=["removal", "retype"])
+def test_a_second_rollback_finds_nothing_to_put_back_and_sends_no_write(
+    hook: Any, tmp_path: Path, declared: list[dict[str, Any]]
+) -> None:
+    with rm.Mocker() as m:
+        blink(m)
+        apply_schema(hook, "ws-1", "T", declared, record_path=f"{tmp_path}/", acknowledge_risks=True)
+        rollback(hook, request(tmp_path, acknowledge_risks=True))
+        writes = len([c for c in m.request_history if c.method != "GET"])
+        planned = plan_rollback(hook, request(tmp_path))
+        rollback(hook, request(tmp_path, acknowledge_risks=True))
+        assert len([c for c in m.request_history if c.method != "GET"]) == writes
+    assert not planned.has_changes and {step.action for step in planned.steps} == {"unchanged"}
