@@ -57,6 +57,8 @@ COMPAT = frozenset(
         "test_lock.py",
         "test_apply.py",
         "test_main.py",
+        "test_backup.py",
+        "test_rollback.py",
     }
 )
 """The test modules that depend on Airflow's version (the operators, the hook and its transport, the

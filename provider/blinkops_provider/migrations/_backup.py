@@ -223,7 +223,7 @@ def read_backup(location: str) -> Backup:
         raise BlinkConfigurationError(f"the backup at {location} is missing")
     digest, count, header, trailer = hashlib.sha256(), 0, None, None
     with target.open("rb") as lines:
-        for number, line in enumerate(lines, start=1):
+        for number, line in enumerate(iter(lines.readline, b""), start=1):  # (2.11 wraps a remote file: no iteration)
             if trailer is not None:
                 raise BlinkConfigurationError(f"the backup at {location} is corrupt: line {number} follows its trailer")
             value = _parsed(line, location, number)
@@ -275,7 +275,7 @@ def backup_rows(backup: Backup) -> Iterator[dict[str, Any]]:
     target = storage_path(backup.location, "the backup", BlinkConfigurationError)
     digest = hashlib.sha256()
     with target.open("rb") as lines:
-        for number, line in enumerate(lines, start=1):
+        for number, line in enumerate(iter(lines.readline, b""), start=1):  # (2.11 wraps a remote file: no iteration)
             value = _parsed(line, backup.location, number)
             if number > 1 and set(value) == {"rows", "sha256"}:
                 break

@@ -254,3 +254,18 @@ def test_a_second_rollback_finds_nothing_to_put_back_and_sends_no_write(
         rollback(hook, request(tmp_path, acknowledge_risks=True))
         assert len([c for c in m.request_history if c.method != "GET"]) == writes
     assert not planned.has_changes and {step.action for step in planned.steps} == {"unchanged"}
+
+
+def test_in_object_storage_a_removal_is_rolled_back_and_both_backups_listed(hook: Any, bucket: tuple[Any, str]) -> None:
+    from blinkops_provider.migrations import list_backups, record_location
+
+    records = f"s3://aws_default@{bucket[1]}/records/"
+    with rm.Mocker(real_http=True) as m:
+        fake = blink(m)
+        before = state(fake)
+        applied = apply_schema(hook, "ws-1", "T", CHANGES["a removal"], record_path=records, acknowledge_risks=True)
+        done = rollback(hook, RollbackRequest("ws-1", "T", records))
+    assert state(fake) == before
+    listed = list_backups(record_location(records, "ws-1", "T"))
+    assert sorted(one.location for one in listed) == sorted([applied.backup, done.backup])
+    assert all(one.size > 0 and not one.damaged for one in listed)
