@@ -4,7 +4,8 @@ Ends with the side-by-side runs over a latency-injecting proxy: ``catalogue_sync
 provider against a raw requests loop and HttpOperator) and ``field_updates.py`` (the batch
 operator against one-by-one updates), then ``lock_handover.py`` (how soon a waiting apply
 takes a released lock, beside the hold) and ``data_copy.py`` (a count from Blink's total beside a
-walk, a retype's copy beside one row at a time, its time per row and memory as rows grow).
+walk, a retype's copy beside one row at a time, its time per row and memory as rows grow), then ``undo.py`` (an
+apply's backup beside one walk of the rows, its memory, a rollback's restore beside one row at a time).
 
     python benchmarks/run.py            # full run (100,000 connection types)
     python benchmarks/run.py --smoke    # a quick run for CI
@@ -186,6 +187,7 @@ def main() -> int:
         ("field_updates.py", "Batch field updates side by side"),
         ("lock_handover.py", "A table lock's handover to a waiting apply"),
         ("data_copy.py", "Data migrations: counts, a retype's copy, scaling and memory"),
+        ("undo.py", "Undo: the backup beside a walk, its memory, a restore beside one row at a time"),
         ("schema_cli.py", "blink-schema in CI: validate and plan"),
         ("apply_profile.py", "How far one apply reaches into the provider"),
     ):

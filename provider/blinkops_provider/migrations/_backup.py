@@ -62,7 +62,7 @@ class Backup:
     saved_at: str = ""
     """When it was written (ISO 8601)."""
     header: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    """Its first line: what a rollback reads besides the rows (see :func:`save_backup`)."""
+    """Its first line: what a rollback reads besides the rows (the fields' definitions, the bodies sent, the adds)."""
     size: int = 0
     """Its size in bytes (as :func:`list_backups` reads it; 0 otherwise)."""
     damaged: str = ""
@@ -212,6 +212,10 @@ def _line(value: Mapping[str, Any]) -> bytes:
     return (json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True) + "\n").encode()
 
 
+ROW, TRAILER = b'{"id":', b'{"rows":'
+"""How a row's line and the trailer begin (their keys sorted): a read-back tells them apart without parsing a row."""
+
+
 def read_backup(location: str) -> Backup:
     """
     Return the backup at ``location``, read whole: its rows counted and its digest checked against its trailer.
@@ -226,18 +230,20 @@ def read_backup(location: str) -> Backup:
         for number, line in enumerate(iter(lines.readline, b""), start=1):  # (2.11 wraps a remote file: no iteration)
             if trailer is not None:
                 raise BlinkConfigurationError(f"the backup at {location} is corrupt: line {number} follows its trailer")
-            value = _parsed(line, location, number)
-            if number == 1:
+            if number == 1 or line.startswith(TRAILER):
+                value = _parsed(line, location, number)
+                if number > 1:
+                    trailer = value
+                    continue
                 header = value
-            elif set(value) == {"rows", "sha256"}:
-                trailer = value
-                continue
+            elif not line.startswith(ROW) or not line.endswith(b"\n"):
+                raise BlinkConfigurationError(f"the backup at {location} is corrupt or truncated at line {number}")
             else:
-                count += 1
+                count += 1  # (a row is parsed when it is used: its digest is checked here)
             digest.update(line)
     if header is None or header.get("format") != FORMAT:
         raise BlinkConfigurationError(f"the backup at {location} is corrupt: it does not begin with a {FORMAT} header")
-    if trailer is None:
+    if trailer is None or set(trailer) != {"rows", "sha256"}:
         raise BlinkConfigurationError(f"the backup at {location} is truncated: it has no trailer after {count} row(s)")
     if trailer["rows"] != count or trailer["sha256"] != digest.hexdigest():
         raise BlinkConfigurationError(
