@@ -23,7 +23,9 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError
@@ -183,21 +185,35 @@ def write_backup(hook: BlinkHook, location: str, header: Mapping[str, Any]) -> B
 
 
 def _rows(hook: BlinkHook, ws_id: str, table: str, valued: list[str]) -> Iterator[dict[str, Any]]:
-    """Every row's values of the ``valued`` fields, in Blink's order of ids, one page at a time."""
+    """
+    Every row's values of the ``valued`` fields, in Blink's order of ids, one page at a time.
+
+    The next page is read (on a thread of its own) while this one is written, so the backup takes one walk's time, not
+    a walk's and the writing's; two pages are held at most.
+    """
     if not valued:
         return
-    for record in hook.iter_records(ws_id, table, page_size=PAGE_SIZE):
-        yield {"id": record.get("id"), "values": {name: record.get(name) for name in valued}}
+    records = hook.iter_records(ws_id, table, page_size=PAGE_SIZE)
+    with ThreadPoolExecutor(1, thread_name_prefix="blink-backup-read") as reader:
+        ahead = reader.submit(_page, records)
+        while page := ahead.result():
+            ahead = reader.submit(_page, records)  # (the walk is advanced by this one thread, a page at a time)
+            for record in page:
+                yield {"id": record.get("id"), "values": {name: record.get(name) for name in valued}}
+
+
+def _page(records: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
+    return list(islice(records, PAGE_SIZE))
 
 
 def _write(out: Any, header: Mapping[str, Any], rows: Iterable[Mapping[str, Any]]) -> tuple[int, str]:
     """Write the backup's lines; return its rows and digest."""
-    digest, count = hashlib.sha256(), 0
-    for line in _lines(header, rows):
-        digest.update(line)
-        out.write(line)
-        count += 1
-    count -= 1  # (the header)
+    digest, count, lines = hashlib.sha256(), -1, _lines(header, rows)  # (-1: the header is no row)
+    while chunk := list(islice(lines, PAGE_SIZE)):  # one write per page of lines
+        text = b"".join(chunk)
+        digest.update(text)
+        out.write(text)
+        count += len(chunk)
     out.write(_line({"rows": count, "sha256": digest.hexdigest()}))
     return count, digest.hexdigest()
 
@@ -208,8 +224,12 @@ def _lines(header: Mapping[str, Any], rows: Iterable[Mapping[str, Any]]) -> Iter
         yield _line(row)
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
+"""One encoder for every line (``json.dumps`` with options makes a new one per call: a third of a backup's time)."""
+
+
 def _line(value: Mapping[str, Any]) -> bytes:
-    return (json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True) + "\n").encode()
+    return (_ENCODE(value) + "\n").encode()
 
 
 ROW, TRAILER = b'{"id":', b'{"rows":'
