@@ -32,6 +32,7 @@ from tests.ui.test_connection_form import button, press, waiting
 pytestmark = pytest.mark.ui
 
 DAG_ID = "blink_table_schema_migration"
+ROLLBACK_ID = "blink_table_rollback"
 
 
 def waiting_review(ui: AirflowUI, run: subprocess.Popen[bytes], log: Path, dag_id: str = DAG_ID) -> dict[str, Any]:
@@ -188,6 +189,33 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
     browser.get(f"{airflow_ui.url}/dags/{DAG_ID}/runs/{run_id}")
     waiting(browser).until(lambda driver: "failed" in driver.page_source.lower(), "the run is not shown as failed")
     browser.save_screenshot(str(SHOTS / "plan-rejected.png"))
+
+    # 5. The newest apply (run 3's: an option dropped) rolled back from the UI (#74): the rollback example asks,
+    #    showing its plan; the browser approves; the option and the rows' values are back.
+    shutil.copy(EXAMPLE_DAGS / f"{ROLLBACK_ID}.py", dags / f"{ROLLBACK_ID}.py")
+    log = tmp_path / "rollback.log"
+    with log.open("wb") as out:
+        arguments = json.dumps({"ws_id": "ws-demo", "table": "Incidents"})
+        command = [sys.executable, "-m", "airflow", "dags", "test", ROLLBACK_ID, "-c", arguments]
+        run = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        review = waiting_review(airflow_ui, run, log, dag_id=ROLLBACK_ID)
+        assert "Severity: restore: put back attributes.options" in review["body"], review["body"]
+        ti = review["task_instance"]
+        browser.get(f"{airflow_ui.url}/dags/{ROLLBACK_ID}/runs/{ti['dag_run_id']}/tasks/rollback/required_actions")
+        button(browser, "Approve")
+        waiting(browser).until(lambda driver: "Rollback" in driver.page_source, "the rollback's plan is not shown")
+        browser.save_screenshot(str(SHOTS / "rollback-review.png"))
+        press(browser, "Approve")
+        assert run.wait(timeout=180) == 0, log.read_text()[-3000:]
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    (held,) = [f for f in sandbox.store.fields("ws-demo", "Incidents") if f["name"] == "Severity"]
+    assert removed in held["attributes"]["options"], held
+    rows = sandbox.store.find_records("ws-demo", "Incidents", json.dumps({"limit": 1000}))["results"]
+    assert sum(row.get("Severity") == removed for row in rows) == used
 
     # The table's asset, made by the event the apply emitted through its alias: the asset graph.
     uri = f"blink://{asset_host(sandbox.base_url)}/ws-demo/Incidents"
