@@ -17,19 +17,19 @@ provider's own pacing, not a server's.
 from __future__ import annotations
 
 import argparse
-import json
+import datetime as dt
 import logging
 import os
 import sys
 import tempfile
-import threading
 import time
 import tracemalloc
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="blink-bench-"))
+
+import data_copy  # (benchmarks/, run as a script: its folder is on the path)
 
 from blinkops_provider.hooks._batch import workers
 from blinkops_provider.migrations import RollbackPlan, RollbackRequest
@@ -38,40 +38,11 @@ from blinkops_provider.migrations._rollback import _Rollback
 from blinkops_provider.utils.inputs import DEFAULT_UPDATE_CONCURRENCY
 
 
-class LatentBlink:
-    """Rows behind a hook's record calls, each call waiting ``delay`` seconds; the rows kept as JSON text."""
+class LatentBlink(data_copy.LatentBlink):
+    """The copy benchmark's rows behind a hook's record calls (each call waiting the round trip), with a clock."""
 
-    def __init__(self, rows: int, delay: float) -> None:
-        self.rows = {f"r{n:07d}": json.dumps({"id": f"r{n:07d}", "Score": f"s{n}"}) for n in range(rows)}
-        self.order = list(self.rows)
-        self.delay = delay
-        self.calls = 0
-        self.lock = threading.Lock()
-        self.log = logging.getLogger("bench")
-
-    @property
-    def clock(self) -> Any:
-        return type("Clock", (), {"now": staticmethod(lambda: __import__("datetime").datetime.now())})()
-
-    def _trip(self) -> None:
-        with self.lock:
-            self.calls += 1
-        if self.delay:
-            time.sleep(self.delay)
-
-    def iter_records(self, ws_id: str, table: str, *, page_size: int = 500) -> Iterator[dict[str, Any]]:
-        for start in range(0, len(self.order), page_size):
-            self._trip()
-            yield from (json.loads(self.rows[key]) for key in self.order[start : start + page_size])
-
-    def get_record(self, ws_id: str, table: str, record_id: str) -> dict[str, Any]:
-        self._trip()
-        return dict(json.loads(self.rows[record_id]))
-
-    def update_record(self, ws_id: str, table: str, record_id: str, record: dict[str, Any]) -> dict[str, Any]:
-        self._trip()
-        self.rows[record_id] = json.dumps(record)
-        return {}
+    class clock:
+        now = staticmethod(dt.datetime.now)
 
 
 def header() -> dict[str, Any]:

@@ -220,14 +220,17 @@ def table_state(sandbox: Any, ws_id: str, table: str) -> tuple[list[Any], dict[s
 
 def rollback_summary(log: Path) -> list[str]:
     """The rollback's account of itself, from its log: its plan's summary line and steps, and what it did."""
-    said, last = [], None
+    said: list[str] = []
+    seen: set[str] = (
+        set()
+    )  # (Airflow 2.11's `dags test` prints each line twice; the plan is logged before and under the lock)
     for line in log.read_text(errors="replace").splitlines():
         found = re.search(r"(Rollback [0-9a-f]{16} (?:of apply|of apply .*? done:).*?)(?:\s+\[airflow|$)", line)
         step = re.search(r"^\s{2}([^\s\]|][^:]*: (?:re-create|restore|remove|unchanged).*?)(?:\s+\[airflow|$)", line)
         found = found or step
-        if found and found.group(1) != last:
-            last = found.group(1)
-            said.append(f"  {last}" if step else last)
+        if found and found.group(1) not in seen:
+            seen.add(found.group(1))
+            said.append(f"  {found.group(1)}" if step else found.group(1))
     return said
 
 

@@ -82,3 +82,55 @@ def await_answer(
         task.defer(trigger=trigger, method_name=method_name, kwargs=kwargs)
         raise AssertionError("BaseOperator.defer raises TaskDeferred") from None
     raise TaskAwaitingInput(method_name=method_name, kwargs=kwargs, timeout=timeout)
+
+
+def ask_and_wait(
+    task: Any,
+    context: Any,
+    *,
+    subject: str,
+    body: str,
+    assigned_users: Sequence[Mapping[str, Any]],
+    notifiers: Sequence[Any],
+    timeout: timedelta | None,
+    shown: str,
+) -> NoReturn:
+    """
+    Ask a person to Approve or Reject (:func:`ask_review`), tell the ``notifiers``, and wait (:func:`await_answer`).
+
+    Airflow then resumes the task at ``task.execute_complete(context, event, shown=shown)``: ``shown`` is what the
+    person was shown (a plan's fingerprint), which the task checks the answer against.
+    """
+    from blinkops_provider.utils.states import Decision
+
+    ti_id = context["task_instance"].id
+    options = [Decision.APPROVE, Decision.REJECT]
+    ask_review(ti_id=ti_id, subject=subject, body=body, options=options, assigned_users=assigned_users)
+    for notifier in notifiers:
+        notifier(context)
+    await_answer(
+        task, ti_id=ti_id, options=options, timeout=timeout, method_name="execute_complete", kwargs={"shown": shown}
+    )
+
+
+def approval_or_fail(event: Any, assigned_users: Sequence[Mapping[str, Any]], what: str, unsent: str) -> dict[str, str]:
+    """
+    Return who approved ``what`` and when, from Airflow's record of the answer the task was resumed with.
+
+    :param unsent: what the task says it did not do (``nothing was applied``).
+    :raises AirflowFailException: the review was not answered (a timeout), a Reject, no person's answer, or an answer
+        from someone not among ``assigned_users``: no retry helps.
+    """
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    from blinkops_provider.exceptions import BlinkInputError
+    from blinkops_provider.operators._answer import approval_from_record
+    from blinkops_provider.utils.text import one_line
+
+    if isinstance(event, Mapping) and "error" in event:
+        why = one_line(str(event.get("error")))
+        raise AirflowFailException(f"the review of {what} was not answered ({why}): {unsent}")
+    try:  # the answer as Airflow recorded it and handed it to this task on resuming it
+        return approval_from_record(event, assigned_users, what)
+    except BlinkInputError as err:  # a Reject, no answer, or someone not assigned
+        raise AirflowFailException(str(err)) from None

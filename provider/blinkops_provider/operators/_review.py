@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.common.compat.sdk import AirflowFailException, AirflowSkipException
 from airflow.providers.standard.operators.hitl import ApprovalOperator
 
-from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations import (
     apply,
     check_review_policy,
@@ -35,8 +34,8 @@ from blinkops_provider.migrations import (
     plan_xcom,
     review_needed,
 )
-from blinkops_provider.operators._answer import approval_from_record, chosen, rejection
-from blinkops_provider.operators._hitl import ask_review, await_answer
+from blinkops_provider.operators._answer import chosen, rejection
+from blinkops_provider.operators._hitl import approval_or_fail, ask_and_wait
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
 from blinkops_provider.utils.inputs import rendered_flag
 from blinkops_provider.utils.states import REMOVING, Decision
@@ -203,26 +202,16 @@ class ReviewedApply(UpdateTableFieldsOperator):
 
         Airflow 3.3 parks the task awaiting input; 3.1 and 3.2 defer to the answer's trigger.
         """
-        ti_id = context["task_instance"].id
         what = "the removals of " if self.removals_only else ""
-        options = [Decision.APPROVE, Decision.REJECT]
-        ask_review(
-            ti_id=ti_id,
+        ask_and_wait(
+            self,
+            context,
             subject=f"Apply {what}{_what(plan)}?",
             body=_plan_body(plan, acknowledged),
-            options=options,
             assigned_users=self.assigned_users,
-        )
-        for notifier in self.notifiers:
-            notifier(context)
-        shown = {"shown": str(plan.get("fingerprint"))}
-        await_answer(
-            self,
-            ti_id=ti_id,
-            options=options,
+            notifiers=self.notifiers,
             timeout=self.response_timeout,
-            method_name="execute_complete",
-            kwargs=shown,
+            shown=str(plan.get("fingerprint")),
         )
 
     def execute_complete(self, context: Context, event: dict[str, Any], shown: str = "") -> Any:
@@ -234,13 +223,7 @@ class ReviewedApply(UpdateTableFieldsOperator):
         """
         what = f"plan {one_line(shown)} of {one_line(f'{self.ws_id}/{self.table}')}"
         self.keep_table_page(context, self.ws_id, self.table)  # (a resumed task's XComs may be new)
-        if isinstance(event, Mapping) and "error" in event:
-            why = one_line(str(event.get("error")))
-            raise AirflowFailException(f"the review of {what} was not answered ({why}): nothing was applied")
-        try:  # the answer as Airflow recorded it and handed it to this task on resuming it
-            approval = approval_from_record(event, self.assigned_users, what)
-        except BlinkInputError as err:  # a Reject, no answer, or someone not assigned: no retry helps
-            raise AirflowFailException(str(err)) from None
+        approval = approval_or_fail(event, self.assigned_users, what, "nothing was applied")
         request = dataclasses.replace(self._request(context), approved=shown, approval=approval)
         with self._reported(context, request) as outcome:
             outcome.result = apply(self.hook, request)

@@ -14,15 +14,10 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.providers.common.compat.sdk import AirflowFailException
-
-from blinkops_provider.exceptions import BlinkInputError
 from blinkops_provider.migrations import RollbackPlan, RollbackRequest, check_review_policy, plan_rollback, rollback
-from blinkops_provider.operators._answer import approval_from_record
 from blinkops_provider.operators._base import BaseBlinkOperator
 from blinkops_provider.operators._hitl import review_step_available
 from blinkops_provider.utils.inputs import rendered_flag
-from blinkops_provider.utils.states import Decision
 from blinkops_provider.utils.text import one_line
 
 if TYPE_CHECKING:
@@ -129,48 +124,35 @@ class RollbackTableOperator(BaseBlinkOperator):
         request = self._request()
         self.keep_table_page(context, self.ws_id, self.table)
         planned = plan_rollback(self.hook, request)
-        self.log.info("%s", planned.text())
         shown = planned.to_xcom()
         context["ti"].xcom_push(key="plan", value=shown)
         if not (review_step_available() and review_asked(planned, policy, request.acknowledge_risks)):
-            return rollback(self.hook, request).to_xcom()
+            return rollback(self.hook, request).to_xcom()  # (it logs its plan, made again under the table's lock)
+        self.log.info("Asking for a review in Required Actions (review policy %r) of:\n%s", policy, planned.text())
         self._ask(context, shown)
         return None  # (not reached: the task waits for the answer)
 
     def _ask(self, context: Context, shown: Mapping[str, Any]) -> None:
         """Ask a person in Required Actions, showing the plan, and wait for the answer (``_hitl``)."""
-        from blinkops_provider.operators._hitl import ask_review, await_answer
+        from blinkops_provider.operators._hitl import ask_and_wait
 
-        ti_id = context["task_instance"].id
-        options = [Decision.APPROVE, Decision.REJECT]
-        body = f"**Rollback `{shown['fingerprint']}`** for {one_line(f'{self.ws_id}/{self.table}')}\n\n{shown['text']}"
-        ask_review(
-            ti_id=ti_id,
-            subject=f"Roll back apply {shown['apply']} of {one_line(f'{self.ws_id}/{self.table}')}?",
-            body=f"{body}\n\n{ENDING}",
-            options=options,
-            assigned_users=self.assigned_users,
-        )
-        for notifier in self.notifiers:
-            notifier(context)
-        await_answer(
+        table = one_line(f"{self.ws_id}/{self.table}")
+        ask_and_wait(
             self,
-            ti_id=ti_id,
-            options=options,
+            context,
+            subject=f"Roll back apply {shown['apply']} of {table}?",
+            body=f"**Rollback `{shown['fingerprint']}`** for {table}\n\n{shown['text']}\n\n{ENDING}",
+            assigned_users=self.assigned_users,
+            notifiers=self.notifiers,
             timeout=self.response_timeout,
-            method_name="execute_complete",
-            kwargs={"shown": str(shown["fingerprint"])},
+            shown=str(shown["fingerprint"]),
         )
 
     def execute_complete(self, context: Context, event: dict[str, Any], shown: str = "") -> Any:
         """Roll back the plan shown on a person's Approve, or fail: Airflow resumed the task with its record of it."""
+        from blinkops_provider.operators._hitl import approval_or_fail
+
         what = f"rollback {one_line(shown)} of {one_line(f'{self.ws_id}/{self.table}')}"
-        if isinstance(event, Mapping) and "error" in event:
-            why = one_line(str(event.get("error")))
-            raise AirflowFailException(f"the review of {what} was not answered ({why}): nothing was sent")
-        try:
-            approval = approval_from_record(event, self.assigned_users, what)
-        except BlinkInputError as err:  # a Reject, no answer, or someone not assigned: no retry helps
-            raise AirflowFailException(str(err)) from None
+        approval = approval_or_fail(event, self.assigned_users, what, "nothing was sent")
         request = dataclasses.replace(self._request(), approved=shown, approval=approval)
         return rollback(self.hook, request).to_xcom()

@@ -13,6 +13,7 @@ import requests_mock as rm
 from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputError, BlinkStalePlanError
 from blinkops_provider.migrations import RollbackRequest, apply_schema, plan_rollback, plan_schema, rollback
 from tests.fake_blink import FakeBlink, blink_field
+from tests.unit.migrations.test_steps import killed_midway, record_puts
 
 HELD = {
     "T": [
@@ -192,23 +193,9 @@ rollback(BlinkHook(), RollbackRequest("ws-demo", "Scores", sys.argv[1], max_conc
 """
 
 
-def record_puts(sandbox: Any) -> list[str]:
-    prefix = "/api/v1/workspace/ws-demo/table/Scores/"
-    return [
-        e["path"].removeprefix(prefix)
-        for e in sandbox.requests
-        if e["method"] == "PUT" and e["path"].startswith(prefix) and "/fields/" not in e["path"]
-    ]
-
-
 def test_a_worker_killed_mid_rollback_then_a_retry_restores_every_row_once_into_one_field(
     blink_sandbox: Any, tmp_path: Path
 ) -> None:
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
     from collections import Counter
 
     from blinkops_provider.hooks.blink import BlinkHook
@@ -222,14 +209,7 @@ def test_a_worker_killed_mid_rollback_then_a_retry_restores_every_row_once_into_
     apply_schema(BlinkHook(), "ws-demo", "Scores", [{"field": "Score", "remove": True}], record_path=record,
                  acknowledge_risks=True)  # fmt: skip
     blink_sandbox.set_faults(latency_ms=2)
-    worker = subprocess.Popen([sys.executable, "-c", KILLED_ROLLBACK, record], env=os.environ.copy())
-    deadline = time.monotonic() + 120
-    while len(record_puts(blink_sandbox)) < 600:  # bounded: the worker is mid-restore, or the test says why
-        assert worker.poll() is None, "the worker ended before the restore was half done"
-        assert time.monotonic() < deadline, f"only {len(record_puts(blink_sandbox))} rows restored in 120 s"
-        time.sleep(0.02)
-    worker.send_signal(signal.SIGKILL)
-    worker.wait(timeout=30)
+    killed_midway(blink_sandbox, KILLED_ROLLBACK, record)
     first = len(record_puts(blink_sandbox))
     blink_sandbox.clear_faults()
     done = rollback(BlinkHook(), RollbackRequest("ws-demo", "Scores", record))

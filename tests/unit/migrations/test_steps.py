@@ -134,16 +134,29 @@ def record_puts(sandbox: BlinkSandbox) -> list[str]:
     ]
 
 
-def test_a_worker_killed_mid_copy_then_a_retry_converts_every_row_once(
-    blink_sandbox: BlinkSandbox, tmp_path: Path
-) -> None:
-    """SIGKILL in the middle of a retype's copy (another process), then a retry here: every row
-    converted once, none lost, one new field, at most one page copied twice."""
+def killed_midway(sandbox: BlinkSandbox, script: str, record: str, rows: int = 600) -> None:
+    """Run ``script`` (given ``record``) in another process; SIGKILL it once Blink has taken ``rows`` row writes."""
     import os
     import signal
     import subprocess
     import sys
     import time
+
+    worker = subprocess.Popen([sys.executable, "-c", script, record], env=os.environ.copy())
+    deadline = time.monotonic() + 120
+    while len(record_puts(sandbox)) < rows:  # bounded: the worker is midway, or the test says why
+        assert worker.poll() is None, f"the worker ended before {rows} rows were written"
+        assert time.monotonic() < deadline, f"only {len(record_puts(sandbox))} rows written in 120 s"
+        time.sleep(0.02)
+    worker.send_signal(signal.SIGKILL)
+    worker.wait(timeout=30)
+
+
+def test_a_worker_killed_mid_copy_then_a_retry_converts_every_row_once(
+    blink_sandbox: BlinkSandbox, tmp_path: Path
+) -> None:
+    """SIGKILL in the middle of a retype's copy (another process), then a retry here: every row
+    converted once, none lost, one new field, at most one page copied twice."""
 
     fields = [{"field": "Name", "type": "text", "display_name": "Name"}]
     blink_sandbox.create_table(
@@ -153,14 +166,7 @@ def test_a_worker_killed_mid_copy_then_a_retry_converts_every_row_once(
     blink_sandbox.store.create_records("ws-demo", "Scores", rows, "seed")
     blink_sandbox.set_faults(latency_ms=2)
     record = f"{tmp_path}/"
-    worker = subprocess.Popen([sys.executable, "-c", KILLED_APPLY, record], env=os.environ.copy())
-    deadline = time.monotonic() + 120
-    while len(record_puts(blink_sandbox)) < 600:  # bounded: the worker is mid-copy, or the test says why
-        assert worker.poll() is None, "the worker ended before the copy was half done"
-        assert time.monotonic() < deadline, f"only {len(record_puts(blink_sandbox))} rows copied in 120 s"
-        time.sleep(0.02)
-    worker.send_signal(signal.SIGKILL)
-    worker.wait(timeout=30)
+    killed_midway(blink_sandbox, KILLED_APPLY, record)
     first = record_puts(blink_sandbox)
     blink_sandbox.clear_faults()
     declared = [{"field": "Score", "type": "number", "display_name": "Score", "type_change": "copy"}]
