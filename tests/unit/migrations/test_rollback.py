@@ -249,3 +249,49 @@ def test_in_object_storage_a_removal_is_rolled_back_and_both_backups_listed(hook
     listed = list_backups(record_location(records, "ws-1", "T"))
     assert sorted(one.location for one in listed) == sorted([applied.backup, done.backup])
     assert all(one.size > 0 and not one.damaged for one in listed)
+
+
+SANDBOX_FIELDS = [
+    {"field": "Name", "type": "text", "display_name": "Name", "attributes": {"required": True}},
+    {
+        "field": "Risk",
+        "type": "single-select",
+        "display_name": "Risk",
+        "description": "how bad",
+        "attributes": {"options": ["Low", "High"]},
+    },
+    {"field": "Notes", "type": "text", "display_name": "Notes"},
+    {"field": "Score", "type": "text", "display_name": "Score"},
+]
+
+
+def sandbox_state(hook: Any) -> tuple[list[Any], dict[Any, dict[str, Any]]]:
+    """The sandbox's table T as a person sees it: each field's definition, each row's values, by display name."""
+    fields = [f for f in hook.get_table_fields("ws-demo", "T") if not (f.attributes or {}).get("system")]
+    shown = {f.name: f.display_name for f in fields}
+    defined = sorted(repr((f.display_name, f.type, f.description or "", sorted((f.attributes or {}).items()))) for f in fields)  # fmt: skip
+    rows = {
+        row["id"]: {shown[k]: v for k, v in row.items() if k in shown and v not in (None, "", [])}
+        for row in hook.iter_records("ws-demo", "T")
+    }
+    return defined, rows
+
+
+@pytest.mark.parametrize("declared", CHANGES.values(), ids=CHANGES.keys())
+def test_against_the_sandbox_each_change_rolled_back_leaves_the_table_as_it_was(
+    blink_sandbox: Any, tmp_path: Path, declared: list[dict[str, Any]]
+) -> None:
+    from blinkops_provider.hooks.blink import BlinkHook
+
+    hook, records = BlinkHook(), f"{tmp_path}/"
+    blink_sandbox.create_table("ws-demo", "T", {"fields": SANDBOX_FIELDS})
+    blink_sandbox.store.create_records("ws-demo", "T", [{k: v for k, v in row.items() if k != "id"} for row in ROWS], "seed")  # fmt: skip
+    before = sandbox_state(hook)
+    apply_schema(hook, "ws-demo", "T", declared, record_path=records, acknowledge_risks=True)
+    applied = sandbox_state(hook)
+    assert applied != before
+    rollback(hook, RollbackRequest("ws-demo", "T", records, acknowledge_risks=True))
+    assert sandbox_state(hook) == before
+    apply_schema(hook, "ws-demo", "T", declared, record_path=records, acknowledge_risks=True)
+    assert sandbox_state(hook) == applied
+    assert not plan_schema(hook, "ws-demo", "T", declared, record_path=records).has_changes
