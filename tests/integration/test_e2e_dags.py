@@ -762,10 +762,21 @@ def test_the_fleet_example_plans_each_table_reviews_once_and_applies_each(
             name: f["display_name"] for name, f in declared.items()
         }
         assert (records / "ws-demo" / f"{path.stem}.json").exists()
+        assert len(list((records / "ws-demo" / f"{path.stem}.json.backups").glob("*.jsonl"))) == 1  # (#74)
     summary = xcom_of(task_of(run, "fleet.summary"), dag)
     assert sorted(summary["applied"]) == [f"ws-demo/{path.stem}" for path in sorted(folder.glob("*.json"))]
     assert len(summary["applied"]) == 6
     assert summary["failed"] == summary["stale"] == [] and summary["rate_limited"] == 0
+    # #74: each table of the fleet rolls back on its own, from the backup its apply wrote
+    from blinkops_provider.hooks.blink import BlinkHook
+    from blinkops_provider.migrations import RollbackRequest, rollback
+
+    first = sorted(folder.glob("*.json"))[0]
+    names = {f["field"] for f in json.loads(first.read_text())["fields"]}
+    rollback(BlinkHook(), RollbackRequest("ws-demo", first.stem, f"{records}/"))
+    assert {f["display_name"] for f in blink_sandbox.store.fields("ws-demo", first.stem) if f["name"] in names} == {
+        "old"
+    }
 
 
 DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "table_migration.md"
