@@ -15,6 +15,10 @@ every line before it). It holds the table's values, never the API key.
 
 A retry of the same plan (a killed worker) keeps the backup its first try wrote, once it reads back whole: by then
 the first try may have destroyed values, and a new walk would save less.
+
+A rollback (``_rollback``) reads one back (:func:`read_backup`, :func:`backup_rows`) and writes its own the same way
+(:func:`write_backup`); :func:`list_backups` and :func:`prune_backups` are ``blink-schema backups``. An apply never
+deletes a backup.
 """
 
 from __future__ import annotations

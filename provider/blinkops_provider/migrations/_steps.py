@@ -71,7 +71,7 @@ class ApplyResult(FieldUpdates):
     backfilled: dict[str, int] = field(default_factory=dict)
     let_through: dict[str, Any] = field(default_factory=dict)
     backup: str = ""
-    """Where the apply saved what it destroys before its first write ("" when it destroys nothing)."""
+    """Where the apply saved what it changes and destroys, before its first write ("" when it wrote no backup)."""
 
     def merge(self, parts: Iterable[FieldUpdates]) -> ApplyResult:
         """Add the outcomes of ``parts``: the batches' reports, or other results."""
@@ -186,12 +186,12 @@ class Steps:
         self.not_found: dict[str, BlinkNotFoundError] = {}
         """Blink's names of the fields whose removal Blink answered with a 404."""
         self.backup: Backup | None = None
-        """What the apply destroys, saved before its first write (None: it destroys nothing)."""
+        """What the apply changes and destroys, saved before its first write (None: no backup written)."""
 
     def run(self) -> ApplyResult:
         """Send every step; the report of every field, after recording what Blink confirmed."""
         now = self.hook.clock.now
-        self.backup = self._backup()  # before any write: what the apply destroys, saved and read back
+        self.backup = self._backup()  # before any write: what the apply changes and destroys, saved and read back
         done: list[FieldUpdates] = []
         try:
             with workers(self.max_concurrency) as self.pool:  # one set of threads (and connections) for every batch
