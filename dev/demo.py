@@ -226,7 +226,7 @@ def rollback_summary(log: Path) -> list[str]:
     )  # (Airflow 2.11's `dags test` prints each line twice; the plan is logged before and under the lock)
     for line in log.read_text(errors="replace").splitlines():
         found = re.search(r"(Rollback [0-9a-f]{16} (?:of apply|of apply .*? done:).*?)(?:\s+\[airflow|$)", line)
-        step = re.search(r"^\s{2}([^\s\]|][^:]*: (?:re-create|restore|remove|unchanged).*?)(?:\s+\[airflow|$)", line)
+        step = re.search(r"^- ([^:]+: (?:re-create|restore|remove|unchanged).*?)(?:\s+\[airflow|$)", line)
         found = found or step
         if found and found.group(1) not in seen:
             seen.add(found.group(1))

@@ -195,14 +195,13 @@ class RollbackPlan:
             f"Rollback {self.fingerprint} of apply {self.backup.plan_id} for {one_line(self.ws_id)}/"
             f"{one_line(self.table)}: {counts['recreate']} to re-create, {counts['restore']} to put back, "
             f"{counts['remove']} to remove, {counts['unchanged']} unchanged; rows: {counts['rows_restore']:,} to "
-            f"restore, {counts['rows_already']:,} already restored, {counts['rows_deleted']:,} deleted since "
+            f"restore, {counts['rows_already']:,} already as saved, {counts['rows_deleted']:,} deleted since "
             f"(skipped), {counts['rows_kept']:,} changed by a person since (kept)",
-            f"From the backup at {self.backup.location}, saved {self.backup.saved_at}.",
         ]
-        for step in self.steps:
-            lines.append(f"  {_said(step)}")
         if self.destructive:
             lines += ["", "**Destructive**: it removes fields that hold values (saved first, in its own backup)."]
+        lines += ["", f"From the backup at {self.backup.location}, saved {self.backup.saved_at}.", ""]
+        lines += [f"- {_said(step)}" for step in self.steps]  # (a Markdown list: the review renders it)
         return "\n".join(lines)
 
     def to_xcom(self) -> dict[str, Any]:
@@ -225,7 +224,7 @@ class RollbackPlan:
 
 def _said(step: RollbackStep) -> str:
     name = one_line(step.field)
-    rows = f"{step.restore:,} row(s) to restore" + (f", {step.already:,} already" if step.already else "")
+    rows = f"{step.restore:,} row(s) to restore" + (f", {step.already:,} already as saved" if step.already else "")
     rows += f", {step.deleted:,} deleted since (skipped)" if step.deleted else ""
     rows += f", {step.kept:,} changed by a person since (kept)" if step.kept else ""
     if step.action == "recreate":
