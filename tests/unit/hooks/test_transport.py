@@ -854,9 +854,13 @@ BODY_FRAMINGS = FRAMINGS[:5]  # a trickled status line or headers is bounded by 
 
 
 @contextmanager
-def serving(parts: list[bytes], pause: float) -> Iterator[tuple[str, list[int]]]:
+def serving(
+    parts: list[bytes], pause: float, paced_by: threading.Semaphore | None = None
+) -> Iterator[tuple[str, list[int]]]:
     """A one-connection-at-a-time server that sends ``parts`` with ``pause`` seconds between
-    them; with its URL, how many parts it has sent."""
+    them; with its URL, how many parts it has sent. With ``paced_by``, each part after the first
+    also waits for one release of it (at most ``pause``): the client's own clock readings pace the
+    trickle, so a stalled client on a loaded machine cannot find many parts waiting at once."""
     listener = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
     sent = [0]
@@ -869,8 +873,12 @@ def serving(parts: list[bytes], pause: float) -> Iterator[tuple[str, list[int]]]
                 return
             with connection:
                 connection.recv(65536)
-                for part in parts:
-                    if stop.wait(pause):
+                for index, part in enumerate(parts):
+                    if paced_by is not None and index:
+                        paced_by.acquire(timeout=pause)
+                    elif stop.wait(pause):
+                        break
+                    if stop.is_set():
                         break
                     try:
                         connection.sendall(part)
@@ -893,12 +901,15 @@ class SteppingClock:
     """Monotonic seconds that advance by ``step`` at every reading: the deadline passes after a
     known number of reads, whatever the machine's speed."""
 
-    def __init__(self, step: float) -> None:
+    def __init__(self, step: float, readings: threading.Semaphore | None = None) -> None:
         self.now = 0.0
         self.step = step
+        self.readings = readings
 
     def __call__(self) -> float:
         self.now += self.step
+        if self.readings is not None:
+            self.readings.release()
         return self.now
 
 
@@ -906,11 +917,13 @@ class SteppingClock:
 def test_a_trickling_body_is_cut_off_at_the_attempt_deadline(monkeypatch: pytest.MonkeyPatch, framing: str) -> None:
     """A server sending its body one byte at a time, in every framing: the attempt ends at its
     0.6 s deadline, as a timeout, on an injected clock (0.05 s a reading), long before the
-    server has sent everything."""
+    server has sent everything. The server sends a byte per reading of that clock (or every
+    0.1 s): a client stalled by a loaded machine finds at most one byte waiting, not the rest."""
     parts = _framing(framing, trickle=True)
-    with serving(parts, pause=0.002) as (url, sent):
+    readings = threading.Semaphore(0)
+    with serving(parts, pause=0.1, paced_by=readings) as (url, sent):
         set_connection(monkeypatch, host=url, extra=json.dumps({"timeout": DEADLINE_TIMEOUT}))
-        hook = BlinkHook(retry_limit=1, clock=Clock(monotonic=SteppingClock(0.05)))
+        hook = BlinkHook(retry_limit=1, clock=Clock(monotonic=SteppingClock(0.05, readings)))
         started = time.monotonic()
         with pytest.raises(BlinkTransientError, match=r"the answer took longer than 0\.6 s\), after 1 attempt"):
             hook.list_connection_types(limit=1)
