@@ -92,7 +92,7 @@ test-py313: uv
 # The wheel as a user installs it, each direct dependency at its declared floor: a lowest-direct
 # resolution of pyproject.toml's dependencies, whose direct pins constrain the install of the
 # wheel and the test tools (which come at versions compatible with those floors).
-FLOORED := apache-airflow|apache-airflow-providers-common-compat|requests|urllib3|pydantic|pydantic-core|tenacity|fastapi|uvicorn
+FLOORED := apache-airflow|apache-airflow-providers-common-compat|requests|urllib3|pydantic|pydantic-core|tenacity|pyyaml|fastapi|uvicorn
 
 test-lowest: uv
 	rm -rf dist/lowest .venv-lowest

@@ -335,6 +335,22 @@ class BlinkTable(ResponseModel):
     settings: dict[str, Any] | None = None
 
 
+class Workflow(ResponseModel):
+    """
+    A workflow of a workspace (Blink's "playbook"), as the playbooks read gives it (``models.Playbook``).
+
+    ``playbook`` is the workflow's definition as text (YAML); :func:`blinkops_provider.workflows.read_workflow` reads
+    the table steps it holds. Any other member Blink sends is kept.
+    """
+
+    id: str = Field(min_length=1)
+    name: str = ""
+    active: bool = False
+    updated_at: str | int | None = None
+    updated_by: str | None = None
+    playbook: str | None = None
+
+
 @dataclass(frozen=True)
 class TableRead:
     """

@@ -66,6 +66,7 @@ from blinkops_provider.models import (
     TableList,
     TableRead,
     TableUpdate,
+    Workflow,
     validate_field_updates,
 )
 from blinkops_provider.rql import connection_type_query
@@ -82,6 +83,9 @@ from blinkops_provider.utils.inputs import (
 
 DEFAULT_PAGE_SIZE = 500
 """Rows per page of a walk (Blink's largest page is 1000)."""
+
+WORKFLOW_PAGE_SIZE = 100
+"""Workflows per page of the workflows read: each carries its whole definition, so pages are smaller than rows'."""
 
 
 class RecordPage(BaseModel):
@@ -160,17 +164,21 @@ class RecordWalk:
     The hook sends each page and hands it to :meth:`checked`, then asks :meth:`ended`.
 
     :param route: the route read (named in errors).
+    :param item: what one result is, as errors name it (``row``, or ``workflow`` in the workflows read).
+    :param whole: what the walk lists, as errors name it.
     """
 
-    def __init__(self, route: str, page_size: int, max_pages: int) -> None:
+    def __init__(self, route: str, page_size: int, max_pages: int, item: str = "row", whole: str = "the table") -> None:
         self.route, self.page_size, self.max_pages = route, page_size, max_pages
+        self.item, self.whole = item, whole
         self.total: int | None = None
         self.returned = 0
         self._last: set[Any] = set()
 
     def error(self, problem: str) -> BlinkResponseError:
         return BlinkResponseError(
-            f"the records read of {self.route} went wrong: {problem}. Nothing was counted or written from it",
+            f"the {'records' if self.item == 'row' else self.item + 's'} read of {self.route} went wrong: {problem}. "
+            "Nothing was counted or written from it",
             status=200,
             method="GET",
             path=self.route,
@@ -189,12 +197,14 @@ class RecordWalk:
         if (page.limit not in (None, asked[0])) or (page.offset not in (None, asked[1])):
             raise self.error(f"page {number} answered limit {page.limit} offset {page.offset}, asked {asked}")
         if len(page.results) > self.page_size:
-            raise self.error(f"page {number} holds {len(page.results)} rows, more than the {self.page_size} asked")
+            raise self.error(
+                f"page {number} holds {len(page.results)} {self.item}s, more than the {self.page_size} asked"
+            )
         if number == 1:
             self.total = page.total
         elif page.total != self.total:
             raise self.error(
-                f"the table changed while it was read: {self.total} rows matched at the first page, "
+                f"{self.whole} changed while it was read: {self.total} {self.item}s matched at the first page, "
                 f"{page.total} at page {number} (a walk by offset would skip or double rows)"
             )
 
@@ -202,10 +212,10 @@ class RecordWalk:
         """Every row has an id, none twice in the page or in the page before."""
         ids = [row.get("id") for row in page.results]
         if any(isinstance(i, bool) or not isinstance(i, (str, int)) or i == "" for i in ids):
-            raise self.error(f"page {number} holds a row without an id")
+            raise self.error(f"page {number} holds a {self.item} without an id")
         seen = set(ids)
         if len(seen) != len(ids) or seen & self._last:
-            raise self.error(f"page {number} repeats a row (a doubled walk)")
+            raise self.error(f"page {number} repeats a {self.item} (a doubled walk)")
         self._last = seen
 
     def ended(self, page: RecordPage) -> bool:
@@ -213,11 +223,11 @@ class RecordWalk:
         if self.total is None:
             return len(page.results) < self.page_size
         if self.returned > self.total:
-            raise self.error(f"it returned {self.returned} rows where Blink said {self.total} (a doubled walk)")
+            raise self.error(f"it returned {self.returned} {self.item}s where Blink said {self.total} (a doubled walk)")
         if self.returned == self.total:
             return True
         if len(page.results) < self.page_size:
-            raise self.error(f"it ended at {self.returned} rows where Blink said {self.total} (a short walk)")
+            raise self.error(f"it ended at {self.returned} {self.item}s where Blink said {self.total} (a short walk)")
         return False
 
 
@@ -931,6 +941,44 @@ class BlinkHook(BaseHook):
                 )
             page = walk.checked(self._parsed(answer, RecordPage, "GET", route), number)
             yield from page.results
+            if walk.ended(page):
+                return
+        raise walk.error(f"it did not end within {self.max_pages} pages")
+
+    # -- workflows ------------------------------------------------------------------------
+
+    def iter_workflows(self, ws_id: str, *, page_size: int = WORKFLOW_PAGE_SIZE) -> Iterator[Workflow]:
+        """
+        Return every workflow of a workspace (Blink's playbooks), each with its definition.
+
+        Read page by page (``GET /workspace/{ws_id}/playbooks?q={"limit","offset"}``, PlaybookFindByFilter) through
+        the one request path; each page is checked against what was asked and the walk's end against Blink's
+        ``total``, like the records read: a short or doubled walk, or a list that changes during the walk, is an
+        error, never a silently wrong list. One page is held at a time, so memory stays flat.
+
+        :param page_size: workflows per request, 1 to 1000.
+        :raises BlinkInputError: a wrong page size, before any request.
+        :raises BlinkReadUnavailableError: 404 or 405: this Blink (or a proxy) does not serve the read.
+        :raises BlinkAuthError: 403: the key's user may not read the workspace's workflows.
+        :raises BlinkResponseError: a page that is not Blink's answer, an item that is not a workflow, or a short or
+            doubled walk.
+        """
+        size = check_page_size(page_size)
+        return self._walk_workflows(ws_id, size)  # (checked now, before the first page is asked)
+
+    def _walk_workflows(self, ws_id: str, size: int) -> Iterator[Workflow]:
+        route = "/workspace/{}/playbooks".format(path_segment(ws_id, "ws_id"))
+        subject = f"the workflows of workspace {ws_id!r}"
+        walk = RecordWalk(route, size, self.max_pages, item="workflow", whole="the list of workflows")
+        scrub = self._transport.scrub
+        for number in range(1, self.max_pages + 1):
+            query = json.dumps({"limit": size, "offset": walk.returned}, separators=(",", ":"))
+            with in_workspace(self.blink_conn_id, ws_id), _readable(subject):
+                answer = self._transport.send("GET", route, params={"q": query}, subject=subject)
+            page = walk.checked(self._parsed(answer, RecordPage, "GET", route), number)
+            for n, item in enumerate(page.results):
+                where = f"page {number}, results[{n}]"
+                yield parse_item(item, Workflow, where, what="workflows", path=route, scrub=scrub)
             if walk.ended(page):
                 return
         raise walk.error(f"it did not end within {self.max_pages} pages")
