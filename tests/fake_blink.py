@@ -107,6 +107,11 @@ class FakeBlink:
         self.meta: dict[str, dict[str, Any]] = {
             name: {"display_name": name, "description": "", "settings": {"color": "blue"}} for name in self.tables
         }
+        self.workflows: list[dict[str, Any]] = []
+        """The workspace's workflows (Blink's playbooks): :func:`workflow` makes one."""
+        self.workflows_status: int | None = None
+        """The status the workflows read answers instead (403, 404, 405: Blink refuses it)."""
+        self.workflow_reads = 0
 
     def mount(self, m: Any) -> FakeBlink:
         ws = re.escape(self.ws_id)
@@ -121,7 +126,19 @@ class FakeBlink:
         one = re.compile(rf"{re.escape(BASE)}/workspace/{ws}/table/[^/]+/(?!fields$)[^/?]+$")
         m.get(one, json=self._record)
         m.put(one, json=self._put_record)
+        m.get(re.compile(rf"{re.escape(BASE)}/workspace/{ws}/playbooks(\?.*)?$"), json=self._playbooks)
         return self
+
+    def _playbooks(self, request: Any, context: Any) -> dict[str, Any]:
+        """One page of the workflows, as PlaybookFindByFilter answers: ``{limit, offset, total, results}``."""
+        self.workflow_reads += 1
+        if self.workflows_status is not None:
+            context.status_code = self.workflows_status
+            return {"error": "refused"}
+        q = sent_query(request)
+        limit, offset = int(q.get("limit", 100)), int(q.get("offset", 0))
+        page = self.workflows[offset : offset + limit]
+        return {"limit": limit, "offset": offset, "total": len(self.workflows), "results": page}
 
     def _find(self, request: Any, context: Any) -> dict[str, Any]:
         self.finds += 1
@@ -409,3 +426,24 @@ def _gt_as_gte(condition: Any) -> Any:
     if isinstance(condition, list):
         return [_gt_as_gte(v) for v in condition]
     return condition
+
+
+def workflow(wf_id: str, name: str, steps: list[dict[str, Any]] | str, *, active: bool = True) -> dict[str, Any]:
+    """A workflow as Blink's playbooks read answers it: its steps as YAML (or the definition's text as given)."""
+    import yaml
+
+    definition = steps if isinstance(steps, str) else yaml.safe_dump({"name": name, "steps": steps}, sort_keys=False)
+    return {
+        "id": wf_id,
+        "name": name,
+        "active": active,
+        "type": "playbook",
+        "updated_at": "2026-11-01T00:00:00Z",
+        "updated_by": "builder@blink.test",
+        "playbook": definition,
+    }
+
+
+def step(step_id: str, action: str, table: str | None = "incidents", **inputs: Any) -> dict[str, Any]:
+    """One step of a workflow's definition."""
+    return {"id": step_id, "action": action, "inputs": ({"table": table} if table is not None else {}) | inputs}

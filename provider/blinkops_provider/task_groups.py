@@ -36,7 +36,7 @@ from airflow.providers.common.compat.sdk import (
 
 from blinkops_provider.assets import TABLES_ALIAS, announce_applied
 from blinkops_provider.exceptions import BlinkApiError, BlinkInputError
-from blinkops_provider.migrations import check_review_policy, declared_schema, fleet_summary
+from blinkops_provider.migrations import check_review_policy, check_workflow_usage, declared_schema, fleet_summary
 from blinkops_provider.operators._answer import chosen
 from blinkops_provider.operators._hitl import review_step_available
 from blinkops_provider.operators.tables import UpdateTableFieldsOperator
@@ -176,6 +176,8 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
         a plan whose only reason for review is a removal then goes straight to the apply; under
         ``always`` and ``changes`` the review is still asked, and says the removals are
         acknowledged. ``True``/``False``, or a template that renders one.
+    :param workflow_usage: a change that breaks an active Blink workflow's step is ``review`` (destructive: it needs
+        an Approve or ``acknowledge_risks``) or ``refuse`` (refused before any write, the workflows and steps named).
     :param create_table: create the table when Blink does not have it.
     :param lock_wait: seconds the apply waits for another apply of the table to finish.
     :param blink_conn_id: the ``blink`` connection.
@@ -195,6 +197,7 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
         notifiers: Any = None,
         response_timeout: timedelta | None = None,
         acknowledge_risks: bool | str = False,
+        workflow_usage: str = "review",
         create_table: bool = False,
         lock_wait: float = 0,
         blink_conn_id: str = "blink_default",
@@ -207,6 +210,7 @@ class BlinkTableMigration(TaskGroup):  # type: ignore[misc]
             "table": table,
             "record_path": record_path,
             "create_table": create_table,
+            "workflow_usage": check_workflow_usage(workflow_usage),
         }
         connection: dict[str, Any] = {"blink_conn_id": blink_conn_id, "hook_params": hook_params}
         with self:
@@ -313,6 +317,7 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
         notifiers: Any = None,
         response_timeout: timedelta | None = None,
         acknowledge_risks: bool | str = False,
+        workflow_usage: str = "review",
         create_table: bool = False,
         lock_wait: float = 0,
         blink_conn_id: str = "blink_default",
@@ -323,7 +328,11 @@ class BlinkSchemaFleet(TaskGroup):  # type: ignore[misc]
         options = _options(review_policy, assigned_users, notifiers, response_timeout, acknowledge_risks)
         _check_fleet(tables, folder, max_concurrency, lock_wait)
         super().__init__(group_id=group_id, tooltip="Blink schema fleet: a plan per table, one review, applies")
-        common: dict[str, Any] = {"record_path": record_path, "create_table": create_table}
+        common: dict[str, Any] = {
+            "record_path": record_path,
+            "create_table": create_table,
+            "workflow_usage": check_workflow_usage(workflow_usage),
+        }
         connection: dict[str, Any] = {"blink_conn_id": blink_conn_id, "hook_params": hook_params}
         given = [dict(entry) for entry in tables] if tables is not None else None
         with self:

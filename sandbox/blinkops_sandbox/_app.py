@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import json
 from enum import Enum
 from html import escape
 from typing import Annotated, Any, Protocol
@@ -25,6 +26,8 @@ from blinkops_sandbox._blink_models import (
     FieldList,
     FieldUpdate,
     NewTable,
+    Playbook,
+    PlaybookPage,
     TableEdit,
     TableField,
     TableList,
@@ -273,8 +276,60 @@ def _api_router(sandbox: Served) -> APIRouter:
             raise ApiError(400, "invalid RQL query", str(err), "INVALID_QUERY") from None
         return Response(sandbox.store.list_connection_types(query), media_type="application/json")
 
+    _workflow_routes(api, sandbox)
     _records_routes(api, sandbox)  # last: ``.../fields`` is the fields read, never a record id
     return api
+
+
+_STATUS_PHRASES = {403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed"}
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _workflow_routes(api: APIRouter, sandbox: Served) -> None:
+    """Blink's workflows (playbooks): the paged find and one by id."""
+    tags: list[str | Enum] = ["Playbooks"]
+
+    def refused() -> None:
+        status = sandbox.faults.config.workflows_read_status
+        if status is not None:
+            raise ApiError(status, _STATUS_PHRASES[status], None, "SANDBOX_FAULT")
+
+    @api.get(
+        "/workspace/{ws_id}/playbooks",
+        response_model=PlaybookPage,
+        operation_id="PlaybookFindByFilter",
+        tags=tags,
+        summary="Find workflows",
+    )
+    def find_playbooks(
+        ws_id: str,
+        q: Annotated[str | None, Query(description='{"limit": 25, "offset": 0}')] = None,
+    ) -> Any:
+        """Return one page of the workspace's workflows, ``{limit, offset, total, results}``, with definitions."""
+        refused()
+        try:
+            query = json.loads(q) if q else {}
+        except ValueError:
+            query = None
+        limit, offset = (query.get("limit", 25), query.get("offset", 0)) if isinstance(query, dict) else (0, -1)
+        if not (_whole(limit) and _whole(offset) and 1 <= limit <= 1000 and offset >= 0):
+            raise ApiError(400, "invalid query", 'q is {"limit": 1..1000, "offset": 0 or more}', "INVALID_QUERY")
+        return sandbox.store.find_workflows(unquote(ws_id), limit, offset)
+
+    @api.get(
+        "/workspace/{ws_id}/playbooks/{pb_id}",
+        response_model=Playbook,
+        operation_id="PlaybookGetById",
+        tags=tags,
+        summary="Get a workflow",
+    )
+    def get_playbook(ws_id: str, pb_id: str) -> Any:
+        """Return one workflow with its definition."""
+        refused()
+        return sandbox.store.get_workflow(unquote(ws_id), unquote(pb_id))
 
 
 def _table_writes(api: APIRouter, sandbox: Served) -> None:
@@ -466,6 +521,17 @@ def _admin_tables(admin: APIRouter, sandbox: Served) -> None:
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ApiError(400, 'give {"estimated_records_count": n}, n a whole number of 0 or more')
         return sandbox.store.set_records(unquote(ws_id), unquote(table), count)
+
+    @admin.put("/workspace/{ws_id}/playbooks")
+    def put_workflows(ws_id: str, given: list[Any]) -> Any:
+        """
+        Add or change workflows (``blink-sandbox put-workflows``): ``[{"id"?, "name", "active"?, "playbook"}]``.
+
+        All or none; recorded as changed by a person in Blink's UI.
+        """
+        if not all(isinstance(entry, dict) for entry in given):
+            raise ApiError(400, 'give a list of workflows: [{"name": ..., "playbook": "<YAML>", "active": true}]')
+        return {"written": sandbox.store.put_workflows(unquote(ws_id), given, UI_USER)}
 
     @admin.post("/workspace/{ws_id}/table/{table}/rows")
     def put_rows(ws_id: str, table: str, given: list[Any]) -> Any:

@@ -147,6 +147,31 @@ class TableList(_Open):
     results: list[TableEntry]
 
 
+class Playbook(_Open):
+    """A workflow, as ``models.Playbook`` (its definition, ``playbook``, as text: YAML)."""
+
+    id: str
+    name: str
+    active: bool
+    playbook: str
+    type: str | None = None
+    version: int | None = None
+    tags: list[str] | None = None
+    is_request: bool | None = None
+    workspace_id: str | None = None
+    created_at: int | None = None
+    created_by: str | None = None
+    updated_at: int | None = None
+    updated_by: str | None = None
+
+
+class PlaybookPage(_Open):
+    limit: int
+    offset: int
+    total: int
+    results: list[Playbook]
+
+
 class ErrorWrapper(_Open):
     status: int | None = None
     message: str | None = None

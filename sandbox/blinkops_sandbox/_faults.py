@@ -60,6 +60,8 @@ class FaultConfig(BaseModel):
     :param seed: seeds the draws.
     :param fields_read_status: 404 or 405 answers every ``GET .../fields`` with it, as a Blink (or a
         proxy) that does not serve the read; None serves it.
+    :param workflows_read_status: 403, 404 or 405 answers every ``GET .../playbooks`` with it (a key whose user may
+        not read workflows, or a Blink that does not serve the read); None serves it.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -74,6 +76,7 @@ class FaultConfig(BaseModel):
     retry_after: str | None = "1"
     seed: int = 0
     fields_read_status: Literal[404, 405] | None = None
+    workflows_read_status: Literal[403, 404, 405] | None = None
 
     @model_validator(mode="after")
     def _rates_fit(self) -> FaultConfig:

@@ -248,3 +248,84 @@ DEMO_TABLES: dict[str, list[dict[str, Any]]] = {
         {"name": "Email", "type": "text", "display_name": "Email", "attributes": {}},
     ],
 }
+
+DEMO_WORKFLOWS: list[dict[str, Any]] = [
+    {
+        "id": "pb-triage",
+        "name": "Triage new incidents",
+        "active": True,
+        "playbook": """name: Triage new incidents
+steps:
+  - id: S1
+    action: tables.GetRecordsV3
+    inputs:
+      table: Incidents
+      query_method: By Condition
+      ci: '{"Risk": "High", "Resolved": false}'
+  - id: S2
+    action: tables.CreateOrUpdateRecordV3
+    inputs:
+      table: Incidents
+      ci: '{"Title": "{{ steps.S1.output.title }}"}'
+      Title: "{{ steps.S1.output.title }}"
+      Risk: Critical
+      Severity: High
+""",
+    },
+    {
+        "id": "pb-sweep",
+        "name": "Nightly host sweep",
+        "active": True,
+        "playbook": """name: Nightly host sweep
+steps:
+  - id: S1
+    action: tables.GetRecordsV3
+    inputs:
+      table: Incidents
+      query_method: RQL Query
+      query: |
+        {"filter": {"Resolved": false}, "select": ["Title", "Affected hosts"]}
+  - id: S2
+    action: system.TableInsert
+    inputs:
+      table: Incidents
+      data: |
+        {"Title": "Host sweep finding", "Affected hosts": ["{{ steps.S1.output.host }}"]}
+""",
+    },
+    {
+        "id": "pb-report",
+        "name": "Weekly risk report",
+        "active": False,
+        "playbook": """name: Weekly risk report
+steps:
+  - id: S1
+    action: tables.GetRecordsV3
+    inputs:
+      query_method: SQL Query
+      sql: SELECT Title, Risk FROM Incidents WHERE Resolved = false
+""",
+    },
+    {
+        "id": "pb-people",
+        "name": "Owner directory sync",
+        "active": True,
+        "playbook": """name: Owner directory sync
+steps:
+  - id: S1
+    action: tables.UpdateRecords
+    inputs:
+      table: Users
+      data: '[{"id": "{{ steps.S0.output.id }}", "Email": "{{ steps.S0.output.email }}"}]'
+""",
+    },
+    {
+        "id": "pb-draft",
+        "name": "Escalation draft",
+        "active": False,
+        "playbook": "name: Escalation draft\nsteps:\n  - id: S1\n    action: tables.AddRecordV2\n"
+        "    inputs: {table: Incidents\n",
+    },
+]
+"""The demo workspace's workflows: they use the Incidents fields through per-column inputs, a condition, an RQL query,
+a JSON body and an SQL query (free text); one uses another table; one does not parse."""

@@ -38,6 +38,10 @@ CREATE TABLE IF NOT EXISTS connection_types (
     documentation_link TEXT, icon_uri TEXT, oauth_supported INTEGER, tenant_id TEXT,
     created_at INTEGER, created_by TEXT, updated_at INTEGER, updated_by TEXT, doc TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS connection_types_name ON connection_types (name);
+CREATE TABLE IF NOT EXISTS playbooks (
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, workspace_id TEXT NOT NULL, name TEXT NOT NULL,
+    active INTEGER NOT NULL, playbook TEXT NOT NULL, created_at INTEGER NOT NULL, created_by TEXT NOT NULL,
+    updated_at INTEGER NOT NULL, updated_by TEXT NOT NULL);
 """
 _TABLE_COLUMNS_ADDED = {
     "display_name": "TEXT",
@@ -147,9 +151,10 @@ class SandboxStore:
     def reset(self, connection_types: int = 200, seed: int = 0) -> None:
         """Wipe everything and load the seed data: the demo workspace and ``connection_types`` types."""
         with self._lock, self._transaction():
-            for table in ("records", "fields", "tables", "workspaces", "connection_types"):
+            for table in ("records", "fields", "tables", "workspaces", "connection_types", "playbooks"):
                 self._db.execute(f"DELETE FROM {table}")
             self._add_workspace(seed_data.DEMO_WORKSPACE, seed_data.DEMO_TABLES)
+            self._put_workflows(seed_data.DEMO_WORKSPACE, seed_data.DEMO_WORKFLOWS, seed_data.SEED_USER)
             self._insert_connection_types(seed_data.connection_type_rows(connection_types, seed))
 
     def add_table(self, ws_id: str, table: str, fields: list[dict[str, Any]]) -> None:
@@ -282,6 +287,90 @@ class SandboxStore:
             return [json.loads(row[0]) for row in self._db.execute("SELECT doc FROM connection_types ORDER BY seq")]
 
     # -- tables and fields ------------------------------------------------------------------
+
+    # -- workflows (Blink's playbooks) ---------------------------------------------------------
+
+    def put_workflows(self, ws_id: str, workflows: list[dict[str, Any]], user: str) -> int:
+        """
+        Add or change workflows, all or none: ``{"id"?, "name", "active"?, "playbook"}`` each, the definition as text.
+
+        One with the id (or, without one, the name) of a workflow of the workspace changes it; its ``updated_*`` say
+        who and when, as a table's fields do.
+
+        :raises StoreError: a workflow without a name or a definition (400), or no such workspace (404).
+        """
+        with self._lock, self._transaction():
+            if self._db.execute("SELECT 1 FROM workspaces WHERE id = ?", (ws_id,)).fetchone() is None:
+                raise StoreError(404, f"workspace {ws_id!r} not found", identifier="NOT_FOUND")
+            return self._put_workflows(ws_id, workflows, user)
+
+    def _put_workflows(self, ws_id: str, workflows: list[dict[str, Any]], user: str) -> int:
+        when = self.clock() if user != seed_data.SEED_USER else seed_data.SEED_TIME_MS
+        for n, given in enumerate(workflows):
+            name, definition = given.get("name"), given.get("playbook")
+            if not isinstance(name, str) or not name or not isinstance(definition, str):
+                raise StoreError(400, f"workflow {n}: give a 'name' and a 'playbook' (its definition as text)")
+            found = self._db.execute(
+                "SELECT id FROM playbooks WHERE workspace_id = ? AND (id = ? OR (? IS NULL AND name = ?))",
+                (ws_id, given.get("id"), given.get("id"), name),
+            ).fetchone()
+            active = bool(given.get("active", True))
+            if found is not None:
+                self._db.execute(
+                    "UPDATE playbooks SET name = ?, active = ?, playbook = ?, updated_at = ?, updated_by = ? "
+                    "WHERE id = ?",
+                    (name, active, definition, when, user, found[0]),
+                )
+                continue
+            wf_id = str(given.get("id") or f"pb-{uuid.uuid5(uuid.NAMESPACE_URL, f'{ws_id}/{name}').hex[:12]}")
+            self._db.execute(
+                "INSERT INTO playbooks (id, workspace_id, name, active, playbook, created_at, created_by, "
+                "updated_at, updated_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (wf_id, ws_id, name, active, definition, when, user, when, user),
+            )
+        return len(workflows)
+
+    def find_workflows(self, ws_id: str, limit: int, offset: int) -> dict[str, Any]:
+        """Return one page of a workspace's workflows, as PlaybookFindByFilter answers it."""
+        with self._lock:
+            total = self._db.execute("SELECT count(*) FROM playbooks WHERE workspace_id = ?", (ws_id,)).fetchone()[0]
+            rows = self._db.execute(
+                "SELECT id, name, active, playbook, created_at, created_by, updated_at, updated_by FROM playbooks "
+                "WHERE workspace_id = ? ORDER BY seq LIMIT ? OFFSET ?",
+                (ws_id, limit, offset),
+            ).fetchall()
+        return {"limit": limit, "offset": offset, "total": total, "results": [self._workflow(ws_id, r) for r in rows]}
+
+    def get_workflow(self, ws_id: str, wf_id: str) -> dict[str, Any]:
+        """Return one workflow. :raises StoreError: none of that id in the workspace (404)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT id, name, active, playbook, created_at, created_by, updated_at, updated_by FROM playbooks "
+                "WHERE workspace_id = ? AND id = ?",
+                (ws_id, wf_id),
+            ).fetchone()
+        if row is None:
+            raise StoreError(404, f"workflow {wf_id!r} not found in workspace {ws_id!r}", identifier="NOT_FOUND")
+        return self._workflow(ws_id, row)
+
+    @staticmethod
+    def _workflow(ws_id: str, row: Any) -> dict[str, Any]:
+        wf_id, name, active, definition, created_at, created_by, updated_at, updated_by = row
+        return {
+            "id": wf_id,
+            "name": name,
+            "active": bool(active),
+            "type": "playbook",
+            "version": 1,
+            "tags": [],
+            "is_request": False,
+            "workspace_id": ws_id,
+            "created_at": created_at,
+            "created_by": created_by,
+            "updated_at": updated_at,
+            "updated_by": updated_by,
+            "playbook": definition,
+        }
 
     def _table_id(self, ws_id: str, table: str) -> str:
         if self._db.execute("SELECT 1 FROM workspaces WHERE id = ?", (ws_id,)).fetchone() is None:

@@ -125,6 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=(404, 405),
         help="answer every GET .../fields with it, as a Blink or proxy that does not serve the read",
     )
+    faults.add_argument(
+        "--workflows-read-status",
+        type=int,
+        choices=(403, 404, 405),
+        help="answer every GET .../playbooks with it, as a key that may not read workflows or a Blink that does not "
+        "serve the read",
+    )
     put = _admin_command(commands, "put-connection-type", "add or change a connection type of a running sandbox")
     put.add_argument("--id", required=True, help="the connection type's id, e.g. ct-demo (an existing id changes it)")
     put.add_argument("--name", required=True, help="its name")
@@ -133,6 +140,16 @@ def build_parser() -> argparse.ArgumentParser:
         commands, "create-table", "create a table with its fields in a running sandbox", "made when new"
     )
     table.add_argument("--schema", required=True, help='a declared schema file: {"fields": [{"field", "type", ...}]}')
+    flows = _admin_command(commands, "put-workflows", "add or change workflows of a running sandbox, all or none")
+    flows.add_argument("--ws-id", required=True, help="the workspace, e.g. ws-demo")
+    flows.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="a workflow's definition (YAML), one per file: named by its 'name:' line, else by the file's name; "
+        "one of that name is changed",
+    )
+    flows.add_argument("--inactive", action="store_true", help="load them as inactive workflows (default: active)")
     rows = _admin_command(commands, "put-records", "load rows into a table of a running sandbox, all or none", "")
     rows.add_argument("--file", required=True, help='a JSON file: a list of rows, [{"Title": "...", ...}, ...]')
     edit = _admin_command(
@@ -255,6 +272,31 @@ def put_records(args: argparse.Namespace) -> int:
     return _admin(args, path, rows, done, method="POST")
 
 
+def put_workflows(args: argparse.Namespace) -> int:
+    """Run ``put-workflows``: each file's text is a workflow's definition, sent as it is (the sandbox parses none)."""
+    import re
+    from pathlib import Path
+    from urllib.parse import quote
+
+    workflows = []
+    for name in args.files:
+        try:
+            text = Path(name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            print(f"blink-sandbox: the workflow file {name!r} cannot be read: {err}", file=sys.stderr)
+            return 2
+        named = re.search(r"^name:[ \t]*['\"]?(.+?)['\"]?[ \t]*$", text, re.MULTILINE)
+        title = named.group(1) if named else Path(name).stem
+        workflows.append({"name": title, "active": not args.inactive, "playbook": text})
+    try:
+        path = f"workspace/{quote(args.ws_id, safe='')}/playbooks"
+    except UnicodeEncodeError:
+        print("blink-sandbox: --ws-id must be text (it holds bytes that are not)", file=sys.stderr)
+        return 2
+    done = f"{len(workflows)} workflow(s) written to {args.ws_id} in the sandbox at {args.url}"
+    return _admin(args, path, workflows, done)
+
+
 def update_field(args: argparse.Namespace) -> int:
     """
     Run ``update-field``.
@@ -323,6 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "create-table": create_table,
         "update-field": update_field,
         "put-records": put_records,
+        "put-workflows": put_workflows,
     }
     if args.command in admin:
         return admin[args.command](args)
@@ -343,6 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             retry_after=args.retry_after,
             seed=args.seed,
             fields_read_status=args.fields_read_status,
+            workflows_read_status=args.workflows_read_status,
         )
     except ValidationError as err:
         print(f"blink-sandbox: invalid fault settings: {errors_text(err.errors())}", file=sys.stderr)

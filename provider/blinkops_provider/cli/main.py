@@ -64,6 +64,12 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--format", choices=("text", "markdown", "json"), default="text", help="how the plan is printed")
     plan.add_argument("--out", help="also write the plan as JSON (the plan's XCom, fingerprint included) to this file")
     plan.add_argument(
+        "--workflow-usage",
+        choices=("review", "refuse"),
+        default="review",
+        help="a change that breaks an active Blink workflow's step: review (destructive, the default) or refuse",
+    )
+    plan.add_argument(
         "--detailed-exitcode",
         action="store_true",
         help="exit 0 when nothing would change, 2 when something would, 1 on error",

@@ -35,7 +35,14 @@ def plan(args: argparse.Namespace) -> int:
         with contextlib.redirect_stdout(sys.stderr):  # stdout carries the plan alone, whatever logs
             hook = quiet_hook(args.conn_id, clock=args.clock)
             plans = [
-                plan_schema(hook, ws_id, table, _declared(path), record_path=args.record_path)
+                plan_schema(
+                    hook,
+                    ws_id,
+                    table,
+                    _declared(path),
+                    record_path=args.record_path,
+                    workflow_usage=args.workflow_usage,
+                )
                 for ws_id, table, path in targets
             ]
         _print_plans([plan_xcom(one) for one in plans], args)

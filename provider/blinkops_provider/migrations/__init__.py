@@ -33,7 +33,7 @@ from __future__ import annotations
 from blinkops_provider.migrations._apply import ApplyRequest, apply, apply_schema, declared_schema, plan, plan_schema
 from blinkops_provider.migrations._backup import Backup, list_backups, prune_backups
 from blinkops_provider.migrations._lock import Holder, LockInfo, SchemaRecord, force_unlock, held_locks, record_location
-from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan, TablePlan
+from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan, TablePlan, WorkflowUse
 from blinkops_provider.migrations._pull import pull_schema
 from blinkops_provider.migrations._review import check_approved, check_review_policy, review_needed
 from blinkops_provider.migrations._rollback import (
@@ -53,9 +53,11 @@ from blinkops_provider.migrations._text import (
     plan_text,
     plan_xcom,
 )
+from blinkops_provider.migrations._usage import WORKFLOW_USAGE, check_workflow_usage
 from blinkops_provider.models import Declaration
 
 __all__ = [
+    "WORKFLOW_USAGE",
     "ApplyRequest",
     "ApplyResult",
     "Backup",
@@ -70,10 +72,12 @@ __all__ = [
     "SchemaPlan",
     "SchemaRecord",
     "TablePlan",
+    "WorkflowUse",
     "apply",
     "apply_schema",
     "check_approved",
     "check_review_policy",
+    "check_workflow_usage",
     "declared_schema",
     "fleet_review",
     "fleet_summary",

@@ -44,6 +44,7 @@ from blinkops_provider.migrations._rows import read_rows
 from blinkops_provider.migrations._steps import ApplyResult
 from blinkops_provider.migrations._steps import Steps as _Steps
 from blinkops_provider.migrations._text import log_plan
+from blinkops_provider.migrations._usage import check_workflow_usage, read_usage
 from blinkops_provider.models import (
     BlinkTable,
     Declaration,
@@ -266,7 +267,12 @@ def _to_create(record: SchemaRecord, wanted: tuple[str | None, str | None], crea
 
 
 def _plan(
-    hook: BlinkHook, record: SchemaRecord, declared: Declaration, replace: bool, create_table: bool = False
+    hook: BlinkHook,
+    record: SchemaRecord,
+    declared: Declaration,
+    replace: bool,
+    create_table: bool = False,
+    workflow_usage: str = "review",
 ) -> tuple[SchemaPlan, dict[str, Any], list[TableField] | None]:
     """
     Return the plan of ``declared`` against Blink's table, its fields and the record; the record's bodies; the fields.
@@ -274,7 +280,8 @@ def _plan(
     The fields as Blink held them when the plan was made (None: the read was not served): the apply's backup saves
     them, with no second read.
 
-    One plan: the rows its changes need are counted while it is made (``make_plan``'s ``count_rows``).
+    One plan: the rows its changes need are counted while it is made (``make_plan``'s ``count_rows``), and the
+    workspace's workflows read when a change can break their steps (``read_usage``).
     """
     recorded, recorded_at = record.read()
     listed = not _fields_tell_all(declared)  # Blink's tables read, only for what the fields read does not tell
@@ -291,6 +298,7 @@ def _plan(
         if _rows_matter(live, table_plan)
         else None
     )
+    usage = functools.partial(read_usage, hook, record.ws_id, rows_of_table) if _rows_matter(live, table_plan) else None
     plan = make_plan(
         target=(record.host, record.ws_id, record.table),
         record=record.location,
@@ -308,6 +316,8 @@ def _plan(
         count_rows=count_rows,
         backfills=declared.backfills,
         type_changes=declared.type_changes,
+        read_usage=usage,
+        workflow_usage=workflow_usage,
     )
     return plan, recorded, live
 
@@ -344,6 +354,7 @@ class ApplyRequest:
     holder: Holder | None = None
     acknowledge_risks: bool = False
     approval: Mapping[str, str] | None = None
+    workflow_usage: str = "review"
 
     @property
     def let_through(self) -> dict[str, Any]:
@@ -379,6 +390,8 @@ class ApplyRequest:
             given["lock_wait"] = check_lock_wait(given["lock_wait"])
         if "approval" in given:
             check_approval(given["approval"])
+        if "workflow_usage" in given:
+            given["workflow_usage"] = check_workflow_usage(given["workflow_usage"])
         declared = (
             read_declaration(updates) if source is None else read_declaration(updates, source=source, prefix=False)
         )
@@ -396,6 +409,7 @@ def plan_schema(
     record_path: str | os.PathLike[str] | None = None,
     replace: bool = False,
     create_table: bool = False,
+    workflow_usage: str = "review",
 ) -> SchemaPlan:
     """
     Return what applying ``updates`` would do to ``ws_id``/``table``.
@@ -409,11 +423,18 @@ def plan_schema(
     :param replace: plan to send each declaration as given (Blink resets what it leaves out)
         instead of its merge with the field as Blink holds it.
     :param create_table: plan the table's creation when Blink does not have it.
+    :param workflow_usage: what a change that breaks an active Blink workflow's step is: ``review`` (destructive: a
+        person's Approve or ``acknowledge_risks`` lets it through) or ``refuse`` (refused: the plan applies nothing).
     :raises BlinkInputError: an invalid declaration, or a file at ``record_path`` that is not
         this table's record.
     :raises BlinkNotFoundError: Blink has no such table, and ``create_table`` is False.
     """
-    given: dict[str, Any] = {"record_path": record_path, "replace": replace, "create_table": create_table}
+    given: dict[str, Any] = {
+        "record_path": record_path,
+        "replace": replace,
+        "create_table": create_table,
+        "workflow_usage": workflow_usage,
+    }
     return plan(hook, ApplyRequest.checked(ws_id, table, updates, **given))
 
 
@@ -427,7 +448,7 @@ def _location(request: ApplyRequest) -> str | None:
 def plan(hook: BlinkHook, request: ApplyRequest) -> SchemaPlan:
     """Return what applying ``request`` would do (:func:`plan_schema`, whose arguments it holds, checked)."""
     record = schema_record(hook, request.ws_id, request.table, _location(request))
-    planned, _, _ = _plan(hook, record, request.declared, request.replace, request.create_table)
+    planned, _, _ = _plan(hook, record, request.declared, request.replace, request.create_table, request.workflow_usage)
     return planned
 
 
@@ -519,7 +540,9 @@ def apply(hook: BlinkHook, request: ApplyRequest) -> ApplyResult:
     )
     record = schema_record(hook, request.ws_id, request.table, location)  # reads the connection
     with lock:
-        planned, recorded, held = _plan(hook, record, request.declared, request.replace, request.create_table)
+        planned, recorded, held = _plan(
+            hook, record, request.declared, request.replace, request.create_table, request.workflow_usage
+        )
         who = pass_gate(
             hook.log, planned, request.approved, request.approval, request.acknowledge_risks
         )  # before sending

@@ -32,9 +32,10 @@ from blinkops_provider.migrations._matching import (
     removal_refused,
     retyped_body,
 )
-from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan, TablePlan, digest
-from blinkops_provider.migrations._risks import Change, judge, needs_of
+from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan, TablePlan, WorkflowUse, digest
+from blinkops_provider.migrations._risks import Change, judge, needs_of, step_breaks
 from blinkops_provider.migrations._rows import NOTHING_READ, Need, RowFacts
+from blinkops_provider.migrations._usage import Probe, Usage
 from blinkops_provider.models import BlinkTable, FieldUpdate, TableField, backfill_unfit
 from blinkops_provider.utils.states import Action
 from blinkops_provider.utils.text import one_line
@@ -59,6 +60,8 @@ def make_plan(
     backfills: Mapping[str, Any] | None = None,
     type_changes: Mapping[str, str] | None = None,
     recorded_by: str = "",
+    read_usage: Callable[[Sequence[Probe]], Usage] | None = None,
+    workflow_usage: str = "review",
 ) -> SchemaPlan:
     """
     Return the plan of ``declared`` for one table.
@@ -82,6 +85,10 @@ def make_plan(
         only when a change needs its rows; None: the rows are not read (``facts`` stand).
     :param backfills: the declared ``backfill`` value of each field that has one.
     :param type_changes: the declared ``type_change`` of each field that has one.
+    :param read_usage: reads which workflows the changes break (``_usage.read_usage`` of the table), called at most
+        once and only when a change can break a workflow's step; None: the workflows are not read.
+    :param workflow_usage: ``review`` (a change that breaks an active workflow is destructive) or ``refuse`` (it is
+        refused).
     """
     host, ws_id, table = target
     table_plan = table_plan or TablePlan(name=table)
@@ -94,6 +101,7 @@ def make_plan(
     if not (facts.counted or facts.unread):
         facts = dataclasses.replace(facts, estimate=table_plan.rows)
     rows = [_judged_row(draft, facts) for draft in drafts]
+    rows, usage = _with_workflows(rows, drafts, read_usage, workflow_usage)
     schema = [[name, update.to_body(), backfills.get(name), type_changes.get(name)] for name, update in declared]
     return SchemaPlan(
         ws_id=ws_id,
@@ -109,6 +117,53 @@ def make_plan(
         unread=unread,
         table_plan=table_plan,
         rows_digest=_rows_digest(rows, facts),
+        workflows_digest=usage.digest if usage is not None else "",
+    )
+
+
+def _with_workflows(
+    rows: list[FieldPlan],
+    drafts: Sequence[_Draft],
+    read_usage: Callable[[Sequence[Probe]], Usage] | None,
+    policy: str,
+) -> tuple[list[FieldPlan], Usage | None]:
+    """
+    Return the rows with the workflows each change breaks (#75), and what the workflows read found.
+
+    Read once, and only when a change can break a step; under ``refuse``, a change that breaks an active workflow is
+    refused, the workflows and steps named.
+    """
+    probes = {
+        draft.change.name: Probe(draft.change.name, kinds)
+        for draft in drafts
+        if draft.change is not None and (kinds := step_breaks(draft.change))
+    }
+    if read_usage is None or not probes:
+        return rows, None
+    usage = read_usage(list(probes.values()))
+    marked = []
+    for row, draft in zip(rows, drafts, strict=True):
+        name = draft.change.name if draft.change is not None else None
+        if name not in probes:
+            marked.append(row)
+            continue
+        uses = tuple(usage.uses.get(name, ()))
+        unread = f"workflows not checked: {usage.unread}" if usage.unread else ""
+        row = dataclasses.replace(row, workflows=uses, workflows_unread=unread)
+        breaking = [use for use in uses if use.breaks]
+        if policy == "refuse" and breaking and row.action != Action.REFUSED:
+            why = f"it breaks active workflow(s) {breaks_said(breaking)}, and workflow_usage='refuse'"
+            row = dataclasses.replace(row, action=Action.REFUSED, risk=why, body=None)
+        marked.append(row)
+    return marked, usage
+
+
+def breaks_said(uses: Sequence[WorkflowUse]) -> str:
+    """Return workflows and their steps in words: ``'Triage' (wf-1): S1 (filtered on), S2 (written)``."""
+    return "; ".join(
+        f"{one_line(use.workflow)!r} ({one_line(use.id)}): "
+        + ", ".join(f"{one_line(step)} ({how})" for step, how in use.steps)
+        for use in uses
     )
 
 

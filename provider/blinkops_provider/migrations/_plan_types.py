@@ -48,6 +48,41 @@ _DONE: dict[str, FieldOutcome] = {
 
 
 @dataclass(frozen=True)
+class WorkflowUse:
+    """
+    A Blink workflow whose steps use what a change takes away (#75): the plan's blast radius, one entry per workflow.
+
+    :ivar workflow: the workflow's name.
+    :ivar id: its id.
+    :ivar active: whether it is active (a change that breaks an active workflow is destructive).
+    :ivar steps: ``(step id, how it uses the field)`` of each step it breaks, e.g. ``("S1", "filtered on")``.
+    :ivar unread: why the workflow could not be read ("" when it was): listed, never guessed, not a known break.
+    """
+
+    workflow: str
+    id: str
+    active: bool
+    steps: tuple[tuple[str, str], ...] = ()
+    unread: str = ""
+
+    @property
+    def breaks(self) -> bool:
+        """Whether it is an active workflow that the change is known to break."""
+        return self.active and not self.unread
+
+    def to_xcom(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "workflow": self.workflow,
+            "id": self.id,
+            "active": self.active,
+            "steps": [{"step": step, "use": use} for step, use in self.steps],
+        }
+        if self.unread:
+            entry["unread"] = self.unread
+        return entry
+
+
+@dataclass(frozen=True)
 class FieldPlan:
     """
     What the apply will do to one field.
@@ -94,6 +129,15 @@ class FieldPlan:
     """The declared value that fills the field's empty rows (None: none declared)."""
     destroys: bool = False
     """Whether what it sends destroys values or a check, as the risk rules judged it (``_risks``)."""
+    workflows: tuple[WorkflowUse, ...] = ()
+    """The workflows whose steps use what the change takes away (#75), and those that could not be read."""
+    workflows_unread: str = ""
+    """Why the workflows were not checked for this change ("" when they were, or when it breaks no step)."""
+
+    @property
+    def breaks_workflows(self) -> bool:
+        """Whether the change breaks an active workflow's step, or could and the workflows were not checked."""
+        return bool(self.workflows_unread) or any(use.breaks for use in self.workflows)
 
     @property
     def destructive(self) -> bool:
@@ -101,9 +145,12 @@ class FieldPlan:
         Whether the row is destructive: a change, a retype or a removal the risk rules judged to destroy.
 
         Values already in the table orphaned or deleted, or a check Blink enforces dropped (a removal of a field
-        empty in every row destroys nothing).
+        empty in every row destroys nothing); or any change, an add too, that breaks an active workflow's step, or
+        could and the workflows were not checked.
         """
-        return self.destroys and self.action in (Action.CHANGE, Action.RETYPE, Action.REMOVE)
+        if self.destroys and self.action in (Action.CHANGE, Action.RETYPE, Action.REMOVE):
+            return True
+        return self.breaks_workflows and self.action in (Action.ADD, Action.CHANGE, Action.RETYPE, Action.REMOVE)
 
     @property
     def name_in_blink(self) -> str:
@@ -130,6 +177,10 @@ class FieldPlan:
             row["counts"] = dict(self.counts)
         if self.backfill is not None:
             row["backfill"] = self.backfill
+        if self.workflows:
+            row["workflows"] = [use.to_xcom() for use in self.workflows]
+        if self.workflows_unread:
+            row["workflows_unread"] = self.workflows_unread
         return row
 
 
@@ -202,6 +253,8 @@ class SchemaPlan:
     """A digest of what the plan counted in the table's rows ("" when nothing was counted)."""
     recorded_by: str = ""
     """Who let the last apply through, as its record says (``approved by X at T in review``, or ``acknowledged``)."""
+    workflows_digest: str = ""
+    """A digest of the workflows read for the plan's blast radius ("" when no change needed them)."""
 
     @property
     def fingerprint(self) -> str:
@@ -212,7 +265,8 @@ class SchemaPlan:
         the same one (a field changed in Blink since makes the approved plan stale).
         """
         parts = [self.schema_digest, self.record_digest, self.live_digest]
-        return digest([*parts, self.rows_digest] if self.rows_digest else parts)
+        parts += [self.rows_digest] if self.rows_digest or self.workflows_digest else []
+        return digest([*parts, self.workflows_digest] if self.workflows_digest else parts)
 
     @property
     def against_blink(self) -> bool:
@@ -325,7 +379,11 @@ def loses_values(row: FieldPlan) -> bool:
         return True
     if row.action == Action.REMOVE:
         return row.rows != 0
-    return row.destructive and any(member.startswith(VALUED_MEMBERS) for member in row.members)
+    return (
+        row.destroys
+        and row.action == Action.CHANGE
+        and any(member.startswith(VALUED_MEMBERS) for member in row.members)
+    )
 
 
 def digest(value: Any) -> str:

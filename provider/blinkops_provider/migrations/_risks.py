@@ -405,3 +405,30 @@ def judge(change: Change, facts: RowFacts) -> Judged:
         destroys=any(one.destroys for one in judged),
         rows=next((one.rows for one in judged if change.action == Action.REMOVE), None),
     )
+
+
+MENTIONS = "mentions"
+"""A workflow step breaks when it mentions the field at all: a removal, a retype (the old name goes), an option
+dropped."""
+WRITES = "writes"
+"""A step breaks when it writes the field: ``is_unique`` turned on."""
+ADDS_ROWS = "adds rows"
+"""A step breaks when it adds whole rows without the field: ``required`` turned on (by a change, or an add)."""
+
+
+def step_breaks(change: Change) -> tuple[str, ...]:
+    """
+    Return how a workflow step that uses the table breaks under ``change`` (:data:`MENTIONS`, ...).
+
+    None for a change that steps cannot notice (a display name, a description: steps name fields by their names).
+    """
+    kinds = []
+    if change.action in (Action.REMOVE, Action.RETYPE) or (
+        change.action == Action.CHANGE and options_removed(change.after, change.before)
+    ):
+        kinds.append(MENTIONS)
+    if change.action in (Action.ADD, Action.CHANGE) and _turned_on(change, "required"):
+        kinds.append(ADDS_ROWS)
+    if change.action == Action.CHANGE and _turned_on(change, "is_unique"):
+        kinds.append(WRITES)
+    return tuple(kinds)

@@ -345,8 +345,9 @@ def plan_text(plan: SchemaPlan) -> str:
     lines = [] if not plan.unread else [f"Blink's live schema could not be read ({plan.unread}): {RECORD_FALLBACK}"]
     if plan.table_plan.action == Action.CREATE:
         lines.append(_creation(plan))
-    lines += [_summary_line(plan), *_flagged(plan.fields), *_saved_first(plan), *_table_lines(plan.table_plan)]
+    lines += [_summary_line(plan), *_flagged(plan.fields), *_workflows_broken(plan.fields), *_saved_first(plan)]
     lines += [
+        *_table_lines(plan.table_plan),
         "",
         plan.baseline,
         "",
@@ -355,6 +356,40 @@ def plan_text(plan: SchemaPlan) -> str:
         *_field_rows(plan.fields),
     ]
     return "\n".join(lines + _left_alone(plan))
+
+
+WORKFLOWS_HEADING = (
+    "**Workflows it breaks** (the Blink workflows whose steps use what a change takes away: each fails at its next "
+    "run, unless it is changed first; an inactive one when it is turned on):"
+)
+
+
+def workflow_lines(fields: Sequence[FieldPlan]) -> list[str]:
+    """
+    Return one line per workflow a change breaks (#75), the changes in the plan's order.
+
+    The workflow's name, id and whether it is active, and each step with how it uses the field; the ones that could not
+    be read, and the changes whose workflows were not checked.
+    """
+    lines = []
+    for row in fields:
+        where = f"{_cell(row.field)} ({row.action})"
+        if row.workflows_unread:
+            lines.append(f"{where}: {row.workflows_unread}")
+        for use in row.workflows:
+            state = "active" if use.active else "inactive"
+            who = f"{_cell(use.workflow)!r} ({_cell(use.id)}, {state})"
+            if use.unread:
+                lines.append(f"{where}: could not be read: {who}: {_cell(use.unread)}")
+            else:
+                steps = ", ".join(f"{_cell(step)} ({how})" for step, how in use.steps)
+                lines.append(f"{where}: {who}: step {steps}")
+    return lines
+
+
+def _workflows_broken(fields: Sequence[FieldPlan]) -> list[str]:
+    lines = workflow_lines(fields)
+    return ["", WORKFLOWS_HEADING, *(f"- {line}" for line in lines)] if lines else []
 
 
 def _saved_first(plan: SchemaPlan) -> list[str]:
@@ -418,6 +453,8 @@ def log_plan(plan: SchemaPlan, log: Any) -> None:
     lines.append(_summary_line(plan))
     for heading, rows, said in _flagged_rows(plan.fields):
         lines += [heading, *(f"  {_cell(row.field)}: {said(row)}" for row in rows)]
+    broken = workflow_lines(plan.fields)
+    lines += [WORKFLOWS_HEADING.replace("**", ""), *(f"  {line}" for line in broken)] if broken else []
     if plan.table_plan.action == Action.CHANGE:
         lines.append(f"The table ({one_line(plan.table_plan.name)}): change {_table_change(plan.table_plan)}")
     lines += [plan.table_plan.note] if plan.table_plan.note else []
@@ -444,7 +481,7 @@ _FLAGS: tuple[tuple[str, str, Callable[[FieldPlan], bool], Callable[[FieldPlan],
         "(removals first: each deletes the field's values in every row, irreversibly; then the changes that can "
         "orphan values already in the table or drop a check Blink enforces):",
         lambda plan: plan.destructive,
-        lambda plan: f"{plan.action}: {plan.risk}" if plan.action in REMOVING else plan.risk,
+        lambda plan: _destructive_said(plan),
     ),
     (
         "Changed in Blink since the last apply",
@@ -454,6 +491,21 @@ _FLAGS: tuple[tuple[str, str, Callable[[FieldPlan], bool], Callable[[FieldPlan],
     ),
 )
 """The plan's flagged rows, in the order a reviewer reads them: a title, what it means, which rows, what each says."""
+
+
+def _destructive_said(plan: FieldPlan) -> str:
+    """Return why a row is destructive: its risk, and the active workflows it breaks (or that were not checked)."""
+    said = [f"{plan.action}: {plan.risk}" if plan.action in REMOVING else plan.risk] if plan.risk else []
+    if not plan.risk:
+        said.append(str(plan.action))
+    breaking = [use for use in plan.workflows if use.breaks]
+    if breaking:
+        said.append(f"breaks {len(breaking)} active workflow(s): {', '.join(repr(use.workflow) for use in breaking)}")
+    if plan.workflows_unread:
+        said.append(plan.workflows_unread)
+    if not plan.risk:
+        return f"{said[0]}: {'; '.join(said[1:])}"
+    return "; ".join(said)
 
 
 def _removals_first(plan: FieldPlan) -> bool:

@@ -32,6 +32,7 @@ from blinkops_provider.migrations import (
     Holder,
     apply,
     apply_schema,
+    check_workflow_usage,
     log_plan,
     plan,
     plan_xcom,
@@ -465,6 +466,10 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
     :param acknowledge_risks: apply removals although no person approved the plan in review
         (as Blink's own tool's ``acknowledge_risks``). By default a plan with a removal is
         refused, before anything is sent. ``True``/``False``, or a template that renders one.
+    :param workflow_usage: what a change that breaks an active Blink workflow's step is (the plan names each such
+        workflow and step, see :doc:`/workflows`): ``review`` (the default: destructive, so a person's Approve or
+        ``acknowledge_risks`` lets it through) or ``refuse`` (refused: the plan applies nothing, the workflows and
+        steps named).
     :param create_table: create the table with its declared fields when Blink does not have it
         (by default a missing table fails the task, naming this flag).
     :param lock_wait: seconds to wait for another apply of the same table to finish (default 0:
@@ -517,6 +522,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         lock_wait: float = 0.0,
         replace: bool = False,
         acknowledge_risks: bool | str = False,
+        workflow_usage: str = "review",
         create_table: bool = False,
         review_task_id: str | None = None,
         fail_on_refusal: bool = True,
@@ -548,6 +554,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         self.fail_on_refusal = check_flag(fail_on_refusal, "fail_on_refusal")
         self.plan = plan
         self.lock_wait = check_lock_wait(lock_wait)
+        self.workflow_usage = check_workflow_usage(workflow_usage)
 
     def execute(self, context: Context) -> dict[str, Any]:
         request = self._request(context)  # every argument checked (the static ones when the operator was built)
@@ -604,6 +611,7 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
             lock_wait=self.lock_wait,
             holder=Holder.current(context.get("ti")),
             acknowledge_risks=rendered_flag(self.acknowledge_risks, "acknowledge_risks"),
+            workflow_usage=self.workflow_usage,
         )
 
     def _announce(self, context: Context, summary: dict[str, Any], *, planned: bool) -> None:
