@@ -494,6 +494,7 @@ def apply_schema(
     acknowledge_risks: bool = False,
     create_table: bool = False,
     approval: Mapping[str, str] | None = None,
+    workflow_usage: str = "review",
 ) -> ApplyResult:
     """
     Apply ``updates`` to ``ws_id``/``table`` as a migration.
@@ -506,14 +507,16 @@ def apply_schema(
     running now). Without ``record_path`` there is no drift baseline and no lock file; nothing
     else differs.
 
-    :param acknowledge_risks: apply a plan that removes fields although no person approved it in
-        review (as Blink's own tool's ``acknowledge_risks``).
+    :param acknowledge_risks: apply a plan that removes fields, or breaks an active Blink workflow, although no
+        person approved it in review (as Blink's own tool's ``acknowledge_risks``).
     :param create_table: create the table, with its declared fields, when Blink does not have it.
+    :param workflow_usage: ``review`` (a change that breaks an active workflow needs an approval or
+        ``acknowledge_risks``) or ``refuse`` (refused before any write).
     :param approval: who approved the plan in Airflow's review and when, ``{"approved_by",
         "approved_at"}``, as the review task's recorded answer gives it (the operator's
         ``review_task_id`` reads it): it lets the plan's removals through, and the record keeps it.
-    :raises BlinkInputError: invalid input, before the lock is taken; a removal neither approved
-        nor acknowledged (nothing sent).
+    :raises BlinkInputError: invalid input, before the lock is taken; a removal or a break of an active workflow
+        neither approved nor acknowledged, or refused by ``workflow_usage`` (nothing sent).
     :raises BlinkStalePlanError: ``plan`` is not what would be applied now (nothing sent).
     :raises BlinkLockedError: another apply holds the table's lock (nothing sent).
     :raises BlinkNotFoundError: Blink has no such table, and ``create_table`` is False (nothing sent).
@@ -522,7 +525,7 @@ def apply_schema(
     given: dict[str, Any] = {"record_path": record_path, "max_concurrency": max_concurrency, "fail_fast": fail_fast}
     given |= {"holder": holder, "only_changed": only_changed, "approved": plan, "lock_wait": lock_wait}
     given |= {"replace": replace, "acknowledge_risks": acknowledge_risks, "create_table": create_table}
-    given["approval"] = approval  # (every argument is in ApplyRequest.checked's hands, checked there once)
+    given |= {"approval": approval, "workflow_usage": workflow_usage}  # (each checked once, in ApplyRequest.checked)
     return apply(hook, ApplyRequest.checked(ws_id, table, updates, **given))
 
 

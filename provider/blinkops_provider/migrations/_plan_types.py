@@ -181,6 +181,8 @@ class FieldPlan:
             row["workflows"] = [use.to_xcom() for use in self.workflows]
         if self.workflows_unread:
             row["workflows_unread"] = self.workflows_unread
+        if self.breaks_workflows:
+            row["breaks_workflows"] = True
         return row
 
 

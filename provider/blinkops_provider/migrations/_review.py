@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from blinkops_provider.exceptions import BlinkInputError, BlinkStalePlanError
-from blinkops_provider.migrations._plan_types import SchemaPlan, changes, risky
+from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan, changes, risky
 from blinkops_provider.migrations._text import plan_text
 from blinkops_provider.utils.states import Action
 from blinkops_provider.utils.text import one_line
@@ -129,9 +129,18 @@ def _check_loss(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | Non
     :raises BlinkInputError: naming the removals and both ways to go on; nothing was sent.
     """
     removals = [row for row in planned.removals if row.destructive]
+    breaking = [row for row in planned.fields if row.breaks_workflows and row.action != Action.REFUSED]
     _say_who(log, planned, approval, acknowledge_risks)
-    if not removals or acknowledge_risks or approval:
+    if not (removals or breaking) or acknowledge_risks or approval:
         return
+    if not removals:
+        raise BlinkInputError(
+            f"plan {planned.fingerprint} of {one_line(planned.ws_id)}/{one_line(planned.table)} breaks Blink "
+            f"workflows: {_breaks_said(breaking)}. Nothing was sent: a change that breaks an active workflow (or whose "
+            "workflows could not be checked) is applied only once a person approved the plan in the review the "
+            "applying task asked, or when the apply is given acknowledge_risks=True; workflow_usage='refuse' refuses "
+            "it outright"
+        )
     listed = "; ".join(f"{one_line(row.field)!r} ({row.risk})" for row in removals[:SHOWN_REMOVALS])
     more = f" and {len(removals) - SHOWN_REMOVALS} more" if len(removals) > SHOWN_REMOVALS else ""
     raise BlinkInputError(
@@ -141,6 +150,16 @@ def _check_loss(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | Non
         "answer (BlinkTableMigration's apply asks it; an XCom that claims a review, a plan's or a review task's, "
         "counts for nothing), or when the apply is given acknowledge_risks=True"
     )
+
+
+def _breaks_said(rows: Sequence[FieldPlan]) -> str:
+    """Return each row that breaks workflows, with the active ones it breaks (or why they were not checked)."""
+    said = []
+    for row in rows[:SHOWN_REMOVALS]:
+        names = ", ".join(f"{one_line(use.workflow)!r} ({one_line(use.id)})" for use in row.workflows if use.breaks)
+        said.append(f"{one_line(row.field)!r} ({row.action}): {names or row.workflows_unread}")
+    more = f" and {len(rows) - SHOWN_REMOVALS} more" if len(rows) > SHOWN_REMOVALS else ""
+    return "; ".join(said) + more
 
 
 def _say_who(log: Any, planned: SchemaPlan, approval: Mapping[str, str] | None, acknowledged: bool) -> None:

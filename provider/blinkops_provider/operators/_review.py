@@ -192,8 +192,9 @@ class ReviewedApply(UpdateTableFieldsOperator):
 
     def _asks(self, plan: Mapping[str, Any], policy: str, acknowledged: bool) -> bool:
         if self.removals_only:
-            removes = any(row.get("action") in REMOVING for row in plan.get("fields") or ())
-            return removes and not acknowledged and policy != "never"
+            rows = [row for row in plan.get("fields") or () if isinstance(row, Mapping)]
+            removes = any(row.get("action") in REMOVING or row.get("breaks_workflows") is True for row in rows)
+            return removes and not acknowledged and policy != "never"  # (its own gate re-reads both from Blink)
         return review_needed([plan], policy, acknowledged=acknowledged)
 
     def _ask(self, context: Context, plan: Mapping[str, Any], acknowledged: bool) -> None:
