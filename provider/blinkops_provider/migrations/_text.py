@@ -84,7 +84,20 @@ def _line(plan: Mapping[str, Any]) -> str:
     flags = [word for word, n in (("refused", count[Action.REFUSED]), ("destructive", destructive)) if n]
     mark = f" [{', '.join(flags).upper()}]" if flags else ""
     fingerprint = one_line(str(plan.get("fingerprint")))
-    return f"- {_table_of_plan(plan)}{mark}: {counts_said(count, destructive)} (plan {fingerprint})"
+    said = counts_said(count, destructive) + _workflows_counted(rows)
+    return f"- {_table_of_plan(plan)}{mark}: {said} (plan {fingerprint})"
+
+
+def _workflows_counted(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Return how many active workflows a table's plan breaks, and whether they went unchecked, for a fleet's line."""
+    broken = {
+        str(use.get("id"))
+        for row in rows
+        for use in (row.get("workflows") if isinstance(row.get("workflows"), list) else [])
+        if isinstance(use, Mapping) and use.get("active") is True and not use.get("unread")
+    }
+    said = f", breaks {len(broken)} active workflow(s)" if broken else ""
+    return said + (", workflows not checked" if any(row.get("workflows_unread") for row in rows) else "")
 
 
 def counts_said(count: Mapping[str, int], destructive: int) -> str:

@@ -236,3 +236,59 @@ def test_a_short_or_doubled_workflows_walk_is_an_error(hook: Any) -> None:
         m.get(url, [{"json": {"results": [one], "total": 2}}, {"json": {"results": [one], "total": 2}}])
         with pytest.raises(BlinkResponseError, match=r"repeats a workflow \(a doubled walk\)"):
             list(hook.iter_workflows("ws-1", page_size=1))
+
+
+# -- against the sandbox, and the docs' page ------------------------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "example_dags" / "blink_table_schema_migration.json"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "workflows.md"
+
+
+def test_against_the_sandbox_the_demo_plan_names_exactly_its_workflows(blink_sandbox: Any, tmp_path: Path) -> None:
+    from blinkops_provider.hooks.blink import BlinkHook
+
+    planned = plan_schema(BlinkHook(), "ws-demo", "Incidents", json.loads(EXAMPLE.read_text()))
+    found = {
+        (row.field, use.id, use.steps): use.active for row in planned.fields for use in row.workflows if not use.unread
+    }
+    assert found == {
+        ("Risk", "pb-triage", (("S1", "filtered on"), ("S2", "written"))): True,  # a condition, a per-column input
+        ("Queue", "pb-triage", (("S2", "adds rows without it"),)): True,  # an upsert without the new required field
+        ("Queue", "pb-sweep", (("S2", "adds rows without it"),)): True,  # a JSON body without it
+        ("Affected hosts", "pb-sweep", (("S1", "read"), ("S2", "written"))): True,  # an RQL select, a JSON body
+    }  # not the Users workflow, not the display-name changes (Description, Impact, Resolved, Due)
+    unread = {(row.field, use.id) for row in planned.fields for use in row.workflows if use.unread}
+    assert unread == {
+        ("Risk", "pb-report"),  # named in an SQL query only
+        ("Risk", "pb-draft"),  # does not parse
+        ("Queue", "pb-draft"),
+        ("Affected hosts", "pb-draft"),
+    }
+    blink_sandbox.set_faults(workflows_read_status=404)
+    refused = plan_schema(BlinkHook(), "ws-demo", "Incidents", json.loads(EXAMPLE.read_text()))
+    assert {row.field for row in refused.fields if row.workflows_unread} == {"Risk", "Queue", "Affected hosts"}
+    assert refused.fingerprint != planned.fingerprint
+
+
+def page_blocks(kind: str) -> list[str]:
+    import re
+
+    return re.findall(rf"```{kind}\n(.*?)```", PAGE.read_text(), flags=re.S)
+
+
+def test_the_pages_example_runs_as_written(
+    blink_sandbox: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+    import shlex
+
+    from blinkops_provider.cli.main import main
+
+    monkeypatch.chdir(EXAMPLE.parents[1])  # the page's paths are the repository's
+    (block,) = page_blocks("console")
+    command, *output = block.splitlines()
+    assert main(shlex.split(command.removeprefix("$ "))[1:]) == 0
+    printed = capsys.readouterr().out
+    for line in output:
+        pattern = re.compile(".+?".join(re.escape(part) for part in re.split(r"<[a-z ]+>", line)))
+        assert pattern.search(printed), f"{line!r} not in:\n{printed}"

@@ -417,3 +417,24 @@ def test_a_tables_page_shows_its_fields_and_row_count_and_names_a_missing_one(bl
     assert "Due &lt;b&gt;" in answer.text and "<b>" not in answer.text  # names are escaped
     missing = requests.get(blink_sandbox.url + page.format(ws_id="ws-1", table="Nope"), timeout=10)
     assert "No table &#x27;Nope&#x27; in workspace &#x27;ws-1&#x27;" in missing.text
+
+
+def test_the_workflows_read_pages_with_a_total_and_can_be_refused(blink_sandbox: Any) -> None:
+    """#75: ``GET /workspace/{ws_id}/playbooks?q={limit, offset}`` answers ``{limit, offset, total, results}``, each a
+    workflow with its definition; one by id; a fault answers 403/404/405 as a Blink that refuses the read."""
+    headers = {"BLINK-API-KEY": blink_sandbox.api_key}
+    url = f"{blink_sandbox.base_url}/workspace/ws-demo/playbooks"
+    seen = []
+    for offset in range(0, 6, 2):
+        page = requests.get(url, params={"q": json.dumps({"limit": 2, "offset": offset})}, headers=headers, timeout=10)
+        body = page.json()
+        assert (page.status_code, body["limit"], body["offset"], body["total"]) == (200, 2, offset, 5)
+        seen += [one["id"] for one in body["results"]]
+    assert seen == ["pb-triage", "pb-sweep", "pb-report", "pb-people", "pb-draft"]
+    one = requests.get(f"{url}/pb-sweep", headers=headers, timeout=10).json()
+    assert one["name"] == "Nightly host sweep" and "system.TableInsert" in one["playbook"]
+    assert requests.get(f"{url}/pb-nope", headers=headers, timeout=10).status_code == 404
+    bad = requests.get(url, params={"q": json.dumps({"limit": 0})}, headers=headers, timeout=10)
+    assert bad.status_code == 400
+    blink_sandbox.set_faults(workflows_read_status=403)
+    assert requests.get(url, headers=headers, timeout=10).status_code == 403

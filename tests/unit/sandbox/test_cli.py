@@ -382,3 +382,27 @@ def test_put_records_loads_a_files_rows_all_or_none(
     (tmp_path / "object.json").write_text("{}")
     assert main([*args, "--table", "Users", "--file", str(tmp_path / "object.json")]) == 2
     assert "must hold a JSON list of rows" in capsys.readouterr().err
+
+
+def test_put_workflows_loads_definitions_named_by_their_name_line(
+    blink_sandbox: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#75: ``blink-sandbox put-workflows`` loads each file as one workflow; one of that name is changed, and who
+    changed it is recorded as a table's fields record it."""
+    args = ["put-workflows", blink_sandbox.url, "--admin-token", blink_sandbox.admin_token, "--ws-id", "ws-demo"]
+    named, unnamed = tmp_path / "triage.yaml", tmp_path / "sweep.yaml"
+    named.write_text("name: Triage new incidents\nsteps: []\n")
+    unnamed.write_text("steps: []\n")
+    before = blink_sandbox.store.find_workflows("ws-demo", 100, 0)["total"]
+    assert main([*args, str(named), str(unnamed), "--inactive"]) == 0
+    assert "2 workflow(s) written to ws-demo" in capsys.readouterr().out
+    listed = {one["name"]: one for one in blink_sandbox.store.find_workflows("ws-demo", 100, 0)["results"]}
+    assert len(listed) == before + 1  # the seeded 'Triage new incidents' changed, 'sweep' added
+    changed = listed["Triage new incidents"]
+    assert (changed["id"], changed["playbook"], changed["active"]) == ("pb-triage", named.read_text(), False)
+    assert changed["updated_by"] == "ui-user@sandbox.blink" and changed["created_by"] == "seed@sandbox.blink"
+    assert listed["sweep"]["playbook"] == "steps: []\n"
+    assert main([*args, str(tmp_path / "missing.yaml")]) == 2
+    assert "the workflow file" in capsys.readouterr().err
+    assert main([*args[:-1], "ws-nowhere", str(named)]) == 2
+    assert "workspace 'ws-nowhere' not found" in capsys.readouterr().err
