@@ -132,6 +132,8 @@ def migration_summary(log: Path, *, per_field: bool) -> list[str]:
         (r"(Plan [0-9a-f]{16} for \S+: .*\))", False),
         (r"\s{2}([^\s\]|][^:]*: (?:add|change|change \(destructive\)|remove:|retype:) .*?)(?:\s+\[airflow|$)", True),
         (r"(The table \(.*?)(?:\s+\[airflow|$)", True),
+        (r"(Workflows it breaks) \(", False),
+        (r"\s{2}([^\s\]|][^:]*\((?:add|change|remove|retype)\): '.*?)(?:\s+\[airflow|$)", False),
         (r"(Plan [0-9a-f]{16} (?:approved by .*? in review.*?|removes \d+ field.*?))(?:\s+\[airflow|$)", False),
         (r"(Plan [0-9a-f]{16}: the values of .*? saved at \S+)", False),
         (r"(?:\] |INFO - )([^\[\]:]+: backfilled \d+ row\(s\) .*?)(?:\s+\[airflow|$)", False),
@@ -151,7 +153,7 @@ def migration_summary(log: Path, *, per_field: bool) -> list[str]:
                 break
             last = found.group(1)
             plans += number == 0
-            shown = plans == 1 or number > 2  # the plan task's plan (the apply logs it again)
+            shown = plans == 1 or number > 4  # the plan task's plan (the apply logs it again)
             if shown and (per_field or not detail):
                 summary.append(f"  {found.group(1)}" if detail else found.group(1))
             break
@@ -302,8 +304,11 @@ def main() -> int:
                         env,
                         log,
                     )
-                for line in migration_summary(log, per_field=number == 1):
+                summary = migration_summary(log, per_field=number == 1)
+                for line in summary:
                     say(f"    {line}")
+                if sandbox is not None and number == 1 and not any("(pb-triage, active)" in one for one in summary):
+                    raise DemoFailed(f"the plan named no workflow the retype breaks ('Triage new incidents'): see {log}")
             if sandbox is not None:  # the apply undone, then applied again (its backup, a reviewed rollback)
                 rollback(sandbox, (ws_id, table), before, env, logs, reviewed, unasked)
                 again = [*airflow, "dags", "test", MIGRATION, dt.datetime.now(dt.UTC).isoformat(), "-c", conf]

@@ -90,10 +90,10 @@ def _line(plan: Mapping[str, Any]) -> str:
 
 def _workflows_counted(rows: Sequence[Mapping[str, Any]]) -> str:
     """Return how many active workflows a table's plan breaks, and whether they went unchecked, for a fleet's line."""
+    uses = [use for row in rows if isinstance(row.get("workflows"), list) for use in row["workflows"]]
     broken = {
         str(use.get("id"))
-        for row in rows
-        for use in (row.get("workflows") if isinstance(row.get("workflows"), list) else [])
+        for use in uses
         if isinstance(use, Mapping) and use.get("active") is True and not use.get("unread")
     }
     said = f", breaks {len(broken)} active workflow(s)" if broken else ""

@@ -93,8 +93,26 @@ def read_usage(hook: BlinkHook, ws_id: str, table: str, probes: Sequence[Probe])
     return usage
 
 
+def could_use(definition: str | None, table: str, probes: Sequence[Probe]) -> bool:
+    """
+    Return whether a definition's text could hold a step of ``table`` that a probe breaks: else it is not parsed.
+
+    A step names its table literally, or through an expression (``{{``); it names a table action; and it names the
+    field, unless it adds rows (``required`` turned on breaks the steps that do not name it).
+    """
+    if not definition:
+        return True  # (said as unread)
+    if table not in definition and "{{" not in definition:
+        return False
+    if "tables." not in definition and "system.Table" not in definition:
+        return False
+    return any(ADDS_ROWS in probe.breaks or probe.name in definition for probe in probes)
+
+
 def _look(workflow: Workflow, table: str, probes: Sequence[Probe], usage: Usage) -> None:
     """Add what one workflow does to the probed fields (nothing kept of it otherwise)."""
+    if not could_use(workflow.playbook, table, probes):
+        return
     read = read_workflow(workflow.playbook)
     name, active = workflow.name, workflow.active
     if read.unread:

@@ -46,7 +46,12 @@ def kinds_of_use() -> list[dict[str, Any]]:
         ),
         workflow("wf-display", "Display name only", [step("S1", "tables.AddRecordV2", **{"Risk level": "x"})]),
         workflow("wf-other", "Other field", [step("S1", "tables.GetRecordsV3", ci={"Owner": "a"})]),
-        workflow("wf-broken", "Broken", "steps:\n  - {id: S1, action: tables.AddRecordV2\n"),
+        workflow(
+            "wf-broken",
+            "Broken",
+            "steps:\n  - {id: S1, action: tables.AddRecordV2, inputs: {table: incidents, Risk: x\n",
+        ),
+        workflow("wf-elsewhere", "Broken, elsewhere", "steps:\n  - {id: S1, action: tables.AddRecordV2\n"),
         workflow(
             "wf-expr", "Table from an expression", [step("S1", "tables.AddRecordV2", "{{ steps.S0.output.t }}", Risk=1)]
         ),
@@ -77,7 +82,8 @@ def test_a_removal_names_exactly_the_workflows_and_steps_that_use_the_field(hook
         ("wf-body", (("S1", "written"),), True),
     }  # not another table's field of the same name, not a display name, not another field
     unread = {use.id: use.unread for use in row.workflows if use.unread}
-    assert set(unread) == {"wf-broken", "wf-expr", "wf-sql"}
+    assert set(unread) == {"wf-broken", "wf-expr", "wf-sql"}  # (one that names neither the table nor an expression
+    # cannot use it: it is not parsed)
     assert unread["wf-broken"].startswith("its definition does not parse as YAML at line")
     assert "on a table it does not name" in unread["wf-expr"]
     assert unread["wf-sql"] == "step S1 (tables.GetRecordsV3) names 'Risk' only in free text (sql)"
