@@ -188,6 +188,7 @@ def main() -> int:
         ("lock_handover.py", "A table lock's handover to a waiting apply"),
         ("data_copy.py", "Data migrations: counts, a retype's copy, scaling and memory"),
         ("undo.py", "Undo: the backup beside a walk, its memory, a restore beside one row at a time"),
+        ("workflows.py", "The blast radius: a plan's workflows read beside the plan without it, its memory"),
         ("schema_cli.py", "blink-schema in CI: validate and plan"),
         ("apply_profile.py", "How far one apply reaches into the provider"),
     ):

@@ -9,7 +9,7 @@ Two families, with opposite rules:
   :class:`NewTable`, :class:`TableUpdate`) reject unknown members, naming the allowed ones, and
   reject values of the wrong type, so a typo such as ``opitons`` fails before any request is sent.
 * Response models (:class:`TableField`, :class:`BlinkTable`, :class:`ConnectionType` and its
-  parts, :class:`ConnectionTypePage`) accept missing and unknown members and keep the unknown ones:
+  parts, :class:`ConnectionTypePage`, :class:`Workflow`) accept missing and unknown members and keep the unknown ones:
   Blink adds fields over time, and ``model_dump()`` hands them on untouched. Members whose JSON
   name is not snake_case (``defaultAPIAddress``) have a snake_case attribute and are dumped under
   their JSON name.
@@ -84,6 +84,7 @@ __all__ = [
     "TestConnection",
     "TwoLeggedValues",
     "Validation",
+    "Workflow",
 ]
 
 

@@ -9,7 +9,7 @@ from html import escape
 from typing import Annotated, Any, Protocol
 from urllib.parse import unquote
 
-from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request, Security
+from fastapi import APIRouter, Body, Depends, FastAPI, Path, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import APIKeyHeader
@@ -320,13 +320,13 @@ def _workflow_routes(api: APIRouter, sandbox: Served) -> None:
         return sandbox.store.find_workflows(unquote(ws_id), limit, offset)
 
     @api.get(
-        "/workspace/{ws_id}/playbooks/{pb_id}",
+        "/workspace/{ws_id}/playbooks/{id}",
         response_model=Playbook,
         operation_id="PlaybookGetById",
         tags=tags,
         summary="Get a workflow",
     )
-    def get_playbook(ws_id: str, pb_id: str) -> Any:
+    def get_playbook(ws_id: str, pb_id: Annotated[str, Path(alias="id")]) -> Any:
         """Return one workflow with its definition."""
         refused()
         return sandbox.store.get_workflow(unquote(ws_id), unquote(pb_id))

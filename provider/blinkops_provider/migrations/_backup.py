@@ -27,7 +27,6 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -36,6 +35,7 @@ from blinkops_provider.exceptions import BlinkConfigurationError, BlinkInputErro
 from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._plan_types import FieldPlan, SchemaPlan
 from blinkops_provider.models import TableField
+from blinkops_provider.utils.read_ahead import read_ahead
 from blinkops_provider.utils.states import Action
 from blinkops_provider.utils.storage import folder_path, replacing, storage_path
 
@@ -198,16 +198,9 @@ def _rows(hook: BlinkHook, ws_id: str, table: str, valued: list[str]) -> Iterato
     if not valued:
         return
     records = hook.iter_records(ws_id, table, page_size=PAGE_SIZE)
-    with ThreadPoolExecutor(1, thread_name_prefix="blink-backup-read") as reader:
-        ahead = reader.submit(_page, records)
-        while page := ahead.result():
-            ahead = reader.submit(_page, records)  # (the walk is advanced by this one thread, a page at a time)
-            for record in page:
-                yield {"id": record.get("id"), "values": {name: record.get(name) for name in valued}}
-
-
-def _page(records: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
-    return list(islice(records, PAGE_SIZE))
+    for page in read_ahead(records, PAGE_SIZE, "blink-backup-read"):
+        for record in page:
+            yield {"id": record.get("id"), "values": {name: record.get(name) for name in valued}}
 
 
 def _write(out: Any, header: Mapping[str, Any], rows: Iterable[Mapping[str, Any]]) -> tuple[int, str]:

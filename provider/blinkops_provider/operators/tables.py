@@ -522,12 +522,12 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         lock_wait: float = 0.0,
         replace: bool = False,
         acknowledge_risks: bool | str = False,
-        workflow_usage: str = "review",
         create_table: bool = False,
         review_task_id: str | None = None,
         fail_on_refusal: bool = True,
         blink_conn_id: str = BlinkHook.default_conn_name,
         hook_params: dict[str, Any] | None = None,
+        workflow_usage: str = "review",
         **kwargs: Any,
     ) -> None:
         kwargs["outlets"] = with_alias(kwargs.get("outlets"), TABLES_ALIAS)

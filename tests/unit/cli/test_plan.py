@@ -31,8 +31,9 @@ def test_plan_prints_the_plan_and_says_with_its_exit_code_whether_anything_would
     args = ["plan", "ws-demo", "Incidents", str(EXAMPLE), "--record-path", f"{records}/"]
     assert main(args) == 0  # without --detailed-exitcode: 0 whatever the plan
     text = capsys.readouterr().out
-    assert "2 to add, 8 to change, 1 to remove, 1 to retype (2 destructive)" in text
+    assert "2 to add, 8 to change, 1 to remove, 1 to retype (3 destructive)" in text  # Queue breaks workflows (#75)
     assert "- Affected hosts: remove: deletes values in 90 of 120 rows, permanently" in text
+    assert "- Queue: add: breaks 2 active workflow(s): 'Triage new incidents', 'Nightly host sweep'" in text
     assert main([*args, "--detailed-exitcode"]) == 2
     capsys.readouterr()
     assert writes_of(blink_sandbox) == [] and not records.exists()  # it reads; it never writes

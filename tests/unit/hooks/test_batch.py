@@ -105,7 +105,9 @@ def test_operator_contract() -> None:
     declared += " acknowledge_risks create_table"  # #48: removals behind a flag, a table created
     declared += " review_task_id"  # #55: the approval, read from Airflow's record of the review
     declared += " fail_on_refusal blink_conn_id"  # #72: a plan task whose plan refuses an entry fails
-    assert list(signature.parameters)[1:] == [*declared.split(), "hook_params", "kwargs"]
+    declared += " hook_params workflow_usage"  # #75: a change that breaks an active workflow, reviewed or refused
+    assert list(signature.parameters)[1:] == [*declared.split(), "kwargs"]
+    assert signature.parameters["workflow_usage"].default == "review"
     assert signature.parameters["acknowledge_risks"].default is False
     assert signature.parameters["create_table"].default is False
     assert signature.parameters["max_concurrency"].default == 16

@@ -104,7 +104,9 @@ def test_the_sandbox_backfills_a_new_required_field(blink_sandbox: BlinkSandbox,
     with pytest.raises(BlinkInputError, match="a new required field on a table with"):
         apply_schema(hook, "ws-demo", "Incidents", declared, record_path=f"{tmp_path}/")
     declared[0]["backfill"] = "triage"
-    done = apply_schema(hook, "ws-demo", "Incidents", declared, record_path=f"{tmp_path}/")
+    with pytest.raises(BlinkInputError, match="breaks Blink workflows: 'Queue' \\(add\\): 'Triage new incidents'"):
+        apply_schema(hook, "ws-demo", "Incidents", declared, record_path=f"{tmp_path}/")  # (#75: the seeded ones)
+    done = apply_schema(hook, "ws-demo", "Incidents", declared, record_path=f"{tmp_path}/", acknowledge_risks=True)
     assert done.backfilled == {"Queue": len(DEMO_ROWS["Incidents"])}
     rows = blink_sandbox.store.find_records("ws-demo", "Incidents", json.dumps({"limit": 1000}))["results"]
     assert {row["queue"] for row in rows} == {"triage"}

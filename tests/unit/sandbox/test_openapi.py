@@ -85,6 +85,8 @@ def test_paths_and_methods_match_the_spec_and_blinks_table_reads(spec: str, open
         "/api/v1/workspace/{ws_id}/table": {"post"},
         "/api/v1/workspace/{ws_id}/table/{table}": {"put", "get", "post"},  # the table's edit; records: #64
         "/api/v1/workspace/{ws_id}/table/{table}/{record_id}": {"get", "put", "delete"},  # api-notes.md, records
+        "/api/v1/workspace/{ws_id}/playbooks": {"get"},  # api-notes.md, workflows (#75)
+        "/api/v1/workspace/{ws_id}/playbooks/{id}": {"get"},
     }
     assert set(openapi["paths"]) == {f"/api/v1{put_path}", f"/api/v1{get_path}", *TABLE_READS, *writes}
     assert set(openapi["paths"][f"/api/v1{put_path}"]) == {"put", "delete"}  # DELETE: api-notes.md (#48)
@@ -102,6 +104,10 @@ def test_paths_and_methods_match_the_spec_and_blinks_table_reads(spec: str, open
         for route in ("`POST /workspace/{ws_id}/table`", "`PUT /workspace/{ws_id}/table/{table}`"):
             assert route in NOTES.read_text()
         assert "`POST .../table/{table}/fields`" in notes and "`DELETE .../table/{table}/fields/{field}`" in notes
+        assert (
+            "`GET /workspace/{ws_id}/playbooks?q=<JSON>`" in notes
+            and "`GET /workspace/{ws_id}/playbooks/{id}`" in notes
+        )
     assert openapi["paths"][f"/api/v1{put_path}"]["put"]["operationId"] == "UpdateField"
 
 
