@@ -17,6 +17,7 @@ field); the others use twenty other tables.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import math
@@ -102,7 +103,7 @@ class LatentBlink(FakeBlink):
 @contextmanager
 def without_workflows() -> Iterator[None]:
     """The peer: the same plan, its workflows read replaced by one that finds nothing and sends nothing."""
-    with mock.patch.object(_apply, "read_usage", lambda hook, ws_id, table, probes: Usage()):
+    with mock.patch.object(_apply, "read_usage", return_value=Usage()):
         yield
 
 
@@ -111,18 +112,12 @@ def plan_once(delay: float, workflows: int, read: bool) -> tuple[float, float, i
     with requests_mock.Mocker() as m:
         blink = LatentBlink(delay, workflows).mount(m)
         hook = BlinkHook()
-        with contextlib_nullcontext() if read else without_workflows():
+        with contextlib.nullcontext() if read else without_workflows():
             cpu, started = time.process_time(), time.perf_counter()
             planned = plan_schema(hook, "ws-1", "incidents", DECLARED)
             took, used = time.perf_counter() - started, time.process_time() - cpu - blink.served_cpu
     assert planned.fields[0].action == "remove" and (bool(planned.fields[0].workflows) == read)
     return took, used, blink.requests
-
-
-def contextlib_nullcontext() -> Any:
-    import contextlib
-
-    return contextlib.nullcontext()
 
 
 def plan_beside_the_plan_without(workflows: int, delay: float, rounds: int) -> None:
