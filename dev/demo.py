@@ -308,7 +308,7 @@ def main() -> int:
                 for line in summary:
                     say(f"    {line}")
                 if sandbox is not None and number == 1 and not any("(pb-triage, active)" in one for one in summary):
-                    raise DemoFailed(f"the plan named no workflow the retype breaks ('Triage new incidents'): see {log}")
+                    raise DemoFailed(f"the plan named no workflow its retype breaks ('Triage new incidents'): {log}")
             if sandbox is not None:  # the apply undone, then applied again (its backup, a reviewed rollback)
                 rollback(sandbox, (ws_id, table), before, env, logs, reviewed, unasked)
                 again = [*airflow, "dags", "test", MIGRATION, dt.datetime.now(dt.UTC).isoformat(), "-c", conf]
