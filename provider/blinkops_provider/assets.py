@@ -178,7 +178,13 @@ CHANGING = ("added", "changed", "removed", "retyped")
 
 
 def event_extra(
-    ws_id: str, table: str, applied: list[str], planned: dict[str, list[str]] | None = None, *, backup: str = ""
+    ws_id: str,
+    table: str,
+    applied: list[str],
+    planned: dict[str, list[str]] | None = None,
+    *,
+    backup: str = "",
+    workflows: dict[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     """
     Return a table event's extra, flat.
@@ -189,7 +195,9 @@ def event_extra(
       :data:`EVENT_NAMES` names) and ``applied_count``;
     - with a plan: ``added``, ``changed``, ``removed`` and ``retyped`` (names, at most
       :data:`EVENT_NAMES` each), their ``_count``, and ``unchanged_count``, zeros included;
-    - with a ``backup``: ``backup``, where the apply saved what it changed and destroyed first (a rollback reads it).
+    - with a ``backup``: ``backup``, where the apply saved what it changed and destroyed first (a rollback reads it);
+    - with ``workflows`` (per field, the workflows the plan said its change breaks): ``workflows``, the ids (at most
+      :data:`EVENT_NAMES`), and ``workflows_count``.
     """
     extra: dict[str, Any] = {
         "ws_id": ws_id,
@@ -205,6 +213,10 @@ def event_extra(
         extra["unchanged_count"] = len(planned.get("unchanged", []))
     if backup:
         extra["backup"] = backup
+    if workflows:
+        ids = sorted({one for named in workflows.values() for one in named})
+        extra["workflows"] = tuple(ids[:EVENT_NAMES])
+        extra["workflows_count"] = len(ids)
     return extra
 
 

@@ -256,6 +256,7 @@ class SchemaRecord:
         backfilled: Mapping[str, int] | None = None,
         retyping: Mapping[str, str] | None = None,
         backup: str = "",
+        workflows: Mapping[str, list[str]] | None = None,
     ) -> None:
         """
         Replace the record with ``fields`` (name -> body sent), in one move.
@@ -263,7 +264,8 @@ class SchemaRecord:
         With ``names`` (declared name -> Blink's name, where they differ), ``table_name`` (Blink's name of a table this
         provider created) and ``approval`` (who approved this apply's plan and when, ``{"approved_by", "approved_at"}``,
         or ``{"acknowledged": true}``) and ``backfilled`` (the rows this apply's backfills filled, by field) noted when
-        given; and ``backup``, where this apply saved what it changed and destroyed first (a rollback reads it).
+        given; ``backup``, where this apply saved what it changed and destroyed first (a rollback reads it); and
+        ``workflows``, per field, the ids of the Blink workflows its plan said the change breaks.
         """
         notes: dict[str, Any] = {"names": dict(names)} if names else {}
         if table_name:
@@ -276,6 +278,8 @@ class SchemaRecord:
             notes["retyping"] = dict(retyping)
         if backup:
             notes["backup"] = backup
+        if workflows:
+            notes["workflows"] = {field: list(ids) for field, ids in workflows.items()}
         data = {
             "format": RECORD_FORMAT,
             "blink": self.host,

@@ -271,6 +271,16 @@ class SchemaPlan:
         return digest([*parts, self.workflows_digest] if self.workflows_digest else parts)
 
     @property
+    def workflows_named(self) -> dict[str, list[str]]:
+        """
+        Return, per field, the ids of the Blink workflows whose steps its change breaks (#75), active or not.
+
+        What the record, the apply's XCom and the table's asset event keep of the plan's blast radius.
+        """
+        named = {row.field: sorted({use.id for use in row.workflows if not use.unread}) for row in self.fields}
+        return {field: ids for field, ids in named.items() if ids}
+
+    @property
     def against_blink(self) -> bool:
         """
         Whether the plan was made against Blink's fields read.

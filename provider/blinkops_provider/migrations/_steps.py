@@ -72,6 +72,8 @@ class ApplyResult(FieldUpdates):
     let_through: dict[str, Any] = field(default_factory=dict)
     backup: str = ""
     """Where the apply saved what it changes and destroys, before its first write ("" when it wrote no backup)."""
+    workflows: dict[str, list[str]] = field(default_factory=dict)
+    """Per field, the ids of the Blink workflows its plan said the change breaks (#75)."""
 
     def merge(self, parts: Iterable[FieldUpdates]) -> ApplyResult:
         """Add the outcomes of ``parts``: the batches' reports, or other results."""
@@ -541,6 +543,7 @@ class Steps:
         report = ApplyResult(failed=refused, order=order, plan=None if blind else self.plan, skipped=self.skipped)
         report.backfilled = self.backfilled
         report.backup = self.backup.location if self.backup is not None else ""
+        report.workflows = self.plan.workflows_named
         return report.merge(parts)
 
     def complete(self, result: ApplyResult, now: Any, *, raising: bool) -> ApplyResult:
@@ -600,6 +603,7 @@ class Steps:
             backfilled=self.backfilled,
             retyping=self.retyping,
             backup=self.backup.location if self.backup is not None else "",
+            workflows=self.plan.workflows_named,
         )
 
     def _content(self, result: ApplyResult) -> tuple[dict[str, Any], dict[str, str]]:

@@ -98,9 +98,10 @@ class BaseBlinkOperator(BaseOperator):
         planned: dict[str, list[str]] | None = None,
         *,
         backup: str = "",
+        workflows: dict[str, list[str]] | None = None,
     ) -> None:
         """
-        Add the event of the table's ``blink://`` asset, its extra naming the fields applied (and the apply's backup).
+        Add the event of the table's ``blink://`` asset, its extra naming the fields applied, the backup, the workflows.
 
         On that asset when the task declares it among its outlets (Airflow then lists the task as a producer), else
         through the operator's alias :data:`~blinkops_provider.assets.TABLES_ALIAS`. Airflow records it when the task
@@ -114,7 +115,7 @@ class BaseBlinkOperator(BaseOperator):
             return
         try:
             asset = blink_table_asset(ws_id, table, host=self.hook.base_url)
-            extra = event_extra(ws_id, table, applied, planned, backup=backup)
+            extra = event_extra(ws_id, table, applied, planned, backup=backup, workflows=workflows)
             declared = next((item for item in self.outlets if getattr(item, "uri", None) == asset.uri), None)
             if declared is not None:
                 events[declared].extra.update(extra)

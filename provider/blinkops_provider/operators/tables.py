@@ -146,6 +146,7 @@ class ApplyReport:
         named = {"names": result.names(), **({"table_name": result.table_name} if result.table_name else {})}
         named |= {"backfilled": dict(result.backfilled)} if result.backfilled else {}
         named |= {"backup": result.backup} if result.backup else {}  # what a rollback of this apply reads
+        named |= {"workflows": dict(result.workflows)} if result.workflows else {}  # what its changes break
         return {
             **self._head([name for name in result.order if name in result.applied], failed, list(result.unknown)),
             "outcomes": {name: str(outcome) for name, outcome in outcomes.items()},  # plain text: JSON
@@ -619,7 +620,13 @@ class UpdateTableFieldsOperator(BaseBlinkOperator):
         groups = grouped(summary["outcomes"]) if planned else None
         if groups is None or any(groups.get(outcome) for outcome in CHANGING):
             self.announce_table(
-                context, self.ws_id, self.table, summary["updated"], groups, backup=summary.get("backup", "")
+                context,
+                self.ws_id,
+                self.table,
+                summary["updated"],
+                groups,
+                backup=summary.get("backup", ""),
+                workflows=summary.get("workflows"),
             )
         else:
             where = one_line(f"{self.ws_id}/{self.table}")

@@ -182,6 +182,12 @@ def test_a_break_of_an_active_workflow_is_not_applied_without_approval(hook: Any
     assert blink.puts == []
     result = apply_schema(hook, "ws-1", "incidents", declared, record_path=f"{tmp_path}/", acknowledge_risks=True)
     assert result.outcomes() == {"Owner": "changed"}
+    assert result.workflows == {"Owner": ["wf-write"]}  # the XCom's "workflows", and the record's:
+    assert json.loads((tmp_path / "ws-1" / "incidents.json").read_text())["workflows"] == {"Owner": ["wf-write"]}
+    from blinkops_provider.assets import event_extra
+
+    extra = event_extra("ws-1", "incidents", ["Owner"], workflows=result.workflows)
+    assert (extra["workflows"], extra["workflows_count"]) == (("wf-write",), 1)
 
 
 def test_workflow_usage_refuse_refuses_before_any_write_naming_workflows_and_steps(
