@@ -133,7 +133,7 @@ def migration_summary(log: Path, *, per_field: bool) -> list[str]:
         (r"\s{2}([^\s\]|][^:]*: (?:add|change|change \(destructive\)|remove:|retype:) .*?)(?:\s+\[airflow|$)", True),
         (r"(The table \(.*?)(?:\s+\[airflow|$)", True),
         (r"(Workflows it breaks) \(", False),
-        (r"\s{2}([^\s\]|][^:]*\((?:add|change|remove|retype)\): '.*?)(?:\s+\[airflow|$)", False),
+        (r"\s{2}([^\s\]|][^:]*\((?:add|change|remove|retype)\): .*?)(?:\s+\[airflow|$)", False),
         (r"(Plan [0-9a-f]{16} (?:approved by .*? in review.*?|removes \d+ field.*?))(?:\s+\[airflow|$)", False),
         (r"(Plan [0-9a-f]{16}: the values of .*? saved at \S+)", False),
         (r"(?:\] |INFO - )([^\[\]:]+: backfilled \d+ row\(s\) .*?)(?:\s+\[airflow|$)", False),

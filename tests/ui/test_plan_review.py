@@ -111,6 +111,8 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
             button(browser, choice)
             waiting(browser).until(lambda driver: "Title" in driver.page_source, "the plan is not shown")
             assert "The baseline is the table as Blink holds it" in browser.page_source
+            if "Workflows it breaks" in review["body"]:  # what a person reads on the page (#75)
+                assert "Workflows it breaks" in browser.page_source and "pb-triage" in browser.page_source
             if shot:
                 SHOTS.mkdir(parents=True, exist_ok=True)
                 browser.save_screenshot(str(SHOTS / shot))
@@ -127,8 +129,16 @@ def test_the_plan_is_reviewed_and_approved_in_the_ui(
     #    before the approval. The plan adds two fields, removes one (#48) and retypes one (#64): the
     #    review shows the removal and the retype first, with the rows they count, and the body the add will POST.
     log = tmp_path / "run-1.log"
-    counted = "2 to add, 8 to change, 1 to remove, 1 to retype (2 destructive)"
+    counted = "2 to add, 8 to change, 1 to remove, 1 to retype (3 destructive)"  # the new required Queue: #75
     review = approve(start(log), log, counted, nothing_sent=True)
+    # #75: the review names the sandbox's workflows each change breaks, before anyone approves
+    assert "**Workflows it breaks**" in review["body"]
+    triage = "- Risk (retype): 'Triage new incidents' (pb-triage, active): step S1 (filtered on), S2 (written)"
+    assert triage in review["body"], review["body"]
+    assert (
+        "- Affected hosts (remove): 'Nightly host sweep' (pb-sweep, active): step S1 (read), S2 (written)"
+        in (review["body"])
+    )
     hosts = sum("Affected hosts" in row for row in DEMO_ROWS["Incidents"])
     assert f"- Affected hosts: remove: deletes values in {hosts} of 120 rows, permanently" in review["body"]
     assert "- Risk: retype: risk-level → single-select: add the new field, copy 120 rows" in review["body"]
