@@ -178,22 +178,30 @@ def read_workflow(definition: str | None) -> WorkflowSteps:
         return WorkflowSteps(unread="its definition nests too deeply to read")
     if not isinstance(document, Mapping):
         return WorkflowSteps(unread="its definition is not a YAML mapping")
-    return WorkflowSteps(steps=tuple(_read_step(key, node) for key, node in _steps(document, "")))
+    seen: set[int] = set()
+    return WorkflowSteps(steps=tuple(_read_step(key, node) for key, node in _steps(document, "", seen)))
 
 
-def _steps(node: Any, key: str, depth: int = 0) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """Yield ``(key, step)`` for each table step at any depth, in the definition's order."""
-    if depth > 64:
+def _steps(node: Any, key: str, seen: set[int], depth: int = 0) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """
+    Yield ``(key, step)`` for each table step at any depth, in the definition's order.
+
+    Each node once: YAML aliases share nodes, and a definition of nested aliases (a "billion laughs") would otherwise
+    take exponential time to walk.
+    """
+    if depth > 64 or id(node) in seen:
         return
+    if isinstance(node, (Mapping, list)):
+        seen.add(id(node))
     if isinstance(node, Mapping):
         action = node.get("action")
         if isinstance(action, str) and action in TABLE_ACTIONS:
             yield key, node
         for name, value in node.items():
-            yield from _steps(value, str(name), depth + 1)
+            yield from _steps(value, str(name), seen, depth + 1)
     elif isinstance(node, list):
         for item in node:
-            yield from _steps(item, key, depth + 1)
+            yield from _steps(item, key, seen, depth + 1)
 
 
 def _read_step(key: str, node: Mapping[str, Any]) -> TableStep:
@@ -226,6 +234,7 @@ class _StepReader:
         self.mentions: list[FieldMention] = []
         self.free_text: list[tuple[str, str]] = []
         self.unread: list[str] = []
+        self.seen: set[int] = set()
 
     def table(self, value: Any) -> str | None:
         if isinstance(value, str) and value.strip() and not _EXPRESSION.search(value):
@@ -269,8 +278,10 @@ class _StepReader:
         read(name, value)
 
     def _condition(self, name: str, value: Any, depth: int = 0) -> None:
-        if depth > 32:
+        if depth > 32 or id(value) in self.seen:  # (each node once: aliases share them)
             return
+        if isinstance(value, (Mapping, list)):
+            self.seen.add(id(value))
         if isinstance(value, Mapping):
             for key, inner in value.items():
                 key = str(key)

@@ -109,3 +109,12 @@ def test_a_name_in_text_is_a_whole_word() -> None:
     assert not mentioned_in_text("WHERE Risky = 1", "Risk")
     assert not mentioned_in_text("WHERE t.Riskiness", "Risk")
     assert not mentioned_in_text("anything", "")
+
+
+def test_a_definition_of_nested_aliases_is_walked_once_per_node() -> None:
+    """A "billion laughs": each level an alias of the one before, twice. Each node is walked once, so the step is read
+    once (walked by its aliases, it would be read 2**12 times here, and 2**40 times at 40 levels)."""
+    levels = ["a0: &a0 {action: tables.GetRecordsV3, inputs: {table: incidents, ci: &c {Risk: 1, $or: [*c, *c]}}}"]
+    levels += [f"a{n}: &a{n} [*a{n - 1}, *a{n - 1}]" for n in range(1, 13)]
+    read = read_workflow("\n".join([*levels, "steps: [*a12]"]))
+    assert [(step.step, step.mentions) for step in read.steps] == [("a0", (FieldMention("Risk", "ci", "filtered on"),))]
