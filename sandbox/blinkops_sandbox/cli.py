@@ -223,17 +223,29 @@ def _admin(args: argparse.Namespace, path: str, body: Any, done: str, method: st
 
 def create_table(args: argparse.Namespace) -> int:
     """Run ``create-table``: a table with the fields a declared-schema file names."""
-    from urllib.parse import quote
-
     declared = _json_file(args.schema, "schema")
-    if declared is None:
-        return 2
-    try:
-        path = f"workspace/{quote(args.ws_id, safe='')}/table/{quote(args.table, safe='')}"
-    except UnicodeEncodeError:
-        print("blink-sandbox: --ws-id and --table must be text (they hold bytes that are not)", file=sys.stderr)
+    path = _admin_path("workspace/{}/table/{}", ws_id=args.ws_id, table=args.table)
+    if declared is None or path is None:
         return 2
     return _admin(args, path, declared, f"Table {args.ws_id}/{args.table} created in the sandbox at {args.url}")
+
+
+def _admin_path(template: str, **names: str) -> str | None:
+    """
+    Return an admin API path, ``template`` filled with ``names`` quoted as path segments, in order.
+
+    None (said on stderr, naming the options) when one holds bytes that are not text.
+    """
+    from urllib.parse import quote
+
+    try:
+        return template.format(*(quote(value, safe="") for value in names.values()))
+    except UnicodeEncodeError:
+        options = [f"--{name.replace('_', '-')}" for name in names]
+        said = " and ".join([", ".join(options[:-1]), options[-1]] if len(options) > 1 else options)
+        they = "they hold" if len(options) > 1 else "it holds"
+        print(f"blink-sandbox: {said} must be text ({they} bytes that are not)", file=sys.stderr)
+        return None
 
 
 def _json_file(path: str, what: str) -> Any:
@@ -256,17 +268,13 @@ def put_records(args: argparse.Namespace) -> int:
     The rows of a JSON file written to a table, each checked as Blink checks a new record (a required field empty, a
     unique value taken, an option not offered): all or none.
     """
-    from urllib.parse import quote
-
     rows = _json_file(args.file, "records")
     if not isinstance(rows, list):
         if rows is not None:
             print(f'blink-sandbox: {args.file!r} must hold a JSON list of rows, [{{"Title": "..."}}]', file=sys.stderr)
         return 2
-    try:
-        path = f"workspace/{quote(args.ws_id, safe='')}/table/{quote(args.table, safe='')}/rows"
-    except UnicodeEncodeError:
-        print("blink-sandbox: --ws-id and --table must be text (they hold bytes that are not)", file=sys.stderr)
+    path = _admin_path("workspace/{}/table/{}/rows", ws_id=args.ws_id, table=args.table)
+    if path is None:
         return 2
     done = f"{len(rows)} row(s) written to {args.ws_id}/{args.table} in the sandbox at {args.url}"
     return _admin(args, path, rows, done, method="POST")
@@ -276,7 +284,6 @@ def put_workflows(args: argparse.Namespace) -> int:
     """Run ``put-workflows``: each file's text is a workflow's definition, sent as it is (the sandbox parses none)."""
     import re
     from pathlib import Path
-    from urllib.parse import quote
 
     workflows = []
     for name in args.files:
@@ -288,10 +295,8 @@ def put_workflows(args: argparse.Namespace) -> int:
         named = re.search(r"^name:[ \t]*['\"]?(.+?)['\"]?[ \t]*$", text, re.MULTILINE)
         title = named.group(1) if named else Path(name).stem
         workflows.append({"name": title, "active": not args.inactive, "playbook": text})
-    try:
-        path = f"workspace/{quote(args.ws_id, safe='')}/playbooks"
-    except UnicodeEncodeError:
-        print("blink-sandbox: --ws-id must be text (it holds bytes that are not)", file=sys.stderr)
+    path = _admin_path("workspace/{}/playbooks", ws_id=args.ws_id)
+    if path is None:
         return 2
     done = f"{len(workflows)} workflow(s) written to {args.ws_id} in the sandbox at {args.url}"
     return _admin(args, path, workflows, done)
@@ -304,8 +309,6 @@ def update_field(args: argparse.Namespace) -> int:
     One field changed through the running sandbox's admin API, the members not given kept, recorded as changed by
     ``--by``: drift, as a person in Blink's UI makes it.
     """
-    from urllib.parse import quote
-
     body: dict[str, Any] = {}
     if args.display_name is not None:
         body["display_name"] = args.display_name
@@ -321,14 +324,8 @@ def update_field(args: argparse.Namespace) -> int:
         return 2
     if args.by:
         body["by"] = args.by
-    try:
-        path = "workspace/{}/table/{}/fields/{}".format(
-            *(quote(part, safe="") for part in (args.ws_id, args.table, args.field))
-        )
-    except UnicodeEncodeError:
-        print(
-            "blink-sandbox: --ws-id, --table and --field must be text (they hold bytes that are not)", file=sys.stderr
-        )
+    path = _admin_path("workspace/{}/table/{}/fields/{}", ws_id=args.ws_id, table=args.table, field=args.field)
+    if path is None:
         return 2
     changed = ", ".join(sorted(key for key in body if key != "by"))
     done = f"Field {args.field!r} of {args.ws_id}/{args.table} changed ({changed}) in the sandbox at {args.url}"
