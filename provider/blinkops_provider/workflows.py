@@ -122,6 +122,8 @@ class TableStep:
     :ivar adds_rows: whether it adds whole rows (:data:`ADDING_ACTIONS`).
     :ivar free_text: ``(input, text)`` of each input read as free text (an ``sql`` query, say).
     :ivar unread: what could not be read in the step, in sentences.
+    :ivar table_expression: whether it names its table through an expression (which table cannot be known).
+    :ivar body_unread: whether its body (``data``) is an expression (which columns it writes cannot be known).
     """
 
     step: str
@@ -131,6 +133,8 @@ class TableStep:
     adds_rows: bool = False
     free_text: tuple[tuple[str, str], ...] = ()
     unread: tuple[str, ...] = ()
+    table_expression: bool = False
+    body_unread: bool = False
 
     def uses(self, field: str) -> list[str]:
         """Return how the step uses ``field`` (``read``, ``written``, ``filtered on``), each once, in order."""
@@ -222,6 +226,8 @@ def _read_step(key: str, node: Mapping[str, Any]) -> TableStep:
         adds_rows=action in ADDING_ACTIONS,
         free_text=tuple(reader.free_text),
         unread=tuple(reader.unread),
+        table_expression=reader.table_expression,
+        body_unread=reader.body_unread,
     )
 
 
@@ -235,11 +241,14 @@ class _StepReader:
         self.free_text: list[tuple[str, str]] = []
         self.unread: list[str] = []
         self.seen: set[int] = set()
+        self.table_expression = False
+        self.body_unread = False
 
     def table(self, value: Any) -> str | None:
         if isinstance(value, str) and value.strip() and not _EXPRESSION.search(value):
             return value.strip()
         if isinstance(value, str) and _EXPRESSION.search(value):
+            self.table_expression = True
             self.unread.append(f"its table is named through an expression ({value.strip()[:80]})")
         else:
             self.unread.append("it names no table in its 'table' input")
@@ -268,6 +277,7 @@ class _StepReader:
             if not text:
                 return
             if _EXPRESSION.fullmatch(text):
+                self.body_unread |= name == "data"
                 self.unread.append(f"its '{name}' input is an expression ({text[:80]})")
                 return
             try:

@@ -12,7 +12,7 @@ change that could break a step, and such a change is destructive (``_plan_types.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from blinkops_provider.exceptions import BlinkAuthError, BlinkInputError, BlinkReadUnavailableError
@@ -138,8 +138,7 @@ def _on_table(step: TableStep, table: str) -> bool | None:
     """Whether the step is on ``table``: True, False, or None when it cannot be known (and may be)."""
     if step.table is not None:
         return step.table == table
-    named = any(table in text for _, text in step.free_text) or any("expression" in why for why in step.unread)
-    return None if named else False
+    return None if step.table_expression or any(table in text for _, text in step.free_text) else False
 
 
 def _step_use(step: TableStep, table: str, probe: Probe) -> tuple[list[str], str]:
@@ -153,7 +152,7 @@ def _step_use(step: TableStep, table: str, probe: Probe) -> tuple[list[str], str
         found += uses
     if WRITES in probe.breaks and "written" in uses and "written" not in found:
         found.append("written")
-    unread_body = step.adds_rows and any("'data'" in why for why in step.unread)
+    unread_body = step.adds_rows and step.body_unread
     if ADDS_ROWS in probe.breaks and step.adds_rows and "written" not in uses and not unread_body:
         found.append("adds rows without it")
     if on_table is None and found:
@@ -170,13 +169,3 @@ def _step_use(step: TableStep, table: str, probe: Probe) -> tuple[list[str], str
 
 def _why(step: TableStep) -> str:
     return "; ".join(step.unread) or "its table is named only in free text"
-
-
-def summed(uses: Iterable[WorkflowUse]) -> Mapping[str, int]:
-    """Return how many workflows are broken (active, inactive) and could not be read: what the fleet counts."""
-    uses = list(uses)
-    return {
-        "active": sum(use.breaks for use in uses),
-        "inactive": sum(not use.active and not use.unread for use in uses),
-        "unread": sum(bool(use.unread) for use in uses),
-    }
