@@ -2,7 +2,7 @@
 What a Blink workflow does to tables: the table steps of one workflow's definition, read without running it.
 
 A workflow (Blink's "playbook") is a YAML definition whose steps each name an ``action`` and its ``inputs``. The table
-actions (:data:`TABLE_ACTIONS`: ``tables.*`` and the older ``system.Table*``) name their table in the input ``table``,
+actions (``TABLE_ACTIONS``: ``tables.*`` and the older ``system.Table*``) name their table in the input ``table``,
 by its internal name, and its columns by their names. :func:`read_workflow` returns each table step with the columns it
 mentions and how (:class:`TableStep`, :class:`FieldMention`); the planner asks it which workflows a change breaks.
 
@@ -11,14 +11,15 @@ What this reader assumes beyond Blink's published notes (docs: "What a change br
 - a step is any mapping in the definition with a string ``action`` and a mapping ``inputs`` (at any depth, so the
   steps of a loop or a branch count); its id is its ``id`` member, else its key in the mapping that holds it;
 - a column is mentioned by: one input per column (``tables.AddRecordV2``, ``tables.CreateOrUpdateRecordV3``: every
-  input that is not one of the action's own, :data:`OWN_INPUTS`), a condition (``ci``: the keys of an RQL-style
+  input that is not one of the action's own, ``OWN_INPUTS``), a condition (``ci``: the keys of an RQL-style
   filter, or a list of ``{"field"|"column"|"key": name}`` terms), an RQL ``query`` (its ``filter``, ``sort`` and
   ``select``), a JSON body (``data``: its objects' keys), or a ``column`` input;
 - an ``sql`` query, text that does not parse as the JSON the input takes, and any other text input are free text: a
   column named there is reported as such, never counted as a use (nor ignored).
 
-What cannot be read is said (:attr:`WorkflowSteps.unread`, :attr:`TableStep.unread`), never guessed: a definition that
-does not parse, a table named through an expression (``{{ steps.S1.output.table }}``), a body that is an expression.
+What cannot be read is said (the ``unread`` of :class:`WorkflowSteps` and of :class:`TableStep`), never guessed: a
+definition that does not parse, a table named through an expression (``{{ steps.S1.output.table }}``), a body that is an
+expression.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ class TableStep:
     :ivar action: its action, e.g. ``tables.AddRecordV2``.
     :ivar table: the table it names (internal name); None when it names none that can be read (``unread`` says why).
     :ivar mentions: the columns it mentions, and how.
-    :ivar adds_rows: whether it adds whole rows (:data:`ADDING_ACTIONS`).
+    :ivar adds_rows: whether it adds whole rows (``ADDING_ACTIONS``).
     :ivar free_text: ``(input, text)`` of each input read as free text (an ``sql`` query, say).
     :ivar unread: what could not be read in the step, in sentences.
     :ivar table_expression: whether it names its table through an expression (which table cannot be known).

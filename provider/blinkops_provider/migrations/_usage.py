@@ -66,7 +66,7 @@ def check_workflow_usage(value: object) -> str:
     """
     Return the ``workflow_usage`` policy, checked.
 
-    :raises BlinkInputError: not one of :data:`WORKFLOW_USAGE`.
+    :raises BlinkInputError: not ``review`` or ``refuse`` (``WORKFLOW_USAGE``).
     """
     if value not in WORKFLOW_USAGE:
         raise BlinkInputError(f"workflow_usage must be one of {', '.join(map(repr, WORKFLOW_USAGE))}, got {value!r}")
