@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["FieldMention", "TableStep", "WorkflowSteps", "mentioned_in_text", "read_workflow"]
+__all__ = ["FieldMention", "TableStep", "WorkflowSteps", "mentioned_in_text", "names_a_table_action", "read_workflow"]
 
 TABLE_ACTIONS = frozenset(
     {
@@ -54,6 +54,10 @@ TABLE_ACTIONS = frozenset(
     }
 )
 """The actions that read or write a Blink table (Blink's tool lists them)."""
+
+_ACTION_FAMILIES = tuple(
+    sorted({action.split(".")[0] + "." + ("Table" if action.startswith("system.") else "") for action in TABLE_ACTIONS})
+)
 
 ADDING_ACTIONS = frozenset({"tables.AddRecordV2", "tables.CreateOrUpdateRecordV3", "system.TableInsert"})
 """The actions that add whole rows (an upsert adds one when none matches): a row they add without a field that
@@ -157,6 +161,11 @@ class WorkflowSteps:
 
     steps: tuple[TableStep, ...] = ()
     unread: str = ""
+
+
+def names_a_table_action(definition: str) -> bool:
+    """Return whether a definition's text names a table action (``tables.*``, ``system.Table*``): else no table step."""
+    return any(family in definition for family in _ACTION_FAMILIES)
 
 
 def mentioned_in_text(text: str, name: str) -> bool:

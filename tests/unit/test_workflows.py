@@ -118,3 +118,11 @@ def test_a_definition_of_nested_aliases_is_walked_once_per_node() -> None:
     levels += [f"a{n}: &a{n} [*a{n - 1}, *a{n - 1}]" for n in range(1, 13)]
     read = read_workflow("\n".join([*levels, "steps: [*a12]"]))
     assert [(step.step, step.mentions) for step in read.steps] == [("a0", (FieldMention("Risk", "ci", "filtered on"),))]
+
+
+def test_a_definition_without_a_table_action_is_known_without_parsing() -> None:
+    from blinkops_provider.workflows import names_a_table_action
+
+    assert names_a_table_action(DEFINITION)
+    assert names_a_table_action("steps: [{action: system.TableInsert}]")
+    assert not names_a_table_action("steps: [{action: slack.SendMessage, inputs: {text: tables are fun}}]")

@@ -20,7 +20,7 @@ from blinkops_provider.hooks.blink import BlinkHook
 from blinkops_provider.migrations._plan_types import WorkflowUse, digest
 from blinkops_provider.migrations._risks import ADDS_ROWS, MENTIONS, WRITES
 from blinkops_provider.models import Workflow
-from blinkops_provider.workflows import TableStep, read_workflow
+from blinkops_provider.workflows import TableStep, names_a_table_action, read_workflow
 
 WORKFLOW_USAGE = ("review", "refuse")
 """The policies of a change that breaks an active workflow: ``review`` (destructive: it needs a person's Approve or
@@ -47,12 +47,10 @@ class Usage:
 
     :ivar uses: Blink's field name -> the workflows that use it (known uses first, then the unread ones).
     :ivar unread: why the workflows were not read at all ("" when they were).
-    :ivar workflows: how many workflows were read.
     """
 
     uses: dict[str, list[WorkflowUse]] = field(default_factory=dict)
     unread: str = ""
-    workflows: int = 0
 
     @property
     def digest(self) -> str:
@@ -83,7 +81,6 @@ def read_usage(hook: BlinkHook, ws_id: str, table: str, probes: Sequence[Probe])
     usage = Usage(uses={probe.name: [] for probe in probes})
     try:
         for workflow in hook.iter_workflows(ws_id):  # (on this thread: its session, its open connection)
-            usage.workflows += 1
             _look(workflow, table, probes, usage)
     except (BlinkReadUnavailableError, BlinkAuthError) as err:
         if err.status not in (403, 404, 405):
@@ -105,7 +102,7 @@ def could_use(definition: str | None, table: str, probes: Sequence[Probe]) -> bo
         return True  # (said as unread)
     if table not in definition and "{{" not in definition:
         return False
-    if "tables." not in definition and "system.Table" not in definition:
+    if not names_a_table_action(definition):
         return False
     return any(ADDS_ROWS in probe.breaks or probe.name in definition for probe in probes)
 
